@@ -1,0 +1,3 @@
+"""agent-memory: persistent, typed, local memory for AI agents."""
+
+__version__ = "0.1.0"

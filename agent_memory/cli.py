@@ -1,0 +1,140 @@
+"""The ``agent-memory`` command: global options, logging, and the subcommands.
+
+Logging is configured here, once, to stderr: the stdout of ``serve`` carries JSON-RPC only.
+Heavy modules (the MCP SDK, later Flask and waitress) are imported inside the subcommand
+that needs them, so each command pays only for itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+from agent_memory import __version__
+from agent_memory.errors import DatabaseOpenError, SchemaTooNew
+
+DEFAULT_OLLAMA_URL = "http://localhost:11434"
+DEFAULT_EMBED_MODEL = "nomic-embed-text"
+LOG_LEVELS = ("debug", "info", "warning", "error")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+log = logging.getLogger("agent_memory")
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: Path | None
+    ollama_url: str
+    embed_model: str
+    sweep_interval: int
+
+
+def configure_logging(level: str) -> None:
+    logging.basicConfig(stream=sys.stderr, level=level.upper(), format=LOG_FORMAT, force=True)
+    if level.lower() != "debug":
+        logging.getLogger("alembic").setLevel(logging.WARNING)
+
+
+def fail(message: str) -> None:
+    """One clear line on stderr and exit 1: never a traceback for an operator's problem."""
+    click.echo(f"agent-memory: {message}", err=True)
+    sys.exit(1)
+
+
+def open_service(settings: Settings):  # -> MemoryService (imported lazily)
+    from agent_memory.db import open_database
+    from agent_memory.service import MemoryService
+
+    try:
+        database = open_database(settings.db)
+    except (DatabaseOpenError, SchemaTooNew) as exc:
+        fail(str(exc))
+    log.info("database %s (schema version %d)", database.path, database.schema_version)
+    return MemoryService(database)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    __version__, "--version", prog_name="agent-memory", message="%(prog)s %(version)s"
+)
+@click.option(
+    "--db",
+    type=click.Path(dir_okay=False, path_type=Path),
+    help="Database file. Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
+)
+@click.option(
+    "--ollama-url",
+    envvar="AGENT_MEMORY_OLLAMA_URL",
+    default=DEFAULT_OLLAMA_URL,
+    show_default=True,
+    show_envvar=True,
+    help="Ollama base URL for embeddings (hybrid search).",
+)
+@click.option(
+    "--embed-model",
+    envvar="AGENT_MEMORY_EMBED_MODEL",
+    default=DEFAULT_EMBED_MODEL,
+    show_default=True,
+    show_envvar=True,
+    help="Ollama embedding model.",
+)
+@click.option(
+    "--sweep-interval",
+    type=click.IntRange(min=1),
+    envvar="AGENT_MEMORY_SWEEP_INTERVAL",
+    default=3600,
+    show_default=True,
+    show_envvar=True,
+    metavar="SECONDS",
+    help="Seconds between lifecycle sweeps (TTL expiry, decay refresh).",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    envvar="AGENT_MEMORY_LOG",
+    default="info",
+    show_default=True,
+    show_envvar=True,
+    help="Log verbosity (logs always go to stderr).",
+)
+@click.pass_context
+def cli(
+    ctx: click.Context,
+    db: Path | None,
+    ollama_url: str,
+    embed_model: str,
+    sweep_interval: int,
+    log_level: str,
+) -> None:
+    """Persistent, typed, local memory for AI agents, in one SQLite file."""
+    configure_logging(log_level)
+    ctx.obj = Settings(
+        db=db, ollama_url=ollama_url, embed_model=embed_model, sweep_interval=sweep_interval
+    )
+
+
+@cli.command()
+@click.pass_obj
+def serve(settings: Settings) -> None:
+    """Run the MCP server on stdin/stdout (creates the database on first run)."""
+    service = open_service(settings)
+    from agent_memory import mcp_server
+    from agent_memory.lifecycle import Sweeper
+
+    sweeper = Sweeper(service, settings.sweep_interval)
+    sweeper.start()
+    try:
+        mcp_server.serve_stdio(service)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sweeper.stop()
+        service.database.close()
+
+
+def main() -> None:
+    cli(prog_name="agent-memory")

@@ -1,0 +1,167 @@
+"""Opening the database file: the one function every entry point uses.
+
+Resolve the path, connect through sqlean with sqlite-vec loaded, set the pragmas, and make
+sure the schema is at this build's head. When the file is already at head (the usual case)
+Alembic is never imported; the check is one read-only SELECT.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+import sqlalchemy
+import sqlean
+import sqlite_vec
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from agent_memory.errors import DatabaseOpenError, SchemaTooNew
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "agent-memory"
+DB_FILENAME = "memory.db"
+DB_ENV = "AGENT_MEMORY_DB"
+# Long enough that a writer waiting behind another process's migration or import
+# waits instead of reporting "database is locked".
+BUSY_TIMEOUT_MS = 30_000
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+_REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
+
+
+def resolve_path(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """``--db`` wins, then ``$AGENT_MEMORY_DB``, then the platform's user data dir."""
+    if explicit:
+        return Path(explicit).expanduser()
+    env = os.environ.get(DB_ENV)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / DB_FILENAME
+
+
+def migrations_dir() -> Path:
+    """The Alembic scripts: inside the installed wheel, or at the top of a source checkout."""
+    packaged = PACKAGE_DIR / "migrations"
+    return packaged if packaged.is_dir() else PACKAGE_DIR.parent / "migrations"
+
+
+def head_revision() -> int:
+    """This build's schema version, read from the revision file names (no Alembic import)."""
+    numbers = [
+        int(m.group(1))
+        for name in os.listdir(migrations_dir() / "versions")
+        if (m := _REVISION_FILE.match(name))
+    ]
+    return max(numbers)
+
+
+def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
+    # We issue BEGIN ourselves (see _on_begin), so the driver must not.
+    dbapi_conn.isolation_level = None
+    dbapi_conn.enable_load_extension(True)
+    try:
+        sqlite_vec.load(dbapi_conn)
+    finally:
+        dbapi_conn.enable_load_extension(False)
+    # busy_timeout first: switching to WAL takes a lock a concurrent opener must wait for.
+    dbapi_conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    dbapi_conn.execute("PRAGMA journal_mode = WAL")
+    dbapi_conn.execute("PRAGMA synchronous = NORMAL")
+    dbapi_conn.execute("PRAGMA foreign_keys = ON")
+
+
+def _on_begin(conn: sqlalchemy.Connection) -> None:
+    # Writers take the write lock up front: a deferred transaction that later upgrades
+    # to a write fails at once with SQLITE_BUSY_SNAPSHOT instead of waiting.
+    write = conn.get_execution_options().get("sqlite_write", False)
+    conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+
+def create_engine(path: Path) -> Engine:
+    """An engine whose connections carry sqlite-vec, the pragmas and explicit BEGINs."""
+    engine = sqlalchemy.create_engine(f"sqlite:///{path}", module=sqlean)
+    event.listen(engine, "connect", _on_connect)
+    event.listen(engine, "begin", _on_begin)
+    return engine
+
+
+def read_revision(path: Path) -> int | None:
+    """The schema version stored in the file, None for a new file; never writes to it."""
+    if not path.exists() or path.stat().st_size == 0:
+        return None
+    try:
+        conn = sqlean.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlean.Error as exc:
+        raise DatabaseOpenError(path, str(exc)) from exc
+    try:
+        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlean.OperationalError as exc:
+        if "no such table" in str(exc):
+            return None
+        raise DatabaseOpenError(path, str(exc)) from exc
+    except sqlean.DatabaseError as exc:
+        raise DatabaseOpenError(path, str(exc)) from exc
+    finally:
+        conn.close()
+    if row is None:
+        return None
+    try:
+        return int(row[0])
+    except (TypeError, ValueError) as exc:
+        raise DatabaseOpenError(path, f"unrecognised schema version {row[0]!r}") from exc
+
+
+@dataclass
+class Database:
+    path: Path
+    engine: Engine
+    schema_version: int
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+
+def open_database(path: str | os.PathLike[str] | None = None) -> Database:
+    """Open (creating or migrating as needed) the memory database.
+
+    Raises DatabaseOpenError for a file that cannot be used and SchemaTooNew for a file
+    written by a newer agent-memory, which is then left untouched.
+    """
+    resolved = resolve_path(path)
+    if resolved.is_dir():
+        raise DatabaseOpenError(resolved, "is a directory")
+    parent = resolved.parent
+    try:
+        if not parent.exists():
+            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise DatabaseOpenError(resolved, exc.strerror or str(exc)) from exc
+
+    head = head_revision()
+    current = read_revision(resolved)
+    if current is not None and current > head:
+        raise SchemaTooNew(current, head)
+
+    engine = create_engine(resolved)
+    try:
+        if current != head:
+            from agent_memory import migrate  # imports Alembic: only when there is work
+
+            migrate.upgrade(engine, resolved, head)
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT 1 FROM memories LIMIT 1").fetchall()
+    except (SchemaTooNew, DatabaseOpenError):
+        engine.dispose()
+        raise
+    except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error, OSError) as exc:
+        engine.dispose()
+        cause = getattr(exc, "orig", None) or exc
+        raise DatabaseOpenError(resolved, str(cause)) from exc
+    return Database(path=resolved, engine=engine, schema_version=head)

@@ -1,0 +1,62 @@
+"""The named exceptions every layer raises; transports map them to the wire.
+
+Each class's docstring is its message template, in the style of sqlite-utils and llm.
+"""
+
+from __future__ import annotations
+
+
+class AgentMemoryError(Exception):
+    """agent-memory error"""
+
+
+class InvalidArgument(AgentMemoryError):
+    """invalid argument: {detail}"""
+
+    def __init__(self, detail: str, *, prefixed: bool = True) -> None:
+        self.detail = detail
+        super().__init__(f"invalid argument: {detail}" if prefixed else detail)
+
+
+class UnknownField(AgentMemoryError):
+    """failed to deserialize parameters: unknown field `{field}`, expected one of {expected}"""
+
+    def __init__(self, field: str, expected: tuple[str, ...]) -> None:
+        self.field = field
+        names = ", ".join(f"`{name}`" for name in expected)
+        super().__init__(
+            f"failed to deserialize parameters: unknown field `{field}`, expected one of {names}"
+        )
+
+
+class StorageError(AgentMemoryError):
+    """{operation} failed due to a storage error (details are in the server log)"""
+
+    def __init__(self, operation: str) -> None:
+        self.operation = operation
+        super().__init__(
+            f"{operation} failed due to a storage error (details are in the server log)"
+        )
+
+
+class SchemaTooNew(AgentMemoryError):
+    """database schema is version {found} but this binary supports up to version {supported} —
+    upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db at a different file"""
+
+    def __init__(self, found: int, supported: int) -> None:
+        self.found = found
+        self.supported = supported
+        super().__init__(
+            f"database schema is version {found} but this binary supports up to version "
+            f"{supported} — upgrade agent-memory (pipx upgrade agent-memory-mcp) "
+            "or point --db at a different file"
+        )
+
+
+class DatabaseOpenError(AgentMemoryError):
+    """cannot open database {path}: {cause}"""
+
+    def __init__(self, path: object, cause: str) -> None:
+        self.path = path
+        self.cause = cause
+        super().__init__(f"cannot open database {path}: {cause}")

@@ -1,0 +1,226 @@
+"""The MCP stdio transport: the official SDK's low-level ``Server`` over the service.
+
+Thin by design: parse the tool call, hand the raw arguments to one service method, map
+the service's exceptions to MCP. The low-level server does not validate arguments
+against the schemas below (the service does, with the contract's messages), and it
+would turn a stray exception into an error carrying its raw text, so every failure is
+mapped here before it can leave.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from mcp.server import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    CallToolRequestParams,
+    CallToolResult,
+    ListToolsResult,
+    TextContent,
+    Tool,
+)
+
+from agent_memory import __version__
+from agent_memory.errors import InvalidArgument, StorageError, UnknownField
+from agent_memory.schema import MEMORY_TYPES
+from agent_memory.service import DEFAULT_SEARCH_LIMIT, MAX_LIMIT, MAX_TTL_SECS, MemoryService
+
+log = logging.getLogger(__name__)
+
+SERVER_NAME = "agent-memory"
+INSTRUCTIONS = (
+    "Persistent memory shared by every agent on this machine. Before starting work, "
+    "memory_search for decisions, constraints and known errors about the task; after "
+    "deciding something, fixing an error or finding a pattern, memory_store it with the "
+    "right type and a few tags so the next session can recall it."
+)
+
+_TYPE = {"type": "string", "enum": list(MEMORY_TYPES), "description": "Memory category."}
+_TAGS = {"type": "array", "items": {"type": "string"}}
+_ID = {"type": "integer", "description": "Memory id, as returned by memory_store."}
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+_TTL = {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_TTL_SECS}
+_FILTERS = {
+    "type": _TYPE,
+    "tag": {"type": "string", "description": "Only memories carrying exactly this tag."},
+    "scope": {"type": "string", "description": "Only memories in this scope (e.g. a project)."},
+}
+
+TOOLS = [
+    Tool(
+        name="memory_store",
+        description=(
+            "Persist a typed memory and return its id. Types: DECISION (a choice made and "
+            "why), PATTERN (a way of doing things here), ERROR (a failure and its fix), TODO, "
+            "ARCHITECTURE (how the system is built), CONSTRAINT (a rule that must hold). "
+            "DECISION, ARCHITECTURE and CONSTRAINT fade six times slower in ranking. Set "
+            "ttl_secs for facts that stop being true (the memory is removed after that)."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "content": {"type": "string", "description": "The memory text; non-empty."},
+                "type": _TYPE,
+                "tags": {**_TAGS, "description": "Labels for exact-match filtering."},
+                "source": {"type": ["string", "null"], "description": "Where it came from."},
+                "scope": {
+                    "type": ["string", "null"],
+                    "description": "A project or area; omit for a global memory.",
+                },
+                "ttl_secs": {
+                    **_TTL,
+                    "description": f"Expire after this many seconds (1-{MAX_TTL_SECS}); "
+                    "omit or null for never.",
+                },
+            },
+            "required": ["content", "type"],
+        },
+    ),
+    Tool(
+        name="memory_search",
+        description=(
+            "Search memories, best first, ranked by keyword relevance blended with recency "
+            "decay. Plain questions work (punctuation is fine) and so does FTS5 syntax "
+            '(sqlite AND vec, "exact phrase", vec*). Returns {search_mode, results}; each '
+            "result carries a freshly computed decay_score. Returned memories count as used."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "query": {"type": "string", "description": "Words, a question or FTS5 syntax."},
+                **_FILTERS,
+                "limit": {
+                    **_LIMIT,
+                    "description": f"Results to return (1-{MAX_LIMIT}, default "
+                    f"{DEFAULT_SEARCH_LIMIT}).",
+                },
+            },
+            "required": ["query"],
+        },
+    ),
+    Tool(
+        name="memory_list",
+        description=(
+            "List memories newest first, optionally filtered by type, exact tag and scope. "
+            "Returns {memories: [...]}. Listing does not count as use."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                **_FILTERS,
+                "limit": {
+                    **_LIMIT,
+                    "description": f"At most this many (1-{MAX_LIMIT}); omit for all.",
+                },
+            },
+        },
+    ),
+    Tool(
+        name="memory_update",
+        description=(
+            "Patch a memory in place by id (JSON merge-patch): a field you send replaces the "
+            "old value, a field you omit stays, null clears tags (to []), scope (to global) "
+            "or ttl_secs (never expire). content cannot be null or empty; type and source "
+            "cannot change. Unknown fields are rejected. Returns the updated memory, or "
+            "{updated: false, reason: not_found}. Counts as a use."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "id": _ID,
+                "content": {"type": "string", "description": "New text; re-indexed."},
+                "tags": {"type": ["array", "null"], "items": {"type": "string"}},
+                "scope": {"type": ["string", "null"]},
+                "ttl_secs": {
+                    **_TTL,
+                    "description": "New lifetime counted from now; null removes the expiry.",
+                },
+            },
+            "required": ["id"],
+            "additionalProperties": False,
+        },
+    ),
+    Tool(
+        name="memory_forget",
+        description=(
+            "Delete a memory by id. Returns {id, deleted: true}, or deleted: false with "
+            "reason not_found for an unknown id."
+        ),
+        input_schema={"type": "object", "properties": {"id": _ID}, "required": ["id"]},
+    ),
+]
+
+# tool name -> (operation named in storage errors, service method)
+_OPERATIONS: dict[str, tuple[str, Callable[[MemoryService, Any], Any]]] = {
+    "memory_store": ("store", MemoryService.store),
+    "memory_search": ("search", MemoryService.search),
+    "memory_list": ("list", lambda svc, args: {"memories": svc.list(args)}),
+    "memory_update": ("update", MemoryService.update),
+    "memory_forget": ("forget", MemoryService.forget),
+}
+
+
+def _result(payload: dict[str, Any], *, is_error: bool = False) -> CallToolResult:
+    text = json.dumps(payload, ensure_ascii=False)
+    return CallToolResult(
+        content=[TextContent(type="text", text=text)],
+        structured_content=None if is_error else payload,
+        is_error=is_error,
+    )
+
+
+def call_tool(service: MemoryService, name: str, arguments: Any) -> CallToolResult:
+    """Run one tool call; every failure leaves as a mapped MCP error, never raw text."""
+    entry = _OPERATIONS.get(name)
+    if entry is None:
+        raise MCPError(INVALID_PARAMS, f"unknown tool: {name}")
+    operation, method = entry
+    try:
+        return _result(method(service, arguments))
+    except InvalidArgument as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
+    except UnknownField as exc:
+        return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+    except StorageError as exc:
+        raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+    except Exception as exc:
+        log.exception("%s: unexpected failure", operation)
+        raise MCPError(
+            INTERNAL_ERROR,
+            f"{operation} failed due to an internal error (details are in the server log)",
+        ) from exc
+
+
+def build_server(service: MemoryService) -> Server[Any]:
+    async def list_tools(_ctx: Any, _params: Any) -> ListToolsResult:
+        return ListToolsResult(tools=TOOLS)
+
+    async def on_call_tool(_ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        return call_tool(service, params.name, params.arguments)
+
+    return Server(
+        SERVER_NAME,
+        version=__version__,
+        instructions=INSTRUCTIONS,
+        on_list_tools=list_tools,
+        on_call_tool=on_call_tool,
+    )
+
+
+def serve_stdio(service: MemoryService) -> None:
+    """Serve MCP over this process's stdin/stdout until the client closes the stream."""
+    server = build_server(service)
+
+    async def main() -> None:
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(read_stream, write_stream, server.create_initialization_options())
+
+    anyio.run(main)

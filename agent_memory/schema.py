@@ -1,0 +1,40 @@
+"""SQLAlchemy Core definitions of the plain tables, as the newest migration leaves them.
+
+The FTS5 index (``memories_fts``) and its triggers are raw SQL in the migrations and
+the repository; SQLAlchemy has no notion of virtual tables. The migrations do not
+import this module: a revision must keep describing the schema of its own day.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import Column, Float, Integer, MetaData, Table, Text
+
+MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT")
+# Pinned types fade six times slower and carry double base weight.
+PINNED_TYPES = frozenset({"DECISION", "ARCHITECTURE", "CONSTRAINT"})
+
+metadata = MetaData()
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("type", Text, nullable=False),
+    Column("content", Text, nullable=False),
+    Column("tags", Text, nullable=False),  # a JSON array of strings
+    Column("source", Text),
+    Column("scope", Text),
+    Column("base_weight", Float, nullable=False),
+    Column("decay_score", Float, nullable=False),
+    Column("access_count", Integer, nullable=False),
+    Column("created_at", Integer, nullable=False),
+    Column("last_accessed", Integer, nullable=False),
+    Column("expires_at", Integer),
+)
+
+meta = Table(
+    "meta",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("value", Text, nullable=False),
+)

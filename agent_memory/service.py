@@ -1,0 +1,275 @@
+"""The service seam: every transport calls these methods with the client's raw arguments.
+
+Validation lives here, once (types, bounds, messages), and so do the search pipeline,
+merge-patch semantics and the mapping of storage faults to a generic message. Methods
+take a mapping as it arrived on the wire (MCP arguments, a JSON body) and return plain
+JSON-ready dicts; they raise only the exceptions of :mod:`agent_memory.errors`.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+import sqlalchemy
+import sqlean
+
+from agent_memory import fts
+from agent_memory.db import Database
+from agent_memory.errors import InvalidArgument, StorageError, UnknownField
+from agent_memory.repository import FtsQueryError, Repository
+from agent_memory.schema import MEMORY_TYPES
+
+log = logging.getLogger(__name__)
+
+MAX_LIMIT = 200
+DEFAULT_SEARCH_LIMIT = 50
+MAX_TTL_SECS = 3_155_760_000  # about 100 years
+_SQLITE_INT_MIN, _SQLITE_INT_MAX = -(2**63), 2**63 - 1
+
+UPDATE_FIELDS = ("id", "content", "tags", "scope", "ttl_secs")
+SEARCH_MODE_KEYWORD = "keyword"
+
+
+# -- argument checks: one function per kind of value, one message format ------------------
+
+
+def _shown(value: Any) -> str:
+    """A value as the client sent it, for error messages: ``"5"``, ``true``, ``1.5``."""
+    try:
+        return json.dumps(value, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return repr(value)
+
+
+def _integer(
+    args: Mapping[str, Any],
+    name: str,
+    low: int,
+    high: int,
+    *,
+    required: bool = False,
+) -> int | None:
+    """An integer within [low, high]; None when absent or null. Never coerced."""
+    value = args.get(name)
+    if value is None:
+        if required:
+            raise InvalidArgument(f"{name} is required")
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InvalidArgument(f"{name} must be an integer (got {_shown(value)})")
+    if not low <= value <= high:
+        raise InvalidArgument(f"{name} must be between {low} and {high} (got {value})")
+    return value
+
+
+def _memory_id(args: Mapping[str, Any], name: str = "id") -> int:
+    value = _integer(args, name, _SQLITE_INT_MIN, _SQLITE_INT_MAX, required=True)
+    assert value is not None
+    return value
+
+
+def _limit(args: Mapping[str, Any], default: int | None) -> int | None:
+    value = _integer(args, "limit", 1, MAX_LIMIT)
+    return default if value is None else value
+
+
+def _ttl(args: Mapping[str, Any]) -> int | None:
+    return _integer(args, "ttl_secs", 1, MAX_TTL_SECS)
+
+
+def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
+    value = args.get(name)
+    if value is not None and not isinstance(value, str):
+        raise InvalidArgument(f"{name} must be a string (got {_shown(value)})")
+    return value
+
+
+def _required_string(args: Mapping[str, Any], name: str) -> str:
+    if args.get(name) is None:
+        raise InvalidArgument(f"{name} is required")
+    value = _optional_string(args, name)
+    assert value is not None
+    return value
+
+
+def _content(value: Any) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidArgument("content must be a non-empty string")
+    return value
+
+
+def _memory_type(args: Mapping[str, Any], *, required: bool) -> str | None:
+    value = _required_string(args, "type") if required else _optional_string(args, "type")
+    if value is not None and value not in MEMORY_TYPES:
+        raise InvalidArgument(
+            f"invalid memory type '{value}' (expected one of {', '.join(MEMORY_TYPES)})",
+            prefixed=False,
+        )
+    return value
+
+
+def _tags(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
+        raise InvalidArgument(f"tags must be a list of strings (got {_shown(value)})")
+    return value
+
+
+def _mapping(args: Any) -> Mapping[str, Any]:
+    if args is None:
+        return {}
+    if not isinstance(args, Mapping):
+        raise InvalidArgument(f"arguments must be an object (got {_shown(args)})")
+    return args
+
+
+def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
+    return {"id": memory_id, flag: False, "reason": "not_found"}
+
+
+class MemoryService:
+    """One per process; safe to call from several threads (each call uses its own connection)."""
+
+    def __init__(self, database: Database, clock: Callable[[], float] = time.time) -> None:
+        self.database = database
+        self.repo = Repository(database.engine)
+        self._clock = clock
+
+    def now(self) -> int:
+        return int(self._clock())
+
+    @contextmanager
+    def _storage(self, operation: str) -> Iterator[None]:
+        """Turn an engine fault into the generic message; the detail goes to the log only."""
+        try:
+            yield
+        except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error) as exc:
+            log.error("%s: storage error: %s", operation, getattr(exc, "orig", None) or exc)
+            raise StorageError(operation) from exc
+
+    # -- operations -----------------------------------------------------------------------
+
+    def store(self, args: Any) -> dict[str, Any]:
+        args = _mapping(args)
+        if args.get("content") is None:
+            raise InvalidArgument("content is required")
+        content = _content(args["content"])
+        memory_type = _memory_type(args, required=True)
+        assert memory_type is not None
+        tags = _tags(args.get("tags"))
+        source = _optional_string(args, "source")
+        scope = _optional_string(args, "scope")
+        ttl = _ttl(args)
+        now = self.now()
+        with self._storage("store"):
+            memory_id = self.repo.insert_memory(
+                memory_type=memory_type,
+                content=content,
+                tags=tags,
+                source=source,
+                scope=scope,
+                now=now,
+                expires_at=None if ttl is None else now + ttl,
+            )
+        return {"id": memory_id}
+
+    def search(self, args: Any) -> dict[str, Any]:
+        args = _mapping(args)
+        query = _required_string(args, "query")
+        memory_type = _memory_type(args, required=False)
+        tag = _optional_string(args, "tag")
+        scope = _optional_string(args, "scope")
+        limit = _limit(args, DEFAULT_SEARCH_LIMIT)
+        assert limit is not None
+        now = self.now()
+        with self._storage("search"):
+            results = self._keyword(query, now, limit, memory_type, tag, scope)
+            self.repo.bump([r["id"] for r in results], now)
+        return {"search_mode": SEARCH_MODE_KEYWORD, "results": results}
+
+    def _keyword(
+        self,
+        query: str,
+        now: int,
+        limit: int,
+        memory_type: str | None,
+        tag: str | None,
+        scope: str | None,
+    ) -> list[dict[str, Any]]:
+        """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty."""
+        filters = {"memory_type": memory_type, "tag": tag, "scope": scope}
+        try:
+            return self.repo.keyword_search(query, now=now, limit=limit, **filters)
+        except FtsQueryError as exc:
+            log.debug("query %r is not FTS5 syntax (%s); retrying as words", query, exc)
+        rewritten = fts.or_of_words(query)
+        if rewritten is None:
+            return []
+        return self.repo.keyword_search(rewritten, now=now, limit=limit, **filters)
+
+    def list(self, args: Any) -> list[dict[str, Any]]:
+        args = _mapping(args)
+        memory_type = _memory_type(args, required=False)
+        tag = _optional_string(args, "tag")
+        scope = _optional_string(args, "scope")
+        limit = _limit(args, None)
+        with self._storage("list"):
+            return self.repo.list_memories(
+                memory_type=memory_type, tag=tag, scope=scope, limit=limit
+            )
+
+    def update(self, args: Any) -> dict[str, Any]:
+        """A JSON merge-patch: omitted fields stay, null clears where clearing is legal."""
+        args = _mapping(args)
+        for name in args:
+            if name not in UPDATE_FIELDS:
+                raise UnknownField(name, UPDATE_FIELDS)
+        memory_id = _memory_id(args)
+        if not any(name in args for name in UPDATE_FIELDS[1:]):
+            raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
+        changes: dict[str, Any] = {}
+        if "content" in args:
+            changes["content"] = _content(args["content"])
+        if "tags" in args:
+            changes["tags"] = _tags(args["tags"])
+        if "scope" in args:
+            changes["scope"] = _optional_string(args, "scope")
+        now = self.now()
+        if "ttl_secs" in args:
+            ttl = _ttl(args)
+            changes["expires_at"] = None if ttl is None else now + ttl
+        with self._storage("update"):
+            updated = self.repo.update_memory(memory_id, changes, now)
+        if updated is None:
+            return _not_found(memory_id, "updated")
+        # No vector store yet: nothing matches the new content by meaning until embedded.
+        updated["embedding_status"] = 0
+        return updated
+
+    def forget(self, args: Any) -> dict[str, Any]:
+        memory_id = _memory_id(_mapping(args))
+        with self._storage("forget"):
+            deleted = self.repo.delete_memory(memory_id)
+        return {"id": memory_id, "deleted": True} if deleted else _not_found(memory_id, "deleted")
+
+    def sweep(self) -> dict[str, int]:
+        """TTL expiry, then decay materialization; a failing step is logged and skipped."""
+        report = {"expired": 0, "decayed": 0}
+        now = self.now()
+        steps: list[tuple[str, Callable[[int], int]]] = [
+            ("expired", self.repo.delete_expired),
+            ("decayed", self.repo.materialize_decay),
+        ]
+        for key, step in steps:
+            try:
+                with self._storage("sweep"):
+                    report[key] = step(now)
+            except StorageError:
+                pass  # already logged with its detail; the next step and tick still run
+        return report
