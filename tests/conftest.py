@@ -1,0 +1,77 @@
+"""Shared fixtures: a temp database per test, a controllable clock, MCP clients.
+
+In-process tests call the service (or the MCP server through the SDK's in-process
+client); end-to-end tests spawn the installed ``agent-memory`` executable.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import sqlean
+
+from agent_memory.db import open_database
+from agent_memory.service import MemoryService
+
+START = 1_767_225_600  # 2026-01-01T00:00:00Z
+
+
+class Clock:
+    def __init__(self, now: int = START) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return float(self.now)
+
+    def advance(self, seconds: int) -> None:
+        self.now += seconds
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def service(db_path: Path, clock: Clock):
+    database = open_database(db_path)
+    yield MemoryService(database, clock=clock)
+    database.close()
+
+
+@pytest.fixture
+def raw(db_path: Path, service: MemoryService):
+    """A plain sqlean connection on the same file, for checking what was written."""
+    conn = sqlean.connect(str(db_path))
+    yield conn
+    conn.close()
+
+
+def executable() -> str:
+    """The console script installed next to this interpreter."""
+    found = Path(sys.executable).with_name("agent-memory")
+    return str(found) if found.exists() else shutil.which("agent-memory") or "agent-memory"
+
+
+def server_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
+    env.update(extra)
+    return env
+
+
+def dump(db_path: Path) -> list[tuple]:
+    """Every column of every row: compare before/after to prove nothing was written."""
+    conn = sqlean.connect(str(db_path))
+    try:
+        return conn.execute("SELECT * FROM memories ORDER BY id").fetchall()
+    finally:
+        conn.close()

@@ -1,0 +1,115 @@
+"""Decay (formula, half-lives, materialization) and TTL expiry by the sweep."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from conftest import dump
+
+from agent_memory import decay, repository
+from agent_memory.lifecycle import Sweeper
+
+DAY = 86_400
+
+
+def test_half_lives():
+    assert decay.HALF_LIFE_SECS == 2_592_000
+    assert decay.PINNED_HALF_LIFE_SECS == 15_552_000
+    assert [decay.base_weight(t) for t in ("DECISION", "ARCHITECTURE", "CONSTRAINT")] == [2.0] * 3
+    assert [decay.base_weight(t) for t in ("PATTERN", "ERROR", "TODO")] == [1.0] * 3
+
+
+@pytest.mark.parametrize(
+    "memory_type,age,expected",
+    [
+        ("TODO", 0, 1.0),
+        ("TODO", 30 * DAY, 0.5),
+        ("ERROR", 60 * DAY, 0.25),
+        ("PATTERN", 15 * DAY, 2**-0.5),
+        ("DECISION", 30 * DAY, 2 ** (-1 / 6)),
+        ("ARCHITECTURE", 180 * DAY, 0.5),
+        ("CONSTRAINT", 360 * DAY, 0.25),
+        ("TODO", -5 * DAY, 1.0),  # a clock that went backwards never inflates a score
+    ],
+)
+def test_sweep_materializes_the_formula(service, clock, db_path, memory_type, age, expected):
+    service.store({"content": "x", "type": memory_type})
+    clock.advance(age)
+    assert service.sweep() == {"expired": 0, "decayed": 1}
+    assert dump(db_path)[0][7] == pytest.approx(expected, rel=1e-12)
+    # search recomputes the same number at query time
+    service.store({"content": "unrelated", "type": "TODO"})
+    assert service.search({"query": "x"})["results"][0]["decay_score"] == pytest.approx(expected)
+
+
+def test_pinned_types_fade_slower(service, clock):
+    service.store({"content": "kept words", "type": "TODO"})
+    service.store({"content": "kept words", "type": "DECISION"})
+    clock.advance(60 * DAY)
+    results = service.search({"query": "kept"})["results"]
+    assert [r["type"] for r in results] == ["DECISION", "TODO"]
+    assert results[0]["decay_score"] == pytest.approx(math.exp(-math.log(2) * 60 / 180))
+
+
+def test_decay_never_deletes(service, clock):
+    service.store({"content": "ancient", "type": "TODO"})
+    clock.advance(100 * 365 * DAY)
+    service.sweep()
+    (row,) = service.list({})
+    assert row["decay_score"] == 0.0 or row["decay_score"] < 1e-300
+    assert service.search({"query": "ancient"})["results"][0]["id"] == 1
+
+
+def test_decay_materialization_walks_in_batches(service, clock, db_path, monkeypatch):
+    monkeypatch.setattr(repository, "DECAY_BATCH_ROWS", 3)
+    for i in range(10):
+        service.store({"content": f"m{i}", "type": "TODO"})
+    service.forget({"id": 4})
+    clock.advance(30 * DAY)
+    assert service.sweep()["decayed"] == 9
+    assert [row[7] for row in dump(db_path)] == pytest.approx([0.5] * 9)
+
+
+def test_ttl_expiry_removes_only_expired_rows(service, clock, raw):
+    service.store({"content": "short lived", "type": "TODO", "ttl_secs": 60})
+    service.store({"content": "long lived", "type": "TODO", "ttl_secs": 3600})
+    service.store({"content": "forever", "type": "TODO"})
+    clock.advance(59)
+    assert service.sweep()["expired"] == 0
+    clock.advance(1)  # expires_at <= now is expired
+    assert service.sweep()["expired"] == 1
+    assert [m["content"] for m in service.list({})] == ["forever", "long lived"]
+    assert service.search({"query": "short"})["results"] == []
+    raw.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+
+
+def test_expired_rows_stay_visible_until_the_sweep(service, clock):
+    service.store({"content": "short lived", "type": "TODO", "ttl_secs": 1})
+    clock.advance(10)
+    assert [m["id"] for m in service.list({})] == [1]
+    assert [m["id"] for m in service.search({"query": "short"})["results"]] == [1]
+    service.sweep()
+    assert service.list({}) == []
+
+
+def test_sweeper_ticks_at_start_and_stops(service, clock):
+    service.store({"content": "gone at start", "type": "TODO", "ttl_secs": 5})
+    clock.advance(5)
+    sweeper = Sweeper(service, interval=3600)
+    sweeper.start()
+    assert sweeper.ticked.wait(timeout=30)
+    sweeper.stop()
+    assert sweeper.ticks == 1
+    assert service.list({}) == []
+
+
+def test_sweeper_survives_a_failing_tick(service, monkeypatch, caplog):
+    def broken():
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(service, "sweep", broken)
+    sweeper = Sweeper(service)
+    sweeper.tick()
+    assert sweeper.ticks == 1
+    assert "sweep failed" in caplog.text
