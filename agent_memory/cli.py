@@ -63,7 +63,7 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
 )
 @click.option(
     "--db",
-    type=click.Path(dir_okay=False, path_type=Path),
+    type=click.Path(path_type=Path),
     help="Database file. Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
 )
 @click.option(

@@ -49,6 +49,10 @@ _LN2 = math.log(2)
 class FtsQueryError(Exception):
     """FTS5 could not parse the MATCH expression"""
 
+    def __init__(self, error: sqlalchemy.exc.OperationalError) -> None:
+        super().__init__(str(error.orig))
+        self.error = error
+
 
 def _decay(now: int) -> sqlalchemy.ColumnElement[float]:
     """The decay formula of :mod:`agent_memory.decay`, evaluated by SQLite per row."""
@@ -173,7 +177,7 @@ class Repository:
                 rows = conn.execute(stmt).all()
             except sqlalchemy.exc.OperationalError as exc:
                 if getattr(exc.orig, "sqlite_errorcode", None) == _SQLITE_ERROR:
-                    raise FtsQueryError(str(exc.orig)) from exc
+                    raise FtsQueryError(exc) from exc
                 raise
         return [_memory(row, row.current_decay) for row in rows]
 

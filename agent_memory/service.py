@@ -211,7 +211,10 @@ class MemoryService:
         rewritten = fts.or_of_words(query)
         if rewritten is None:
             return []
-        return self.repo.keyword_search(rewritten, now=now, limit=limit, **filters)
+        try:
+            return self.repo.keyword_search(rewritten, now=now, limit=limit, **filters)
+        except FtsQueryError as exc:
+            raise exc.error from None  # quoted words always parse: the database is at fault
 
     def list(self, args: Any) -> list[dict[str, Any]]:
         args = _mapping(args)

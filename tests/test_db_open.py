@@ -1,0 +1,191 @@
+"""Opening a database: path resolution, pragmas, schema creation, refusals, the fast path."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlean
+from sqlalchemy import inspect
+
+from agent_memory import db, schema
+from agent_memory.errors import DatabaseOpenError, SchemaTooNew
+
+
+def test_explicit_path_wins_over_env(monkeypatch, tmp_path):
+    monkeypatch.setenv("AGENT_MEMORY_DB", str(tmp_path / "env.db"))
+    assert db.resolve_path(tmp_path / "flag.db") == tmp_path / "flag.db"
+    assert db.resolve_path(None) == tmp_path / "env.db"
+
+
+def test_default_path_is_the_user_data_dir(monkeypatch, tmp_path):
+    import platformdirs
+
+    monkeypatch.delenv("AGENT_MEMORY_DB", raising=False)
+    monkeypatch.setattr(platformdirs, "user_data_dir", lambda app, appauthor: str(tmp_path / app))
+    assert db.resolve_path() == tmp_path / "agent-memory" / "memory.db"
+
+
+def test_home_is_expanded(monkeypatch, tmp_path):
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert db.resolve_path("~/m.db") == tmp_path / "m.db"
+
+
+def test_missing_parent_is_created_private(tmp_path):
+    path = tmp_path / "a" / "b" / "memory.db"
+    database = db.open_database(path)
+    database.close()
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert path.exists()
+
+
+def test_every_connection_has_the_pragmas_and_sqlite_vec(db_path):
+    database = db.open_database(db_path)
+    with database.engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
+        assert conn.exec_driver_sql("PRAGMA synchronous").scalar() == 1  # NORMAL
+        assert conn.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == db.BUSY_TIMEOUT_MS
+        assert conn.exec_driver_sql("SELECT vec_version()").scalar().startswith("v")
+    database.close()
+
+
+def test_new_file_is_created_at_head(db_path):
+    from alembic.script import ScriptDirectory
+
+    from agent_memory.migrate import alembic_config
+
+    database = db.open_database(db_path)
+    database.close()
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert db.head_revision() == int(head) == database.schema_version
+    assert db.read_revision(db_path) == int(head)
+
+
+def test_core_tables_match_the_migrated_schema(db_path):
+    database = db.open_database(db_path)
+    inspector = inspect(database.engine)
+    for table in schema.metadata.sorted_tables:
+        columns = [c["name"] for c in inspector.get_columns(table.name)]
+        assert columns == [c.name for c in table.columns]
+    database.close()
+
+
+def test_fts_index_and_triggers_exist(db_path):
+    db.open_database(db_path).close()
+    conn = sqlean.connect(str(db_path))
+    names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    assert names == {"memories_fts_insert", "memories_fts_delete", "memories_fts_update"}
+    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+    conn.close()
+
+
+def _imports_after_open(path: Path) -> bool:
+    code = (
+        "import sys; from agent_memory.db import open_database; "
+        f"open_database({str(path)!r}).close(); print('alembic' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return out.stdout.strip() == "True"
+
+
+def test_alembic_is_imported_only_when_there_is_work(db_path):
+    assert _imports_after_open(db_path) is True  # new file: migrate
+    assert _imports_after_open(db_path) is False  # at head: the fast path
+
+
+def test_not_a_database_is_refused(db_path):
+    db_path.write_bytes(b"this is not sqlite at all, just some text" * 100)
+    before = db_path.read_bytes()
+    with pytest.raises(DatabaseOpenError) as raised:
+        db.open_database(db_path)
+    assert str(raised.value) == f"cannot open database {db_path}: file is not a database"
+    assert db_path.read_bytes() == before
+
+
+def test_a_directory_is_refused(tmp_path):
+    with pytest.raises(DatabaseOpenError, match="is a directory"):
+        db.open_database(tmp_path)
+
+
+def test_parent_that_cannot_be_created_is_refused(tmp_path):
+    (tmp_path / "file").write_text("x")  # a file where a directory must go: fails for root too
+    with pytest.raises(DatabaseOpenError, match="Not a directory"):
+        db.open_database(tmp_path / "file" / "sub" / "memory.db")
+
+
+def _hashes(path: Path) -> dict[str, str | None]:
+    out = {}
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(f"{path}{suffix}")
+        out[suffix] = hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
+    return out
+
+
+def test_newer_schema_is_refused_and_left_untouched(db_path):
+    db.open_database(db_path).close()
+    conn = sqlean.connect(str(db_path))
+    conn.execute("UPDATE alembic_version SET version_num = '0009'")
+    conn.commit()
+    conn.execute("PRAGMA journal_mode = DELETE")
+    conn.close()
+    before = _hashes(db_path)
+    with pytest.raises(SchemaTooNew) as raised:
+        db.open_database(db_path)
+    assert str(raised.value) == (
+        f"database schema is version 9 but this binary supports up to version {db.head_revision()}"
+        " — upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db at a different file"
+    )
+    assert _hashes(db_path) == before
+
+
+@pytest.fixture
+def failing_migrations(tmp_path, monkeypatch):
+    """This build's migrations plus a 0002 that creates a table and then fails."""
+    scripts = tmp_path / "migrations"
+    shutil.copytree(db.migrations_dir(), scripts, ignore=shutil.ignore_patterns("__pycache__"))
+    (scripts / "versions" / "0002_broken.py").write_text(
+        "from alembic import op\n"
+        "revision = '0002'\ndown_revision = '0001'\nbranch_labels = None\ndepends_on = None\n"
+        "def upgrade():\n"
+        "    op.execute('CREATE TABLE half_done (x)')\n"
+        "    op.execute('ALTER TABLE memories ADD COLUMN extra TEXT')\n"
+        "    op.execute('SELECT * FROM no_such_table')\n"
+    )
+    monkeypatch.setattr(db, "migrations_dir", lambda: scripts)
+
+
+def _tables(path: Path) -> set[str]:
+    conn = sqlean.connect(str(path))
+    try:
+        return {row[0] for row in conn.execute("SELECT name FROM sqlite_master")}
+    finally:
+        conn.close()
+
+
+def test_failed_migration_of_a_new_file_leaves_nothing(db_path, failing_migrations):
+    with pytest.raises(DatabaseOpenError, match="no such table"):
+        db.open_database(db_path)
+    assert _tables(db_path) == set()
+
+
+def test_failed_migration_leaves_the_old_schema(tmp_path, monkeypatch, failing_migrations):
+    path = tmp_path / "old.db"
+    monkeypatch.setattr(db, "head_revision", lambda: 1)
+    db.open_database(path).close()
+    before = _tables(path)
+    monkeypatch.undo()  # keep the broken 0002, restore the real head lookup
+    scripts = tmp_path / "migrations"
+    monkeypatch.setattr(db, "migrations_dir", lambda: scripts)
+    with pytest.raises(DatabaseOpenError, match="no such table"):
+        db.open_database(path)
+    assert _tables(path) == before
+    assert db.read_revision(path) == 1
+    conn = sqlean.connect(str(path))
+    assert "extra" not in [row[1] for row in conn.execute("PRAGMA table_info(memories)")]
+    conn.close()

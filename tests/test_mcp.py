@@ -1,0 +1,163 @@
+"""The MCP transport, in process: the SDK's own client against our low-level server."""
+
+from __future__ import annotations
+
+import json
+
+import anyio
+import pytest
+from conftest import dump
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from agent_memory import mcp_server
+
+TOOL_NAMES = ["memory_store", "memory_search", "memory_list", "memory_update", "memory_forget"]
+
+
+def run(service, *calls):
+    """Run (tool, args) calls in one session; return each result or the MCPError raised."""
+
+    async def main():
+        out = []
+        async with Client(mcp_server.build_server(service)) as client:
+            for name, args in calls:
+                try:
+                    out.append(await client.call_tool(name, args))
+                except MCPError as exc:
+                    out.append(exc)
+        return out
+
+    return anyio.run(main)
+
+
+def test_tools_are_listed_with_schemas_and_descriptions(service):
+    async def main():
+        async with Client(mcp_server.build_server(service)) as client:
+            return await client.list_tools()
+
+    tools = anyio.run(main).tools
+    assert [t.name for t in tools] == TOOL_NAMES
+    for tool in tools:
+        assert len(tool.description) > 40
+        assert tool.input_schema["type"] == "object"
+    schemas = {t.name: t.input_schema for t in tools}
+    assert schemas["memory_store"]["required"] == ["content", "type"]
+    assert schemas["memory_search"]["properties"]["limit"]["maximum"] == 200
+    assert schemas["memory_update"]["additionalProperties"] is False
+
+
+def test_results_are_structured_and_text(service):
+    store, search, listed, update, forget, again = run(
+        service,
+        ("memory_store", {"content": "We use sqlite-vec", "type": "DECISION", "tags": ["db"]}),
+        ("memory_search", {"query": "sqlite-vec?"}),
+        ("memory_list", {}),
+        ("memory_update", {"id": 1, "scope": "kore"}),
+        ("memory_forget", {"id": 1}),
+        ("memory_forget", {"id": 1}),
+    )
+    for result in (store, search, listed, update, forget, again):
+        assert not result.is_error
+        assert json.loads(result.content[0].text) == result.structured_content
+    assert store.structured_content == {"id": 1}
+    assert search.structured_content["search_mode"] == "keyword"
+    assert [r["id"] for r in search.structured_content["results"]] == [1]
+    assert [m["id"] for m in listed.structured_content["memories"]] == [1]
+    assert update.structured_content["scope"] == "kore"
+    assert update.structured_content["embedding_status"] == 0
+    assert forget.structured_content == {"id": 1, "deleted": True}
+    assert again.structured_content == {"id": 1, "deleted": False, "reason": "not_found"}
+
+
+def test_not_found_update_is_an_ordinary_result(service):
+    (result,) = run(service, ("memory_update", {"id": 42, "content": "x"}))
+    assert not result.is_error
+    assert result.structured_content == {"id": 42, "updated": False, "reason": "not_found"}
+
+
+@pytest.mark.parametrize(
+    "name,args,message",
+    [
+        (
+            "memory_search",
+            {"query": "x", "limit": 0},
+            "invalid argument: limit must be between 1 and 200 (got 0)",
+        ),
+        (
+            "memory_search",
+            {"query": "x", "limit": "5"},
+            'invalid argument: limit must be an integer (got "5")',
+        ),
+        ("memory_list", {"limit": True}, "invalid argument: limit must be an integer (got true)"),
+        (
+            "memory_store",
+            {"content": "x", "type": "TODO", "ttl_secs": 0},
+            "invalid argument: ttl_secs must be between 1 and 3155760000 (got 0)",
+        ),
+        (
+            "memory_store",
+            {"content": "", "type": "TODO"},
+            "invalid argument: content must be a non-empty string",
+        ),
+        (
+            "memory_store",
+            {"content": "x", "type": "todo"},
+            "invalid memory type 'todo' (expected one of DECISION, PATTERN, ERROR, TODO, ARCHITECTURE, CONSTRAINT)",
+        ),
+        (
+            "memory_update",
+            {"id": 1},
+            "invalid argument: at least one of content, tags, scope, ttl_secs must be provided",
+        ),
+        (
+            "memory_update",
+            {"id": 1, "content": None},
+            "invalid argument: content must be a non-empty string",
+        ),
+        ("memory_forget", {"id": "1"}, 'invalid argument: id must be an integer (got "1")'),
+        ("memory_forget", {}, "invalid argument: id is required"),
+        ("memory_nope", {}, "unknown tool: memory_nope"),
+    ],
+)
+def test_invalid_arguments_are_json_rpc_invalid_params(service, db_path, name, args, message):
+    service.store({"content": "existing", "type": "TODO"})
+    before = dump(db_path)
+    (error,) = run(service, (name, args))
+    assert isinstance(error, MCPError)
+    assert (error.code, error.message) == (-32602, message)
+    assert dump(db_path) == before
+
+
+def test_unknown_update_field_is_a_tool_error_result(service, db_path):
+    service.store({"content": "existing", "type": "TODO"})
+    before = dump(db_path)
+    (result,) = run(service, ("memory_update", {"id": 1, "content": "new", "ttl_sec": 5}))
+    assert result.is_error is True
+    assert result.content[0].text == (
+        "failed to deserialize parameters: unknown field `ttl_sec`, "
+        "expected one of `id`, `content`, `tags`, `scope`, `ttl_secs`"
+    )
+    assert dump(db_path) == before
+
+
+def test_storage_fault_is_internal_error_with_generic_text(service, raw, caplog):
+    raw.execute("ALTER TABLE memories RENAME TO elsewhere")
+    raw.commit()
+    (error,) = run(service, ("memory_store", {"content": "x", "type": "TODO"}))
+    assert (error.code, error.message) == (
+        -32603,
+        "store failed due to a storage error (details are in the server log)",
+    )
+    assert "no such table" in caplog.text
+
+
+def test_unexpected_failure_never_leaks_its_text(service, monkeypatch, caplog):
+    def explode(_self, _args):
+        raise TypeError("'<=' not supported between secret internals")
+
+    monkeypatch.setitem(mcp_server._OPERATIONS, "memory_list", ("list", explode))
+    (error,) = run(service, ("memory_list", {}))
+    assert error.code == -32603
+    assert error.message == "list failed due to an internal error (details are in the server log)"
+    assert "secret internals" in caplog.text

@@ -1,0 +1,51 @@
+"""A storage fault gives the generic message; the SQLite detail goes to the log only."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from agent_memory.errors import StorageError
+
+
+@pytest.fixture
+def broken(service, raw):
+    """Pull the table out from under a running service (works as root, unlike chmod)."""
+    service.store({"content": "stored before the fault", "type": "TODO"})
+    raw.execute("ALTER TABLE memories RENAME TO memories_gone")
+    raw.commit()
+    return service
+
+
+@pytest.mark.parametrize(
+    "operation,args",
+    [
+        ("store", {"content": "x", "type": "TODO"}),
+        ("search", {"query": "stored"}),
+        ("search", {"query": "what was stored?"}),  # the retry path too
+        ("list", {}),
+        ("update", {"id": 1, "content": "y"}),
+        ("forget", {"id": 1}),
+    ],
+)
+def test_generic_message_and_detail_in_log(broken, caplog, operation, args):
+    caplog.set_level(logging.ERROR)
+    with pytest.raises(StorageError) as raised:
+        getattr(broken, operation)(args)
+    message = str(raised.value)
+    assert message == f"{operation} failed due to a storage error (details are in the server log)"
+    assert "memories" not in message and "sqlite" not in message.lower()
+    assert "no such table" in caplog.text
+
+
+def test_sweep_logs_each_failing_step_and_goes_on(broken, caplog):
+    caplog.set_level(logging.ERROR)
+    assert broken.sweep() == {"expired": 0, "decayed": 0}
+    assert caplog.text.count("sweep: storage error") == 2
+
+
+def test_nothing_stored_is_lost_by_a_fault(broken, raw):
+    raw.execute("ALTER TABLE memories_gone RENAME TO memories")
+    raw.commit()
+    assert [m["content"] for m in broken.list({})] == ["stored before the fault"]
