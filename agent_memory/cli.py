@@ -133,7 +133,7 @@ def serve(settings: Settings) -> None:
         pass
     finally:
         sweeper.stop()
-        service.database.close()
+        service.close()
 
 
 def main() -> None:

@@ -8,14 +8,16 @@ so that a multi-statement read sees one snapshot. Arguments arrive already valid
 
 from __future__ import annotations
 
+import functools
 import json
 import math
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy
-from sqlalchemy import delete, func, insert, literal, select, update
+from sqlalchemy import bindparam, delete, func, insert, literal_column, select, update
 from sqlalchemy.engine import Engine
 
 from agent_memory import decay
@@ -54,14 +56,17 @@ class FtsQueryError(Exception):
         self.error = error
 
 
-def _decay(now: int) -> sqlalchemy.ColumnElement[float]:
-    """The decay formula of :mod:`agent_memory.decay`, evaluated by SQLite per row."""
+def _decay() -> sqlalchemy.ColumnElement[float]:
+    """The decay formula of :mod:`agent_memory.decay` at ``:now``, evaluated per row by SQLite."""
     half_life = sqlalchemy.case(
-        (memories.c.type.in_(sorted(PINNED_TYPES)), float(decay.PINNED_HALF_LIFE_SECS)),
-        else_=float(decay.HALF_LIFE_SECS),
+        (
+            memories.c.type.in_([literal_column(f"'{t}'") for t in sorted(PINNED_TYPES)]),
+            literal_column(repr(float(decay.PINNED_HALF_LIFE_SECS))),
+        ),
+        else_=literal_column(repr(float(decay.HALF_LIFE_SECS))),
     )
-    age = func.max(literal(now) - memories.c.last_accessed, literal(0))
-    return func.exp(literal(-_LN2) * age / half_life)
+    age = func.max(bindparam("now") - memories.c.last_accessed, literal_column("0"))
+    return func.exp(literal_column(repr(-_LN2)) * age / half_life)
 
 
 def _memory(row: sqlalchemy.Row[Any], decay_score: float | None = None) -> dict[str, Any]:
@@ -72,26 +77,109 @@ def _memory(row: sqlalchemy.Row[Any], decay_score: float | None = None) -> dict[
     return out
 
 
-def _filters(memory_type: str | None, tag: str | None, scope: str | None) -> list[Any]:
+def _filters(by_type: bool, by_tag: bool, by_scope: bool) -> list[Any]:
+    """WHERE clauses bound to :type, :tag and :scope; a tag matches a whole tag exactly."""
     clauses: list[Any] = []
-    if memory_type is not None:
-        clauses.append(memories.c.type == memory_type)
-    if scope is not None:
-        clauses.append(memories.c.scope == scope)
-    if tag is not None:
+    if by_type:
+        clauses.append(memories.c.type == bindparam("type"))
+    if by_scope:
+        clauses.append(memories.c.scope == bindparam("scope"))
+    if by_tag:
         each = func.json_each(memories.c.tags).table_valued("value")
-        clauses.append(select(1).select_from(each).where(each.c.value == tag).exists())
+        clauses.append(select(1).select_from(each).where(each.c.value == bindparam("tag")).exists())
     return clauses
 
 
+def _filter_params(
+    memory_type: str | None, tag: str | None, scope: str | None
+) -> tuple[tuple[bool, bool, bool], dict[str, Any]]:
+    params = {"type": memory_type, "tag": tag, "scope": scope}
+    key = (memory_type is not None, tag is not None, scope is not None)
+    return key, {name: value for name, value in params.items() if value is not None}
+
+
+# Statements are built once and reused, so SQLAlchemy compiles each shape only once.
+_INSERT = insert(memories)
+_DELETE = delete(memories).where(memories.c.id == bindparam("memory_id"))
+_BUMP = (
+    update(memories)
+    .where(memories.c.id.in_(bindparam("ids", expanding=True)))
+    .values(
+        last_accessed=bindparam("now"), access_count=memories.c.access_count + 1, decay_score=1.0
+    )
+)
+_DELETE_EXPIRED = delete(memories).where(
+    memories.c.expires_at.is_not(None), memories.c.expires_at <= bindparam("now")
+)
+_DECAY_WINDOW = (
+    update(memories)
+    .where(memories.c.id > bindparam("after"), memories.c.id <= bindparam("upto"))
+    .values(decay_score=_decay())
+)
+_MAX_ID = select(func.max(memories.c.id))
+
+
+@functools.cache
+def _list_statement(filters: tuple[bool, bool, bool], limited: bool) -> sqlalchemy.Select[Any]:
+    stmt = (
+        select(*_SELECT_MEMORY)
+        .where(*_filters(*filters))
+        .order_by(memories.c.created_at.desc(), memories.c.id.desc())
+    )
+    return stmt.limit(bindparam("limit")) if limited else stmt
+
+
+@functools.cache
+def _keyword_statement(filters: tuple[bool, bool, bool]) -> sqlalchemy.Select[Any]:
+    current = _decay()
+    return (
+        select(*_SELECT_MEMORY, current.label("current_decay"))
+        .select_from(_FTS.join(memories, memories.c.id == _FTS.c.rowid))
+        .where(literal_column("memories_fts").op("MATCH")(bindparam("match")))
+        .where(*_filters(*filters))
+        .order_by((current - _BM25).desc(), memories.c.id.asc())
+        .limit(bindparam("limit"))
+    )
+
+
+@functools.cache
+def _update_statement(columns: tuple[str, ...]) -> sqlalchemy.Update:
+    return (
+        update(memories)
+        .where(memories.c.id == bindparam("memory_id"))
+        .values(
+            {
+                **{name: bindparam(f"new_{name}") for name in columns},
+                "last_accessed": bindparam("now"),
+                "access_count": memories.c.access_count + 1,
+                "decay_score": 1.0,
+            }
+        )
+        .returning(*_SELECT_MEMORY)
+    )
+
+
 class Repository:
+    """One writer connection per process (behind a lock), pooled connections for reads."""
+
     def __init__(self, engine: Engine) -> None:
         self.engine = engine
+        self._writer: sqlalchemy.Connection | None = None
+        self._write_lock = threading.Lock()
 
     @contextmanager
     def _write(self) -> Iterator[sqlalchemy.Connection]:
-        with self.engine.connect().execution_options(sqlite_write=True) as conn, conn.begin():
-            yield conn
+        with self._write_lock:
+            if self._writer is None or self._writer.invalidated or self._writer.closed:
+                self._writer = self.engine.connect().execution_options(sqlite_write=True)
+            with self._writer.begin():
+                yield self._writer
+
+    def close(self) -> None:
+        with self._write_lock:
+            if self._writer is not None:
+                self._writer.close()
+                self._writer = None
 
     @contextmanager
     def _read(self) -> Iterator[sqlalchemy.Connection]:
@@ -111,28 +199,21 @@ class Repository:
         now: int,
         expires_at: int | None,
     ) -> int:
-        stmt = insert(memories).values(
-            type=memory_type,
-            content=content,
-            tags=json.dumps(list(tags), ensure_ascii=False),
-            source=source,
-            scope=scope,
-            base_weight=decay.base_weight(memory_type),
-            decay_score=1.0,
-            access_count=0,
-            created_at=now,
-            last_accessed=now,
-            expires_at=expires_at,
-        )
+        row = {
+            "type": memory_type,
+            "content": content,
+            "tags": json.dumps(list(tags), ensure_ascii=False),
+            "source": source,
+            "scope": scope,
+            "base_weight": decay.base_weight(memory_type),
+            "decay_score": 1.0,
+            "access_count": 0,
+            "created_at": now,
+            "last_accessed": now,
+            "expires_at": expires_at,
+        }
         with self._write() as conn:
-            return int(conn.execute(stmt).inserted_primary_key[0])
-
-    def get_memory(self, memory_id: int) -> dict[str, Any] | None:
-        with self._read() as conn:
-            row = conn.execute(
-                select(*_SELECT_MEMORY).where(memories.c.id == memory_id)
-            ).one_or_none()
-        return None if row is None else _memory(row)
+            return int(conn.execute(_INSERT, row).inserted_primary_key[0])
 
     def list_memories(
         self,
@@ -142,15 +223,12 @@ class Repository:
         scope: str | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
-        stmt = (
-            select(*_SELECT_MEMORY)
-            .where(*_filters(memory_type, tag, scope))
-            .order_by(memories.c.created_at.desc(), memories.c.id.desc())
-        )
+        key, params = _filter_params(memory_type, tag, scope)
         if limit is not None:
-            stmt = stmt.limit(limit)
+            params["limit"] = limit
         with self._read() as conn:
-            return [_memory(row) for row in conn.execute(stmt)]
+            rows = conn.execute(_list_statement(key, limit is not None), params)
+            return [_memory(row) for row in rows]
 
     def keyword_search(
         self,
@@ -163,18 +241,11 @@ class Repository:
         scope: str | None = None,
     ) -> list[dict[str, Any]]:
         """Rank by ``-bm25 + decay`` (descending, ties by id); FtsQueryError on bad syntax."""
-        current = _decay(now)
-        stmt = (
-            select(*_SELECT_MEMORY, current.label("current_decay"))
-            .select_from(_FTS.join(memories, memories.c.id == _FTS.c.rowid))
-            .where(sqlalchemy.literal_column("memories_fts").op("MATCH")(match))
-            .where(*_filters(memory_type, tag, scope))
-            .order_by((current - _BM25).desc(), memories.c.id.asc())
-            .limit(limit)
-        )
+        key, params = _filter_params(memory_type, tag, scope)
+        params.update(match=match, now=now, limit=limit)
         with self._read() as conn:
             try:
-                rows = conn.execute(stmt).all()
+                rows = conn.execute(_keyword_statement(key), params).all()
             except sqlalchemy.exc.OperationalError as exc:
                 if getattr(exc.orig, "sqlite_errorcode", None) == _SQLITE_ERROR:
                     raise FtsQueryError(exc) from exc
@@ -185,71 +256,39 @@ class Repository:
         """Mark rows as just used: the recency bump of returned search results."""
         if not ids:
             return
-        stmt = (
-            update(memories)
-            .where(memories.c.id.in_(list(ids)))
-            .values(
-                last_accessed=now,
-                access_count=memories.c.access_count + 1,
-                decay_score=1.0,
-            )
-        )
         with self._write() as conn:
-            conn.execute(stmt)
+            conn.execute(_BUMP, {"ids": list(ids), "now": now})
 
     def update_memory(
         self, memory_id: int, changes: dict[str, Any], now: int
     ) -> dict[str, Any] | None:
         """Apply ``changes`` (column -> value) and count it as a use; None if no such row."""
-        values = dict(changes)
-        if "tags" in values:
-            values["tags"] = json.dumps(list(values["tags"]), ensure_ascii=False)
-        stmt = (
-            update(memories)
-            .where(memories.c.id == memory_id)
-            .values(
-                **values,
-                last_accessed=now,
-                access_count=memories.c.access_count + 1,
-                decay_score=1.0,
-            )
-            .returning(*_SELECT_MEMORY)
-        )
+        params = {f"new_{name}": value for name, value in changes.items()}
+        if "tags" in changes:
+            params["new_tags"] = json.dumps(list(changes["tags"]), ensure_ascii=False)
+        params.update(memory_id=memory_id, now=now)
         with self._write() as conn:
-            row = conn.execute(stmt).one_or_none()
+            row = conn.execute(_update_statement(tuple(sorted(changes))), params).one_or_none()
         return None if row is None else _memory(row)
 
     def delete_memory(self, memory_id: int) -> bool:
         with self._write() as conn:
-            return conn.execute(delete(memories).where(memories.c.id == memory_id)).rowcount > 0
+            return conn.execute(_DELETE, {"memory_id": memory_id}).rowcount > 0
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def delete_expired(self, now: int) -> int:
         """Remove every row whose expiry has come (``expires_at <= now``)."""
-        stmt = delete(memories).where(
-            memories.c.expires_at.is_not(None), memories.c.expires_at <= now
-        )
         with self._write() as conn:
-            return conn.execute(stmt).rowcount
+            return conn.execute(_DELETE_EXPIRED, {"now": now}).rowcount
 
     def materialize_decay(self, now: int) -> int:
         """Rewrite every stored decay_score, a batch of rows per short transaction."""
         with self._read() as conn:
-            top = conn.execute(select(func.max(memories.c.id))).scalar() or 0
+            top = conn.execute(_MAX_ID).scalar() or 0
         done = 0
         for after in range(0, top, DECAY_BATCH_ROWS):
-            stmt = (
-                update(memories)
-                .where(memories.c.id > after, memories.c.id <= after + DECAY_BATCH_ROWS)
-                .values(decay_score=_decay(now))
-            )
+            window = {"now": now, "after": after, "upto": after + DECAY_BATCH_ROWS}
             with self._write() as conn:
-                done += conn.execute(stmt).rowcount
+                done += conn.execute(_DECAY_WINDOW, window).rowcount
         return done
-
-    # -- health -----------------------------------------------------------------------
-
-    def count_memories(self) -> int:
-        with self._read() as conn:
-            return int(conn.execute(select(func.count()).select_from(memories)).scalar_one())

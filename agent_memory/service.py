@@ -141,6 +141,10 @@ class MemoryService:
         self.repo = Repository(database.engine)
         self._clock = clock
 
+    def close(self) -> None:
+        self.repo.close()
+        self.database.close()
+
     def now(self) -> int:
         return int(self._clock())
 

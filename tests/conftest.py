@@ -43,9 +43,9 @@ def clock() -> Clock:
 
 @pytest.fixture
 def service(db_path: Path, clock: Clock):
-    database = open_database(db_path)
-    yield MemoryService(database, clock=clock)
-    database.close()
+    svc = MemoryService(open_database(db_path), clock=clock)
+    yield svc
+    svc.close()
 
 
 @pytest.fixture

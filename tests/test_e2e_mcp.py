@@ -8,13 +8,14 @@ import time
 
 import anyio
 import pytest
-from conftest import Clock, executable, server_env
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from agent_memory.db import open_database
 from agent_memory.service import MemoryService
+
+from conftest import Clock, executable, server_env
 
 DEADLINE_SECS = 60
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import math
 
 import pytest
-from conftest import dump
 
 from agent_memory import decay, repository
 from agent_memory.lifecycle import Sweeper
+
+from conftest import dump
 
 DAY = 86_400
 

@@ -6,11 +6,12 @@ import json
 
 import anyio
 import pytest
-from conftest import dump
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from agent_memory import mcp_server
+
+from conftest import dump
 
 TOOL_NAMES = ["memory_store", "memory_search", "memory_list", "memory_update", "memory_forget"]
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from conftest import dump
 
 from agent_memory.errors import InvalidArgument, UnknownField
+
+from conftest import dump
 
 TYPES = "DECISION, PATTERN, ERROR, TODO, ARCHITECTURE, CONSTRAINT"
 OK_STORE = {"content": "a valid memory", "type": "TODO"}

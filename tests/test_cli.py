@@ -1,0 +1,118 @@
+"""The click front end: global options, version, help, usage errors."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from agent_memory import __version__
+from agent_memory.cli import cli
+
+
+@pytest.fixture
+def runner():
+    return CliRunner()
+
+
+def test_version(runner):
+    result = runner.invoke(cli, ["--version"])
+    assert result.exit_code == 0
+    assert result.output == f"agent-memory {__version__}\n"
+
+
+@pytest.mark.parametrize("flag", ["-h", "--help"])
+def test_help_lists_every_global_option(runner, flag):
+    result = runner.invoke(cli, [flag])
+    assert result.exit_code == 0
+    for option in (
+        "--db",
+        "--ollama-url",
+        "--embed-model",
+        "--sweep-interval",
+        "--log-level",
+        "--version",
+        "serve",
+    ):
+        assert option in result.output
+    for env in (
+        "AGENT_MEMORY_DB",
+        "AGENT_MEMORY_OLLAMA_URL",
+        "AGENT_MEMORY_EMBED_MODEL",
+        "AGENT_MEMORY_SWEEP_INTERVAL",
+        "AGENT_MEMORY_LOG",
+    ):
+        assert env in result.output
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "1.5", "abc", ""])
+def test_sweep_interval_must_be_a_whole_positive_number(runner, value):
+    result = runner.invoke(cli, ["--sweep-interval", value, "serve"])
+    assert result.exit_code == 2
+    assert "--sweep-interval" in result.output
+
+
+def test_sweep_interval_from_the_environment_is_checked_too(runner):
+    result = runner.invoke(cli, ["serve"], env={"AGENT_MEMORY_SWEEP_INTERVAL": "soon"})
+    assert result.exit_code == 2
+
+
+def test_unknown_log_level_is_a_usage_error(runner):
+    result = runner.invoke(cli, ["--log-level", "loud", "serve"])
+    assert result.exit_code == 2
+
+
+def test_settings_reach_the_subcommand(runner, tmp_path, monkeypatch):
+    seen = {}
+
+    def fake_open(settings):
+        seen["settings"] = settings
+        raise SystemExit(0)
+
+    monkeypatch.setattr("agent_memory.cli.open_service", fake_open)
+    result = runner.invoke(
+        cli,
+        [
+            "--db",
+            str(tmp_path / "m.db"),
+            "--ollama-url",
+            "http://127.0.0.1:9",
+            "--embed-model",
+            "other",
+            "--sweep-interval",
+            "5",
+            "serve",
+        ],
+    )
+    assert result.exit_code == 0
+    settings = seen["settings"]
+    assert (settings.db, settings.ollama_url, settings.embed_model, settings.sweep_interval) == (
+        tmp_path / "m.db",
+        "http://127.0.0.1:9",
+        "other",
+        5,
+    )
+
+
+def test_environment_defaults(runner, monkeypatch):
+    seen = {}
+    monkeypatch.setattr(
+        "agent_memory.cli.open_service", lambda s: seen.setdefault("s", s) and exit(0)
+    )
+    runner.invoke(
+        cli,
+        ["serve"],
+        env={"AGENT_MEMORY_OLLAMA_URL": "http://127.0.0.1:1", "AGENT_MEMORY_EMBED_MODEL": "m"},
+    )
+    assert (seen["s"].ollama_url, seen["s"].embed_model, seen["s"].sweep_interval) == (
+        "http://127.0.0.1:1",
+        "m",
+        3600,
+    )
+
+
+def test_unopenable_database_exits_1_with_one_line(runner, tmp_path):
+    bad = tmp_path / "bad.db"
+    bad.write_bytes(b"x" * 4096)
+    result = runner.invoke(cli, ["--db", str(bad), "serve"])
+    assert result.exit_code == 1
+    assert result.output == f"agent-memory: cannot open database {bad}: file is not a database\n"

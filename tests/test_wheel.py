@@ -1,0 +1,72 @@
+"""Install the way users do: build the wheel, install it into a fresh venv, run it elsewhere."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+from agent_memory import __version__
+
+from conftest import server_env
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
+    dist = tmp_path / "dist"
+    subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "build",
+            "--wheel",
+            "--no-isolation",
+            "--outdir",
+            str(dist),
+            str(ROOT),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    (wheel,) = dist.glob("agent_memory_mcp-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "agent_memory/migrations/env.py" in names
+    assert "agent_memory/migrations/versions/0001_initial.py" in names
+    assert "agent_memory/alembic.ini" in names
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    subprocess.run(
+        [str(venv / "bin" / "pip"), "install", "--quiet", str(wheel)],
+        check=True,
+        capture_output=True,
+    )
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    env = server_env(AGENT_MEMORY_DB=str(elsewhere / "memory.db"))
+    exe = str(venv / "bin" / "agent-memory")
+    version = subprocess.run(
+        [exe, "--version"], cwd=elsewhere, env=env, capture_output=True, text=True
+    )
+    assert version.stdout == f"agent-memory {__version__}\n"
+
+    # the migration must come from the installed copy, not from this checkout
+    code = (
+        "import agent_memory, agent_memory.db as db; "
+        "d = db.open_database(); print(agent_memory.__file__); print(db.migrations_dir()); "
+        "print(d.schema_version)"
+    )
+    out = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", code],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    module, migrations, schema_version = out.stdout.splitlines()
+    assert module.startswith(str(venv)) and migrations.startswith(str(venv))
+    assert int(schema_version) >= 1
+    assert (elsewhere / "memory.db").exists()
