@@ -29,6 +29,8 @@ DB_ENV = "AGENT_MEMORY_DB"
 # Long enough that a writer waiting behind another process's migration or import
 # waits instead of reporting "database is locked".
 BUSY_TIMEOUT_MS = 30_000
+# The inline checkpoint on commit is a backstop; the repository checkpoints in the background.
+WAL_AUTOCHECKPOINT_PAGES = 4_000
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
@@ -74,6 +76,7 @@ def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
     dbapi_conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     dbapi_conn.execute("PRAGMA journal_mode = WAL")
     dbapi_conn.execute("PRAGMA synchronous = NORMAL")
+    dbapi_conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
     dbapi_conn.execute("PRAGMA foreign_keys = ON")
 
 

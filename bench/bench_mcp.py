@@ -30,6 +30,7 @@ HERE = Path(__file__).resolve().parent
 COLD_RUNS = 5
 SEARCHES = 200
 SEARCH_LIMIT = 10
+KINDS = ("floor", "agent-memory")
 
 
 def agent_memory_cmd() -> str:
@@ -79,50 +80,68 @@ async def cold_start(kind: str, workdir: Path) -> float:
         return time.perf_counter() - start
 
 
-async def workload(kind: str, workdir: Path, size: int) -> dict[str, float]:
-    marker = f"load-{kind}-{size}"
-    params = server(kind, workdir, marker)
-    async with Client(stdio_client(params, errlog=open(os.devnull, "w"))) as client:
-        await client.list_tools()
-        stores = []
-        began = time.perf_counter()
+async def timed(client: Client, name: str, args: dict) -> float:
+    start = time.perf_counter()
+    await client.call_tool(name, args)
+    return time.perf_counter() - start
+
+
+async def workload(workdir: Path, size: int) -> dict[str, dict[str, float]]:
+    """Both servers at once, calls alternating, so machine noise hits both alike."""
+    markers = {kind: f"load-{kind}-{size}" for kind in KINDS}
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    stores: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    searches: dict[str, list[float]] = {kind: [] for kind in KINDS}
+    async with (
+        Client(stdio_client(server("floor", workdir, markers["floor"]), errlog=devnull)) as floor,
+        Client(
+            stdio_client(server("agent-memory", workdir, markers["agent-memory"]), errlog=devnull)
+        ) as ours,
+    ):
+        clients = {"floor": floor, "agent-memory": ours}
+        for client in clients.values():
+            await client.list_tools()
         for memory in corpus.memories(size):
-            t = time.perf_counter()
-            await client.call_tool("memory_store", memory)
-            stores.append(time.perf_counter() - t)
-        elapsed = time.perf_counter() - began
-        searches = []
+            for kind, client in clients.items():
+                stores[kind].append(await timed(client, "memory_store", memory))
         for query in corpus.queries(SEARCHES):
-            t = time.perf_counter()
-            await client.call_tool("memory_search", {"query": query, "limit": SEARCH_LIMIT})
-            searches.append(time.perf_counter() - t)
-        rss = peak_rss_mib(marker)
+            args = {"query": query, "limit": SEARCH_LIMIT}
+            for kind, client in clients.items():
+                searches[kind].append(await timed(client, "memory_search", args))
+        rss = {kind: peak_rss_mib(marker) for kind, marker in markers.items()}
     return {
-        "stores_per_s": size / elapsed,
-        "store_p50_ms": pct(stores, 0.50) * 1e3,
-        "store_p99_ms": pct(stores, 0.99) * 1e3,
-        "search_p50_ms": pct(searches, 0.50) * 1e3,
-        "search_p99_ms": pct(searches, 0.99) * 1e3,
-        "peak_rss_mib": rss or float("nan"),
+        kind: {
+            "stores_per_s": size / sum(stores[kind]),
+            "store_p50_ms": pct(stores[kind], 0.50) * 1e3,
+            "store_p99_ms": pct(stores[kind], 0.99) * 1e3,
+            "search_p50_ms": pct(searches[kind], 0.50) * 1e3,
+            "search_p99_ms": pct(searches[kind], 0.99) * 1e3,
+            "peak_rss_mib": rss[kind] or float("nan"),
+        }
+        for kind in KINDS
     }
 
 
 async def measure(sizes: list[int]) -> dict[str, dict[str, float]]:
-    out: dict[str, dict[str, float]] = {"floor": {}, "agent-memory": {}}
+    out: dict[str, dict[str, float]] = {kind: {} for kind in KINDS}
     with tempfile.TemporaryDirectory(prefix="am-bench-") as tmp:
         workdir = Path(tmp)
-        for kind in out:
+        colds: dict[str, list[float]] = {kind: [] for kind in KINDS}
+        for kind in KINDS:
             await cold_start(kind, workdir)  # creates the database; not counted
-            colds = [await cold_start(kind, workdir) for _ in range(COLD_RUNS)]
-            out[kind]["cold_start_ms"] = statistics.median(colds) * 1e3
-            for size in sizes:
-                for key, value in (await workload(kind, workdir, size)).items():
-                    out[kind][f"{key}@{size}"] = value
+        for _ in range(COLD_RUNS):
+            for kind in KINDS:
+                colds[kind].append(await cold_start(kind, workdir))
+        for kind in KINDS:
+            out[kind]["cold_start_ms"] = statistics.median(colds[kind]) * 1e3
+        for size in sizes:
+            for kind, figures in (await workload(workdir, size)).items():
+                out[kind].update({f"{key}@{size}": value for key, value in figures.items()})
     return out
 
 
 def table(results: dict[str, dict[str, float]]) -> str:
-    floor, ours = results["floor"], results["agent-memory"]
+    floor, ours = (results[kind] for kind in KINDS)
     lines = [
         "| metric | floor | agent-memory | ratio |",
         "|---|---:|---:|---:|",
