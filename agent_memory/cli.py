@@ -15,7 +15,7 @@ from pathlib import Path
 import click
 
 from agent_memory import __version__
-from agent_memory.errors import DatabaseOpenError, SchemaTooNew
+from agent_memory.errors import BackupFailed, DatabaseOpenError, SchemaTooNew
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
@@ -51,7 +51,7 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
 
     try:
         database = open_database(settings.db)
-    except (DatabaseOpenError, SchemaTooNew) as exc:
+    except (DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
         fail(str(exc))
     log.info("database %s (schema version %d)", database.path, database.schema_version)
     return MemoryService(database)

@@ -19,7 +19,7 @@ import sqlite_vec
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from agent_memory.errors import DatabaseOpenError, SchemaTooNew
+from agent_memory.errors import BackupFailed, DatabaseOpenError, SchemaTooNew
 
 log = logging.getLogger(__name__)
 
@@ -96,14 +96,22 @@ def create_engine(path: Path) -> Engine:
 
 
 def read_revision(path: Path) -> int | None:
-    """The schema version stored in the file, None for a new file; never writes to it."""
+    """The schema version stored in the file, None for a new file; changes nothing on disk.
+
+    A file with no -wal beside it is read as immutable, so SQLite creates no -wal or -shm
+    and takes no lock; one with a -wal (another process has it open) is read normally,
+    read-only, so the newest committed version is seen.
+    """
     if not path.exists() or path.stat().st_size == 0:
         return None
+    live = Path(f"{path}-wal").exists()
+    uri = f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
     try:
-        conn = sqlean.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        conn = sqlean.connect(uri, uri=True)
     except sqlean.Error as exc:
         raise DatabaseOpenError(path, str(exc)) from exc
     try:
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
     except sqlean.OperationalError as exc:
         if "no such table" in str(exc):
@@ -119,6 +127,12 @@ def read_revision(path: Path) -> int | None:
         return int(row[0])
     except (TypeError, ValueError) as exc:
         raise DatabaseOpenError(path, f"unrecognised schema version {row[0]!r}") from exc
+
+
+def _upgrade(engine: Engine, path: Path, head: int) -> None:
+    from agent_memory import migrate  # imports Alembic: only when there is work
+
+    migrate.upgrade(engine, path, head)
 
 
 @dataclass
@@ -155,15 +169,15 @@ def open_database(path: str | os.PathLike[str] | None = None) -> Database:
     engine = create_engine(resolved)
     try:
         if current != head:
-            from agent_memory import migrate  # imports Alembic: only when there is work
-
-            migrate.upgrade(engine, resolved, head)
-        with engine.connect() as conn:
-            conn.exec_driver_sql("SELECT 1 FROM memories LIMIT 1").fetchall()
-    except (SchemaTooNew, DatabaseOpenError):
+            _upgrade(engine, resolved, head)
+        with engine.connect() as conn:  # the first real connection: re-check, it is cheap
+            stored = int(conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar())
+        if stored > head:  # a newer agent-memory migrated it since our first look
+            raise SchemaTooNew(stored, head)
+    except (SchemaTooNew, DatabaseOpenError, BackupFailed):
         engine.dispose()
         raise
-    except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error, OSError) as exc:
+    except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error, OSError, ValueError, TypeError) as exc:
         engine.dispose()
         cause = getattr(exc, "orig", None) or exc
         raise DatabaseOpenError(resolved, str(cause)) from exc

@@ -60,3 +60,16 @@ class DatabaseOpenError(AgentMemoryError):
         self.path = path
         self.cause = cause
         super().__init__(f"cannot open database {path}: {cause}")
+
+
+class BackupFailed(AgentMemoryError):
+    """cannot back up the database to {path} before migrating ({cause}); the database was not
+    migrated"""
+
+    def __init__(self, path: object, cause: str) -> None:
+        self.path = path
+        self.cause = cause
+        super().__init__(
+            f"cannot back up the database to {path} before migrating ({cause}); "
+            "the database was not migrated"
+        )

@@ -1,24 +1,34 @@
-"""Schema upgrades with Alembic, run programmatically under the write lock.
+"""Schema upgrades with Alembic, run programmatically under the write lock, backup first.
 
 Imported only when a file is not at head, so the usual start-up never pays for Alembic.
 Several processes may open an old or new file at once: each takes ``BEGIN IMMEDIATE``,
 re-reads the version under the lock, and only the first finds work to do. DDL runs inside
 that one transaction (the engine issues its own BEGIN), so a failed upgrade leaves nothing.
+
+Before an existing file is migrated it is copied with SQLite's online backup to
+``<db>.backup-pre-NNNN-YYYYMMDD`` (NNNN the target version, the date in UTC). The copy
+reads the last committed state, which is the pre-migration database because we hold the
+write lock. It is written to a temporary file, synced and renamed into place, and only
+then are older copies for the same target removed. No backup, no migration.
 """
 
 from __future__ import annotations
 
+import datetime
 import logging
+import os
+import re
 from pathlib import Path
 
 import sqlalchemy
+import sqlean
 from alembic import command
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Engine
 
 from agent_memory import db
-from agent_memory.errors import SchemaTooNew
+from agent_memory.errors import BackupFailed, SchemaTooNew
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +44,53 @@ def current_revision(conn: sqlalchemy.Connection) -> int | None:
     return None if rev is None else int(rev)
 
 
+def backup_path(path: Path, target: int, day: datetime.date) -> Path:
+    return path.with_name(f"{path.name}.backup-pre-{target:04d}-{day:%Y%m%d}")
+
+
+def _fsync(path: Path, *, directory: bool = False) -> None:
+    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _copy(source: Path, destination: Path) -> None:
+    """SQLite online backup into a self-contained file (journal mode DELETE, no -wal)."""
+    src = sqlean.connect(str(source))
+    try:
+        src.execute(f"PRAGMA busy_timeout = {db.BUSY_TIMEOUT_MS}")
+        dst = sqlean.connect(str(destination))
+        try:
+            src.backup(dst)
+            dst.execute("PRAGMA journal_mode = DELETE")
+        finally:
+            dst.close()
+    finally:
+        src.close()
+
+
+def backup(path: Path, target: int) -> Path:
+    """Copy ``path`` next to itself before migrating it to ``target``; BackupFailed if not."""
+    final = backup_path(path, target, datetime.datetime.now(datetime.UTC).date())
+    temporary = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    try:
+        _copy(path, temporary)
+        _fsync(temporary)
+        os.replace(temporary, final)
+        _fsync(final.parent, directory=True)
+    except (OSError, sqlean.Error) as exc:
+        if temporary.is_file():
+            temporary.unlink()
+        raise BackupFailed(final, getattr(exc, "strerror", None) or str(exc)) from exc
+    same_target = re.compile(re.escape(f"{path.name}.backup-pre-{target:04d}-") + r"\d{8}$")
+    for older in path.parent.iterdir():
+        if older != final and same_target.match(older.name):
+            older.unlink()
+    return final
+
+
 def upgrade(engine: Engine, path: Path, head: int) -> None:
     """Bring the file at ``path`` to ``head`` (or leave it, if another process just did)."""
     with engine.connect().execution_options(sqlite_write=True) as conn, conn.begin():
@@ -42,10 +99,17 @@ def upgrade(engine: Engine, path: Path, head: int) -> None:
             return
         if current is not None and current > head:
             raise SchemaTooNew(current, head)
+        saved = None if current is None else backup(path, head)
         cfg = alembic_config()
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, f"{head:04d}")
-        if current is None:
-            log.info("created database %s at schema version %d", path, head)
-        else:
-            log.info("migrated database %s from schema version %d to %d", path, current, head)
+    if saved is None:
+        log.info("created database %s at schema version %d", path, head)
+    else:
+        log.info(
+            "migrated database %s from schema version %d to %d (backup: %s)",
+            path,
+            current,
+            head,
+            saved,
+        )

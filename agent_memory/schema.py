@@ -7,7 +7,7 @@ import this module: a revision must keep describing the schema of its own day.
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Float, Integer, MetaData, Table, Text
+from sqlalchemy import Column, Float, ForeignKey, Integer, MetaData, Table, Text
 
 MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT")
 # Pinned types fade six times slower and carry double base weight.
@@ -30,6 +30,17 @@ memories = Table(
     Column("created_at", Integer, nullable=False),
     Column("last_accessed", Integer, nullable=False),
     Column("expires_at", Integer),
+)
+
+LINK_KINDS = ("relates_to", "supersedes", "caused_by")
+
+memory_links = Table(
+    "memory_links",
+    metadata,
+    Column("from_id", Integer, ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True),
+    Column("to_id", Integer, ForeignKey("memories.id", ondelete="CASCADE"), primary_key=True),
+    Column("kind", Text, primary_key=True),
+    Column("created_at", Integer, nullable=False),
 )
 
 meta = Table(

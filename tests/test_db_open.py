@@ -146,12 +146,14 @@ def test_newer_schema_is_refused_and_left_untouched(db_path):
 
 @pytest.fixture
 def failing_migrations(tmp_path, monkeypatch):
-    """This build's migrations plus a 0002 that creates a table and then fails."""
+    """This build's migrations plus one more that creates a table, alters one, then fails."""
     scripts = tmp_path / "migrations"
     shutil.copytree(db.migrations_dir(), scripts, ignore=shutil.ignore_patterns("__pycache__"))
-    (scripts / "versions" / "0002_broken.py").write_text(
+    head = db.head_revision()
+    (scripts / "versions" / f"{head + 1:04d}_broken.py").write_text(
         "from alembic import op\n"
-        "revision = '0002'\ndown_revision = '0001'\nbranch_labels = None\ndepends_on = None\n"
+        f"revision = '{head + 1:04d}'\ndown_revision = '{head:04d}'\n"
+        "branch_labels = None\ndepends_on = None\n"
         "def upgrade():\n"
         "    op.execute('CREATE TABLE half_done (x)')\n"
         "    op.execute('ALTER TABLE memories ADD COLUMN extra TEXT')\n"
@@ -176,16 +178,15 @@ def test_failed_migration_of_a_new_file_leaves_nothing(db_path, failing_migratio
 
 def test_failed_migration_leaves_the_old_schema(tmp_path, monkeypatch, failing_migrations):
     path = tmp_path / "old.db"
-    monkeypatch.setattr(db, "head_revision", lambda: 1)
-    db.open_database(path).close()
+    broken = db.head_revision()  # the failing revision is the head now
+    with monkeypatch.context() as patch:
+        patch.setattr(db, "head_revision", lambda: broken - 1)
+        db.open_database(path).close()  # a file at this build's real head
     before = _tables(path)
-    monkeypatch.undo()  # keep the broken 0002, restore the real head lookup
-    scripts = tmp_path / "migrations"
-    monkeypatch.setattr(db, "migrations_dir", lambda: scripts)
     with pytest.raises(DatabaseOpenError, match="no such table"):
         db.open_database(path)
     assert _tables(path) == before
-    assert db.read_revision(path) == 1
+    assert db.read_revision(path) == broken - 1
     conn = sqlean.connect(str(path))
     assert "extra" not in [row[1] for row in conn.execute("PRAGMA table_info(memories)")]
     conn.close()

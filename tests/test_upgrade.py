@@ -1,0 +1,330 @@
+"""Upgrading real old files: backups, refusals, concurrent starts, restore."""
+
+from __future__ import annotations
+
+import datetime
+import errno
+import hashlib
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlean
+
+from agent_memory import db, migrate
+from agent_memory.errors import BackupFailed
+from agent_memory.service import MemoryService
+
+from conftest import executable, server_env
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+HEAD = db.head_revision()
+OLD_FIXTURES = sorted(p for p in FIXTURES.glob("memory-*.db") if int(p.stem[-4:]) < HEAD)
+ALL_FIXTURES = sorted(FIXTURES.glob("memory-*.db"))
+ROUNDS = 20
+
+
+def today() -> str:
+    return datetime.datetime.now(datetime.UTC).strftime("%Y%m%d")
+
+
+def copy_fixture(fixture: Path, tmp_path: Path) -> Path:
+    target = tmp_path / "memory.db"
+    shutil.copyfile(fixture, target)
+    return target
+
+
+def query(path: Path, sql: str) -> list[tuple]:
+    conn = sqlean.connect(str(path))
+    try:
+        return conn.execute(sql).fetchall()
+    finally:
+        conn.close()
+
+
+ROWS = "SELECT id, type, content, tags, source, scope, created_at, expires_at FROM memories ORDER BY id"
+
+
+def normalized_schema(path: Path) -> list[tuple]:
+    rows = query(
+        path,
+        "SELECT type, name, tbl_name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name",
+    )
+    return [(t, n, tb, re.sub(r"\s+", " ", sql or "").strip()) for t, n, tb, sql in rows]
+
+
+def test_there_is_a_fixture_for_every_revision():
+    assert [int(p.stem[-4:]) for p in ALL_FIXTURES] == list(range(1, HEAD + 1))
+
+
+@pytest.mark.parametrize("fixture", ALL_FIXTURES, ids=lambda p: p.stem)
+def test_every_released_revision_upgrades_to_head_intact(fixture, tmp_path):
+    path = copy_fixture(fixture, tmp_path)
+    before = query(path, ROWS)
+    fresh = tmp_path / "fresh.db"
+    db.open_database(fresh).close()
+
+    database = db.open_database(path)
+    service = MemoryService(database)
+    assert db.read_revision(path) == HEAD
+    assert query(path, ROWS) == before
+    assert [r["id"] for r in service.search({"query": "maven group"})["results"]] == [1]
+    assert [r["id"] for r in service.search({"query": "cafe resume"})["results"]] == [4]
+    new_id = service.store({"content": "stored after the upgrade", "type": "TODO"})["id"]
+    assert [r["id"] for r in service.search({"query": "upgrade"})["results"]] == [new_id]
+    service.update({"id": 2, "content": "rewritten text"})
+    assert service.search({"query": "IMMEDIATE"})["results"] == []
+    service.close()
+    assert query(path, "PRAGMA integrity_check") == [("ok",)]
+    query(path, "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+    assert normalized_schema(path) == normalized_schema(fresh)
+
+
+@pytest.mark.parametrize("fixture", OLD_FIXTURES, ids=lambda p: p.stem)
+def test_backup_is_a_genuine_self_contained_pre_migration_copy(fixture, tmp_path):
+    path = copy_fixture(fixture, tmp_path)
+    before = query(path, ROWS)
+    db.open_database(path).close()
+    backup = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+    assert backup.is_file()
+    assert query(backup, "SELECT version_num FROM alembic_version") == [(fixture.stem[-4:],)]
+    assert query(backup, ROWS) == before
+    assert backup.read_bytes()[18:20] == b"\x01\x01"  # rollback journal, not WAL: one file
+    assert not Path(f"{backup}-wal").exists()
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+    sqlite3 = shutil.which("sqlite3")
+    if sqlite3 is None:
+        pytest.skip("the sqlite3 command-line shell is not installed")
+    out = subprocess.run(
+        [sqlite3, str(backup), "SELECT count(*) FROM memories"], capture_output=True, text=True
+    )
+    assert out.stdout.strip() == str(len(before))
+
+
+def test_brand_new_database_is_not_backed_up(tmp_path):
+    db.open_database(tmp_path / "memory.db").close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["memory.db"]
+
+
+def test_opening_at_head_makes_no_backup(tmp_path):
+    path = copy_fixture(ALL_FIXTURES[-1], tmp_path)
+    db.open_database(path).close()
+    assert not list(tmp_path.glob("*.backup-pre-*"))
+
+
+def test_one_backup_per_target_others_untouched(tmp_path):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    older_same = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-20250101"
+    same_day = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+    other_target = tmp_path / "memory.db.backup-pre-0001-20250101"
+    unrelated = tmp_path / f"other.db.backup-pre-{HEAD:04d}-20250101"
+    for p in (older_same, same_day, other_target, unrelated):
+        p.write_bytes(b"an older copy")
+    db.open_database(path).close()
+    assert not older_same.exists()
+    assert same_day.read_bytes() != b"an older copy"  # replaced atomically by the new copy
+    assert other_target.read_bytes() == b"an older copy"
+    assert unrelated.read_bytes() == b"an older copy"
+
+
+def test_fault_in_the_backup_step_refuses_and_does_not_migrate(tmp_path, monkeypatch):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    before = (normalized_schema(path), query(path, ROWS))
+
+    def disk_full(source, destination):
+        destination.write_bytes(b"partial")
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(migrate, "_copy", disk_full)
+    with pytest.raises(BackupFailed) as raised:
+        db.open_database(path)
+    target = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+    assert str(raised.value) == (
+        f"cannot back up the database to {target} before migrating (No space left on device); "
+        "the database was not migrated"
+    )
+    assert db.read_revision(path) == int(OLD_FIXTURES[0].stem[-4:])
+    assert (normalized_schema(path), query(path, ROWS)) == before
+    assert not [p for p in tmp_path.iterdir() if "backup" in p.name]  # no temp file left
+
+
+def test_unwritable_backup_stops_the_server(tmp_path):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    blocker = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+    blocker.mkdir()  # a directory where the backup must go: stops root too
+    proc = subprocess.run(
+        [executable(), "--db", str(path), "serve"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    assert lines[0].startswith(
+        f"agent-memory: cannot back up the database to {blocker} before migrating ("
+    )
+    assert lines[0].endswith("the database was not migrated")
+    assert db.read_revision(path) == int(OLD_FIXTURES[0].stem[-4:])
+
+
+def _hashes(path: Path) -> dict[str, str | None]:
+    out = {}
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(f"{path}{suffix}")
+        out[suffix] = hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
+    return out
+
+
+def _make_newer(path: Path, version: int) -> None:
+    conn = sqlean.connect(str(path))
+    conn.execute(f"UPDATE alembic_version SET version_num = '{version:04d}'")
+    conn.commit()
+    conn.close()
+
+
+def test_newer_database_is_refused_byte_identical(tmp_path):
+    path = tmp_path / "memory.db"
+    db.open_database(path).close()  # a WAL-mode file, cleanly closed: no -wal, no -shm
+    _make_newer(path, HEAD + 1)
+    assert query(path, "PRAGMA journal_mode") == [("wal",)]
+    before = _hashes(path)
+    assert before["-wal"] is None and before["-shm"] is None
+    proc = subprocess.run(
+        [executable(), "--db", str(path), "serve"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"agent-memory: database schema is version {HEAD + 1} but this binary supports up to "
+        f"version {HEAD} — upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db "
+        "at a different file\n"
+    )
+    assert _hashes(path) == before
+    assert not list(tmp_path.glob("*.backup-pre-*"))
+
+
+def test_newer_database_in_use_by_another_process_is_refused_untouched(tmp_path):
+    path = tmp_path / "memory.db"
+    db.open_database(path).close()
+    _make_newer(path, HEAD + 3)
+    holder = sqlean.connect(str(path))  # keeps -wal and -shm alive, like a running newer server
+    holder.execute("SELECT count(*) FROM memories").fetchall()
+    try:
+        before = _hashes(path)
+        assert before["-wal"] is not None
+        proc = subprocess.run(
+            [executable(), "--db", str(path), "serve"],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=server_env(),
+            timeout=60,
+        )
+        assert proc.returncode == 1
+        assert f"database schema is version {HEAD + 3}" in proc.stderr
+        after = _hashes(path)
+        assert (after[""], after["-wal"]) == (before[""], before["-wal"])
+    finally:
+        holder.close()
+
+
+OPEN_AFTER_BARRIER = """
+import logging, sys
+from agent_memory.db import open_database
+logging.basicConfig(level=logging.INFO)
+sys.stdin.read(1)  # released together with the other processes
+open_database(sys.argv[1]).close()
+"""
+
+
+def test_concurrent_starts_migrate_once_with_a_genuine_backup(tmp_path):
+    fixture = OLD_FIXTURES[0]
+    expected_rows = query(fixture, ROWS)
+    for round_ in range(ROUNDS):
+        work = tmp_path / f"round-{round_}"
+        work.mkdir()
+        path = copy_fixture(fixture, work)
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPEN_AFTER_BARRIER, str(path)],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=server_env(),
+            )
+            for _ in range(4)
+        ]
+        for proc in procs:  # each has imported and now blocks on stdin
+            proc.stdin.write("go")
+        for proc in procs:
+            proc.stdin.close()
+        results = [(proc.wait(timeout=120), proc.stderr.read()) for proc in procs]
+        assert [code for code, _ in results] == [0, 0, 0, 0], results
+        assert sum("migrated database" in err for _, err in results) == 1, results
+        backups = list(work.glob("memory.db.backup-pre-*"))
+        assert [b.name for b in backups] == [f"memory.db.backup-pre-{HEAD:04d}-{today()}"]
+        assert query(backups[0], "SELECT version_num FROM alembic_version") == [
+            (fixture.stem[-4:],)
+        ]
+        assert query(backups[0], ROWS) == expected_rows
+        assert db.read_revision(path) == HEAD
+        assert query(path, ROWS) == expected_rows
+
+
+def test_two_real_servers_start_together_on_an_old_file(tmp_path):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    procs = [
+        subprocess.Popen(
+            [executable(), "--db", str(path), "serve"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=server_env(),
+        )
+        for _ in range(2)
+    ]
+    outcomes = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+    assert [code for code, _ in outcomes] == [0, 0], outcomes
+    assert sum("migrated database" in err for _, err in outcomes) == 1
+    assert len(list(tmp_path.glob("memory.db.backup-pre-*"))) == 1
+    assert db.read_revision(path) == HEAD
+
+
+def test_restore_steps_from_the_readme(tmp_path, monkeypatch):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    old_version = int(OLD_FIXTURES[0].stem[-4:])
+    rows = query(path, ROWS)
+    service = MemoryService(db.open_database(path))
+    service.store({"content": "written by the newer version", "type": "TODO"})
+    service.close()
+    backup = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+
+    # 1. every process stopped (service closed); 2. copy the backup over the database
+    shutil.copyfile(backup, path)
+    # 3. delete the -wal and -shm that belonged to the replaced database
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    # 4. start the older agent-memory: here, this code with only the old migrations
+    old_scripts = tmp_path / "old-migrations"
+    shutil.copytree(db.migrations_dir(), old_scripts, ignore=shutil.ignore_patterns("__pycache__"))
+    for script in (old_scripts / "versions").glob("*.py"):
+        if int(script.name[:4]) > old_version:
+            script.unlink()
+    monkeypatch.setattr(db, "migrations_dir", lambda: old_scripts)
+    database = db.open_database(path)
+    assert database.schema_version == old_version
+    assert query(path, ROWS) == rows
+    assert [m["content"] for m in MemoryService(database).list({})][-1] == rows[0][2]
+    database.close()
