@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -31,6 +32,9 @@ DB_ENV = "AGENT_MEMORY_DB"
 BUSY_TIMEOUT_MS = 30_000
 # The inline checkpoint on commit is a backstop; the repository checkpoints in the background.
 WAL_AUTOCHECKPOINT_PAGES = 4_000
+
+WAL_SWITCH_RETRY_SECS = 0.005
+_SQLITE_BUSY = 5
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
@@ -64,6 +68,25 @@ def head_revision() -> int:
     return max(numbers)
 
 
+def _switch_to_wal(dbapi_conn: sqlean.Connection) -> None:
+    """Set WAL mode, waiting out a concurrent switch.
+
+    A file still in rollback-journal mode (an old file, a restored backup) is converted by
+    the first connection that sets WAL. Two processes converting it at the same instant
+    get SQLITE_BUSY at once, without the busy handler (SQLite's deadlock avoidance), so
+    wait for the other one here, up to the busy timeout.
+    """
+    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
+    while True:
+        try:
+            dbapi_conn.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except sqlean.OperationalError as exc:
+            if exc.sqlite_errorcode != _SQLITE_BUSY or time.monotonic() > deadline:
+                raise
+            time.sleep(WAL_SWITCH_RETRY_SECS)
+
+
 def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
     # We issue BEGIN ourselves (see _on_begin), so the driver must not.
     dbapi_conn.isolation_level = None
@@ -74,7 +97,7 @@ def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
         dbapi_conn.enable_load_extension(False)
     # busy_timeout first: switching to WAL takes a lock a concurrent opener must wait for.
     dbapi_conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    dbapi_conn.execute("PRAGMA journal_mode = WAL")
+    _switch_to_wal(dbapi_conn)
     dbapi_conn.execute("PRAGMA synchronous = NORMAL")
     dbapi_conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
     dbapi_conn.execute("PRAGMA foreign_keys = ON")

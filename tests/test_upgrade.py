@@ -282,24 +282,35 @@ def test_concurrent_starts_migrate_once_with_a_genuine_backup(tmp_path):
         assert query(path, ROWS) == expected_rows
 
 
-def test_two_real_servers_start_together_on_an_old_file(tmp_path):
-    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
-    procs = [
-        subprocess.Popen(
-            [executable(), "--db", str(path), "serve"],
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=server_env(),
-        )
-        for _ in range(2)
-    ]
-    outcomes = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
-    assert [code for code, _ in outcomes] == [0, 0], outcomes
-    assert sum("migrated database" in err for _, err in outcomes) == 1
-    assert len(list(tmp_path.glob("memory.db.backup-pre-*"))) == 1
-    assert db.read_revision(path) == HEAD
+REAL_SERVER_ROUNDS = 10
+
+
+def test_real_servers_started_together_on_an_old_file_all_start(tmp_path):
+    """Caught a real bug: two processes switching a rollback-journal file to WAL at once."""
+    for round_ in range(REAL_SERVER_ROUNDS):
+        work = tmp_path / f"round-{round_}"
+        work.mkdir()
+        path = copy_fixture(OLD_FIXTURES[0], work)
+        procs = [
+            subprocess.Popen(
+                [executable(), "--db", str(path), "serve"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                env=server_env(),
+            )
+            for _ in range(2)
+        ]
+        outcomes = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+        assert [code for code, _ in outcomes] == [0, 0], outcomes
+        assert sum("migrated database" in err for _, err in outcomes) == 1
+        (backup,) = work.glob("memory.db.backup-pre-*")
+        assert query(backup, "SELECT version_num FROM alembic_version") == [
+            (OLD_FIXTURES[0].stem[-4:],)
+        ]
+        assert query(backup, ROWS) == query(OLD_FIXTURES[0], ROWS)
+        assert db.read_revision(path) == HEAD
 
 
 def test_restore_steps_from_the_readme(tmp_path, monkeypatch):
