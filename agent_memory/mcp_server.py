@@ -30,8 +30,15 @@ from mcp.types import (
 
 from agent_memory import __version__
 from agent_memory.errors import InvalidArgument, StorageError, UnknownField
-from agent_memory.schema import MEMORY_TYPES
-from agent_memory.service import DEFAULT_SEARCH_LIMIT, MAX_LIMIT, MAX_TTL_SECS, MemoryService
+from agent_memory.repository import MAX_EXPANDED_LINKS
+from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+from agent_memory.service import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_LIMIT,
+    MAX_TTL_SECS,
+    SNIPPET_CHARS,
+    MemoryService,
+)
 
 log = logging.getLogger(__name__)
 
@@ -48,6 +55,26 @@ _TAGS = {"type": "array", "items": {"type": "string"}}
 _ID = {"type": "integer", "description": "Memory id, as returned by memory_store."}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
 _TTL = {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_TTL_SECS}
+_EXPAND = {
+    "type": "boolean",
+    "description": f"Attach each result's related memories (1 hop, up to {MAX_EXPANDED_LINKS}, "
+    f"newest relation first) as related: [{{id, kind, direction, type, snippet, tags}}]; "
+    f"snippet is the first {SNIPPET_CHARS} characters. Default false.",
+}
+_EDGE = {
+    "type": "object",
+    "properties": {
+        "from_id": {"type": "integer"},
+        "to_id": {"type": "integer"},
+        "kind": {
+            "type": "string",
+            "enum": list(LINK_KINDS),
+            "description": "relates_to (symmetric see-also), supersedes (from_id replaces the "
+            "older to_id) or caused_by (from_id was caused by to_id).",
+        },
+    },
+    "required": ["from_id", "to_id", "kind"],
+}
 _FILTERS = {
     "type": _TYPE,
     "tag": {"type": "string", "description": "Only memories carrying exactly this tag."},
@@ -102,6 +129,7 @@ TOOLS = [
                     "description": f"Results to return (1-{MAX_LIMIT}, default "
                     f"{DEFAULT_SEARCH_LIMIT}).",
                 },
+                "expand_links": _EXPAND,
             },
             "required": ["query"],
         },
@@ -118,8 +146,10 @@ TOOLS = [
                 **_FILTERS,
                 "limit": {
                     **_LIMIT,
-                    "description": f"At most this many (1-{MAX_LIMIT}); omit for all.",
+                    "description": f"At most this many (1-{MAX_LIMIT}); omit for all "
+                    "(required with expand_links).",
                 },
+                "expand_links": _EXPAND,
             },
         },
     ),
@@ -149,10 +179,29 @@ TOOLS = [
         },
     ),
     Tool(
+        name="memory_link",
+        description=(
+            "Record a typed relation from_id -[kind]-> to_id between two memories: relates_to, "
+            "supersedes (a newer decision replacing an older one) or caused_by (an error and "
+            "its cause). Idempotent: repeating it is a success. Unknown ids answer linked: "
+            "false with reason not_found and the missing_id."
+        ),
+        input_schema=_EDGE,
+    ),
+    Tool(
+        name="memory_unlink",
+        description=(
+            "Remove a relation. supersedes and caused_by must be given in their stored "
+            "direction; relates_to can be removed from either end. Answers unlinked: true, or "
+            "unlinked: false with reason not_found when there is no such relation."
+        ),
+        input_schema=_EDGE,
+    ),
+    Tool(
         name="memory_forget",
         description=(
-            "Delete a memory by id. Returns {id, deleted: true}, or deleted: false with "
-            "reason not_found for an unknown id."
+            "Delete a memory by id, with every relation touching it. Returns {id, deleted: "
+            "true}, or deleted: false with reason not_found for an unknown id."
         ),
         input_schema={"type": "object", "properties": {"id": _ID}, "required": ["id"]},
     ),
@@ -164,6 +213,8 @@ _OPERATIONS: dict[str, tuple[str, Callable[[MemoryService, Any], Any]]] = {
     "memory_search": ("search", MemoryService.search),
     "memory_list": ("list", lambda svc, args: {"memories": svc.list(args)}),
     "memory_update": ("update", MemoryService.update),
+    "memory_link": ("link", MemoryService.link),
+    "memory_unlink": ("unlink", MemoryService.unlink),
     "memory_forget": ("forget", MemoryService.forget),
 }
 

@@ -18,11 +18,12 @@ from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy
+import sqlalchemy.dialects.sqlite
 from sqlalchemy import bindparam, delete, func, insert, literal_column, select, update
 from sqlalchemy.engine import Engine
 
 from agent_memory import decay
-from agent_memory.schema import PINNED_TYPES, memories
+from agent_memory.schema import PINNED_TYPES, memories, memory_links
 
 log = logging.getLogger(__name__)
 
@@ -31,6 +32,8 @@ log = logging.getLogger(__name__)
 DECAY_BATCH_ROWS = 5_000
 # Commits between two background WAL checkpoints (a store writes about ten pages).
 CHECKPOINT_EVERY_WRITES = 32
+# Neighbours attached to each result by expand_links, most recent relations first.
+MAX_EXPANDED_LINKS = 10
 # SQLite's generic SQLITE_ERROR: what a MATCH expression FTS5 cannot parse raises
 # (busy, I/O, full and corrupt databases have codes of their own).
 _SQLITE_ERROR = 1
@@ -120,6 +123,69 @@ _DECAY_WINDOW = (
     .values(decay_score=_decay())
 )
 _MAX_ID = select(func.max(memories.c.id))
+_EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))
+_LINK = (
+    sqlalchemy.dialects.sqlite.insert(memory_links)
+    .values(
+        from_id=bindparam("a"),
+        to_id=bindparam("b"),
+        kind=bindparam("k"),
+        created_at=bindparam("now"),
+    )
+    .on_conflict_do_nothing()  # a repeat keeps the relation's original created_at
+)
+_UNLINK = delete(memory_links).where(
+    memory_links.c.from_id == bindparam("a"),
+    memory_links.c.to_id == bindparam("b"),
+    memory_links.c.kind == bindparam("k"),
+)
+
+
+def _neighbours_statement() -> sqlalchemy.Select[Any]:
+    """Every relation touching any of :ids, seen from that end, newest first, cut per result."""
+    ids = bindparam("ids", expanding=True)
+    links = memory_links.c
+    outgoing = select(
+        links.from_id.label("self"),
+        links.to_id.label("other"),
+        links.kind,
+        literal_column("'out'").label("direction"),
+        links.created_at,
+    ).where(links.from_id.in_(ids))
+    incoming = select(
+        links.to_id.label("self"),
+        links.from_id.label("other"),
+        links.kind,
+        literal_column("'in'").label("direction"),
+        links.created_at,
+    ).where(links.to_id.in_(ids))
+    edges = sqlalchemy.union_all(outgoing, incoming).subquery("edges")
+    rank = (
+        func.row_number()
+        .over(
+            partition_by=edges.c.self,
+            order_by=(edges.c.created_at.desc(), edges.c.other.desc(), edges.c.kind),
+        )
+        .label("rank")
+    )
+    ranked = select(edges, rank).subquery("ranked")
+    return (
+        select(
+            ranked.c.self,
+            ranked.c.other,
+            ranked.c.kind,
+            ranked.c.direction,
+            memories.c.type,
+            memories.c.content,
+            memories.c.tags,
+        )
+        .join_from(ranked, memories, memories.c.id == ranked.c.other)
+        .where(ranked.c.rank <= bindparam("per_result"))
+        .order_by(ranked.c.self, ranked.c.rank)
+    )
+
+
+_NEIGHBOURS = _neighbours_statement()
 
 
 @functools.cache
@@ -314,6 +380,44 @@ class Repository:
     def delete_memory(self, memory_id: int) -> bool:
         with self._write() as conn:
             return conn.execute(_DELETE, {"memory_id": memory_id}).rowcount > 0
+
+    # -- relations ------------------------------------------------------------------------
+
+    def insert_link(
+        self, a: int, b: int, kind: str, now: int, *, ids: tuple[int, int]
+    ) -> int | None:
+        """Store the edge a -[kind]-> b unless present; return the first of ``ids`` missing."""
+        with self._write() as conn:
+            found = set(conn.execute(_EXISTING, {"ids": list(ids)}).scalars())
+            for memory_id in ids:
+                if memory_id not in found:
+                    return memory_id
+            conn.execute(_LINK, {"a": a, "b": b, "k": kind, "now": now})
+        return None
+
+    def delete_link(self, a: int, b: int, kind: str) -> bool:
+        with self._write() as conn:
+            return conn.execute(_UNLINK, {"a": a, "b": b, "k": kind}).rowcount > 0
+
+    def neighbours(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+        """One row per (result, neighbour) edge, at most MAX_EXPANDED_LINKS per result."""
+        if not ids:
+            return []
+        params = {"ids": list(ids), "per_result": MAX_EXPANDED_LINKS}
+        with self._read() as conn:
+            rows = conn.execute(_NEIGHBOURS, params).all()
+        return [
+            {
+                "self": row.self,
+                "id": row.other,
+                "kind": row.kind,
+                "direction": row.direction,
+                "type": row.type,
+                "content": row.content,
+                "tags": json.loads(row.tags),
+            }
+            for row in rows
+        ]
 
     # -- lifecycle ------------------------------------------------------------------------
 

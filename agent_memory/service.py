@@ -22,7 +22,7 @@ from agent_memory import fts
 from agent_memory.db import Database
 from agent_memory.errors import InvalidArgument, StorageError, UnknownField
 from agent_memory.repository import FtsQueryError, Repository
-from agent_memory.schema import MEMORY_TYPES
+from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -32,6 +32,9 @@ MAX_TTL_SECS = 3_155_760_000  # about 100 years
 _SQLITE_INT_MIN, _SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 UPDATE_FIELDS = ("id", "content", "tags", "scope", "ttl_secs")
+SNIPPET_CHARS = 160
+# How a relation reads from its to_id's side, in expansion.
+INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caused_by": "caused"}
 SEARCH_MODE_KEYWORD = "keyword"
 
 
@@ -129,6 +132,39 @@ def _mapping(args: Any) -> Mapping[str, Any]:
     return args
 
 
+def _kind(args: Mapping[str, Any]) -> str:
+    value = args.get("kind")
+    if value is None:
+        raise InvalidArgument("kind is required")
+    if value not in LINK_KINDS or not isinstance(value, str):
+        shown = f"'{value}'" if isinstance(value, str) else _shown(value)
+        raise InvalidArgument(f"kind must be one of {', '.join(LINK_KINDS)} (got {shown})")
+    return value
+
+
+def _flag(args: Mapping[str, Any], name: str) -> bool:
+    value = args.get(name, False)
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise InvalidArgument(f"{name} must be a boolean (got {_shown(value)})")
+    return value
+
+
+def _edge(args: Mapping[str, Any]) -> tuple[int, int, str, int, int]:
+    """The request's ids and kind, and the edge as stored: relates_to smaller id first."""
+    from_id = _memory_id(args, "from_id")
+    to_id = _memory_id(args, "to_id")
+    kind = _kind(args)
+    a, b = (min(from_id, to_id), max(from_id, to_id)) if kind == "relates_to" else (from_id, to_id)
+    return from_id, to_id, kind, a, b
+
+
+def snippet(content: str) -> str:
+    """The first SNIPPET_CHARS characters (code points, not glyphs), with … when cut."""
+    return content if len(content) <= SNIPPET_CHARS else content[:SNIPPET_CHARS] + "…"
+
+
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
 
@@ -191,11 +227,32 @@ class MemoryService:
         scope = _optional_string(args, "scope")
         limit = _limit(args, DEFAULT_SEARCH_LIMIT)
         assert limit is not None
+        expand = _flag(args, "expand_links")
         now = self.now()
         with self._storage("search"):
             results = self._keyword(query, now, limit, memory_type, tag, scope)
-            self.repo.bump([r["id"] for r in results], now)
+            self.repo.bump([r["id"] for r in results], now)  # the results only, not neighbours
+            if expand:
+                self._expand(results)
         return {"search_mode": SEARCH_MODE_KEYWORD, "results": results}
+
+    def _expand(self, results: list[dict[str, Any]]) -> None:
+        """Attach each result's 1-hop relations (one query for the whole page; a pure read)."""
+        related: dict[int, list[dict[str, Any]]] = {r["id"]: [] for r in results}
+        for edge in self.repo.neighbours(list(related)):
+            out = edge["direction"] == "out"
+            related[edge["self"]].append(
+                {
+                    "id": edge["id"],
+                    "kind": edge["kind"] if out else INVERSE_KIND[edge["kind"]],
+                    "direction": edge["direction"],
+                    "type": edge["type"],
+                    "snippet": snippet(edge["content"]),
+                    "tags": edge["tags"],
+                }
+            )
+        for result in results:
+            result["related"] = related[result["id"]]
 
     def _keyword(
         self,
@@ -226,10 +283,19 @@ class MemoryService:
         tag = _optional_string(args, "tag")
         scope = _optional_string(args, "scope")
         limit = _limit(args, None)
+        expand = _flag(args, "expand_links")
+        if expand and limit is None:
+            raise InvalidArgument(
+                "limit is required when expand_links is true; "
+                f"pass a limit between 1 and {MAX_LIMIT}"
+            )
         with self._storage("list"):
-            return self.repo.list_memories(
+            found = self.repo.list_memories(
                 memory_type=memory_type, tag=tag, scope=scope, limit=limit
             )
+            if expand:
+                self._expand(found)
+        return found
 
     def update(self, args: Any) -> dict[str, Any]:
         """A JSON merge-patch: omitted fields stay, null clears where clearing is legal."""
@@ -264,6 +330,30 @@ class MemoryService:
         with self._storage("forget"):
             deleted = self.repo.delete_memory(memory_id)
         return {"id": memory_id, "deleted": True} if deleted else _not_found(memory_id, "deleted")
+
+    def link(self, args: Any) -> dict[str, Any]:
+        args = _mapping(args)
+        from_id, to_id, kind, a, b = _edge(args)
+        if from_id == to_id:
+            raise InvalidArgument(f"from_id and to_id must differ (got {from_id})")
+        echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
+        with self._storage("link"):
+            missing = self.repo.insert_link(a, b, kind, self.now(), ids=(from_id, to_id))
+        if missing is not None:
+            return {**echo, "linked": False, "reason": "not_found", "missing_id": missing}
+        return {**echo, "linked": True}
+
+    def unlink(self, args: Any) -> dict[str, Any]:
+        """Directed kinds must match the stored direction; relates_to goes from either end."""
+        from_id, to_id, kind, a, b = _edge(_mapping(args))
+        echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
+        with self._storage("unlink"):
+            removed = self.repo.delete_link(a, b, kind)
+        return (
+            {**echo, "unlinked": True}
+            if removed
+            else {**echo, "unlinked": False, "reason": "not_found"}
+        )
 
     def sweep(self) -> dict[str, int]:
         """TTL expiry, then decay materialization; a failing step is logged and skipped."""

@@ -13,7 +13,15 @@ from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.types import CallToolResult, ListToolsResult, TextContent, Tool
 
-NAMES = ["memory_store", "memory_search", "memory_list", "memory_update", "memory_forget"]
+NAMES = [
+    "memory_store",
+    "memory_search",
+    "memory_list",
+    "memory_update",
+    "memory_link",
+    "memory_unlink",
+    "memory_forget",
+]
 TOOLS = [Tool(name=n, description=n, input_schema={"type": "object"}) for n in NAMES]
 ANSWERS = {"memory_store": {"id": 1}, "memory_search": {"search_mode": "keyword", "results": []}}
 

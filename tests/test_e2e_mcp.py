@@ -53,7 +53,7 @@ def test_full_session_over_stdio(db_path, tmp_path):
             return tools, stored, found, listed, updated, unknown, bad, forgot
 
     tools, stored, found, listed, updated, unknown, bad, forgot = anyio.run(main)
-    assert len(tools.tools) == 5
+    assert len(tools.tools) == 7
     assert stored.structured_content == {"id": 1}
     assert [r["id"] for r in found.structured_content["results"]] == [1]
     assert [m["id"] for m in listed.structured_content["memories"]] == [1]
@@ -221,3 +221,32 @@ def test_unusable_database_is_one_line_and_exit_1(db_path, setup, expected):
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and expected in lines[0], proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_relations_end_to_end(db_path, raw):
+    async def main():
+        async with Client(params(db_path)) as client:
+            await call(client, "memory_store", {"content": "use Maven Central", "type": "DECISION"})
+            await call(
+                client, "memory_store", {"content": "use the Sonatype portal", "type": "DECISION"}
+            )
+            linked = await call(
+                client, "memory_link", {"from_id": 2, "to_id": 1, "kind": "supersedes"}
+            )
+            expanded = await call(client, "memory_list", {"limit": 10, "expand_links": True})
+            refused = await call(
+                client, "memory_link", {"from_id": 1, "to_id": 1, "kind": "supersedes"}
+            )
+            forgot = await call(client, "memory_forget", {"id": 1})
+            return linked, expanded, refused, forgot
+
+    linked, expanded, refused, forgot = anyio.run(main)
+    assert linked.structured_content["linked"] is True
+    related = {m["id"]: m["related"] for m in expanded.structured_content["memories"]}
+    assert [(r["id"], r["kind"]) for r in related[1]] == [(2, "superseded_by")]
+    assert (refused.code, refused.message) == (
+        -32602,
+        "invalid argument: from_id and to_id must differ (got 1)",
+    )
+    assert forgot.structured_content["deleted"] is True
+    assert raw.execute("SELECT count(*) FROM memory_links").fetchone() == (0,)

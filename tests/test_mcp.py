@@ -13,7 +13,15 @@ from agent_memory import mcp_server
 
 from conftest import dump
 
-TOOL_NAMES = ["memory_store", "memory_search", "memory_list", "memory_update", "memory_forget"]
+TOOL_NAMES = [
+    "memory_store",
+    "memory_search",
+    "memory_list",
+    "memory_update",
+    "memory_link",
+    "memory_unlink",
+    "memory_forget",
+]
 
 
 def run(service, *calls):
@@ -162,3 +170,92 @@ def test_unexpected_failure_never_leaks_its_text(service, monkeypatch, caplog):
     assert error.code == -32603
     assert error.message == "list failed due to an internal error (details are in the server log)"
     assert "secret internals" in caplog.text
+
+
+def test_relations_over_mcp(service, raw):
+    service.store({"content": "older decision", "type": "DECISION"})
+    service.store({"content": "newer decision", "type": "DECISION"})
+    linked, again, missing, searched, listed, unlinked, gone = run(
+        service,
+        ("memory_link", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
+        ("memory_link", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
+        ("memory_link", {"from_id": 2, "to_id": 9, "kind": "caused_by"}),
+        ("memory_search", {"query": "older", "expand_links": True}),
+        ("memory_list", {"limit": 5, "expand_links": True}),
+        ("memory_unlink", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
+        ("memory_unlink", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
+    )
+    assert linked.structured_content == {
+        "from_id": 2,
+        "to_id": 1,
+        "kind": "supersedes",
+        "linked": True,
+    }
+    assert again.structured_content == linked.structured_content
+    assert missing.structured_content == {
+        "from_id": 2,
+        "to_id": 9,
+        "kind": "caused_by",
+        "linked": False,
+        "reason": "not_found",
+        "missing_id": 9,
+    }
+    (result,) = searched.structured_content["results"]
+    assert result["related"] == [
+        {
+            "id": 2,
+            "kind": "superseded_by",
+            "direction": "in",
+            "type": "DECISION",
+            "snippet": "newer decision",
+            "tags": [],
+        }
+    ]
+    assert [len(m["related"]) for m in listed.structured_content["memories"]] == [1, 1]
+    assert unlinked.structured_content["unlinked"] is True
+    assert gone.structured_content == {
+        "from_id": 2,
+        "to_id": 1,
+        "kind": "supersedes",
+        "unlinked": False,
+        "reason": "not_found",
+    }
+    assert raw.execute("SELECT count(*) FROM memory_links").fetchone() == (0,)
+
+
+@pytest.mark.parametrize(
+    "name,args,message",
+    [
+        (
+            "memory_link",
+            {"from_id": 57, "to_id": 57, "kind": "supersedes"},
+            "invalid argument: from_id and to_id must differ (got 57)",
+        ),
+        (
+            "memory_link",
+            {"from_id": 1, "to_id": 2, "kind": "blocks"},
+            "invalid argument: kind must be one of relates_to, supersedes, caused_by (got 'blocks')",
+        ),
+        (
+            "memory_unlink",
+            {"from_id": 1, "to_id": 2, "kind": "blocks"},
+            "invalid argument: kind must be one of relates_to, supersedes, caused_by (got 'blocks')",
+        ),
+        (
+            "memory_list",
+            {"expand_links": True},
+            "invalid argument: limit is required when expand_links is true; pass a limit between 1 and 200",
+        ),
+        (
+            "memory_search",
+            {"query": "x", "expand_links": "yes"},
+            'invalid argument: expand_links must be a boolean (got "yes")',
+        ),
+    ],
+)
+def test_relation_errors_are_invalid_params(service, raw, name, args, message):
+    service.store({"content": "a", "type": "TODO"})
+    service.store({"content": "b", "type": "TODO"})
+    (error,) = run(service, (name, args))
+    assert (error.code, error.message) == (-32602, message)
+    assert raw.execute("SELECT count(*) FROM memory_links").fetchone() == (0,)
