@@ -7,7 +7,10 @@ that needs them, so each command pays only for itself.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
+import re
+import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +21,8 @@ from agent_memory import __version__
 from agent_memory.errors import BackupFailed, DatabaseOpenError, SchemaTooNew
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
+DEFAULT_REST_PORT = 7437
+REST_THREADS = 4
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -47,6 +52,7 @@ def fail(message: str) -> None:
 
 def open_service(settings: Settings):  # -> MemoryService (imported lazily)
     from agent_memory.db import open_database
+    from agent_memory.embedder import Embedder
     from agent_memory.service import MemoryService
 
     try:
@@ -54,7 +60,25 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
     except (DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
         fail(str(exc))
     log.info("database %s (schema version %d)", database.path, database.schema_version)
-    return MemoryService(database)
+    return MemoryService(database, embedder=Embedder(settings.ollama_url, settings.embed_model))
+
+
+def parse_addr(text: str) -> tuple[str, int]:
+    """``HOST:PORT`` or ``[IPV6]:PORT`` -> (host, port); a usage error otherwise."""
+    match = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:(\d{1,5})|([^:\[\]]+):(\d{1,5})", text)
+    port = int(match.group(2) or match.group(4)) if match else -1
+    if not match or port > 65535:
+        raise click.BadParameter(f"expected HOST:PORT or [IPV6]:PORT (got {text!r})")
+    return match.group(1) or match.group(3), port
+
+
+def is_loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # any other name may resolve anywhere
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -131,6 +155,70 @@ def serve(settings: Settings) -> None:
         mcp_server.serve_stdio(service)
     except KeyboardInterrupt:
         pass
+    finally:
+        sweeper.stop()
+        service.close()
+
+
+@cli.command("serve-rest")
+@click.option(
+    "--addr",
+    default=f"127.0.0.1:{DEFAULT_REST_PORT}",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Address to bind; [::1]:PORT for IPv6. Port 0 picks a free port.",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback address (the API has no authentication) and accept any "
+    "Host and Origin header.",
+)
+@click.pass_obj
+def serve_rest(settings: Settings, addr: str, allow_remote: bool) -> None:
+    """Run the REST API under waitress (loopback only by default)."""
+    host, port = parse_addr(addr)
+    if not is_loopback(host) and not allow_remote:
+        fail(
+            f"refusing to bind non-loopback address {addr}: the REST API is unauthenticated; "
+            "pass --allow-remote to expose it beyond localhost"
+        )
+    service = open_service(settings)
+    from waitress.server import create_server
+
+    from agent_memory.lifecycle import Sweeper
+    from agent_memory.rest import create_app
+
+    try:
+        server = create_server(
+            create_app(service, host=host, port=port, allow_remote=allow_remote),
+            host=host,
+            port=port,
+            threads=REST_THREADS,
+        )
+    except OSError as exc:
+        service.close()
+        fail(f"cannot listen on {addr}: {exc.strerror or exc}")
+    bound = f"[{host}]" if ":" in host else host
+    bound_port = server.effective_port
+    if allow_remote:
+        log.warning(
+            "REST API exposed on %s:%s WITHOUT AUTHENTICATION: anyone who can reach this "
+            "address can read and delete every memory; keep it behind a VPN, an SSH tunnel "
+            "or an authenticating proxy",
+            bound,
+            bound_port,
+        )
+    if port == 0:  # the Host check needs the real port
+        server.application = create_app(
+            service, host=host, port=bound_port, allow_remote=allow_remote
+        )
+    sweeper = Sweeper(service, settings.sweep_interval)
+    sweeper.start()
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # finish in-flight, then exit 0
+    click.echo(f"REST listening on {bound}:{bound_port}", err=True)
+    try:
+        server.run()  # returns after KeyboardInterrupt, once workers are done
     finally:
         sweeper.stop()
         service.close()

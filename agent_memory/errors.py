@@ -18,6 +18,15 @@ class InvalidArgument(AgentMemoryError):
         super().__init__(f"invalid argument: {detail}" if prefixed else detail)
 
 
+class InvalidType(InvalidArgument):
+    """invalid argument: {detail}
+
+    A field that is missing or has the wrong JSON type: the body does not deserialize.
+    Same message as any invalid argument; REST answers 422 for it on POST /api/memories
+    and POST /api/search, as the original daemon's body extractor did.
+    """
+
+
 class UnknownField(AgentMemoryError):
     """failed to deserialize parameters: unknown field `{field}`, expected one of {expected}"""
 

@@ -123,6 +123,7 @@ _DECAY_WINDOW = (
     .values(decay_score=_decay())
 )
 _MAX_ID = select(func.max(memories.c.id))
+_PING = select(memories.c.id).limit(1)
 _EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))
 _LINK = (
     sqlalchemy.dialects.sqlite.insert(memory_links)
@@ -418,6 +419,11 @@ class Repository:
             }
             for row in rows
         ]
+
+    def ping(self) -> None:
+        """A cheap read that fails when the store cannot be read."""
+        with self._read() as conn:
+            conn.execute(_PING).all()
 
     # -- lifecycle ------------------------------------------------------------------------
 

@@ -18,9 +18,10 @@ from typing import Any
 import sqlalchemy
 import sqlean
 
-from agent_memory import fts
+from agent_memory import __version__, fts
 from agent_memory.db import Database
-from agent_memory.errors import InvalidArgument, StorageError, UnknownField
+from agent_memory.embedder import UNREACHABLE, Embedder
+from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
 from agent_memory.repository import FtsQueryError, Repository
 from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
 
@@ -31,7 +32,8 @@ DEFAULT_SEARCH_LIMIT = 50
 MAX_TTL_SECS = 3_155_760_000  # about 100 years
 _SQLITE_INT_MIN, _SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
-UPDATE_FIELDS = ("id", "content", "tags", "scope", "ttl_secs")
+PATCH_FIELDS = ("content", "tags", "scope", "ttl_secs")
+UPDATE_FIELDS = ("id", *PATCH_FIELDS)
 SNIPPET_CHARS = 160
 # How a relation reads from its to_id's side, in expansion.
 INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caused_by": "caused"}
@@ -61,10 +63,10 @@ def _integer(
     value = args.get(name)
     if value is None:
         if required:
-            raise InvalidArgument(f"{name} is required")
+            raise InvalidType(f"{name} is required")
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InvalidArgument(f"{name} must be an integer (got {_shown(value)})")
+        raise InvalidType(f"{name} must be an integer (got {_shown(value)})")
     if not low <= value <= high:
         raise InvalidArgument(f"{name} must be between {low} and {high} (got {value})")
     return value
@@ -88,13 +90,13 @@ def _ttl(args: Mapping[str, Any]) -> int | None:
 def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
     value = args.get(name)
     if value is not None and not isinstance(value, str):
-        raise InvalidArgument(f"{name} must be a string (got {_shown(value)})")
+        raise InvalidType(f"{name} must be a string (got {_shown(value)})")
     return value
 
 
 def _required_string(args: Mapping[str, Any], name: str) -> str:
     if args.get(name) is None:
-        raise InvalidArgument(f"{name} is required")
+        raise InvalidType(f"{name} is required")
     value = _optional_string(args, name)
     assert value is not None
     return value
@@ -102,7 +104,8 @@ def _required_string(args: Mapping[str, Any], name: str) -> str:
 
 def _content(value: Any) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InvalidArgument("content must be a non-empty string")
+        error = InvalidArgument if isinstance(value, str) else InvalidType
+        raise error("content must be a non-empty string")
     return value
 
 
@@ -120,7 +123,7 @@ def _tags(value: Any) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
-        raise InvalidArgument(f"tags must be a list of strings (got {_shown(value)})")
+        raise InvalidType(f"tags must be a list of strings (got {_shown(value)})")
     return value
 
 
@@ -128,14 +131,14 @@ def _mapping(args: Any) -> Mapping[str, Any]:
     if args is None:
         return {}
     if not isinstance(args, Mapping):
-        raise InvalidArgument(f"arguments must be an object (got {_shown(args)})")
+        raise InvalidType(f"arguments must be an object (got {_shown(args)})")
     return args
 
 
 def _kind(args: Mapping[str, Any]) -> str:
     value = args.get("kind")
     if value is None:
-        raise InvalidArgument("kind is required")
+        raise InvalidType("kind is required")
     if value not in LINK_KINDS or not isinstance(value, str):
         shown = f"'{value}'" if isinstance(value, str) else _shown(value)
         raise InvalidArgument(f"kind must be one of {', '.join(LINK_KINDS)} (got {shown})")
@@ -147,7 +150,7 @@ def _flag(args: Mapping[str, Any], name: str) -> bool:
     if value is None:
         return False
     if not isinstance(value, bool):
-        raise InvalidArgument(f"{name} must be a boolean (got {_shown(value)})")
+        raise InvalidType(f"{name} must be a boolean (got {_shown(value)})")
     return value
 
 
@@ -172,14 +175,22 @@ def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
 class MemoryService:
     """One per process; safe to call from several threads (each call uses its own connection)."""
 
-    def __init__(self, database: Database, clock: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self,
+        database: Database,
+        clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
+    ) -> None:
         self.database = database
         self.repo = Repository(database.engine)
+        self.embedder = embedder
         self._clock = clock
 
     def close(self) -> None:
         self.repo.close()
         self.database.close()
+        if self.embedder is not None:
+            self.embedder.close()
 
     def now(self) -> int:
         return int(self._clock())
@@ -198,7 +209,7 @@ class MemoryService:
     def store(self, args: Any) -> dict[str, Any]:
         args = _mapping(args)
         if args.get("content") is None:
-            raise InvalidArgument("content is required")
+            raise InvalidType("content is required")
         content = _content(args["content"])
         memory_type = _memory_type(args, required=True)
         assert memory_type is not None
@@ -297,14 +308,18 @@ class MemoryService:
                 self._expand(found)
         return found
 
-    def update(self, args: Any) -> dict[str, Any]:
-        """A JSON merge-patch: omitted fields stay, null clears where clearing is legal."""
+    def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
+        """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.
+
+        ``path_id`` is the id taken from a URL (REST); the patch then carries no id field.
+        """
         args = _mapping(args)
+        allowed = UPDATE_FIELDS if path_id is None else PATCH_FIELDS
         for name in args:
-            if name not in UPDATE_FIELDS:
-                raise UnknownField(name, UPDATE_FIELDS)
-        memory_id = _memory_id(args)
-        if not any(name in args for name in UPDATE_FIELDS[1:]):
+            if name not in allowed:
+                raise UnknownField(name, allowed)
+        memory_id = _memory_id(args if path_id is None else {"id": path_id})
+        if not any(name in args for name in PATCH_FIELDS):
             raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
         changes: dict[str, Any] = {}
         if "content" in args:
@@ -354,6 +369,17 @@ class MemoryService:
             if removed
             else {**echo, "unlinked": False, "reason": "not_found"}
         )
+
+    def health(self) -> dict[str, Any]:
+        """Liveness: the store answers a read; and whether embeddings are available."""
+        with self._storage("health"):
+            self.repo.ping()
+        return {
+            "status": "ok",
+            "embedder": UNREACHABLE if self.embedder is None else self.embedder.status(),
+            "schema_version": self.database.schema_version,
+            "version": __version__,
+        }
 
     def sweep(self) -> dict[str, int]:
         """TTL expiry, then decay materialization; a failing step is logged and skipped."""

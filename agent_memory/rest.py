@@ -1,0 +1,197 @@
+"""The REST transport: a Flask app factory and one blueprint over the same service.
+
+Thin like the MCP transport: turn the request into the service's arguments, call one
+method, map its exceptions to status codes. Query strings and path segments arrive as
+text; numbers and booleans are converted only when they are well formed, and anything
+else is handed on as the string it was so the service rejects it with its usual message.
+Every error, Flask's own 404/405/413 included, is a JSON ``{"error": ...}`` body.
+
+The API has no authentication, so a web page in the user's browser must not reach it:
+unless the daemon was started with --allow-remote, a request whose Host header is not
+the daemon's own address (DNS rebinding) or whose Origin is another site is refused.
+The service keeps no per-request state: each call takes a pooled connection and returns
+it, so there is nothing to open or close per request here.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from importlib import resources
+from typing import Any
+
+from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
+from agent_memory.service import MemoryService
+
+log = logging.getLogger(__name__)
+
+# Request bodies above this are refused with 413 before they are read.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+_INTEGER = re.compile(r"-?\d+")
+_BOOLEANS = {"true": True, "false": False}
+
+api = Blueprint("api", __name__)
+
+
+class BadBody(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def error(status: int, message: str) -> tuple[Response, int]:
+    return jsonify(error=message), status
+
+
+def _service() -> MemoryService:
+    return current_app.extensions["agent_memory"]
+
+
+def _integer(text: str) -> int | str:
+    return int(text) if _INTEGER.fullmatch(text) else text
+
+
+def _body(*, original_route: bool) -> Any:
+    """The parsed JSON body. The two v0.0.1 routes keep their 415/400/422 answers;
+    the others answer 400 for every malformed body."""
+    g.invalid_type_status = 422 if original_route else 400
+    if not request.is_json:
+        status = 415 if original_route else 400
+        raise BadBody(status, "expected a JSON request body (Content-Type: application/json)")
+    try:
+        return json.loads(request.get_data(as_text=True))
+    except (ValueError, RecursionError) as exc:
+        raise BadBody(400, f"malformed JSON body: {exc}") from exc
+
+
+def _found(payload: dict[str, Any], flag: str, status: int = 200) -> tuple[Response, int]:
+    return jsonify(payload), (status if payload.get(flag, True) else 404)
+
+
+@api.post("/api/memories")
+def store() -> tuple[Response, int]:
+    return jsonify(_service().store(_body(original_route=True))), 201
+
+
+@api.get("/api/memories")
+def list_memories() -> Response:
+    args: dict[str, Any] = {
+        name: request.args[name] for name in ("type", "tag", "scope") if name in request.args
+    }
+    if "limit" in request.args:
+        args["limit"] = _integer(request.args["limit"])
+    if "expand_links" in request.args:
+        text = request.args["expand_links"]
+        args["expand_links"] = _BOOLEANS.get(text, text)
+    return jsonify(_service().list(args))
+
+
+@api.post("/api/search")
+def search() -> Response:
+    return jsonify(_service().search(_body(original_route=True)))
+
+
+@api.patch("/api/memories/<memory_id>")
+def update(memory_id: str) -> tuple[Response, int]:
+    body = _body(original_route=False)
+    return _found(_service().update(body, path_id=_integer(memory_id)), "updated")
+
+
+@api.delete("/api/memories/<memory_id>")
+def forget(memory_id: str) -> tuple[Response, int]:
+    return _found(_service().forget({"id": _integer(memory_id)}), "deleted")
+
+
+@api.post("/api/links")
+def link() -> tuple[Response, int]:
+    return _found(_service().link(_body(original_route=False)), "linked")
+
+
+@api.delete("/api/links/<from_id>/<to_id>/<kind>")
+def unlink(from_id: str, to_id: str, kind: str) -> tuple[Response, int]:
+    args = {"from_id": _integer(from_id), "to_id": _integer(to_id), "kind": kind}
+    return _found(_service().unlink(args), "unlinked")
+
+
+@api.get("/health")
+def health() -> Response:
+    return jsonify(_service().health())
+
+
+@api.get("/openapi.json")
+def openapi() -> Response:
+    text = resources.files("agent_memory").joinpath("openapi.json").read_text("utf-8")
+    return Response(text, mimetype="application/json")
+
+
+def _allowed(host: str, port: int) -> tuple[set[str], set[str]]:
+    """The Host values that name this daemon, and the Origins of its own pages."""
+    names = {"localhost", f"[{host}]" if ":" in host else host}
+    if host == "localhost":
+        names |= {"127.0.0.1", "[::1]"}
+    hosts = {f"{name}:{port}" for name in names}
+    return hosts, {f"http://{h}" for h in hosts}
+
+
+def create_app(
+    service: MemoryService,
+    *,
+    host: str = "127.0.0.1",
+    port: int = 7437,
+    allow_remote: bool = False,
+) -> Flask:
+    """The REST app over ``service``; ``host``/``port`` are where it is bound."""
+    app = Flask(__name__, static_folder=None)
+    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.json.sort_keys = False
+    app.json.ensure_ascii = False
+    app.extensions["agent_memory"] = service
+    hosts, origins = _allowed(host, port)
+
+    @app.before_request
+    def guard() -> tuple[Response, int] | None:
+        log.debug("request %s %s", request.method, request.full_path.rstrip("?"))
+        if allow_remote:
+            return None
+        if request.host.lower() not in hosts:
+            return error(403, f"forbidden: Host {request.host!r} is not this daemon's address")
+        origin = request.headers.get("Origin")
+        if origin is not None and origin.lower() not in origins:
+            return error(403, f"forbidden: cross-site request from Origin {origin!r}")
+        return None
+
+    app.register_blueprint(api)
+    _register_errors(app)
+    return app
+
+
+def _register_errors(app: Flask) -> None:
+    @app.errorhandler(BadBody)
+    def bad_body(exc: BadBody) -> tuple[Response, int]:
+        return error(exc.status, str(exc))
+
+    @app.errorhandler(InvalidArgument)
+    def invalid(exc: InvalidArgument) -> tuple[Response, int]:
+        status = getattr(g, "invalid_type_status", 400) if isinstance(exc, InvalidType) else 400
+        return error(status, str(exc))
+
+    @app.errorhandler(UnknownField)
+    def unknown_field(exc: UnknownField) -> tuple[Response, int]:
+        return error(400, str(exc))
+
+    @app.errorhandler(StorageError)
+    def storage(exc: StorageError) -> tuple[Response, int]:
+        return error(500, str(exc))
+
+    @app.errorhandler(HTTPException)
+    def http(exc: HTTPException) -> tuple[Response, int]:
+        return error(exc.code or 500, (exc.description or exc.name).rstrip("."))
+
+    @app.errorhandler(Exception)
+    def unexpected(exc: Exception) -> tuple[Response, int]:
+        log.exception("unexpected failure on %s %s", request.method, request.path)
+        return error(500, "internal error (details are in the server log)")
