@@ -63,7 +63,7 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
     return MemoryService(database, embedder=Embedder(settings.ollama_url, settings.embed_model))
 
 
-def parse_addr(text: str) -> tuple[str, int]:
+def parse_addr(_ctx: click.Context, _param: click.Parameter, text: str) -> tuple[str, int]:
     """``HOST:PORT`` or ``[IPV6]:PORT`` -> (host, port); a usage error otherwise."""
     match = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:(\d{1,5})|([^:\[\]]+):(\d{1,5})", text)
     port = int(match.group(2) or match.group(4)) if match else -1
@@ -166,6 +166,7 @@ def serve(settings: Settings) -> None:
     default=f"127.0.0.1:{DEFAULT_REST_PORT}",
     show_default=True,
     metavar="HOST:PORT",
+    callback=parse_addr,
     help="Address to bind; [::1]:PORT for IPv6. Port 0 picks a free port.",
 )
 @click.option(
@@ -175,12 +176,13 @@ def serve(settings: Settings) -> None:
     "Host and Origin header.",
 )
 @click.pass_obj
-def serve_rest(settings: Settings, addr: str, allow_remote: bool) -> None:
+def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) -> None:
     """Run the REST API under waitress (loopback only by default)."""
-    host, port = parse_addr(addr)
+    host, port = addr
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
     if not is_loopback(host) and not allow_remote:
         fail(
-            f"refusing to bind non-loopback address {addr}: the REST API is unauthenticated; "
+            f"refusing to bind non-loopback address {shown}: the REST API is unauthenticated; "
             "pass --allow-remote to expose it beyond localhost"
         )
     service = open_service(settings)
@@ -198,7 +200,7 @@ def serve_rest(settings: Settings, addr: str, allow_remote: bool) -> None:
         )
     except OSError as exc:
         service.close()
-        fail(f"cannot listen on {addr}: {exc.strerror or exc}")
+        fail(f"cannot listen on {shown}: {exc.strerror or exc}")
     bound = f"[{host}]" if ":" in host else host
     bound_port = server.effective_port
     if allow_remote:

@@ -95,15 +95,15 @@ def search() -> Response:
     return jsonify(_service().search(_body(original_route=True)))
 
 
-@api.patch("/api/memories/<memory_id>")
-def update(memory_id: str) -> tuple[Response, int]:
+@api.patch("/api/memories/<id>")
+def update(id: str) -> tuple[Response, int]:
     body = _body(original_route=False)
-    return _found(_service().update(body, path_id=_integer(memory_id)), "updated")
+    return _found(_service().update(body, path_id=_integer(id)), "updated")
 
 
-@api.delete("/api/memories/<memory_id>")
-def forget(memory_id: str) -> tuple[Response, int]:
-    return _found(_service().forget({"id": _integer(memory_id)}), "deleted")
+@api.delete("/api/memories/<id>")
+def forget(id: str) -> tuple[Response, int]:
+    return _found(_service().forget({"id": _integer(id)}), "deleted")
 
 
 @api.post("/api/links")

@@ -1,0 +1,81 @@
+"""Start the real ``agent-memory serve-rest`` on a free port and talk HTTP to it."""
+
+from __future__ import annotations
+
+import re
+import signal
+import subprocess
+from pathlib import Path
+
+import requests
+
+from conftest import executable, server_env
+
+START_TIMEOUT_SECS = 60
+
+
+class RestDaemon:
+    def __init__(
+        self, db_path: Path, *extra: str, addr: str = "127.0.0.1:0", log_level: str = "info"
+    ):
+        self.proc = subprocess.Popen(
+            [
+                executable(),
+                "--db",
+                str(db_path),
+                "--log-level",
+                log_level,
+                "serve-rest",
+                "--addr",
+                addr,
+                *extra,
+            ],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=server_env(),
+        )
+        self.stderr_lines: list[str] = []
+        for line in self.proc.stderr:  # blocks until the daemon says where it listens
+            self.stderr_lines.append(line)
+            match = re.match(r"REST listening on (.+):(\d+)$", line.strip())
+            if match:
+                self.host, self.port = match.group(1), int(match.group(2))
+                break
+        else:
+            raise AssertionError(
+                "serve-rest exited before listening: " + "".join(self.stderr_lines)
+            )
+        self.url = f"http://{self.host}:{self.port}"
+        self.session = requests.Session()
+        self.signaled = False
+
+    def terminate(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        self.signaled = True
+
+    def request(self, method: str, path: str, **kwargs) -> requests.Response:
+        return self.session.request(method, self.url + path, timeout=START_TIMEOUT_SECS, **kwargs)
+
+    def read_stderr_until(self, needle: str) -> str:
+        for line in self.proc.stderr:
+            self.stderr_lines.append(line)
+            if needle in line:
+                return line
+        raise AssertionError(f"{needle!r} never appeared on stderr")
+
+    def stop(self) -> int:
+        self.session.close()
+        if not self.signaled:
+            self.terminate()
+        code = self.proc.wait(timeout=START_TIMEOUT_SECS)
+        self.stderr_lines.extend(self.proc.stderr.readlines())
+        return code
+
+    def __enter__(self) -> RestDaemon:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc.poll() is None:
+            self.stop()

@@ -1,0 +1,150 @@
+"""End to end: the real ``agent-memory serve-rest`` over HTTP, beside a real MCP server."""
+
+from __future__ import annotations
+
+import subprocess
+import threading
+
+import anyio
+import pytest
+import sqlean
+from mcp import Client, StdioServerParameters
+from rest_daemon import RestDaemon
+
+from conftest import executable, server_env
+
+
+def test_startup_line_and_a_round_trip(db_path):
+    with RestDaemon(db_path) as daemon:
+        assert daemon.host == "127.0.0.1" and daemon.port > 0
+        stored = daemon.request(
+            "POST", "/api/memories", json={"content": "over HTTP", "type": "TODO"}
+        )
+        assert (stored.status_code, stored.json()) == (201, {"id": 1})
+        found = daemon.request("POST", "/api/search", json={"query": "http"})
+        assert [r["id"] for r in found.json()["results"]] == [1]
+        health = daemon.request("GET", "/health").json()
+        assert health["status"] == "ok" and health["embedder"] == "unreachable"
+        assert daemon.stop() == 0
+    assert any(
+        "sweep:" in line for line in daemon.stderr_lines
+    )  # the lifecycle sweep runs here too
+
+
+def test_ipv6_loopback(db_path):
+    with RestDaemon(db_path, addr="[::1]:0") as daemon:
+        assert daemon.host == "[::1]"
+        assert daemon.request("GET", "/health").status_code == 200
+        assert daemon.stop() == 0
+
+
+def test_dns_rebinding_and_cross_site_requests_are_refused(db_path):
+    with RestDaemon(db_path) as daemon:
+        rebinding = daemon.request(
+            "POST",
+            "/api/memories",
+            json={"content": "x", "type": "TODO"},
+            headers={"Host": f"attacker.example:{daemon.port}"},
+        )
+        cross_site = daemon.request(
+            "GET", "/api/memories", headers={"Origin": "http://attacker.example"}
+        )
+        assert (rebinding.status_code, cross_site.status_code) == (403, 403)
+        assert daemon.request("GET", "/api/memories").json() == []  # nothing was written
+        assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize(
+    "addr", ["0.0.0.0:7437", "192.168.1.10:7437", "example.com:80", "[::]:7437"]
+)
+def test_non_loopback_needs_allow_remote(db_path, addr):
+    proc = subprocess.run(
+        [executable(), "--db", str(db_path), "serve-rest", "--addr", addr],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=server_env(),
+        timeout=60,
+    )
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"agent-memory: refusing to bind non-loopback address {addr}: the REST API is "
+        "unauthenticated; pass --allow-remote to expose it beyond localhost\n"
+    )
+    assert not db_path.exists()  # refused before the database was even opened
+
+
+@pytest.mark.parametrize("addr", ["7437", "localhost", "127.0.0.1:99999", "[::1]7437", ":80"])
+def test_malformed_addr_is_a_usage_error(db_path, addr):
+    proc = subprocess.run(
+        [executable(), "--db", str(db_path), "serve-rest", "--addr", addr],
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        env=server_env(),
+        timeout=60,
+    )
+    assert proc.returncode == 2
+    assert "--addr" in proc.stderr
+
+
+def test_allow_remote_warns_loudly(db_path):
+    with RestDaemon(db_path, "--allow-remote", addr="0.0.0.0:0") as daemon:
+        warning = "".join(daemon.stderr_lines)
+        assert "WARNING" in warning and "WITHOUT AUTHENTICATION" in warning and "0.0.0.0" in warning
+        response = daemon.session.get(
+            f"http://127.0.0.1:{daemon.port}/health", headers={"Host": "memory.lan"}
+        )
+        assert response.status_code == 200
+        assert daemon.stop() == 0
+
+
+def test_sigterm_finishes_the_request_in_flight(db_path):
+    with RestDaemon(db_path, log_level="debug") as daemon:
+        blocker = sqlean.connect(str(db_path), isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # the daemon's store will wait for this lock
+        answer = {}
+        thread = threading.Thread(
+            target=lambda: answer.update(
+                r=daemon.request(
+                    "POST", "/api/memories", json={"content": "in flight", "type": "TODO"}
+                )
+            )
+        )
+        thread.start()
+        daemon.read_stderr_until("request POST /api/memories")  # it is inside the daemon now
+        daemon.terminate()
+        blocker.execute("COMMIT")
+        blocker.close()
+        thread.join(timeout=60)
+        assert (answer["r"].status_code, answer["r"].json()) == (201, {"id": 1})
+        assert daemon.stop() == 0, "".join(daemon.stderr_lines)
+    conn = sqlean.connect(str(db_path))
+    assert conn.execute("SELECT content FROM memories").fetchall() == [("in flight",)]
+    conn.close()
+
+
+def test_rest_and_mcp_share_one_file(db_path):
+    with RestDaemon(db_path) as daemon:
+        params = StdioServerParameters(
+            command=executable(), args=["--db", str(db_path), "serve"], env=server_env()
+        )
+
+        async def main():
+            async with Client(params) as mcp:
+                daemon.request(
+                    "POST", "/api/memories", json={"content": "stored over REST", "type": "PATTERN"}
+                )
+                seen_by_mcp = await mcp.call_tool("memory_search", {"query": "REST"})
+                await mcp.call_tool(
+                    "memory_store", {"content": "stored over MCP", "type": "PATTERN"}
+                )
+                seen_by_rest = daemon.request("POST", "/api/search", json={"query": "MCP"}).json()
+                return seen_by_mcp, seen_by_rest
+
+        seen_by_mcp, seen_by_rest = anyio.run(main)
+        assert [r["content"] for r in seen_by_mcp.structured_content["results"]] == [
+            "stored over REST"
+        ]
+        assert [r["content"] for r in seen_by_rest["results"]] == ["stored over MCP"]
+        assert daemon.stop() == 0

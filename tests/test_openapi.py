@@ -1,0 +1,87 @@
+"""The OpenAPI document matches the blueprint, and the live daemon honours it."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+from rest_daemon import RestDaemon
+
+from agent_memory.rest import create_app
+
+SCHEMATHESIS_EXAMPLES = 30
+
+
+def document() -> dict:
+    return json.loads(resources.files("agent_memory").joinpath("openapi.json").read_text("utf-8"))
+
+
+def served_routes(app) -> set[tuple[str, str]]:
+    out = set()
+    for rule in app.url_map.iter_rules():
+        path = re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", rule.rule)
+        out |= {(method.lower(), path) for method in rule.methods - {"HEAD", "OPTIONS"}}
+    return out
+
+
+def documented_routes(doc: dict) -> set[tuple[str, str]]:
+    return {
+        (method, path)
+        for path, item in doc["paths"].items()
+        for method in item
+        if method in {"get", "post", "put", "patch", "delete"}
+    }
+
+
+def test_every_route_is_documented_and_every_documented_route_exists(service):
+    doc = document()
+    assert doc["openapi"].startswith("3.1")
+    assert served_routes(create_app(service)) == documented_routes(doc)
+
+
+def test_the_daemon_serves_the_document(db_path):
+    with RestDaemon(db_path) as daemon:
+        response = daemon.request("GET", "/openapi.json")
+        assert response.status_code == 200
+        assert response.headers["Content-Type"].startswith("application/json")
+        assert response.json() == document()
+        assert daemon.stop() == 0
+
+
+def test_property_based_run_finds_no_500_and_no_violation(db_path, tmp_path):
+    st = Path(sys.executable).with_name("schemathesis")
+    command = [str(st)] if st.exists() else [shutil.which("schemathesis") or "schemathesis"]
+    with RestDaemon(db_path) as daemon:
+        daemon.request("POST", "/api/memories", json={"content": "seed memory", "type": "TODO"})
+        proc = subprocess.run(
+            [
+                *command,
+                "run",
+                f"{daemon.url}/openapi.json",
+                "--checks",
+                "not_a_server_error,status_code_conformance,content_type_conformance,response_schema_conformance",
+                "--max-examples",
+                str(SCHEMATHESIS_EXAMPLES),
+                "--phases",
+                "examples,coverage,fuzzing",
+                "--seed",
+                "1",
+                "--generation-deterministic",
+                "--request-timeout",
+                "30",
+                "--report-dir",
+                str(tmp_path),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=tmp_path,
+        )
+        daemon.stop()
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert "500" not in "".join(daemon.stderr_lines)
