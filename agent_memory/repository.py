@@ -124,6 +124,12 @@ _DECAY_WINDOW = (
 )
 _MAX_ID = select(func.max(memories.c.id))
 _PING = select(memories.c.id).limit(1)
+_COUNT = select(func.count()).select_from(memories)
+_DOC_FREQUENCY = (
+    select(func.count())
+    .select_from(_FTS)
+    .where(literal_column("memories_fts").op("MATCH")(bindparam("phrase")))
+)
 _EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))
 _LINK = (
     sqlalchemy.dialects.sqlite.insert(memory_links)
@@ -202,12 +208,13 @@ def _list_statement(filters: tuple[bool, bool, bool], limited: bool) -> sqlalche
 @functools.cache
 def _keyword_statement(filters: tuple[bool, bool, bool]) -> sqlalchemy.Select[Any]:
     current = _decay()
+    score = (current - _BM25).label("score")
     return (
-        select(*_SELECT_MEMORY, current.label("current_decay"))
+        select(*_SELECT_MEMORY, current.label("current_decay"), score)
         .select_from(_FTS.join(memories, memories.c.id == _FTS.c.rowid))
         .where(literal_column("memories_fts").op("MATCH")(bindparam("match")))
         .where(*_filters(*filters))
-        .order_by((current - _BM25).desc(), memories.c.id.asc())
+        .order_by(score.desc(), memories.c.id.asc())
         .limit(bindparam("limit"))
     )
 
@@ -341,8 +348,11 @@ class Repository:
         memory_type: str | None = None,
         tag: str | None = None,
         scope: str | None = None,
-    ) -> list[dict[str, Any]]:
-        """Rank by ``-bm25 + decay`` (descending, ties by id); FtsQueryError on bad syntax."""
+    ) -> list[tuple[dict[str, Any], float]]:
+        """(memory, score) by ``score = -bm25 + decay`` descending, ties by id.
+
+        The memory's decay_score is the decay as of ``now``. FtsQueryError on bad syntax.
+        """
         key, params = _filter_params(memory_type, tag, scope)
         params.update(match=match, now=now, limit=limit)
         with self._read() as conn:
@@ -353,11 +363,21 @@ class Repository:
                     raise FtsQueryError(exc) from exc
                 raise
         found = []
-        for row in rows:  # the last column is the decay as of now, shown instead of the stored one
+        for row in rows:
             memory = _memory(row)
-            memory["decay_score"] = row[-1]
-            found.append(memory)
+            memory["decay_score"] = row.current_decay
+            found.append((memory, row.score))
         return found
+
+    def document_frequencies(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """How many memories there are, and how many contain each word (as FTS5 sees it)."""
+        with self._read() as conn:
+            total = int(conn.execute(_COUNT).scalar_one())
+            counts = {
+                word: int(conn.execute(_DOC_FREQUENCY, {"phrase": f'"{word}"'}).scalar_one())
+                for word in words
+            }
+        return total, counts
 
     def bump(self, ids: Sequence[int], now: int) -> None:
         """Mark rows as just used: the recency bump of returned search results."""
