@@ -125,11 +125,19 @@ _DECAY_WINDOW = (
 _MAX_ID = select(func.max(memories.c.id))
 _PING = select(memories.c.id).limit(1)
 _COUNT = select(func.count()).select_from(memories)
-_DOC_FREQUENCY = (
-    select(func.count())
-    .select_from(_FTS)
-    .where(literal_column("memories_fts").op("MATCH")(bindparam("phrase")))
-)
+
+
+@functools.cache
+def _frequencies_statement(words: int) -> sqlalchemy.Select[Any]:
+    """One statement: the row count, then how many rows match each of :w0 .. :wN."""
+    match = literal_column("memories_fts").op("MATCH")
+    per_word = [
+        select(func.count()).select_from(_FTS).where(match(bindparam(f"w{i}"))).scalar_subquery()
+        for i in range(words)
+    ]
+    return select(_COUNT.scalar_subquery(), *per_word)
+
+
 _EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))
 _LINK = (
     sqlalchemy.dialects.sqlite.insert(memory_links)
@@ -371,13 +379,10 @@ class Repository:
 
     def document_frequencies(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many memories there are, and how many contain each word (as FTS5 sees it)."""
+        params = {f"w{i}": f'"{word}"' for i, word in enumerate(words)}
         with self._read() as conn:
-            total = int(conn.execute(_COUNT).scalar_one())
-            counts = {
-                word: int(conn.execute(_DOC_FREQUENCY, {"phrase": f'"{word}"'}).scalar_one())
-                for word in words
-            }
-        return total, counts
+            total, *counts = conn.execute(_frequencies_statement(len(words)), params).one()
+        return int(total), dict(zip(words, map(int, counts), strict=True))
 
     def bump(self, ids: Sequence[int], now: int) -> None:
         """Mark rows as just used: the recency bump of returned search results."""

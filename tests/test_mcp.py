@@ -259,3 +259,38 @@ def test_relation_errors_are_invalid_params(service, raw, name, args, message):
     (error,) = run(service, (name, args))
     assert (error.code, error.message) == (-32602, message)
     assert raw.execute("SELECT count(*) FROM memory_links").fetchone() == (0,)
+
+
+TOOL_OF = {
+    "store": "memory_store",
+    "search": "memory_search",
+    "list": "memory_list",
+    "update": "memory_update",
+    "forget": "memory_forget",
+}
+
+
+def _every_validation_case():
+    from test_validation import FORGET_CASES, LIST_CASES, SEARCH_CASES, STORE_CASES, UPDATE_CASES
+
+    for operation, cases in (
+        ("store", STORE_CASES),
+        ("search", SEARCH_CASES),
+        ("list", LIST_CASES),
+        ("update", UPDATE_CASES),
+        ("forget", FORGET_CASES),
+    ):
+        for args, message in cases:
+            yield TOOL_OF[operation], args, message
+
+
+@pytest.mark.parametrize("name,args,message", list(_every_validation_case()))
+def test_every_service_rejection_is_the_same_invalid_params_over_mcp(
+    service, db_path, name, args, message
+):
+    service.store({"content": "existing", "type": "DECISION"})
+    before = dump(db_path)
+    (error,) = run(service, (name, args))
+    assert isinstance(error, MCPError), error
+    assert (error.code, error.message) == (-32602, message)
+    assert dump(db_path) == before

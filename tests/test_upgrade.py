@@ -339,3 +339,28 @@ def test_restore_steps_from_the_readme(tmp_path, monkeypatch):
     assert query(path, ROWS) == rows
     assert [m["content"] for m in MemoryService(database).list({})][-1] == rows[0][2]
     database.close()
+
+
+def test_mcp_server_and_rest_daemon_started_together_on_an_old_file(tmp_path):
+    from rest_daemon import RestDaemon
+
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    mcp = subprocess.Popen(
+        [executable(), "--db", str(path), "serve"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=server_env(),
+    )
+    with RestDaemon(path) as daemon:  # started while the MCP server is starting
+        assert daemon.request("GET", "/health").json()["schema_version"] == HEAD
+        assert mcp.wait(timeout=120) == 0
+        assert daemon.stop() == 0
+    logs = mcp.stderr.read() + "".join(daemon.stderr_lines)
+    assert logs.count("migrated database") == 1
+    (backup,) = tmp_path.glob("memory.db.backup-pre-*")
+    assert query(backup, "SELECT version_num FROM alembic_version") == [
+        (OLD_FIXTURES[0].stem[-4:],)
+    ]
+    assert query(path, ROWS) == query(OLD_FIXTURES[0], ROWS)
