@@ -23,7 +23,10 @@ from agent_memory.errors import BackupFailed, DatabaseOpenError, SchemaTooNew
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_REST_PORT = 7437
 REST_THREADS = 4
-REST_SWITCH_INTERVAL_SECS = 0.0005
+# Both servers hand the GIL between threads on every request (waitress's I/O thread and
+# workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
+# The default 5 ms switch interval added about 1 ms to each search (bench/).
+SWITCH_INTERVAL_SECS = 0.0005
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -152,6 +155,7 @@ def serve(settings: Settings) -> None:
 
     sweeper = Sweeper(service, settings.sweep_interval)
     sweeper.start()
+    sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     try:
         mcp_server.serve_stdio(service)
     except KeyboardInterrupt:
@@ -219,9 +223,7 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
     sweeper = Sweeper(service, settings.sweep_interval)
     sweeper.start()
     signal.signal(signal.SIGTERM, signal.default_int_handler)  # finish in-flight, then exit 0
-    # waitress's I/O thread and its workers hand the GIL back and forth on every request;
-    # the default 5 ms switch interval added about 1 ms to each search (bench/bench_rest.py).
-    sys.setswitchinterval(REST_SWITCH_INTERVAL_SECS)
+    sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     click.echo(f"REST listening on {bound}:{bound_port}", err=True)
     try:
         server.run()  # returns after KeyboardInterrupt, once workers are done

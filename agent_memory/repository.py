@@ -19,6 +19,7 @@ from typing import Any
 
 import sqlalchemy
 import sqlalchemy.dialects.sqlite
+import sqlean
 from sqlalchemy import bindparam, delete, func, insert, literal_column, select, update
 from sqlalchemy.engine import Engine
 
@@ -124,6 +125,7 @@ _DECAY_WINDOW = (
 )
 _MAX_ID = select(func.max(memories.c.id))
 _PING = select(memories.c.id).limit(1)
+_FTS_PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
 _COUNT = select(func.count()).select_from(memories)
 
 
@@ -376,6 +378,18 @@ class Repository:
             memory["decay_score"] = row.current_decay
             found.append((memory, row.score))
         return found
+
+    def fts_accepts(self, match: str) -> bool:
+        """Whether FTS5 can parse ``match``: asked on the raw driver connection, because a
+        refused statement through SQLAlchemy costs 0.3 ms of exception wrapping (20x)."""
+        with self.engine.connect() as conn:
+            try:
+                conn.connection.driver_connection.execute(_FTS_PROBE, (match,)).fetchall()
+            except sqlean.OperationalError as exc:
+                if exc.sqlite_errorcode == _SQLITE_ERROR:
+                    return False
+                raise
+        return True
 
     def document_frequencies(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
         """How many memories there are, and how many contain each word (as FTS5 sees it)."""

@@ -116,3 +116,16 @@ def test_unopenable_database_exits_1_with_one_line(runner, tmp_path):
     result = runner.invoke(cli, ["--db", str(bad), "serve"])
     assert result.exit_code == 1
     assert result.output == f"agent-memory: cannot open database {bad}: file is not a database\n"
+
+
+def test_the_serve_path_imports_nothing_it_does_not_need():
+    """Start-up speed: Flask, waitress, Alembic and requests stay off `agent-memory serve`."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, agent_memory.cli, agent_memory.mcp_server, agent_memory.lifecycle; "
+        "print(sorted(m for m in ('flask', 'waitress', 'alembic', 'requests') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
