@@ -276,13 +276,10 @@ class MemoryService:
     ) -> list[dict[str, Any]]:
         """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty."""
         filters = {"memory_type": memory_type, "tag": tag, "scope": scope}
-        if self.repo.fts_accepts(query):
-            try:
-                found = self.repo.keyword_search(query, now=now, limit=limit, **filters)
-                return [m for m, _ in found]
-            except FtsQueryError as exc:  # the probe said yes: the database is at fault
-                raise exc.error from None
-        log.debug("query %r is not FTS5 syntax; searching for its words", query)
+        try:
+            return [m for m, _ in self.repo.keyword_search(query, now=now, limit=limit, **filters)]
+        except FtsQueryError as exc:
+            log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
         found = fts.words(query)
         if not found:
             return []
