@@ -35,6 +35,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     assert "agent_memory/migrations/env.py" in names
     assert "agent_memory/migrations/versions/0001_initial.py" in names
     assert "agent_memory/alembic.ini" in names
+    assert "agent_memory/openapi.json" in names
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
