@@ -50,7 +50,7 @@ def configure_logging(level: str) -> None:
 
 def fail(message: str) -> None:
     """One clear line on stderr and exit 1: never a traceback for an operator's problem."""
-    click.echo(f"agent-memory: {message}", err=True)
+    click.echo(message, err=True)
     sys.exit(1)
 
 

@@ -177,10 +177,10 @@ def open_database(path: str | os.PathLike[str] | None = None) -> Database:
     resolved = resolve_path(path)
     if resolved.is_dir():
         raise DatabaseOpenError(resolved, "is a directory")
-    parent = resolved.parent
     try:
-        if not parent.exists():
-            parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        missing = [d for d in (resolved.parent, *resolved.parent.parents) if not d.exists()]
+        for directory in reversed(missing):  # each one private, not only the last
+            directory.mkdir(mode=0o700, exist_ok=True)
     except OSError as exc:
         raise DatabaseOpenError(resolved, exc.strerror or str(exc)) from exc
 

@@ -111,9 +111,7 @@ _DELETE = delete(memories).where(memories.c.id == bindparam("memory_id"))
 _BUMP = (
     update(memories)
     .where(memories.c.id.in_(bindparam("ids", expanding=True)))
-    .values(
-        last_accessed=bindparam("now"), access_count=memories.c.access_count + 1, decay_score=1.0
-    )
+    .values(last_accessed=bindparam("now"), access_count=memories.c.access_count + 1)
 )
 _DELETE_EXPIRED = delete(memories).where(
     memories.c.expires_at.is_not(None), memories.c.expires_at <= bindparam("now")
@@ -126,18 +124,6 @@ _DECAY_WINDOW = (
 _MAX_ID = select(func.max(memories.c.id))
 _PING = select(memories.c.id).limit(1)
 _FTS_PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
-_COUNT = select(func.count()).select_from(memories)
-
-
-@functools.cache
-def _frequencies_statement(words: int) -> sqlalchemy.Select[Any]:
-    """One statement: the row count, then how many rows match each of :w0 .. :wN."""
-    match = literal_column("memories_fts").op("MATCH")
-    per_word = [
-        select(func.count()).select_from(_FTS).where(match(bindparam(f"w{i}"))).scalar_subquery()
-        for i in range(words)
-    ]
-    return select(_COUNT.scalar_subquery(), *per_word)
 
 
 _EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))
@@ -239,7 +225,6 @@ def _update_statement(columns: tuple[str, ...]) -> sqlalchemy.Update:
                 **{name: bindparam(f"new_{name}") for name in columns},
                 "last_accessed": bindparam("now"),
                 "access_count": memories.c.access_count + 1,
-                "decay_score": 1.0,
             }
         )
         .returning(*_SELECT_MEMORY)
@@ -381,13 +366,6 @@ class Repository:
             memory["decay_score"] = row.current_decay
             found.append((memory, row.score))
         return found
-
-    def document_frequencies(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
-        """How many memories there are, and how many contain each word (as FTS5 sees it)."""
-        params = {f"w{i}": f'"{word}"' for i, word in enumerate(words)}
-        with self._read() as conn:
-            total, *counts = conn.execute(_frequencies_statement(len(words)), params).one()
-        return int(total), dict(zip(words, map(int, counts), strict=True))
 
     def bump(self, ids: Sequence[int], now: int) -> None:
         """Mark rows as just used: the recency bump of returned search results."""

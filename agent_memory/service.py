@@ -103,9 +103,10 @@ def _required_string(args: Mapping[str, Any], name: str) -> str:
 
 
 def _content(value: Any) -> str:
-    if not isinstance(value, str) or not value.strip():
-        error = InvalidArgument if isinstance(value, str) else InvalidType
-        raise error("content must be a non-empty string")
+    if value is not None and not isinstance(value, str):
+        raise InvalidType(f"content must be a non-empty string (got {_shown(value)})")
+    if value is None or not value.strip():  # null: "never null or empty", one message for both
+        raise InvalidArgument("content must be a non-empty string")
     return value
 
 
@@ -139,9 +140,10 @@ def _kind(args: Mapping[str, Any]) -> str:
     value = args.get("kind")
     if value is None:
         raise InvalidType("kind is required")
-    if value not in LINK_KINDS or not isinstance(value, str):
-        shown = f"'{value}'" if isinstance(value, str) else _shown(value)
-        raise InvalidArgument(f"kind must be one of {', '.join(LINK_KINDS)} (got {shown})")
+    if not isinstance(value, str):
+        raise InvalidType(f"kind must be a string (got {_shown(value)})")
+    if value not in LINK_KINDS:
+        raise InvalidArgument(f"kind must be one of {', '.join(LINK_KINDS)} (got '{value}')")
     return value
 
 
@@ -280,38 +282,14 @@ class MemoryService:
             return [m for m, _ in self.repo.keyword_search(query, now=now, limit=limit, **filters)]
         except FtsQueryError as exc:
             log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
-        found = fts.words(query)
-        if not found:
+        rewritten = fts.or_of_words(query)
+        if rewritten is None:
             return []
         try:
-            return [m for m, _ in self._or_of_words(found, now, limit, filters)]
+            found = self.repo.keyword_search(rewritten, now=now, limit=limit, **filters)
         except FtsQueryError as exc:
             raise exc.error from None  # quoted words always parse: the database is at fault
-
-    def _or_of_words(
-        self, found: list[str], now: int, limit: int, filters: dict[str, Any]
-    ) -> list[tuple[dict[str, Any], float]]:
-        """The OR of the words, without the words that cannot change the answer.
-
-        A question's "the", "we" or "what" match most rows, and bm25 must then be computed
-        for every one of them. Words in no row add nothing and are dropped. Words in half
-        the rows or more (FTS5 floors their weight at 1e-6) are dropped when the other
-        words alone fill ``limit`` results scoring above 1 + that weight: a row matching
-        only the dropped words scores below that (its decay is at most 1), so the same
-        memories come back. Only results whose scores differ by less than
-        MAX_CLAMPED_WORD_SCORE per dropped word may come back in another order.
-        """
-        total, frequency = self.repo.document_frequencies(sorted(set(found)))
-        kept = [w for w in found if frequency[w] and not fts.is_clamped(frequency[w], total)]
-        clamped = sum(1 for w in found if frequency[w] and fts.is_clamped(frequency[w], total))
-        if not kept and not clamped:
-            return []  # no word occurs anywhere
-        if kept and len(kept) < len(found):
-            reduced = self.repo.keyword_search(fts.or_of(kept), now=now, limit=limit, **filters)
-            bound = 1 + clamped * fts.MAX_CLAMPED_WORD_SCORE
-            if not clamped or (len(reduced) == limit and reduced[-1][1] > bound):
-                return reduced
-        return self.repo.keyword_search(fts.or_of(found), now=now, limit=limit, **filters)
+        return [m for m, _ in found]
 
     def list(self, args: Any) -> list[dict[str, Any]]:
         args = _mapping(args)

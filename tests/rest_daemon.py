@@ -51,8 +51,8 @@ class RestDaemon:
         self.session = requests.Session()
         self.signaled = False
 
-    def terminate(self) -> None:
-        self.proc.send_signal(signal.SIGTERM)
+    def terminate(self, signum: int = signal.SIGTERM) -> None:
+        self.proc.send_signal(signum)
         self.signaled = True
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:

@@ -115,7 +115,7 @@ def test_unopenable_database_exits_1_with_one_line(runner, tmp_path):
     bad.write_bytes(b"x" * 4096)
     result = runner.invoke(cli, ["--db", str(bad), "serve"])
     assert result.exit_code == 1
-    assert result.output == f"agent-memory: cannot open database {bad}: file is not a database\n"
+    assert result.output == f"cannot open database {bad}: file is not a database\n"
 
 
 def test_the_serve_path_imports_nothing_it_does_not_need():

@@ -36,10 +36,11 @@ def test_home_is_expanded(monkeypatch, tmp_path):
     assert db.resolve_path("~/m.db") == tmp_path / "m.db"
 
 
-def test_missing_parent_is_created_private(tmp_path):
+def test_missing_parents_are_created_private(tmp_path):
     path = tmp_path / "a" / "b" / "memory.db"
     database = db.open_database(path)
     database.close()
+    assert stat.S_IMODE((tmp_path / "a").stat().st_mode) == 0o700
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
     assert path.exists()
 

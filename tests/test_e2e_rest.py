@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import subprocess
 import threading
 
@@ -68,7 +69,7 @@ def test_non_loopback_needs_allow_remote(db_path, addr):
     )
     assert proc.returncode == 1
     assert proc.stderr == (
-        f"agent-memory: refusing to bind non-loopback address {addr}: the REST API is "
+        f"refusing to bind non-loopback address {addr}: the REST API is "
         "unauthenticated; pass --allow-remote to expose it beyond localhost\n"
     )
     assert not db_path.exists()  # refused before the database was even opened
@@ -99,7 +100,8 @@ def test_allow_remote_warns_loudly(db_path):
         assert daemon.stop() == 0
 
 
-def test_sigterm_finishes_the_request_in_flight(db_path):
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
+def test_stopping_finishes_the_request_in_flight(db_path, signum):
     with RestDaemon(db_path, log_level="debug") as daemon:
         blocker = sqlean.connect(str(db_path), isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")  # the daemon's store will wait for this lock
@@ -113,7 +115,7 @@ def test_sigterm_finishes_the_request_in_flight(db_path):
         )
         thread.start()
         daemon.read_stderr_until("request POST /api/memories")  # it is inside the daemon now
-        daemon.terminate()
+        daemon.terminate(signum)
         blocker.execute("COMMIT")
         blocker.close()
         thread.join(timeout=60)

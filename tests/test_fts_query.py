@@ -70,3 +70,10 @@ def test_wordless_or_operator_only_queries_never_fail(service, corpus, query):
     answer = service.search({"query": query})
     assert answer["search_mode"] == "keyword"
     assert ids(answer) == [] or query in ("OR", "NOT")
+
+
+def test_a_very_long_question_is_answered(service):
+    service.store({"content": "needle in the haystack", "type": "TODO"})
+    words = " ".join(f"word{i}" for i in range(5000))
+    answer = service.search({"query": f"{words} needle?"})
+    assert [r["id"] for r in answer["results"]] == [1]

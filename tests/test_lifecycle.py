@@ -114,3 +114,19 @@ def test_sweeper_survives_a_failing_tick(service, monkeypatch, caplog):
     sweeper.tick()
     assert sweeper.ticks == 1
     assert "sweep failed" in caplog.text
+
+
+def test_stored_decay_changes_only_with_the_sweep(service, clock):
+    """list shows the decay the last sweep wrote; a search or an update bumps only
+    last_accessed and the access count."""
+    service.store({"content": "aging memory", "type": "TODO"})
+    clock.advance(30 * DAY)
+    service.sweep()
+    assert service.list({})[0]["decay_score"] == pytest.approx(0.5)
+    service.search({"query": "aging"})
+    assert service.list({})[0]["decay_score"] == pytest.approx(0.5)
+    updated = service.update({"id": 1, "tags": ["x"]})
+    assert updated["decay_score"] == pytest.approx(0.5)
+    assert updated["last_accessed"] == clock.now
+    service.sweep()
+    assert service.list({})[0]["decay_score"] == 1.0

@@ -153,7 +153,7 @@ def test_delete_and_links(http, seeded, raw):
             "/api/memories",
             {"body": {"content": 5, "type": "TODO"}},
             422,
-            "invalid argument: content must be a non-empty string",
+            "invalid argument: content must be a non-empty string (got 5)",
         ),
         (
             "POST",
@@ -559,3 +559,16 @@ def test_health_reports_the_embedder(db_path, service, models, status):
 def test_health_with_ollama_down_is_still_ok(service):
     service.embedder = Embedder("http://127.0.0.1:9", "nomic-embed-text")
     assert Client(create_app(service))("GET", "/health")[1]["embedder"] == "unreachable"
+
+
+def test_link_storage_faults_are_500_with_the_generic_text(http, seeded, raw):
+    raw.execute("ALTER TABLE memory_links RENAME TO links_gone")
+    raw.commit()
+    assert http("POST", "/api/links", body={"from_id": 1, "to_id": 2, "kind": "relates_to"}) == (
+        500,
+        {"error": "link failed due to a storage error (details are in the server log)"},
+    )
+    assert http("DELETE", "/api/links/1/2/relates_to") == (
+        500,
+        {"error": "unlink failed due to a storage error (details are in the server log)"},
+    )

@@ -49,3 +49,27 @@ def test_nothing_stored_is_lost_by_a_fault(broken, raw):
     raw.execute("ALTER TABLE memories_gone RENAME TO memories")
     raw.commit()
     assert [m["content"] for m in broken.list({})] == ["stored before the fault"]
+
+
+@pytest.mark.parametrize(
+    "operation,args",
+    [
+        ("link", {"from_id": 1, "to_id": 2, "kind": "relates_to"}),
+        ("unlink", {"from_id": 1, "to_id": 2, "kind": "relates_to"}),
+        ("search", {"query": "stored", "expand_links": True}),
+        ("list", {"limit": 5, "expand_links": True}),
+    ],
+)
+def test_relation_faults_are_generic_too(service, raw, caplog, operation, args):
+    service.store({"content": "stored one", "type": "TODO"})
+    service.store({"content": "stored two", "type": "TODO"})
+    raw.execute("ALTER TABLE memory_links RENAME TO links_gone")
+    raw.commit()
+    caplog.set_level(logging.ERROR)
+    with pytest.raises(StorageError) as raised:
+        getattr(service, operation)(args)
+    assert (
+        str(raised.value)
+        == f"{operation} failed due to a storage error (details are in the server log)"
+    )
+    assert "no such table" in caplog.text

@@ -166,9 +166,7 @@ def test_unwritable_backup_stops_the_server(tmp_path):
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
-    assert lines[0].startswith(
-        f"agent-memory: cannot back up the database to {blocker} before migrating ("
-    )
+    assert lines[0].startswith(f"cannot back up the database to {blocker} before migrating (")
     assert lines[0].endswith("the database was not migrated")
     assert db.read_revision(path) == int(OLD_FIXTURES[0].stem[-4:])
 
@@ -205,7 +203,7 @@ def test_newer_database_is_refused_byte_identical(tmp_path):
     )
     assert proc.returncode == 1
     assert proc.stderr == (
-        f"agent-memory: database schema is version {HEAD + 1} but this binary supports up to "
+        f"database schema is version {HEAD + 1} but this binary supports up to "
         f"version {HEAD} — upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db "
         "at a different file\n"
     )
@@ -282,7 +280,7 @@ def test_concurrent_starts_migrate_once_with_a_genuine_backup(tmp_path):
         assert query(path, ROWS) == expected_rows
 
 
-REAL_SERVER_ROUNDS = 10
+REAL_SERVER_ROUNDS = 20
 
 
 def test_real_servers_started_together_on_an_old_file_all_start(tmp_path):
@@ -341,7 +339,11 @@ def test_restore_steps_from_the_readme(tmp_path, monkeypatch):
     database.close()
 
 
-def test_mcp_server_and_rest_daemon_started_together_on_an_old_file(tmp_path):
+MIXED_ROUNDS = 5
+
+
+@pytest.mark.parametrize("round_", range(MIXED_ROUNDS))
+def test_mcp_server_and_rest_daemon_started_together_on_an_old_file(tmp_path, round_):
     from rest_daemon import RestDaemon
 
     path = copy_fixture(OLD_FIXTURES[0], tmp_path)

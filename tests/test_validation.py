@@ -16,7 +16,10 @@ STORE_CASES = [
     ({"content": None, "type": "TODO"}, "invalid argument: content is required"),
     ({"content": "", "type": "TODO"}, "invalid argument: content must be a non-empty string"),
     ({"content": " \t\n", "type": "TODO"}, "invalid argument: content must be a non-empty string"),
-    ({"content": 5, "type": "TODO"}, "invalid argument: content must be a non-empty string"),
+    (
+        {"content": 5, "type": "TODO"},
+        "invalid argument: content must be a non-empty string (got 5)",
+    ),
     ({"content": "x"}, "invalid argument: type is required"),
     ({"content": "x", "type": 3}, "invalid argument: type must be a string (got 3)"),
     ({"content": "x", "type": "todo"}, f"invalid memory type 'todo' (expected one of {TYPES})"),

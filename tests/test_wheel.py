@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 import zipfile
 from pathlib import Path
 
-from agent_memory import __version__
+from agent_memory import __version__, db
 
 from conftest import server_env
 
@@ -33,7 +34,8 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     (wheel,) = dist.glob("agent_memory_mcp-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "agent_memory/migrations/env.py" in names
-    assert "agent_memory/migrations/versions/0001_initial.py" in names
+    revisions = {p.name for p in (ROOT / "migrations" / "versions").glob("*.py")}
+    assert revisions and {f"agent_memory/migrations/versions/{r}" for r in revisions} <= set(names)
     assert "agent_memory/alembic.ini" in names
     assert "agent_memory/openapi.json" in names
 
@@ -69,5 +71,20 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     assert out.returncode == 0, out.stderr
     module, migrations, schema_version = out.stdout.splitlines()
     assert module.startswith(str(venv)) and migrations.startswith(str(venv))
-    assert int(schema_version) >= 1
-    assert (elsewhere / "memory.db").exists()
+    assert int(schema_version) == db.head_revision()
+
+    # and the executable migrates an old file from there, backing it up first
+    old = elsewhere / "old.db"
+    shutil.copyfile(ROOT / "tests" / "fixtures" / "memory-0001.db", old)
+    served = subprocess.run(
+        [exe, "--db", str(old), "serve"],
+        cwd=elsewhere,
+        env=env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert served.returncode == 0, served.stderr
+    assert db.read_revision(old) == db.head_revision()
+    assert list(elsewhere.glob("old.db.backup-pre-*"))
