@@ -148,21 +148,19 @@ def _neighbours_statement() -> sqlalchemy.Select[Any]:
     """Every relation touching any of :ids, seen from that end, newest first, cut per result."""
     ids = bindparam("ids", expanding=True)
     links = memory_links.c
-    outgoing = select(
-        links.from_id.label("self"),
-        links.to_id.label("other"),
-        links.kind,
-        literal_column("'out'").label("direction"),
-        links.created_at,
-    ).where(links.from_id.in_(ids))
-    incoming = select(
-        links.to_id.label("self"),
-        links.from_id.label("other"),
-        links.kind,
-        literal_column("'in'").label("direction"),
-        links.created_at,
-    ).where(links.to_id.in_(ids))
-    edges = sqlalchemy.union_all(outgoing, incoming).subquery("edges")
+
+    def seen_from(end: Any, other: Any, direction: str) -> sqlalchemy.Select[Any]:
+        return select(
+            end.label("self"),
+            other.label("other"),
+            links.kind,
+            literal_column(f"'{direction}'").label("direction"),
+            links.created_at,
+        ).where(end.in_(ids))
+
+    edges = sqlalchemy.union_all(
+        seen_from(links.from_id, links.to_id, "out"), seen_from(links.to_id, links.from_id, "in")
+    ).subquery("edges")
     rank = (
         func.row_number()
         .over(

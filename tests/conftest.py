@@ -6,8 +6,10 @@ client); end-to-end tests spawn the installed ``agent-memory`` executable.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -66,6 +68,27 @@ def server_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
     env.update(extra)
     return env
+
+
+def file_hashes(path: Path) -> dict[str, str | None]:
+    """sha256 of the database and its -wal and -shm (None when absent)."""
+    out = {}
+    for suffix in ("", "-wal", "-shm"):
+        p = Path(f"{path}{suffix}")
+        out[suffix] = hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
+    return out
+
+
+def run_agent_memory(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+    """Run the real executable to completion with no stdin (``serve`` then exits at EOF)."""
+    return subprocess.run(
+        [executable(), *args],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=timeout,
+    )
 
 
 def dump(db_path: Path) -> list[tuple]:

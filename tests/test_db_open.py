@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import shutil
 import stat
 import subprocess
@@ -15,6 +14,8 @@ from sqlalchemy import inspect
 
 from agent_memory import db, schema
 from agent_memory.errors import DatabaseOpenError, SchemaTooNew
+
+from conftest import file_hashes
 
 
 def test_explicit_path_wins_over_env(monkeypatch, tmp_path):
@@ -120,14 +121,6 @@ def test_parent_that_cannot_be_created_is_refused(tmp_path):
         db.open_database(tmp_path / "file" / "sub" / "memory.db")
 
 
-def _hashes(path: Path) -> dict[str, str | None]:
-    out = {}
-    for suffix in ("", "-wal", "-shm"):
-        p = Path(f"{path}{suffix}")
-        out[suffix] = hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
-    return out
-
-
 def test_newer_schema_is_refused_and_left_untouched(db_path):
     db.open_database(db_path).close()
     conn = sqlean.connect(str(db_path))
@@ -135,14 +128,14 @@ def test_newer_schema_is_refused_and_left_untouched(db_path):
     conn.commit()
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.close()
-    before = _hashes(db_path)
+    before = file_hashes(db_path)
     with pytest.raises(SchemaTooNew) as raised:
         db.open_database(db_path)
     assert str(raised.value) == (
         f"database schema is version 9 but this binary supports up to version {db.head_revision()}"
         " — upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db at a different file"
     )
-    assert _hashes(db_path) == before
+    assert file_hashes(db_path) == before
 
 
 @pytest.fixture

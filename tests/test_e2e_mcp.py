@@ -15,7 +15,7 @@ from mcp.shared.exceptions import MCPError
 from agent_memory.db import open_database
 from agent_memory.service import MemoryService
 
-from conftest import Clock, executable, server_env
+from conftest import Clock, executable, run_agent_memory, server_env
 
 DEADLINE_SECS = 60
 
@@ -208,14 +208,7 @@ def test_unusable_database_is_one_line_and_exit_1(db_path, setup, expected):
         conn.close()
     else:
         db_path.mkdir()
-    proc = subprocess.run(
-        [executable(), "--db", str(db_path), "serve"],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=server_env(),
-        timeout=DEADLINE_SECS,
-    )
+    proc = run_agent_memory("--db", str(db_path), "serve")
     assert proc.returncode == 1
     assert proc.stdout == ""
     lines = proc.stderr.strip().splitlines()

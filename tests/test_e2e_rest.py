@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import subprocess
 import threading
 
 import anyio
@@ -12,7 +11,7 @@ import sqlean
 from mcp import Client, StdioServerParameters
 from rest_daemon import RestDaemon
 
-from conftest import executable, server_env
+from conftest import executable, run_agent_memory, server_env
 
 
 def test_startup_line_and_a_round_trip(db_path):
@@ -59,14 +58,7 @@ def test_dns_rebinding_and_cross_site_requests_are_refused(db_path):
     "addr", ["0.0.0.0:7437", "192.168.1.10:7437", "example.com:80", "[::]:7437"]
 )
 def test_non_loopback_needs_allow_remote(db_path, addr):
-    proc = subprocess.run(
-        [executable(), "--db", str(db_path), "serve-rest", "--addr", addr],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=server_env(),
-        timeout=60,
-    )
+    proc = run_agent_memory("--db", str(db_path), "serve-rest", "--addr", addr)
     assert proc.returncode == 1
     assert proc.stderr == (
         f"refusing to bind non-loopback address {addr}: the REST API is "
@@ -77,14 +69,7 @@ def test_non_loopback_needs_allow_remote(db_path, addr):
 
 @pytest.mark.parametrize("addr", ["7437", "localhost", "127.0.0.1:99999", "[::1]7437", ":80"])
 def test_malformed_addr_is_a_usage_error(db_path, addr):
-    proc = subprocess.run(
-        [executable(), "--db", str(db_path), "serve-rest", "--addr", addr],
-        capture_output=True,
-        text=True,
-        stdin=subprocess.DEVNULL,
-        env=server_env(),
-        timeout=60,
-    )
+    proc = run_agent_memory("--db", str(db_path), "serve-rest", "--addr", addr)
     assert proc.returncode == 2
     assert "--addr" in proc.stderr
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import datetime
 import errno
-import hashlib
 import re
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ from agent_memory import db, migrate
 from agent_memory.errors import BackupFailed
 from agent_memory.service import MemoryService
 
-from conftest import executable, server_env
+from conftest import executable, file_hashes, run_agent_memory, server_env
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HEAD = db.head_revision()
@@ -155,28 +154,13 @@ def test_unwritable_backup_stops_the_server(tmp_path):
     path = copy_fixture(OLD_FIXTURES[0], tmp_path)
     blocker = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
     blocker.mkdir()  # a directory where the backup must go: stops root too
-    proc = subprocess.run(
-        [executable(), "--db", str(path), "serve"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=server_env(),
-        timeout=60,
-    )
+    proc = run_agent_memory("--db", str(path), "serve")
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith(f"cannot back up the database to {blocker} before migrating (")
     assert lines[0].endswith("the database was not migrated")
     assert db.read_revision(path) == int(OLD_FIXTURES[0].stem[-4:])
-
-
-def _hashes(path: Path) -> dict[str, str | None]:
-    out = {}
-    for suffix in ("", "-wal", "-shm"):
-        p = Path(f"{path}{suffix}")
-        out[suffix] = hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
-    return out
 
 
 def _make_newer(path: Path, version: int) -> None:
@@ -191,23 +175,16 @@ def test_newer_database_is_refused_byte_identical(tmp_path):
     db.open_database(path).close()  # a WAL-mode file, cleanly closed: no -wal, no -shm
     _make_newer(path, HEAD + 1)
     assert query(path, "PRAGMA journal_mode") == [("wal",)]
-    before = _hashes(path)
+    before = file_hashes(path)
     assert before["-wal"] is None and before["-shm"] is None
-    proc = subprocess.run(
-        [executable(), "--db", str(path), "serve"],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=server_env(),
-        timeout=60,
-    )
+    proc = run_agent_memory("--db", str(path), "serve")
     assert proc.returncode == 1
     assert proc.stderr == (
         f"database schema is version {HEAD + 1} but this binary supports up to "
         f"version {HEAD} — upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db "
         "at a different file\n"
     )
-    assert _hashes(path) == before
+    assert file_hashes(path) == before
     assert not list(tmp_path.glob("*.backup-pre-*"))
 
 
@@ -218,19 +195,12 @@ def test_newer_database_in_use_by_another_process_is_refused_untouched(tmp_path)
     holder = sqlean.connect(str(path))  # keeps -wal and -shm alive, like a running newer server
     holder.execute("SELECT count(*) FROM memories").fetchall()
     try:
-        before = _hashes(path)
+        before = file_hashes(path)
         assert before["-wal"] is not None
-        proc = subprocess.run(
-            [executable(), "--db", str(path), "serve"],
-            stdin=subprocess.DEVNULL,
-            capture_output=True,
-            text=True,
-            env=server_env(),
-            timeout=60,
-        )
+        proc = run_agent_memory("--db", str(path), "serve")
         assert proc.returncode == 1
         assert f"database schema is version {HEAD + 3}" in proc.stderr
-        after = _hashes(path)
+        after = file_hashes(path)
         assert (after[""], after["-wal"]) == (before[""], before["-wal"])
     finally:
         holder.close()
