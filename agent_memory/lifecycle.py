@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import threading
 
-from agent_memory.embedder import MODEL_MISSING, READY
 from agent_memory.service import MemoryService
 
 log = logging.getLogger(__name__)
@@ -45,21 +44,7 @@ class Sweeper:
         self.ticks += 1
         self.ticked.set()
 
-    def announce_embedder(self) -> None:
-        """Say once, at start, whether searches can use embeddings (it may take a second when
-        Ollama is slow to answer, so it runs here, off the server's start-up path)."""
-        status = self.service.embedder_status()
-        embedder = self.service.embedder
-        where = "" if embedder is None else f" ({embedder.model} at {embedder.url})"
-        if status == READY:
-            log.info("embedder ready%s", where)
-        elif status == MODEL_MISSING:
-            log.warning("embedder: model not pulled%s; searches are keyword-only", where)
-        else:
-            log.info("embedder unreachable%s; searches are keyword-only", where)
-
     def _run(self) -> None:
-        self.announce_embedder()
         while not self._stop.is_set():
             self.tick()
             self._stop.wait(self.interval)

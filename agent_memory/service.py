@@ -373,16 +373,13 @@ class MemoryService:
             else {**echo, "unlinked": False, "reason": "not_found"}
         )
 
-    def embedder_status(self) -> str:
-        return UNREACHABLE if self.embedder is None else self.embedder.status()
-
     def health(self) -> dict[str, Any]:
         """Liveness: the store answers a read; and whether embeddings are available."""
         with self._storage("health"):
             self.repo.ping()
         return {
             "status": "ok",
-            "embedder": self.embedder_status(),
+            "embedder": UNREACHABLE if self.embedder is None else self.embedder.status(),
             "schema_version": self.database.schema_version,
             "version": __version__,
         }

@@ -130,35 +130,3 @@ def test_stored_decay_changes_only_with_the_sweep(service, clock):
     assert updated["last_accessed"] == clock.now
     service.sweep()
     assert service.list({})[0]["decay_score"] == 1.0
-
-
-@pytest.mark.parametrize(
-    "models,level,text",
-    [
-        (["nomic-embed-text:latest"], "INFO", "embedder ready (nomic-embed-text at "),
-        (["llama3"], "WARNING", "embedder: model not pulled (nomic-embed-text at "),
-        (None, "INFO", "embedder unreachable (nomic-embed-text at "),
-    ],
-)
-def test_embedder_status_is_logged_once_at_start(service, caplog, models, level, text):
-    import logging
-
-    from fake_ollama import FakeOllama
-
-    from agent_memory.embedder import Embedder
-
-    caplog.set_level(logging.INFO)
-    if models is None:
-        service.embedder = Embedder("http://127.0.0.1:9", "nomic-embed-text")
-        Sweeper(service).announce_embedder()
-    else:
-        with FakeOllama(models) as ollama:
-            service.embedder = Embedder(ollama.url, "nomic-embed-text")
-            sweeper = Sweeper(service, interval=3600)
-            sweeper.start()
-            assert sweeper.ticked.wait(timeout=30)
-            sweeper.stop()
-    lines = [r for r in caplog.records if "embedder" in r.getMessage()]
-    assert len(lines) == 1
-    assert lines[0].levelname == level and text in lines[0].getMessage()
-    assert "keyword-only" in lines[0].getMessage() or models == ["nomic-embed-text:latest"]
