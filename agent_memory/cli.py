@@ -12,13 +12,20 @@ import logging
 import re
 import signal
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
 
 from agent_memory import __version__
-from agent_memory.errors import BackupFailed, DatabaseOpenError, SchemaTooNew
+from agent_memory.errors import (
+    BackupFailed,
+    DatabaseOpenError,
+    EmbedderUnavailable,
+    SchemaTooNew,
+    StorageError,
+)
 
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_REST_PORT = 7437
@@ -153,11 +160,12 @@ def serve(settings: Settings) -> None:
     from agent_memory import mcp_server
     from agent_memory.lifecycle import Sweeper
 
-    sweeper = Sweeper(service, settings.sweep_interval)
+    answered = threading.Event()
+    sweeper = Sweeper(service, settings.sweep_interval, answered)
     sweeper.start()
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     try:
-        mcp_server.serve_stdio(service)
+        mcp_server.serve_stdio(service, answered)
     except KeyboardInterrupt:
         pass
     finally:
@@ -230,6 +238,50 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
     finally:
         sweeper.stop()
         service.close()
+
+
+@cli.command()
+@click.option(
+    "--all",
+    "everything",
+    is_flag=True,
+    help="Re-embed every memory even when the database is already pinned to this model "
+    "(for example after `ollama pull` brought a new version of it).",
+)
+@click.option(
+    "--batch",
+    type=click.IntRange(min=1, max=1024),
+    default=64,
+    show_default=True,
+    help="Memories per Ollama request (each batch is committed on its own).",
+)
+@click.pass_obj
+def reembed(settings: Settings, everything: bool, batch: int) -> None:
+    """Re-embed memories with --embed-model and pin the database to it.
+
+    Run it after changing the embedding model: until then searches stay keyword-only. It
+    is safe to interrupt; running it again resumes with the memories still pending.
+    """
+    service = open_service(settings)
+    bar = None
+
+    def progress(done: int, total: int) -> None:
+        nonlocal bar
+        if bar is None:
+            bar = click.progressbar(length=total, label="re-embedding", file=sys.stderr)
+            bar.__enter__()
+        bar.length = total
+        bar.update(done - bar.pos)
+
+    try:
+        embedded, pin = service.reembed(everything=everything, batch=batch, progress=progress)
+    except (EmbedderUnavailable, StorageError) as exc:
+        fail(str(exc))
+    finally:
+        if bar is not None:
+            bar.__exit__(None, None, None)
+        service.close()
+    click.echo(f"re-embedded {embedded} memories with {pin.describe()}", err=True)
 
 
 def main() -> None:

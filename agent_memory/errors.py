@@ -82,3 +82,18 @@ class BackupFailed(AgentMemoryError):
             f"cannot back up the database to {path} before migrating ({cause}); "
             "the database was not migrated"
         )
+
+
+class EmbedderUnavailable(AgentMemoryError):
+    """cannot re-embed: {model} at {url} did not answer{progress}; check that Ollama is running
+    and the model is pulled (ollama pull {model}), then run reembed again to go on"""
+
+    def __init__(self, model: str, url: str, done: int = 0) -> None:
+        self.model = model
+        self.url = url
+        progress = f" after {done} memories" if done else ""
+        super().__init__(
+            f"cannot re-embed: {model} at {url} did not answer{progress}; check that Ollama "
+            f"is running and the model is pulled (ollama pull {model}), then run reembed "
+            "again to go on"
+        )

@@ -1,8 +1,9 @@
-"""The background sweep: TTL expiry, then decay materialization, on an interval.
+"""The background sweep: TTL expiry, decay materialization and embedding backfill.
 
-It runs in ``serve`` (and later ``serve-rest``) as a daemon thread that calls the service
-like any other caller, so it takes the write lock only for the service's own short
-transactions and never blocks a tool call for long.
+It runs in ``serve`` and ``serve-rest`` as a daemon thread that calls the service like any
+other caller, so it takes the write lock only for the service's own short transactions
+and never blocks a tool call for long. Its first tick also reports, once, whether Ollama
+is there.
 """
 
 from __future__ import annotations
@@ -15,14 +16,29 @@ from agent_memory.service import MemoryService
 log = logging.getLogger(__name__)
 
 DEFAULT_SWEEP_INTERVAL_SECS = 3600
+# How long the first tick waits for the server's first answer (see ``answered``).
+STARTUP_GRACE_SECS = 2.0
 
 
 class Sweeper:
-    def __init__(self, service: MemoryService, interval: float = DEFAULT_SWEEP_INTERVAL_SECS):
+    """``answered``, when given, is set by the transport once it has answered a client.
+
+    The first tick waits for it (at most STARTUP_GRACE_SECS): asking Ollama means
+    importing ``requests``, and that Python work would compete for the interpreter with
+    the server's first answers.
+    """
+
+    def __init__(
+        self,
+        service: MemoryService,
+        interval: float = DEFAULT_SWEEP_INTERVAL_SECS,
+        answered: threading.Event | None = None,
+    ):
         self.service = service
         self.interval = interval
         self.ticks = 0
         self.ticked = threading.Event()  # set after every tick; tests wait on it
+        self._answered = answered
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="agent-memory-sweep", daemon=True)
 
@@ -31,20 +47,30 @@ class Sweeper:
 
     def stop(self) -> None:
         self._stop.set()
+        if self._answered is not None:
+            self._answered.set()
         if self._thread.is_alive():
             self._thread.join()
 
     def tick(self) -> None:
         try:
+            if self.ticks == 0:
+                self.service.report_embedder()
             report = self.service.sweep()
         except Exception:  # the loop must outlive any single failure
             log.exception("sweep failed")
         else:
-            log.info("sweep: %(expired)d expired, %(decayed)d decay scores refreshed", report)
+            log.info(
+                "sweep: %(expired)d expired, %(decayed)d decay scores refreshed, "
+                "%(embedded)d embedded",
+                report,
+            )
         self.ticks += 1
         self.ticked.set()
 
     def _run(self) -> None:
+        if self._answered is not None:
+            self._answered.wait(STARTUP_GRACE_SECS)
         while not self._stop.is_set():
             self.tick()
             self._stop.wait(self.interval)

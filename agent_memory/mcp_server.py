@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -250,11 +251,16 @@ def call_tool(service: MemoryService, name: str, arguments: Any) -> CallToolResu
         ) from exc
 
 
-def build_server(service: MemoryService) -> Server[Any]:
+def build_server(service: MemoryService, answered: threading.Event | None = None) -> Server[Any]:
+    """``answered`` is set once a client got an answer (the sweep waits for it to start)."""
+    answered = answered or threading.Event()
+
     async def list_tools(_ctx: Any, _params: Any) -> ListToolsResult:
+        answered.set()
         return ListToolsResult(tools=TOOLS)
 
     async def on_call_tool(_ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+        answered.set()
         return call_tool(service, params.name, params.arguments)
 
     return Server(
@@ -266,9 +272,9 @@ def build_server(service: MemoryService) -> Server[Any]:
     )
 
 
-def serve_stdio(service: MemoryService) -> None:
+def serve_stdio(service: MemoryService, answered: threading.Event | None = None) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes the stream."""
-    server = build_server(service)
+    server = build_server(service, answered)
 
     async def main() -> None:
         async with stdio_server() as (read_stream, write_stream):

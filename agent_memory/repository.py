@@ -1,9 +1,10 @@
 """All of agent-memory's SQL, and nothing else.
 
 Plain rows go through the SQLAlchemy Core tables of :mod:`agent_memory.schema`; the FTS5
-index needs ``text()``. Every write is one short ``BEGIN IMMEDIATE`` transaction (the
-serialized writer shared by every process on the file); reads run in a deferred ``BEGIN``
-so that a multi-statement read sees one snapshot. Arguments arrive already validated.
+index and the vec0 vector table are raw SQL. Every write is one short ``BEGIN IMMEDIATE``
+transaction (the serialized writer shared by every process on the file); reads run in a
+deferred ``BEGIN`` so that a multi-statement read sees one snapshot. Arguments arrive
+already validated.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from sqlalchemy import bindparam, delete, func, insert, literal_column, select, 
 from sqlalchemy.engine import Engine
 
 from agent_memory import decay
-from agent_memory.schema import PINNED_TYPES, memories, memory_links
+from agent_memory.embedder import Embedding, Pin
+from agent_memory.schema import PINNED_TYPES, memories, memory_links, meta
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +40,8 @@ MAX_EXPANDED_LINKS = 10
 # SQLite's generic SQLITE_ERROR: what a MATCH expression FTS5 cannot parse raises
 # (busy, I/O, full and corrupt databases have codes of their own).
 _SQLITE_ERROR = 1
+# The embedding model pin, in meta: vectors of two pins never share the vector table.
+PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
 
 MEMORY_COLUMNS = (
     "id",
@@ -130,6 +134,43 @@ _MAX_ID = select(func.max(memories.c.id))
 _PING = select(memories.c.id).limit(1)
 _FTS_PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
 
+# The vec0 table is made with the pin (its dimension is the model's), so it exists exactly
+# when a pin does; the trigger takes a row's vector with it on forget and TTL expiry.
+_CREATE_VECTORS = (
+    "CREATE VIRTUAL TABLE memory_vectors USING vec0("
+    "memory_id integer primary key, embedding float[{dimension}] distance_metric=cosine)",
+    "CREATE TRIGGER memory_vectors_delete AFTER DELETE ON memories BEGIN"
+    " DELETE FROM memory_vectors WHERE memory_id = old.id; END",
+)
+_DROP_VECTORS = (
+    "DROP TRIGGER IF EXISTS memory_vectors_delete",
+    "DROP TABLE IF EXISTS memory_vectors",
+)
+_INSERT_VECTOR = "INSERT INTO memory_vectors (memory_id, embedding) VALUES (?, ?)"
+_DELETE_VECTOR = "DELETE FROM memory_vectors WHERE memory_id = ?"
+_VECTOR_KNN = "SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ?"
+_READ_PIN = select(meta.c.key, meta.c.value).where(meta.c.key.in_(PIN_KEYS))
+_DELETE_PIN = delete(meta).where(meta.c.key.in_(PIN_KEYS))
+_PENDING = (
+    select(memories.c.id, memories.c.content)
+    .where(memories.c.embedding_status == 0)
+    .order_by(memories.c.id)
+    .limit(bindparam("limit"))
+)
+_MARK_EMBEDDED = (
+    update(memories)
+    .where(
+        memories.c.id == bindparam("memory_id"),
+        memories.c.content == bindparam("text"),  # not edited while it was being embedded
+        memories.c.embedding_status == 0,
+    )
+    .values(embedding_status=1)
+)
+_ALL_PENDING = update(memories).values(embedding_status=0)
+_EMBEDDING_COUNTS = select(
+    func.count(), func.coalesce(func.sum(memories.c.embedding_status == 0), 0)
+)
+
 
 _EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))
 _LINK = (
@@ -219,6 +260,27 @@ def _keyword_statement(filters: tuple[bool, bool, bool]) -> sqlalchemy.Select[An
 
 
 @functools.cache
+def _keyword_ranking_statement(filters: tuple[bool, bool, bool]) -> sqlalchemy.Select[Any]:
+    """Ids by bm25 alone (best first, ties by id): the keyword leg of a hybrid search."""
+    return (
+        select(memories.c.id)
+        .select_from(_FTS.join(memories, memories.c.id == _FTS.c.rowid))
+        .where(literal_column("memories_fts").op("MATCH")(bindparam("match")))
+        .where(*_filters(*filters))
+        .order_by(_BM25.asc(), memories.c.id.asc())
+        .limit(bindparam("limit"))
+    )
+
+
+@functools.cache
+def _rows_statement(filters: tuple[bool, bool, bool]) -> sqlalchemy.Select[Any]:
+    """The rows among :ids that pass the filters, with their decay as of :now."""
+    return select(*_SELECT_MEMORY, _decay().label("current_decay")).where(
+        memories.c.id.in_(bindparam("ids", expanding=True)), *_filters(*filters)
+    )
+
+
+@functools.cache
 def _update_statement(columns: tuple[str, ...]) -> sqlalchemy.Update:
     return (
         update(memories)
@@ -230,8 +292,53 @@ def _update_statement(columns: tuple[str, ...]) -> sqlalchemy.Update:
                 "access_count": memories.c.access_count + 1,
             }
         )
-        .returning(*_SELECT_MEMORY)
+        .returning(*_SELECT_MEMORY, memories.c.embedding_status)
     )
+
+
+def _probe(conn: sqlalchemy.Connection, match: str) -> None:
+    """Raise FtsQueryError if FTS5 cannot parse ``match``.
+
+    Asked on the driver connection: a statement refused through SQLAlchemy costs 0.3 ms of
+    exception wrapping, twenty times the probe.
+    """
+    try:
+        conn.connection.driver_connection.execute(_FTS_PROBE, (match,)).fetchall()
+    except sqlean.OperationalError as exc:
+        if exc.sqlite_errorcode == _SQLITE_ERROR:
+            raise FtsQueryError(exc) from exc
+        raise
+
+
+def _stored_pin(conn: sqlalchemy.Connection) -> Pin | None:
+    found = {key: value for key, value in conn.execute(_READ_PIN)}
+    if set(found) != set(PIN_KEYS):
+        return None
+    return Pin(found["embedding_model"], int(found["embedding_dim"]), found["embedding_prefixes"])
+
+
+def _create_vectors(conn: sqlalchemy.Connection, pin: Pin) -> None:
+    """The pin and its vector table, together (inside the caller's write transaction)."""
+    conn.execute(
+        insert(meta),
+        [
+            {"key": "embedding_model", "value": pin.model},
+            {"key": "embedding_dim", "value": str(pin.dimension)},
+            {"key": "embedding_prefixes", "value": pin.prefixes},
+        ],
+    )
+    for ddl in _CREATE_VECTORS:
+        conn.exec_driver_sql(ddl.format(dimension=int(pin.dimension)))
+
+
+def _pinned(conn: sqlalchemy.Connection, pin: Pin) -> bool:
+    """True when vectors of ``pin`` belong in this database, pinning it if it has no pin yet."""
+    stored = _stored_pin(conn)
+    if stored is None:
+        _create_vectors(conn, pin)
+        log.info("embedding model pinned: %s", pin.describe())
+        return True
+    return stored == pin
 
 
 class Repository:
@@ -305,7 +412,9 @@ class Repository:
         scope: str | None,
         now: int,
         expires_at: int | None,
+        embedding: Embedding | None = None,
     ) -> int:
+        """Insert a row, and its vector in the same transaction when there is one that fits."""
         row = {
             "type": memory_type,
             "content": content,
@@ -320,7 +429,13 @@ class Repository:
             "expires_at": expires_at,
         }
         with self._write() as conn:
-            return int(conn.execute(_INSERT, row).inserted_primary_key[0])
+            embedded = embedding is not None and _pinned(conn, embedding.pin)
+            row["embedding_status"] = int(embedded)
+            memory_id = int(conn.execute(_INSERT, row).inserted_primary_key[0])
+            if embedded:
+                assert embedding is not None
+                conn.exec_driver_sql(_INSERT_VECTOR, (memory_id, embedding.vector))
+            return memory_id
 
     def list_memories(
         self,
@@ -354,14 +469,7 @@ class Repository:
         key, params = _filter_params(memory_type, tag, scope)
         params.update(match=match, now=now, limit=limit)
         with self._read() as conn:
-            # Ask FTS5 on the driver connection first: a statement refused through SQLAlchemy
-            # costs 0.3 ms of exception wrapping, twenty times the probe.
-            try:
-                conn.connection.driver_connection.execute(_FTS_PROBE, (match,)).fetchall()
-            except sqlean.OperationalError as exc:
-                if exc.sqlite_errorcode == _SQLITE_ERROR:
-                    raise FtsQueryError(exc) from exc
-                raise
+            _probe(conn, match)
             rows = conn.execute(_keyword_statement(key), params).all()
         found = []
         for row in rows:
@@ -378,16 +486,41 @@ class Repository:
             conn.execute(_BUMP, {"ids": list(ids), "now": now})
 
     def update_memory(
-        self, memory_id: int, changes: dict[str, Any], now: int
+        self,
+        memory_id: int,
+        changes: dict[str, Any],
+        now: int,
+        embedding: Embedding | None = None,
     ) -> dict[str, Any] | None:
-        """Apply ``changes`` (column -> value) and count it as a use; None if no such row."""
+        """Apply ``changes`` (column -> value) and count it as a use; None if no such row.
+
+        New content replaces the vector in the same transaction: with ``embedding`` (made
+        from the new content) when it fits the pin, else the row is left pending. The
+        result carries ``embedding_status``.
+        """
+        changes = dict(changes)
         params = {f"new_{name}": value for name, value in changes.items()}
         if "tags" in changes:
             params["new_tags"] = json.dumps(list(changes["tags"]), ensure_ascii=False)
         params.update(memory_id=memory_id, now=now)
         with self._write() as conn:
-            row = conn.execute(_update_statement(tuple(sorted(changes))), params).one_or_none()
-        return None if row is None else _memory(row)
+            embedded = False
+            if "content" in changes:
+                embedded = embedding is not None and _pinned(conn, embedding.pin)
+                params["new_embedding_status"] = int(embedded)
+                changes["embedding_status"] = None
+            statement = _update_statement(tuple(sorted(changes)))
+            row = conn.execute(statement, params).one_or_none()
+            if row is None:
+                return None
+            if "content" in changes and _stored_pin(conn) is not None:
+                conn.exec_driver_sql(_DELETE_VECTOR, (memory_id,))
+                if embedded:
+                    assert embedding is not None
+                    conn.exec_driver_sql(_INSERT_VECTOR, (memory_id, embedding.vector))
+        updated = _memory(row)
+        updated["embedding_status"] = row.embedding_status
+        return updated
 
     def delete_memory(self, memory_id: int) -> bool:
         with self._write() as conn:
@@ -430,6 +563,102 @@ class Repository:
             }
             for row in rows
         ]
+
+    # -- embeddings -----------------------------------------------------------------------
+
+    def pin(self) -> Pin | None:
+        with self._read() as conn:
+            return _stored_pin(conn)
+
+    def keyword_ranking(
+        self,
+        match: str,
+        *,
+        limit: int,
+        memory_type: str | None = None,
+        tag: str | None = None,
+        scope: str | None = None,
+    ) -> list[int]:
+        """Ids by bm25 alone, filters applied before the cut. FtsQueryError on bad syntax."""
+        key, params = _filter_params(memory_type, tag, scope)
+        params.update(match=match, limit=limit)
+        with self._read() as conn:
+            _probe(conn, match)
+            return list(conn.execute(_keyword_ranking_statement(key), params).scalars())
+
+    def vector_ranking(self, embedding: Embedding, *, limit: int) -> list[int] | None:
+        """The ``limit`` nearest ids by cosine distance (ties by id); None if another pin."""
+        with self._read() as conn:
+            stored = _stored_pin(conn)
+            if stored is None:
+                return []
+            if stored != embedding.pin:
+                return None
+            rows = conn.exec_driver_sql(_VECTOR_KNN, (embedding.vector, limit)).all()
+        return [memory_id for memory_id, _ in sorted(rows, key=lambda r: (r[1], r[0]))]
+
+    def rows(
+        self,
+        ids: Sequence[int],
+        *,
+        now: int,
+        memory_type: str | None = None,
+        tag: str | None = None,
+        scope: str | None = None,
+    ) -> dict[int, dict[str, Any]]:
+        """The memories among ``ids`` that pass the filters, decay_score as of ``now``."""
+        if not ids:
+            return {}
+        key, params = _filter_params(memory_type, tag, scope)
+        params.update(ids=list(ids), now=now)
+        with self._read() as conn:
+            found = conn.execute(_rows_statement(key), params).all()
+        out = {}
+        for row in found:
+            memory = _memory(row)
+            memory["decay_score"] = row.current_decay
+            out[memory["id"]] = memory
+        return out
+
+    def pending(self, limit: int) -> list[tuple[int, str]]:
+        """Rows whose vector is missing or stale, oldest first: (id, content)."""
+        with self._read() as conn:
+            return [tuple(r) for r in conn.execute(_PENDING, {"limit": limit}).all()]
+
+    def write_vectors(self, made: Sequence[tuple[int, str, Embedding]]) -> int:
+        """Store vectors made by the backfill; skip a row edited or forgotten meanwhile.
+
+        Each item is (id, the text it was made from, its embedding). Returns how many
+        were written.
+        """
+        if not made:
+            return 0
+        written = 0
+        with self._write() as conn:
+            if not _pinned(conn, made[0][2].pin):
+                return 0
+            for memory_id, text, embedding in made:
+                marked = conn.execute(_MARK_EMBEDDED, {"memory_id": memory_id, "text": text})
+                if marked.rowcount:
+                    conn.exec_driver_sql(_DELETE_VECTOR, (memory_id,))
+                    conn.exec_driver_sql(_INSERT_VECTOR, (memory_id, embedding.vector))
+                    written += 1
+        return written
+
+    def repin(self, pin: Pin) -> None:
+        """Start over with another model: drop every vector, pin ``pin``, mark all pending."""
+        with self._write() as conn:
+            for ddl in _DROP_VECTORS:
+                conn.exec_driver_sql(ddl)
+            conn.execute(_DELETE_PIN)
+            _create_vectors(conn, pin)
+            conn.execute(_ALL_PENDING)
+
+    def embedding_counts(self) -> tuple[int, int]:
+        """(rows, rows pending embedding)."""
+        with self._read() as conn:
+            total, pending = conn.execute(_EMBEDDING_COUNTS).one()
+        return int(total), int(pending)
 
     def ping(self) -> None:
         """A cheap read that fails when the store cannot be read."""

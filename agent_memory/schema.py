@@ -1,7 +1,8 @@
 """SQLAlchemy Core definitions of the plain tables, as the newest migration leaves them.
 
-The FTS5 index (``memories_fts``) and its triggers are raw SQL in the migrations and
-the repository; SQLAlchemy has no notion of virtual tables. The migrations do not
+The FTS5 index (``memories_fts``), the vec0 vector table (``memory_vectors``) and their
+triggers are raw SQL in the migrations and the repository; SQLAlchemy has no notion of
+virtual tables. The migrations do not
 import this module: a revision must keep describing the schema of its own day.
 """
 
@@ -30,6 +31,7 @@ memories = Table(
     Column("created_at", Integer, nullable=False),
     Column("last_accessed", Integer, nullable=False),
     Column("expires_at", Integer),
+    Column("embedding_status", Integer, nullable=False),  # 1: vector made from this content
 )
 
 LINK_KINDS = ("relates_to", "supersedes", "caused_by")

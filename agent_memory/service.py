@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import defaultdict
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
@@ -20,8 +21,14 @@ import sqlean
 
 from agent_memory import __version__, fts
 from agent_memory.db import Database
-from agent_memory.embedder import UNREACHABLE, Embedder
-from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
+from agent_memory.embedder import MODEL_MISSING, READY, UNREACHABLE, Embedder, Embedding, Pin
+from agent_memory.errors import (
+    EmbedderUnavailable,
+    InvalidArgument,
+    InvalidType,
+    StorageError,
+    UnknownField,
+)
 from agent_memory.repository import FtsQueryError, Repository
 from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
 
@@ -38,6 +45,15 @@ SNIPPET_CHARS = 160
 # How a relation reads from its to_id's side, in expansion.
 INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caused_by": "caused"}
 SEARCH_MODE_KEYWORD = "keyword"
+SEARCH_MODE_HYBRID = "hybrid"
+# Hybrid search: each leg keeps min(LEG_FACTOR x limit, MAX_LEG) candidates, and a memory
+# at 1-based rank r in a leg scores 1 / (RRF_K + r).
+LEG_FACTOR = 4
+MAX_LEG = 800
+RRF_K = 60
+# Pending rows the sweep embeds per tick (one Ollama request), and reembed per batch.
+BACKFILL_BATCH_ROWS = 128
+REEMBED_BATCH_ROWS = 64
 
 
 # -- argument checks: one function per kind of value, one message format ------------------
@@ -170,6 +186,15 @@ def snippet(content: str) -> str:
     return content if len(content) <= SNIPPET_CHARS else content[:SNIPPET_CHARS] + "…"
 
 
+def rrf(rankings: list[list[int]]) -> dict[int, float]:
+    """Reciprocal rank fusion: the sum over rankings of 1 / (RRF_K + rank), ranks from 1."""
+    fused: dict[int, float] = defaultdict(float)
+    for ranking in rankings:
+        for rank, memory_id in enumerate(ranking, start=1):
+            fused[memory_id] += 1.0 / (RRF_K + rank)
+    return dict(fused)
+
+
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
 
@@ -187,6 +212,7 @@ class MemoryService:
         self.repo = Repository(database.engine)
         self.embedder = embedder
         self._clock = clock
+        self._mismatch_logged = False
 
     def close(self) -> None:
         self.repo.close()
@@ -219,6 +245,7 @@ class MemoryService:
         source = _optional_string(args, "source")
         scope = _optional_string(args, "scope")
         ttl = _ttl(args)
+        embedding = self._embed_document(content)  # before the write lock, never under it
         now = self.now()
         with self._storage("store"):
             memory_id = self.repo.insert_memory(
@@ -229,6 +256,7 @@ class MemoryService:
                 scope=scope,
                 now=now,
                 expires_at=None if ttl is None else now + ttl,
+                embedding=embedding,
             )
         return {"id": memory_id}
 
@@ -241,13 +269,19 @@ class MemoryService:
         limit = _limit(args, DEFAULT_SEARCH_LIMIT)
         assert limit is not None
         expand = _flag(args, "expand_links")
+        filters = {"memory_type": memory_type, "tag": tag, "scope": scope}
+        embedding = None if self.embedder is None else self.embedder.embed_query(query)
         now = self.now()
         with self._storage("search"):
-            results = self._keyword(query, now, limit, memory_type, tag, scope)
+            mode, results = SEARCH_MODE_HYBRID, None
+            if embedding is not None:
+                results = self._hybrid(query, embedding, now, limit, filters)
+            if results is None:  # Ollama is not there, or the database has another model's
+                mode, results = SEARCH_MODE_KEYWORD, self._keyword(query, now, limit, filters)
             self.repo.bump([r["id"] for r in results], now)  # the results only, not neighbours
             if expand:
                 self._expand(results)
-        return {"search_mode": SEARCH_MODE_KEYWORD, "results": results}
+        return {"search_mode": mode, "results": results}
 
     def _expand(self, results: list[dict[str, Any]]) -> None:
         """Attach each result's 1-hop relations (one query for the whole page; a pure read)."""
@@ -267,29 +301,47 @@ class MemoryService:
         for result in results:
             result["related"] = related[result["id"]]
 
-    def _keyword(
-        self,
-        query: str,
-        now: int,
-        limit: int,
-        memory_type: str | None,
-        tag: str | None,
-        scope: str | None,
-    ) -> list[dict[str, Any]]:
+    @staticmethod
+    def _match(query: str, run: Callable[[str], list[Any]]) -> list[Any]:
         """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty."""
-        filters = {"memory_type": memory_type, "tag": tag, "scope": scope}
         try:
-            return [m for m, _ in self.repo.keyword_search(query, now=now, limit=limit, **filters)]
+            return run(query)
         except FtsQueryError as exc:
             log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
         rewritten = fts.or_of_words(query)
         if rewritten is None:
             return []
         try:
-            found = self.repo.keyword_search(rewritten, now=now, limit=limit, **filters)
+            return run(rewritten)
         except FtsQueryError as exc:
             raise exc.error from None  # quoted words always parse: the database is at fault
-        return [m for m, _ in found]
+
+    def _keyword(
+        self, query: str, now: int, limit: int, filters: dict[str, Any]
+    ) -> list[dict[str, Any]]:
+        found = self._match(
+            query, lambda match: self.repo.keyword_search(match, now=now, limit=limit, **filters)
+        )
+        return [memory for memory, _ in found]
+
+    def _hybrid(
+        self, query: str, embedding: Embedding, now: int, limit: int, filters: dict[str, Any]
+    ) -> list[dict[str, Any]] | None:
+        """RRF of the bm25 and the cosine rankings, times decay; None if the pin differs."""
+        leg = min(LEG_FACTOR * limit, MAX_LEG)
+        nearest = self.repo.vector_ranking(embedding, limit=leg)
+        if nearest is None:
+            self._log_mismatch(embedding.pin)
+            return None
+        keyword = self._match(
+            query, lambda match: self.repo.keyword_ranking(match, limit=leg, **filters)
+        )
+        rows = self.repo.rows(list({*keyword, *nearest}), now=now, **filters)
+        # The vector leg is filtered after its cut (rows holds only rows that pass); a row
+        # forgotten between the reads drops out of both legs.
+        fused = rrf([[i for i in keyword if i in rows], [i for i in nearest if i in rows]])
+        best = sorted(fused, key=lambda i: (-fused[i] * rows[i]["decay_score"], i))
+        return [rows[memory_id] for memory_id in best[:limit]]
 
     def list(self, args: Any) -> list[dict[str, Any]]:
         args = _mapping(args)
@@ -331,16 +383,15 @@ class MemoryService:
             changes["tags"] = _tags(args["tags"])
         if "scope" in args:
             changes["scope"] = _optional_string(args, "scope")
+        ttl = _ttl(args)
+        embedding = self._embed_document(changes["content"]) if "content" in changes else None
         now = self.now()
         if "ttl_secs" in args:
-            ttl = _ttl(args)
             changes["expires_at"] = None if ttl is None else now + ttl
         with self._storage("update"):
-            updated = self.repo.update_memory(memory_id, changes, now)
+            updated = self.repo.update_memory(memory_id, changes, now, embedding)
         if updated is None:
             return _not_found(memory_id, "updated")
-        # No vector store yet: nothing matches the new content by meaning until embedded.
-        updated["embedding_status"] = 0
         return updated
 
     def forget(self, args: Any) -> dict[str, Any]:
@@ -385,12 +436,16 @@ class MemoryService:
         }
 
     def sweep(self) -> dict[str, int]:
-        """TTL expiry, then decay materialization; a failing step is logged and skipped."""
-        report = {"expired": 0, "decayed": 0}
+        """TTL expiry, decay materialization, then a batch of backfill.
+
+        A failing step is logged and skipped; the next step and the next tick still run.
+        """
+        report = {"expired": 0, "decayed": 0, "embedded": 0}
         now = self.now()
         steps: list[tuple[str, Callable[[int], int]]] = [
             ("expired", self.repo.delete_expired),
             ("decayed", self.repo.materialize_decay),
+            ("embedded", lambda _now: self.backfill()),
         ]
         for key, step in steps:
             try:
@@ -399,3 +454,123 @@ class MemoryService:
             except StorageError:
                 pass  # already logged with its detail; the next step and tick still run
         return report
+
+    # -- embeddings -----------------------------------------------------------------------
+
+    def _embed_document(self, content: str) -> Embedding | None:
+        if self.embedder is None:
+            return None
+        made = self.embedder.embed_documents([content])
+        return made[0] if made else None
+
+    def _configured_differs(self, pin: Pin | None) -> bool:
+        """The database holds vectors of another model or prefix scheme than configured."""
+        if pin is None or self.embedder is None:
+            return False
+        return (pin.model, pin.prefixes) != (self.embedder.model, self.embedder.prefixes)
+
+    def _log_mismatch(self, configured: Pin | None = None) -> None:
+        if self._mismatch_logged or self.embedder is None:
+            return
+        self._mismatch_logged = True
+        pin = self.repo.pin()
+        described = configured.describe() if configured else self.embedder.model
+        log.warning(
+            "this database's vectors were made with %s, not %s: searches stay keyword-only "
+            "until you run `agent-memory --embed-model %s reembed` (or start with "
+            "--embed-model %s)",
+            pin.describe() if pin else "another model",
+            described,
+            self.embedder.model,
+            pin.model if pin else "MODEL",
+        )
+
+    def backfill(self, batch: int = BACKFILL_BATCH_ROWS) -> int:
+        """Embed up to ``batch`` pending rows; how many got a vector (0 if Ollama is not there)."""
+        if self.embedder is None:
+            return 0
+        if self._configured_differs(self.repo.pin()):
+            self._log_mismatch()
+            return 0
+        return self._embed_pending(batch) or 0
+
+    def _embed_pending(self, batch: int) -> int | None:
+        """One batch of pending rows: how many got a vector; None when Ollama failed.
+
+        Ollama is asked with no lock held; the write then skips any row edited or forgotten
+        while its vector was being made, so an old text's vector never lands on new content.
+        """
+        assert self.embedder is not None
+        todo = self.repo.pending(batch)
+        if not todo:
+            return 0
+        made = self.embedder.embed_documents([content for _, content in todo], probe=True)
+        if made is None:
+            return None
+        return self.repo.write_vectors(
+            [(memory_id, content, e) for (memory_id, content), e in zip(todo, made, strict=True)]
+        )
+
+    def reembed(
+        self,
+        *,
+        everything: bool = False,
+        batch: int = REEMBED_BATCH_ROWS,
+        progress: Callable[[int, int], None] = lambda done, total: None,
+    ) -> tuple[int, Pin]:
+        """Give every memory a vector of the configured model; returns (embedded, pin).
+
+        A database pinned to another model (or ``everything``) is re-pinned first, which
+        marks every row pending; then pending rows are embedded batch by batch, each batch
+        committed. An interrupted run therefore resumes where it stopped: the pin already
+        matches, and only the rows still pending are left. ``progress(done, total)`` is
+        called after each batch.
+        """
+        if self.embedder is None:
+            raise ValueError("reembed needs an embedder")
+        probe = self.embedder.embed_documents(["agent-memory"], probe=True)
+        if not probe:
+            raise EmbedderUnavailable(self.embedder.model, self.embedder.url)
+        pin = probe[0].pin
+        with self._storage("reembed"):
+            stored = self.repo.pin()
+            if everything or (stored is not None and stored != pin):
+                self.repo.repin(pin)
+                log.info("re-pinned to %s (was %s)", pin.describe(), stored and stored.describe())
+            total, pending = self.repo.embedding_counts()
+        embedded = 0
+        progress(total - pending, total)
+        while pending:
+            with self._storage("reembed"):
+                done = self._embed_pending(batch)
+                if done is None:
+                    raise EmbedderUnavailable(self.embedder.model, self.embedder.url, embedded)
+                embedded += done
+                total, pending = self.repo.embedding_counts()
+            progress(total - pending, total)
+        return embedded, pin
+
+    def report_embedder(self) -> str:
+        """Log, once at start, whether searches can be hybrid and what to do if not."""
+        if self.embedder is None:
+            return UNREACHABLE
+        status = self.embedder.status()
+        where = f"{self.embedder.model} at {self.embedder.url}"
+        if status == READY:
+            log.info("embedder ready: %s; searches are hybrid", where)
+        elif status == MODEL_MISSING:
+            log.warning(
+                "Ollama has no model %s (run `ollama pull %s`): searches are keyword-only",
+                where,
+                self.embedder.model,
+            )
+        else:
+            log.warning(
+                "Ollama unreachable for %s: searches are keyword-only; stores are queued "
+                "for embedding until it answers",
+                where,
+            )
+        with self._storage("sweep"):
+            if self._configured_differs(self.repo.pin()):
+                self._log_mismatch()
+        return status

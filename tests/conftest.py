@@ -15,11 +15,17 @@ from pathlib import Path
 
 import pytest
 import sqlean
+import sqlite_vec
+from fake_ollama import FakeOllama
 
 from agent_memory.db import open_database
+from agent_memory.embedder import Embedder
 from agent_memory.service import MemoryService
 
 START = 1_767_225_600  # 2026-01-01T00:00:00Z
+# Port 9 (discard) on loopback: nothing listens, so a spawned server finds no Ollama, even
+# on a machine where a real one runs on the default port.
+NO_OLLAMA_URL = "http://127.0.0.1:9"
 
 
 class Clock:
@@ -51,9 +57,30 @@ def service(db_path: Path, clock: Clock):
 
 
 @pytest.fixture
+def ollama():
+    with FakeOllama() as fake:
+        yield fake
+
+
+def embedder_for(url: str, model: str = "nomic-embed-text") -> Embedder:
+    """Short timeouts and no retry window, so tests see each switch of the fake at once."""
+    return Embedder(url, model, connect_timeout=1.0, read_timeout=0.5, retry_after=0.0)
+
+
+@pytest.fixture
+def hybrid(db_path: Path, clock: Clock, ollama: FakeOllama):
+    """A service whose embedder is the fake Ollama: searches are hybrid."""
+    svc = MemoryService(open_database(db_path), clock=clock, embedder=embedder_for(ollama.url))
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
 def raw(db_path: Path, service: MemoryService):
-    """A plain sqlean connection on the same file, for checking what was written."""
+    """A plain sqlean connection (with sqlite-vec) on the same file, to check what was written."""
     conn = sqlean.connect(str(db_path))
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
     yield conn
     conn.close()
 
@@ -66,6 +93,7 @@ def executable() -> str:
 
 def server_env(**extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
+    env["AGENT_MEMORY_OLLAMA_URL"] = NO_OLLAMA_URL
     env.update(extra)
     return env
 

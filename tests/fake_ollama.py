@@ -1,6 +1,16 @@
 """A real HTTP server on 127.0.0.1 that speaks Ollama's /api/tags and /api/embed.
 
-The embedder is deterministic (a hash of the words), so tests can rely on its vectors.
+Its embedder is deterministic and built so that paraphrases land close: each word is
+mapped through a small synonym table to a concept, each concept hashed to a few signed
+dimensions, and the sum normalized. "Which relational database did the team pick" and
+"We chose PostgreSQL as our datastore" share no word, but "pick"/"chose" and
+"database"/"PostgreSQL"/"datastore" share concepts, so their cosine is high.
+
+Switches, set on the instance while it runs: ``down`` (every request gets 503),
+``models`` (what /api/tags lists; a model not listed gets 404 from /api/embed),
+``dimension`` (answer vectors of another size), ``hold`` (an Event that /api/embed waits
+on before answering: a slow Ollama), ``fail_after`` (embed requests answered before
+it starts failing with 503), ``on_embed`` (called inside the request, before the answer).
 """
 
 from __future__ import annotations
@@ -10,24 +20,60 @@ import json
 import math
 import re
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIMENSION = 768
+HASHES_PER_CONCEPT = 4
+
+SYNONYMS = [
+    {"database", "datastore", "db", "postgresql", "postgres", "sqlite", "storage", "store"},
+    {"chose", "choose", "chosen", "pick", "picked", "select", "selected", "adopt", "adopted"},
+    {"bug", "error", "failure", "crash", "crashed", "exception", "fault", "broke", "broken"},
+    {"login", "auth", "authentication", "signin", "credentials", "password"},
+    {"slow", "latency", "sluggish", "lag", "performance", "speed"},
+    {"test", "tests", "pytest", "testing", "suite"},
+    {"vector", "vectors", "embedding", "embeddings", "semantic", "meaning"},
+    {"deploy", "deployment", "release", "ship", "shipping", "rollout"},
+    {"cache", "caching", "memoize", "redis"},
+]
+STOPWORDS = {
+    "a", "an", "and", "are", "as", "did", "do", "does", "for", "in", "is", "it", "of", "on",
+    "our", "the", "to", "we", "what", "which", "with", "team", "use", "used", "uses",
+}  # fmt: skip
+CONCEPT = {word: min(group) for group in SYNONYMS for word in group}
+
+
+def concepts(text: str) -> list[str]:
+    return [CONCEPT.get(w, w) for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS]
 
 
 def embed(text: str, dimension: int = DIMENSION) -> list[float]:
+    """The vector of ``text``: its task prefix (``search_query: `` ...) is ignored."""
+    text = re.sub(r"^search_(query|document): ", "", text)
     vector = [0.0] * dimension
-    for word in re.findall(r"\w+", text.lower()):
-        digest = hashlib.sha256(word.encode()).digest()
-        vector[int.from_bytes(digest[:4], "little") % dimension] += 1.0
-    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    for concept in concepts(text):
+        digest = hashlib.sha256(concept.encode()).digest()
+        for i in range(HASHES_PER_CONCEPT):
+            chunk = digest[4 * i : 4 * i + 4]
+            sign = 1.0 if chunk[0] & 1 else -1.0
+            vector[int.from_bytes(chunk, "little") % dimension] += sign
+    norm = math.sqrt(sum(v * v for v in vector))
+    if norm == 0:  # a wordless text: any fixed unit vector
+        vector[0], norm = 1.0, 1.0
     return [v / norm for v in vector]
 
 
 class FakeOllama:
     def __init__(self, models: list[str] | None = None) -> None:
         self.models = ["nomic-embed-text:latest"] if models is None else models
+        self.down = False
+        self.dimension = DIMENSION
+        self.hold: threading.Event | None = None
+        self.fail_after: int | None = None
+        self.on_embed: Callable[[list[str]], None] | None = None
         self.requests: list[tuple[str, dict]] = []
+        self.embedded: list[str] = []  # every input text /api/embed answered, in order
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -44,7 +90,9 @@ class FakeOllama:
 
             def do_GET(self):
                 fake.requests.append((self.path, {}))
-                if self.path == "/api/tags":
+                if fake.down:
+                    self._send(503, {"error": "down"})
+                elif self.path == "/api/tags":
                     self._send(200, {"models": [{"name": m, "model": m} for m in fake.models]})
                 else:
                     self._send(404, {"error": "not found"})
@@ -53,28 +101,38 @@ class FakeOllama:
                 length = int(self.headers.get("Content-Length", 0))
                 payload = json.loads(self.rfile.read(length) or b"{}")
                 fake.requests.append((self.path, payload))
-                if self.path != "/api/embed":
+                embeds = sum(1 for path, _ in fake.requests if path == "/api/embed")
+                if fake.down or (fake.fail_after is not None and embeds > fake.fail_after):
+                    self._send(503, {"error": "down"})
+                elif self.path != "/api/embed":
                     self._send(404, {"error": "not found"})
                 elif not any(m.startswith(payload.get("model", "")) for m in fake.models):
                     self._send(404, {"error": f"model '{payload.get('model')}' not found"})
                 else:
-                    texts = (
-                        payload["input"]
-                        if isinstance(payload["input"], list)
-                        else [payload["input"]]
-                    )
-                    self._send(
-                        200, {"model": payload["model"], "embeddings": [embed(t) for t in texts]}
-                    )
+                    texts = payload["input"]
+                    texts = texts if isinstance(texts, list) else [texts]
+                    if fake.on_embed is not None:
+                        fake.on_embed(texts)
+                    if fake.hold is not None:
+                        fake.hold.wait()
+                    vectors = [embed(t, fake.dimension) for t in texts]
+                    fake.embedded.extend(texts)
+                    self._send(200, {"model": payload["model"], "embeddings": vectors})
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def embed_requests(self) -> int:
+        return sum(1 for path, _ in self.requests if path == "/api/embed")
 
     def __enter__(self) -> FakeOllama:
         self._thread.start()
         return self
 
     def __exit__(self, *exc) -> None:
+        if self.hold is not None:
+            self.hold.set()
         self.server.shutdown()
         self.server.server_close()

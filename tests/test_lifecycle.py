@@ -37,7 +37,7 @@ def test_half_lives():
 def test_sweep_materializes_the_formula(service, clock, db_path, memory_type, age, expected):
     service.store({"content": "x", "type": memory_type})
     clock.advance(age)
-    assert service.sweep() == {"expired": 0, "decayed": 1}
+    assert service.sweep() == {"expired": 0, "decayed": 1, "embedded": 0}
     assert dump(db_path)[0][7] == pytest.approx(expected, rel=1e-12)
     # search recomputes the same number at query time
     service.store({"content": "unrelated", "type": "TODO"})

@@ -1,0 +1,255 @@
+"""Hybrid search: bm25 and cosine rankings fused with RRF, times decay, over the fake Ollama."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from fake_ollama import embed
+
+from agent_memory import service as service_module
+from agent_memory.db import open_database
+from agent_memory.embedder import Embedder
+from agent_memory.service import MemoryService, rrf
+
+from conftest import NO_OLLAMA_URL, embedder_for
+
+DATASTORE = "We chose PostgreSQL as our datastore."
+PARAPHRASE = "which relational database did the team pick"
+OTHERS = [
+    ("PATTERN", "Use tmp_path fixtures for throwaway files."),
+    ("ERROR", "The login page crashed on an empty password."),
+    ("TODO", "Write a rollout checklist before shipping."),
+    ("ARCHITECTURE", "Requests go through a redis layer first."),
+]
+
+
+def fill(svc: MemoryService) -> dict[str, int]:
+    ids = {"datastore": svc.store({"content": DATASTORE, "type": "DECISION"})["id"]}
+    for memory_type, content in OTHERS:
+        ids[content] = svc.store({"content": content, "type": memory_type})["id"]
+    return ids
+
+
+def ids_of(answer: dict) -> list[int]:
+    return [r["id"] for r in answer["results"]]
+
+
+def test_a_paraphrase_with_no_shared_word_is_found(hybrid, service):
+    ids = fill(hybrid)
+    assert service.search({"query": PARAPHRASE})["results"] == []  # keyword mode finds nothing
+    answer = hybrid.search({"query": PARAPHRASE, "limit": 3})
+    assert answer["search_mode"] == "hybrid"
+    assert ids_of(answer)[0] == ids["datastore"]
+
+
+def test_an_exact_term_hit_and_a_paraphrase_hit_both_surface(hybrid):
+    ids = fill(hybrid)
+    exact = hybrid.store({"content": "kore-runtime pins SQLAlchemy 2.1", "type": "CONSTRAINT"})[
+        "id"
+    ]
+    answer = hybrid.search({"query": "SQLAlchemy, or which database to pick?", "limit": 2})
+    assert set(ids_of(answer)) == {exact, ids["datastore"]}
+
+
+def test_rrf_second_in_both_beats_first_in_one():
+    scores = rrf([[1, 2, 3], [2, 4, 5]])
+    assert scores[2] == pytest.approx(1 / 62 + 1 / 61)
+    assert scores[1] == pytest.approx(1 / 61)
+    assert scores[2] > scores[1] > scores[4]
+
+
+def test_the_order_is_rrf_of_the_two_legs_times_decay_ties_by_id(hybrid, clock):
+    fill(hybrid)
+    for i in range(12):
+        hybrid.store({"content": f"database note {i} about storage", "type": "PATTERN"})
+        clock.advance(86_400)
+    query, limit = "database pick", 5
+    leg = min(4 * limit, 800)
+    keyword = hybrid.repo.keyword_ranking(query, limit=leg)
+    vector = hybrid.repo.vector_ranking(hybrid.embedder.embed_query(query), limit=leg)
+    rows = hybrid.repo.rows(list({*keyword, *vector}), now=hybrid.now())
+    fused = rrf([keyword, vector])
+    expected = sorted(fused, key=lambda i: (-fused[i] * rows[i]["decay_score"], i))[:limit]
+    assert ids_of(hybrid.search({"query": query, "limit": limit})) == expected
+
+
+def test_decay_is_multiplied_once_so_the_fresher_twin_wins(hybrid, clock):
+    older = hybrid.store({"content": "database pick twin", "type": "TODO"})["id"]
+    clock.advance(90 * 86_400)  # three half-lives: the older twin's decay is 1/8
+    newer = hybrid.store({"content": "database pick twin", "type": "TODO"})["id"]
+    answer = hybrid.search({"query": "database pick twin"})
+    assert ids_of(answer) == [newer, older]  # the older one is 1st in both legs (ties by id)
+    first, second = answer["results"]
+    assert first["decay_score"] == pytest.approx(1.0)
+    assert second["decay_score"] == pytest.approx(0.125)
+
+
+def test_an_empty_hybrid_answer_is_still_hybrid(hybrid):
+    assert hybrid.search({"query": "anything at all"}) == {"search_mode": "hybrid", "results": []}
+
+
+@pytest.mark.parametrize("query", ["", "?!", "*"])
+def test_a_wordless_query_answers_from_the_vector_leg_alone(hybrid, query):
+    fill(hybrid)
+    nearest = hybrid.repo.vector_ranking(hybrid.embedder.embed_query(query), limit=8)
+    answer = hybrid.search({"query": query, "limit": 2})
+    assert answer["search_mode"] == "hybrid"
+    assert ids_of(answer) == nearest[:2]
+
+
+def test_filters_apply_to_both_legs(hybrid):
+    fill(hybrid)
+    hybrid.store({"content": "database choice for tests", "type": "TODO", "tags": ["db"]})
+    for args in ({"type": "TODO"}, {"tag": "db"}, {"scope": "nowhere"}):
+        answer = hybrid.search({"query": PARAPHRASE, **args})
+        rows = {m["id"]: m for m in hybrid.list({})}
+        for result in answer["results"]:
+            memory = rows[result["id"]]
+            assert args.get("type", memory["type"]) == memory["type"]
+            assert args.get("tag", "db") in memory["tags"] or "tag" not in args
+        assert args.get("scope") != "nowhere" or answer["results"] == []
+
+
+def test_the_vector_leg_filters_after_its_cut(hybrid):
+    """The contract's recall bound: a filtered hybrid query can find fewer than limit."""
+    for i in range(8):
+        hybrid.store({"content": f"database pick {i}", "type": "TODO"})
+    far = hybrid.store({"content": "rollout checklist", "type": "DECISION"})["id"]
+    # limit 1: each leg keeps 4; the DECISION is not among the 4 nearest, nor a keyword hit.
+    answer = hybrid.search({"query": "database pick", "type": "DECISION", "limit": 1})
+    assert answer == {"search_mode": "hybrid", "results": []}
+    assert far in ids_of(hybrid.search({"query": "rollout", "type": "DECISION", "limit": 1}))
+
+
+def test_the_keyword_leg_filters_before_its_cut(hybrid):
+    for i in range(8):
+        hybrid.store({"content": f"redis cache note {i}", "type": "TODO"})
+    wanted = hybrid.store({"content": "redis", "type": "DECISION"})["id"]
+    answer = hybrid.search({"query": "redis", "type": "DECISION", "limit": 1})
+    assert ids_of(answer) == [wanted]
+
+
+def test_only_returned_results_are_bumped(hybrid, clock, raw):
+    fill(hybrid)
+    clock.advance(1000)
+    answer = hybrid.search({"query": PARAPHRASE, "limit": 2})
+    returned = set(ids_of(answer))
+    for memory_id, access_count, last_accessed in raw.execute(
+        "SELECT id, access_count, last_accessed FROM memories"
+    ):
+        bumped = memory_id in returned
+        assert access_count == (1 if bumped else 0)
+        assert (last_accessed == clock.now) is bumped
+
+
+def test_queries_and_documents_carry_their_task_prefixes(hybrid, ollama):
+    hybrid.store({"content": DATASTORE, "type": "DECISION"})
+    hybrid.search({"query": PARAPHRASE})
+    assert ollama.embedded == [f"search_document: {DATASTORE}", f"search_query: {PARAPHRASE}"]
+
+
+def test_no_ollama_call_is_made_while_the_write_lock_is_held(hybrid, ollama):
+    free = []
+    lock = hybrid.repo._write_lock
+
+    def check(_texts):
+        acquired = lock.acquire(blocking=False)
+        free.append(acquired)
+        if acquired:
+            lock.release()
+
+    ollama.on_embed = check
+    memory_id = hybrid.store({"content": DATASTORE, "type": "DECISION"})["id"]
+    hybrid.update({"id": memory_id, "content": "We chose SQLite."})
+    hybrid.search({"query": PARAPHRASE})
+    hybrid.update({"id": memory_id, "tags": ["x"]})
+    hybrid.repo.update_memory(memory_id, {"content": "pending again"}, hybrid.now())
+    hybrid.sweep()
+    assert free == [True] * 4
+
+
+# -- fallback: the keyword answer, byte for byte ---------------------------------------------
+
+QUERIES = [PARAPHRASE, "database", "PostgreSQL", "login, password?", "?!", "roll*", '"redis layer"']
+
+
+@pytest.mark.parametrize(
+    "embedder",
+    [
+        lambda fake: embedder_for(NO_OLLAMA_URL),  # nothing listens
+        lambda fake: embedder_for(fake.url, "not-pulled-model"),
+        lambda fake: embedder_for(fake.url),  # with fake.down
+    ],
+    ids=["unreachable", "model-missing", "down"],
+)
+def test_without_embeddings_the_answer_is_the_keyword_answer_byte_for_byte(
+    embedder, tmp_path, clock, ollama
+):
+    first = tmp_path / "a.db"
+    with_vectors = MemoryService(
+        open_database(first), clock=clock, embedder=embedder_for(ollama.url)
+    )
+    fill(with_vectors)
+    with_vectors.close()
+    second = tmp_path / "b.db"
+    shutil.copyfile(first, second)
+    ollama.down = True
+    keyword = MemoryService(open_database(first), clock=clock)
+    fallback = MemoryService(open_database(second), clock=clock, embedder=embedder(ollama))
+    try:
+        for query in QUERIES:
+            for args in ({}, {"type": "ERROR"}, {"limit": 1}):
+                expected = keyword.search({"query": query, **args})
+                got = fallback.search({"query": query, **args})
+                assert got["search_mode"] == "keyword"
+                assert json.dumps(got) == json.dumps(expected)
+    finally:
+        keyword.close()
+        fallback.close()
+
+
+def test_a_slow_ollama_times_out_and_is_left_alone_for_a_while(db_path, clock, ollama):
+    import threading
+
+    ollama.hold = threading.Event()  # answers only when released
+    embedder = Embedder(ollama.url, "nomic-embed-text", read_timeout=0.2, retry_after=3600)
+    svc = MemoryService(open_database(db_path), clock=clock, embedder=embedder)
+    try:
+        first = svc.store({"content": DATASTORE, "type": "DECISION"})["id"]
+        asked = ollama.embed_requests()
+        svc.store({"content": "second", "type": "TODO"})
+        assert svc.search({"query": "datastore"})["search_mode"] == "keyword"
+        assert ollama.embed_requests() == asked  # within the retry window: not asked again
+        ollama.hold.set()
+        assert svc.backfill() == 2  # the sweep asks anyway, and so ends the outage
+        assert svc.search({"query": PARAPHRASE})["search_mode"] == "hybrid"
+        assert ids_of(svc.search({"query": PARAPHRASE}))[0] == first
+    finally:
+        svc.close()
+
+
+def test_the_embedding_is_the_model_answer_for_the_prefixed_text(hybrid, raw):
+    import struct
+
+    memory_id = hybrid.store({"content": DATASTORE, "type": "DECISION"})["id"]
+    (blob,) = raw.execute(
+        "SELECT embedding FROM memory_vectors WHERE memory_id = ?", (memory_id,)
+    ).fetchone()
+    assert list(struct.unpack("<768f", blob)) == pytest.approx(embed(DATASTORE), abs=1e-6)
+
+
+def test_leg_size_is_four_times_the_limit_capped_at_800(monkeypatch, hybrid):
+    seen = []
+    real = hybrid.repo.vector_ranking
+
+    def spy(embedding, *, limit):
+        seen.append(limit)
+        return real(embedding, limit=limit)
+
+    monkeypatch.setattr(hybrid.repo, "vector_ranking", spy)
+    for limit in (1, 10, 200):
+        hybrid.search({"query": "x", "limit": limit})
+    hybrid.search({"query": "x"})
+    assert seen == [4, 40, 800, 4 * service_module.DEFAULT_SEARCH_LIMIT]
