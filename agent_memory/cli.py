@@ -267,6 +267,8 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
 
     def progress(done: int, total: int) -> None:
         nonlocal bar
+        if not sys.stderr.isatty():  # a bar only for a person watching
+            return
         if bar is None:
             bar = click.progressbar(length=total, label="re-embedding", file=sys.stderr)
             bar.__enter__()

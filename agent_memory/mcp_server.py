@@ -115,8 +115,10 @@ TOOLS = [
     Tool(
         name="memory_search",
         description=(
-            "Search memories, best first, ranked by keyword relevance blended with recency "
-            "decay. Plain questions work (punctuation is fine) and so does FTS5 syntax "
+            "Search memories, best first. When a local Ollama embeds, by meaning and keywords "
+            "together (search_mode hybrid: paraphrases and exact terms both surface); "
+            "otherwise by keyword (search_mode keyword). Both are weighted by recency decay. "
+            "Plain questions work (punctuation is fine) and so does FTS5 syntax "
             '(sqlite AND vec, "exact phrase", vec*). Returns {search_mode, results}; each '
             "result carries a freshly computed decay_score. Returned memories count as used."
         ),
@@ -160,7 +162,8 @@ TOOLS = [
             "Patch a memory in place by id (JSON merge-patch): a field you send replaces the "
             "old value, a field you omit stays, null clears tags (to []), scope (to global) "
             "or ttl_secs (never expire). content cannot be null or empty; type and source "
-            "cannot change. Unknown fields are rejected. Returns the updated memory, or "
+            "cannot change. Unknown fields are rejected. Returns the updated memory plus "
+            "embedding_status (1: new content embedded, 0: embedding pending), or "
             "{updated: false, reason: not_found}. Counts as a use."
         ),
         input_schema={

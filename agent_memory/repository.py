@@ -167,9 +167,7 @@ _MARK_EMBEDDED = (
     .values(embedding_status=1)
 )
 _ALL_PENDING = update(memories).values(embedding_status=0)
-_EMBEDDING_COUNTS = select(
-    func.count(), func.coalesce(func.sum(memories.c.embedding_status == 0), 0)
-)
+_EMBEDDING_COUNTS = select(func.count(), func.count().filter(memories.c.embedding_status == 0))
 
 
 _EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))

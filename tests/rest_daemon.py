@@ -16,7 +16,12 @@ START_TIMEOUT_SECS = 60
 
 class RestDaemon:
     def __init__(
-        self, db_path: Path, *extra: str, addr: str = "127.0.0.1:0", log_level: str = "info"
+        self,
+        db_path: Path,
+        *extra: str,
+        addr: str = "127.0.0.1:0",
+        log_level: str = "info",
+        env: dict[str, str] | None = None,
     ):
         self.proc = subprocess.Popen(
             [
@@ -34,7 +39,7 @@ class RestDaemon:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=server_env(),
+            env=server_env(**(env or {})),
         )
         self.stderr_lines: list[str] = []
         for line in self.proc.stderr:  # blocks until the daemon says where it listens

@@ -1,0 +1,99 @@
+"""End to end: real ``serve`` and ``serve-rest`` processes with the fake Ollama on 127.0.0.1."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+from rest_daemon import RestDaemon
+
+from agent_memory.db import open_database
+from agent_memory.service import MemoryService
+
+from conftest import executable, server_env
+
+DEADLINE_SECS = 60
+DATASTORE = "We chose PostgreSQL as our datastore."
+PARAPHRASE = "which relational database did the team pick"
+
+
+def params(db_path, ollama_url: str) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=executable(),
+        args=["--db", str(db_path), "serve"],
+        env=server_env(AGENT_MEMORY_OLLAMA_URL=ollama_url),
+    )
+
+
+def test_mcp_search_finds_a_paraphrase_and_backfills_at_start(db_path, tmp_path, ollama):
+    offline = MemoryService(open_database(db_path))  # stored with no Ollama: pending
+    queued = offline.store(
+        {"content": "The login page crashed on an empty password.", "type": "ERROR"}
+    )["id"]
+    offline.close()
+    errlog = (tmp_path / "stderr.log").open("w+")
+
+    async def main():
+        async with Client(stdio_client(params(db_path, ollama.url), errlog=errlog)) as client:
+            stored = await client.call_tool(
+                "memory_store", {"content": DATASTORE, "type": "DECISION"}
+            )
+            found = await client.call_tool("memory_search", {"query": PARAPHRASE, "limit": 1})
+            deadline = time.monotonic() + DEADLINE_SECS
+            while time.monotonic() < deadline:  # each turn is a real round trip, not a sleep
+                backfilled = await client.call_tool(
+                    "memory_search", {"query": "authentication bug", "limit": 1}
+                )
+                if [r["id"] for r in backfilled.structured_content["results"]] == [queued]:
+                    break
+            updated = await client.call_tool(
+                "memory_update", {"id": queued, "content": "Redis caches sessions."}
+            )
+            return stored, found, backfilled, updated
+
+    stored, found, backfilled, updated = anyio.run(main)
+    assert found.structured_content["search_mode"] == "hybrid"
+    assert [r["id"] for r in found.structured_content["results"]] == [
+        stored.structured_content["id"]
+    ]
+    assert [r["id"] for r in backfilled.structured_content["results"]] == [queued]
+    assert updated.structured_content["embedding_status"] == 1
+    errlog.seek(0)
+    log = errlog.read()
+    assert "embedder ready: nomic-embed-text" in log
+    assert "1 embedded" in log  # the start-up sweep's backfill
+
+
+def test_rest_and_mcp_share_vectors(db_path, ollama):
+    with RestDaemon(db_path, env={"AGENT_MEMORY_OLLAMA_URL": ollama.url}) as daemon:
+        assert daemon.request("GET", "/health").json()["embedder"] == "ready"
+        stored = daemon.request(
+            "POST", "/api/memories", json={"content": DATASTORE, "type": "DECISION"}
+        )
+        assert stored.status_code == 201
+
+        async def main():
+            async with Client(params(db_path, ollama.url)) as client:
+                return await client.call_tool("memory_search", {"query": PARAPHRASE, "limit": 1})
+
+        found = anyio.run(main)
+        assert found.structured_content["search_mode"] == "hybrid"
+        assert [r["id"] for r in found.structured_content["results"]] == [stored.json()["id"]]
+        patched = daemon.request(
+            "PATCH", f"/api/memories/{stored.json()['id']}", json={"content": "x"}
+        )
+        assert patched.json()["embedding_status"] == 1
+        answer = daemon.request("POST", "/api/search", json={"query": "?!"}).json()
+        assert answer["search_mode"] == "hybrid" and len(answer["results"]) == 1
+        assert daemon.stop() == 0
+
+
+def test_without_ollama_the_servers_stay_keyword(db_path):
+    with RestDaemon(db_path) as daemon:  # server_env points at a port nothing listens on
+        daemon.request("POST", "/api/memories", json={"content": DATASTORE, "type": "DECISION"})
+        answer = daemon.request("POST", "/api/search", json={"query": "datastore"}).json()
+        assert answer["search_mode"] == "keyword" and len(answer["results"]) == 1
+        assert daemon.stop() == 0
+    assert any("Ollama unreachable" in line for line in daemon.stderr_lines)
