@@ -1,8 +1,9 @@
 """A real HTTP server on 127.0.0.1 that speaks Ollama's /api/tags and /api/embed.
 
 Its embedder is deterministic and built so that paraphrases land close: each word is
-mapped through a small synonym table to a concept, each concept hashed to a few signed
-dimensions, and the sum normalized. "Which relational database did the team pick" and
+mapped through a small synonym table to a concept, each concept to a dense pseudo-random
+unit vector seeded by its hash, and the sum normalized. Dense like a real model's vectors,
+so that quantizing them to one sign bit per dimension behaves as it would with one. "Which relational database did the team pick" and
 "We chose PostgreSQL as our datastore" share no word, but "pick"/"chose" and
 "database"/"PostgreSQL"/"datastore" share concepts, so their cosine is high.
 
@@ -15,16 +16,17 @@ it starts failing with 503), ``on_embed`` (called inside the request, before the
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
+import random
 import re
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 DIMENSION = 768
-HASHES_PER_CONCEPT = 4
 
 SYNONYMS = [
     {"database", "datastore", "db", "postgresql", "postgres", "sqlite", "storage", "store"},
@@ -48,19 +50,21 @@ def concepts(text: str) -> list[str]:
     return [CONCEPT.get(w, w) for w in re.findall(r"\w+", text.lower()) if w not in STOPWORDS]
 
 
+@functools.lru_cache(maxsize=65_536)
+def concept_vector(concept: str, dimension: int) -> tuple[float, ...]:
+    seed = int.from_bytes(hashlib.sha256(concept.encode()).digest()[:8], "little")
+    rng = random.Random(seed)
+    return tuple(rng.gauss(0.0, 1.0) for _ in range(dimension))
+
+
 def embed(text: str, dimension: int = DIMENSION) -> list[float]:
     """The vector of ``text``: its task prefix (``search_query: `` ...) is ignored."""
     text = re.sub(r"^search_(query|document): ", "", text)
+    found = concepts(text) or ["<no words>"]  # a wordless text: one fixed vector
     vector = [0.0] * dimension
-    for concept in concepts(text):
-        digest = hashlib.sha256(concept.encode()).digest()
-        for i in range(HASHES_PER_CONCEPT):
-            chunk = digest[4 * i : 4 * i + 4]
-            sign = 1.0 if chunk[0] & 1 else -1.0
-            vector[int.from_bytes(chunk, "little") % dimension] += sign
-    norm = math.sqrt(sum(v * v for v in vector))
-    if norm == 0:  # a wordless text: any fixed unit vector
-        vector[0], norm = 1.0, 1.0
+    for concept in found:
+        vector = [v + c for v, c in zip(vector, concept_vector(concept, dimension), strict=True)]
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
     return [v / norm for v in vector]
 
 

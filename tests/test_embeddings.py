@@ -58,6 +58,8 @@ def test_forget_and_ttl_expiry_take_the_vector(hybrid, raw, clock):
     clock.advance(10)
     assert hybrid.sweep()["expired"] == 1
     assert set(vectors(raw)) == {kept}
+    for table in ("memory_vector_bits", "memory_vector_int8"):
+        assert raw.execute(f"SELECT memory_id FROM {table}").fetchall() == [(kept,)]
 
 
 def test_update_re_embeds_new_content_in_the_same_write(hybrid, raw):

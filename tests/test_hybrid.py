@@ -253,3 +253,35 @@ def test_leg_size_is_four_times_the_limit_capped_at_800(monkeypatch, hybrid):
         hybrid.search({"query": "x", "limit": limit})
     hybrid.search({"query": "x"})
     assert seen == [4, 40, 800, 4 * service_module.DEFAULT_SEARCH_LIMIT]
+
+
+def test_the_coarse_pass_over_many_vectors_agrees_with_exact_knn(hybrid, monkeypatch, raw):
+    from agent_memory import repository
+
+    fill(hybrid)
+    words = ["database", "cache", "login", "rollout", "vector", "pytest", "crash", "latency"]
+    for i in range(60):
+        text = f"{words[i % 8]} {words[(i * 3) % 8]} note{i} {words[(i * 5) % 8]}"  # all distinct
+        hybrid.store({"content": text, "type": "TODO"})
+    for query in [PARAPHRASE, "slow cache", "auth crash", "ship vectors"]:
+        embedding = hybrid.embedder.embed_query(query)
+        exact = hybrid.repo.vector_ranking(embedding, limit=10)
+        monkeypatch.setattr(repository, "EXACT_KNN_MAX_VECTORS", 0)
+        monkeypatch.setattr(repository, "COARSE_MIN_CANDIDATES", 20)  # so the cut matters
+        coarse = hybrid.repo.vector_ranking(embedding, limit=10)
+        monkeypatch.undo()
+        distance = {
+            memory_id: d
+            for memory_id, d in raw.execute(
+                "SELECT memory_id, vec_distance_cosine(embedding, ?) FROM memory_vectors",
+                (embedding.vector,),
+            )
+        }
+        # The same ten up to ties at the cut (this embedder makes many exactly equal distances;
+        # vec0 cuts among those in its own order, the coarse pass by id).
+        cut = distance[exact[-1]]
+        assert len(coarse) == 10
+        assert all(distance[i] <= cut + 1e-6 for i in coarse)
+        assert {i for i in coarse if distance[i] < cut - 1e-6} == {
+            i for i in exact if distance[i] < cut - 1e-6
+        }

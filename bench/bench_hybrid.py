@@ -1,0 +1,136 @@
+"""Hybrid search benchmark: backfill rate, and hybrid search latency without the embedder.
+
+    .venv/bin/python bench/bench_hybrid.py [--sizes 10000 100000] [--json out.json]
+
+For each size: a fresh database is filled through the service with no Ollama (every row
+pending), then the real backfill path embeds it all against the test suite's fake Ollama
+(a real HTTP server on 127.0.0.1 with a deterministic 768-dimension embedder): that gives
+the backfill rate. Then 200 searches (half single keywords, half questions, limit 10) run
+in process with their query vectors made beforehand, so the figures are agent-memory's own
+time; the embedder's round trip per query is reported apart. recall@10 compares the vector
+leg's ten nearest with an exact brute-force KNN over the same vectors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+from fake_ollama import FakeOllama  # noqa: E402
+
+from agent_memory.db import open_database  # noqa: E402
+from agent_memory.embedder import Embedder  # noqa: E402
+from agent_memory.service import MemoryService  # noqa: E402
+
+import corpus  # noqa: E402
+
+SEARCHES = 200
+LIMIT = 10
+# Exact brute force over the float vectors (vec0's own KNN), and one stored vector's distance.
+EXACT_KNN = "SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ?"
+DISTANCE = "SELECT vec_distance_cosine(embedding, ?) FROM memory_vectors WHERE memory_id = ?"
+TIE_EPSILON = 1e-6
+
+
+class Precomputed(Embedder):
+    """Answers queries from vectors made beforehand: searches are timed without Ollama."""
+
+    def __init__(self, real: Embedder, vectors: dict) -> None:
+        super().__init__(real.url, real.model)
+        self._vectors = vectors
+
+    def embed_query(self, text: str):
+        return self._vectors[text]
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def run(size: int, workdir: Path) -> dict:
+    path = workdir / f"hybrid-{size}.db"
+    loader = MemoryService(open_database(path))
+    for memory in corpus.memories(size):
+        loader.store(memory)
+    loader.close()
+    out: dict = {"size": size}
+    with FakeOllama() as ollama:
+        embedder = Embedder(ollama.url, "nomic-embed-text")
+        svc = MemoryService(open_database(path), embedder=embedder)
+        start = time.perf_counter()
+        while svc.backfill():
+            pass
+        out["backfill_rows_per_s"] = size / (time.perf_counter() - start)
+        queries = corpus.queries(SEARCHES)
+        vectors, embed_ms = {}, []
+        for q in queries:
+            t = time.perf_counter()
+            vectors[q] = embedder.embed_query(q)
+            embed_ms.append((time.perf_counter() - t) * 1000)
+        out["embed_query_p50_ms"] = statistics.median(embed_ms)
+        svc.close()
+
+    svc = MemoryService(open_database(path), embedder=Precomputed(embedder, vectors))
+    try:
+        svc.search({"query": queries[0], "limit": LIMIT})  # warm the page cache
+        timings: dict[str, list[float]] = {"keywords": [], "questions": [], "vector_leg": []}
+        for i, q in enumerate(queries):
+            t = time.perf_counter()
+            answer = svc.search({"query": q, "limit": LIMIT})
+            timings["keywords" if i % 2 == 0 else "questions"].append(
+                (time.perf_counter() - t) * 1000
+            )
+            assert answer["search_mode"] == "hybrid"
+            t = time.perf_counter()
+            svc.repo.vector_ranking(vectors[q], limit=4 * LIMIT)
+            timings["vector_leg"].append((time.perf_counter() - t) * 1000)
+        for name, values in timings.items():
+            out[f"{name}_p50_ms"] = statistics.median(values)
+            out[f"{name}_p99_ms"] = pct(values, 0.99)
+        hits = 0
+        sample = queries[:40]
+        with svc.database.engine.connect() as conn:
+            raw = conn.connection.driver_connection
+            for q in sample:
+                vector = vectors[q].vector
+                cut = max(d for _, d in raw.execute(EXACT_KNN, (vector, LIMIT)))
+                approx = svc.repo.vector_ranking(vectors[q], limit=LIMIT)
+                # a hit: as near as the exact tenth (equal distances are interchangeable)
+                hits += sum(
+                    raw.execute(DISTANCE, (vector, i)).fetchone()[0] <= cut + TIE_EPSILON
+                    for i in approx
+                )
+        out["recall_at_10"] = hits / (LIMIT * len(sample))
+        out["db_mb"] = path.stat().st_size / 1e6
+    finally:
+        svc.close()
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        results = [run(size, Path(tmp)) for size in args.sizes]
+    keys = [k for k in results[0] if k != "size"]
+    print("| figure | " + " | ".join(f"{r['size']:,}" for r in results) + " |")
+    print("|---|" + "---|" * len(results))
+    for key in keys:
+        print(f"| {key} | " + " | ".join(f"{r[key]:.2f}" for r in results) + " |")
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
