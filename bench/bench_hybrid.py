@@ -38,6 +38,9 @@ LIMIT = 10
 EXACT_KNN = "SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ?"
 DISTANCE = "SELECT vec_distance_cosine(embedding, ?) FROM memory_vectors WHERE memory_id = ?"
 TIE_EPSILON = 1e-6
+# Also reported: the share of the ten found that are within this cosine distance of the exact
+# tenth (on a templated corpus hundreds of memories can sit that close to it).
+NEAR_EPSILON = 0.01
 
 
 class Precomputed(Embedder):
@@ -58,18 +61,21 @@ def pct(values: list[float], q: float) -> float:
 
 def run(size: int, workdir: Path) -> dict:
     path = workdir / f"hybrid-{size}.db"
-    loader = MemoryService(open_database(path))
-    for memory in corpus.memories(size):
-        loader.store(memory)
-    loader.close()
     out: dict = {"size": size}
+    reused = path.exists()
+    if not reused:
+        loader = MemoryService(open_database(path))
+        for memory in corpus.memories(size):
+            loader.store(memory)
+        loader.close()
     with FakeOllama() as ollama:
         embedder = Embedder(ollama.url, "nomic-embed-text")
         svc = MemoryService(open_database(path), embedder=embedder)
-        start = time.perf_counter()
-        while svc.backfill():
-            pass
-        out["backfill_rows_per_s"] = size / (time.perf_counter() - start)
+        if not reused:
+            start = time.perf_counter()
+            while svc.backfill():
+                pass
+            out["backfill_rows_per_s"] = size / (time.perf_counter() - start)
         queries = corpus.queries(SEARCHES)
         vectors, embed_ms = {}, []
         for q in queries:
@@ -96,7 +102,7 @@ def run(size: int, workdir: Path) -> dict:
         for name, values in timings.items():
             out[f"{name}_p50_ms"] = statistics.median(values)
             out[f"{name}_p99_ms"] = pct(values, 0.99)
-        hits = 0
+        hits = near = 0
         sample = queries[:40]
         with svc.database.engine.connect() as conn:
             raw = conn.connection.driver_connection
@@ -104,12 +110,12 @@ def run(size: int, workdir: Path) -> dict:
                 vector = vectors[q].vector
                 cut = max(d for _, d in raw.execute(EXACT_KNN, (vector, LIMIT)))
                 approx = svc.repo.vector_ranking(vectors[q], limit=LIMIT)
+                found = [raw.execute(DISTANCE, (vector, i)).fetchone()[0] for i in approx]
                 # a hit: as near as the exact tenth (equal distances are interchangeable)
-                hits += sum(
-                    raw.execute(DISTANCE, (vector, i)).fetchone()[0] <= cut + TIE_EPSILON
-                    for i in approx
-                )
+                hits += sum(d <= cut + TIE_EPSILON for d in found)
+                near += sum(d <= cut + NEAR_EPSILON for d in found)
         out["recall_at_10"] = hits / (LIMIT * len(sample))
+        out["recall_at_10_within_0.01"] = near / (LIMIT * len(sample))
         out["db_mb"] = path.stat().st_size / 1e6
     finally:
         svc.close()
@@ -120,14 +126,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--keep",
+        type=Path,
+        metavar="DIR",
+        help="keep the databases in DIR and reuse them on the next run (no backfill figure then)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        results = [run(size, Path(tmp)) for size in args.sizes]
-    keys = [k for k in results[0] if k != "size"]
+        workdir = args.keep or Path(tmp)
+        workdir.mkdir(parents=True, exist_ok=True)
+        results = [run(size, workdir) for size in args.sizes]
+    keys = sorted({k for r in results for k in r if k != "size"})
     print("| figure | " + " | ".join(f"{r['size']:,}" for r in results) + " |")
     print("|---|" + "---|" * len(results))
     for key in keys:
-        print(f"| {key} | " + " | ".join(f"{r[key]:.2f}" for r in results) + " |")
+        print(f"| {key} | " + " | ".join(f"{r.get(key, float('nan')):.2f}" for r in results) + " |")
     if args.json:
         args.json.write_text(json.dumps(results, indent=2))
 

@@ -61,9 +61,9 @@ def embed(text: str, dimension: int = DIMENSION) -> list[float]:
     """The vector of ``text``: its task prefix (``search_query: `` ...) is ignored."""
     text = re.sub(r"^search_(query|document): ", "", text)
     found = concepts(text) or ["<no words>"]  # a wordless text: one fixed vector
-    vector = [0.0] * dimension
-    for concept in found:
-        vector = [v + c for v, c in zip(vector, concept_vector(concept, dimension), strict=True)]
+    vector = [
+        sum(column) for column in zip(*(concept_vector(c, dimension) for c in found), strict=True)
+    ]
     norm = math.sqrt(sum(v * v for v in vector)) or 1.0
     return [v / norm for v in vector]
 
