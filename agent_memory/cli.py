@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import re
 import signal
 import sys
+import tempfile
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -284,6 +287,66 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
             bar.__exit__(None, None, None)
         service.close()
     click.echo(f"re-embedded {embedded} memories with {pin.describe()}", err=True)
+
+
+EXPORT_BUFFER_BYTES = 1 << 20
+
+
+def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], object]):
+    """Run ``produce(write)`` into a private temp file beside ``path``, then rename it over.
+
+    The temp file is created 0600 in the target's directory (so the rename is atomic), synced
+    before the rename, and removed if anything fails: ``path`` is either the old file or the
+    complete new one, never a part.
+    """
+    directory = path.resolve().parent
+    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb", buffering=EXPORT_BUFFER_BYTES) as out:
+            result = produce(lambda text: out.write(text.encode()))
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        Path(temp).unlink(missing_ok=True)
+        raise
+    dir_fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
+    return result
+
+
+@cli.command()
+@click.option(
+    "--output",
+    "-o",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write to this file (atomically: a temp file, synced, then renamed). Default: stdout.",
+)
+@click.pass_obj
+def export(settings: Settings, output: Path | None) -> None:
+    """Export every memory and relation as portable JSONL (format v1)."""
+    service = open_service(settings)
+    try:
+        if output is None:
+            stdout = sys.stdout.buffer
+            rows, links = service.export(
+                lambda text: stdout.write(text.encode()), settings.embed_model
+            )
+            stdout.flush()
+        else:
+            rows, links = write_atomically(  # type: ignore[misc]
+                output, lambda write: service.export(write, settings.embed_model)
+            )
+    except StorageError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
+    finally:
+        service.close()
+    click.echo(f"exported {rows} memories and {links} links", err=True)
 
 
 def main() -> None:

@@ -199,6 +199,27 @@ _MARK_EMBEDDED = (
     .values(embedding_status=1)
 )
 _ALL_PENDING = update(memories).values(embedding_status=0)
+# Export: every row (expired ones too) in key order, every edge in (from, to, kind) order.
+EXPORT_MEMORY_COLUMNS = (
+    "id",
+    "type",
+    "content",
+    "tags",
+    "source",
+    "scope",
+    "created_at",
+    "last_accessed",
+    "access_count",
+    "expires_at",
+)
+_EXPORT_MEMORIES = select(*(memories.c[name] for name in EXPORT_MEMORY_COLUMNS)).order_by(
+    memories.c.id
+)
+_EXPORT_LINKS = select(
+    memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind, memory_links.c.created_at
+).order_by(memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind)
+_COUNT_MEMORIES = select(func.count()).select_from(memories)
+_COUNT_LINKS = select(func.count()).select_from(memory_links)
 _EMBEDDING_COUNTS = select(func.count(), func.count().filter(memories.c.embedding_status == 0))
 
 
@@ -398,6 +419,35 @@ def _pinned(conn: sqlalchemy.Connection, pin: Pin) -> bool:
         log.info("embedding model pinned: %s", pin.describe())
         return True
     return stored == pin
+
+
+class Snapshot:
+    """The database as of one read transaction, streamed row by row (memory stays flat)."""
+
+    BATCH_ROWS = 1_000
+
+    def __init__(self, conn: sqlalchemy.Connection) -> None:
+        self._conn = conn
+
+    def counts(self) -> tuple[int, int]:
+        """(memories, links)."""
+        memories_count = self._conn.execute(_COUNT_MEMORIES).scalar_one()
+        return int(memories_count), int(self._conn.execute(_COUNT_LINKS).scalar_one())
+
+    def pin(self) -> Pin | None:
+        return _stored_pin(self._conn)
+
+    def memories(self) -> Iterator[dict[str, Any]]:
+        rows = self._conn.execution_options(yield_per=self.BATCH_ROWS).execute(_EXPORT_MEMORIES)
+        for row in rows:
+            out = dict(zip(EXPORT_MEMORY_COLUMNS, row, strict=True))
+            out["tags"] = json.loads(out["tags"])
+            yield out
+
+    def links(self) -> Iterator[tuple[int, int, str, int]]:
+        rows = self._conn.execution_options(yield_per=self.BATCH_ROWS).execute(_EXPORT_LINKS)
+        for row in rows:
+            yield tuple(row)  # type: ignore[misc]
 
 
 class Repository:
@@ -727,6 +777,14 @@ class Repository:
         with self._read() as conn:
             total, pending = conn.execute(_EMBEDDING_COUNTS).one()
         return int(total), int(pending)
+
+    # -- export ---------------------------------------------------------------------------
+
+    @contextmanager
+    def snapshot(self) -> Iterator[Snapshot]:
+        """One read transaction over the whole file: counts and rows agree with each other."""
+        with self._read() as conn:
+            yield Snapshot(conn)
 
     def ping(self) -> None:
         """A cheap read that fails when the store cannot be read."""

@@ -19,9 +19,17 @@ from typing import Any
 import sqlalchemy
 import sqlean
 
-from agent_memory import __version__, fts
+from agent_memory import __version__, fts, jsonl
 from agent_memory.db import Database
-from agent_memory.embedder import MODEL_MISSING, READY, UNREACHABLE, Embedder, Embedding, Pin
+from agent_memory.embedder import (
+    KNOWN_DIMENSIONS,
+    MODEL_MISSING,
+    READY,
+    UNREACHABLE,
+    Embedder,
+    Embedding,
+    Pin,
+)
 from agent_memory.errors import (
     EmbedderUnavailable,
     InvalidArgument,
@@ -574,3 +582,36 @@ class MemoryService:
             if self._configured_differs(self.repo.pin()):
                 self._log_mismatch()
         return status
+
+    # -- export ---------------------------------------------------------------------------
+
+    def export(self, write: Callable[[str], None], embed_model: str) -> tuple[int, int]:
+        """Write the whole database as JSONL v1 lines through ``write``; (memories, links).
+
+        One read snapshot, streamed: the header's counts match the records, and memory use
+        does not grow with the database. Without a pin (nothing embedded yet) the header
+        names ``embed_model``, the configured model, and its dimension when known (else 0).
+        """
+        with self._storage("export"), self.repo.snapshot() as snap:
+            rows, links = snap.counts()
+            pin = snap.pin()
+            model = pin.model if pin else embed_model
+            dimension = pin.dimension if pin else KNOWN_DIMENSIONS.get(model.split(":")[0], 0)
+            write(
+                jsonl.line(
+                    jsonl.header(
+                        exported_at=self.now(),
+                        embedding_model=model,
+                        embedding_dim=dimension,
+                        schema_version=self.database.schema_version,
+                        agent_memory_version=__version__,
+                        exported_rows=rows,
+                        exported_links=links,
+                    )
+                )
+            )
+            for row in snap.memories():
+                write(jsonl.line(jsonl.memory(row)))
+            for edge in snap.links():
+                write(jsonl.line(jsonl.link(*edge)))
+        return rows, links

@@ -1,0 +1,162 @@
+"""``agent-memory export``: the JSONL v1 file, its order and fields, atomic --output."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+from click.testing import CliRunner
+
+from agent_memory import __version__
+from agent_memory.cli import cli
+from agent_memory.db import head_revision
+
+from conftest import START
+
+
+def export_lines(svc, model: str = "nomic-embed-text") -> list[str]:
+    out: list[str] = []
+    svc.export(out.append, model)
+    return out
+
+
+def records(svc, model: str = "nomic-embed-text") -> list[dict]:
+    return [json.loads(line) for line in export_lines(svc, model)]
+
+
+def fill(svc, clock):
+    a = svc.store(
+        {"content": "We chose SQLite.", "type": "DECISION", "tags": ["db"], "scope": "kore"}
+    )["id"]
+    b = svc.store({"content": "Naïve café — résumé", "type": "PATTERN", "source": "chat"})["id"]
+    c = svc.store({"content": "expires soon", "type": "TODO", "ttl_secs": 5})["id"]
+    svc.link({"from_id": b, "to_id": a, "kind": "relates_to"})
+    svc.link({"from_id": c, "to_id": a, "kind": "caused_by"})
+    svc.link({"from_id": a, "to_id": b, "kind": "supersedes"})
+    clock.advance(10)  # c is expired now, and still exported
+    return a, b, c
+
+
+def test_an_empty_database_exports_its_header(service):
+    assert records(service) == [
+        {
+            "record": "header",
+            "format": "agent-memory-export",
+            "version": 1,
+            "exported_at": START,
+            "embedding_model": "nomic-embed-text",
+            "embedding_dim": 768,
+            "schema_version": head_revision(),
+            "agent_memory_version": __version__,
+            "exported_rows": 0,
+            "exported_links": 0,
+        }
+    ]
+
+
+def test_every_row_and_edge_in_order_with_every_field_in_wire_order(service, clock):
+    a, b, c = fill(service, clock)
+    header, *rest = records(service)
+    assert (header["exported_rows"], header["exported_links"]) == (3, 3)
+    memories, links = rest[:3], rest[3:]
+    assert [m["key"] for m in memories] == [a, b, c]
+    assert list(memories[0]) == [
+        "record", "key", "type", "content", "tags", "source", "scope",
+        "created_at", "last_accessed", "access_count", "expires_at",
+    ]  # fmt: skip
+    assert memories[0] == {
+        "record": "memory", "key": a, "type": "DECISION", "content": "We chose SQLite.",
+        "tags": ["db"], "source": None, "scope": "kore", "created_at": START,
+        "last_accessed": START, "access_count": 0, "expires_at": None,
+    }  # fmt: skip
+    assert memories[1]["content"] == "Naïve café — résumé" and memories[1]["source"] == "chat"
+    assert memories[2]["expires_at"] == START + 5  # expired rows travel too
+    assert links == [
+        {"record": "link", "from": a, "to": b, "kind": "relates_to", "created_at": START},
+        {"record": "link", "from": a, "to": b, "kind": "supersedes", "created_at": START},
+        {"record": "link", "from": c, "to": a, "kind": "caused_by", "created_at": START},
+    ]
+    assert all(line.endswith("\n") and line.count("\n") == 1 for line in export_lines(service))
+
+
+def test_two_exports_under_the_same_clock_are_byte_identical(service, clock):
+    fill(service, clock)
+    assert "".join(export_lines(service)) == "".join(export_lines(service))
+
+
+def test_the_header_carries_the_pin_when_there_is_one(hybrid):
+    hybrid.store({"content": "embedded", "type": "TODO"})
+    header = records(hybrid, "some-other-model")[0]
+    assert (header["embedding_model"], header["embedding_dim"]) == ("nomic-embed-text", 768)
+
+
+def test_without_a_pin_the_header_names_the_configured_model(service):
+    header = records(service, "mxbai-embed-large")[0]
+    assert (header["embedding_model"], header["embedding_dim"]) == ("mxbai-embed-large", 0)
+
+
+def invoke(db_path, *args):
+    return CliRunner().invoke(cli, ["--db", str(db_path), "export", *args])
+
+
+def test_cli_export_to_stdout_and_to_a_private_file(service, clock, db_path, tmp_path):
+    fill(service, clock)
+    result = invoke(db_path)
+    assert result.exit_code == 0
+    assert [json.loads(x)["record"] for x in result.stdout.splitlines()] == ["header"] + [
+        "memory"
+    ] * 3 + ["link"] * 3
+    assert "exported 3 memories and 3 links" in result.stderr
+    target = tmp_path / "out" / "memory.jsonl"
+    target.parent.mkdir()
+    result = invoke(db_path, "--output", str(target))
+    assert result.exit_code == 0, result.output
+    assert result.stdout == ""
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert target.read_text().splitlines()[1:] == result_lines_after_header(invoke(db_path))
+    assert os.listdir(target.parent) == ["memory.jsonl"]  # no temp file left
+
+
+def result_lines_after_header(result) -> list[str]:
+    return result.stdout.splitlines()[1:]
+
+
+def test_an_interrupted_export_leaves_the_old_file_and_no_temp(
+    service, clock, db_path, tmp_path, monkeypatch
+):
+    fill(service, clock)
+    target = tmp_path / "memory.jsonl"
+    target.write_text("the previous export\n")
+    from agent_memory.service import MemoryService
+
+    real = MemoryService.export
+
+    def interrupted(self, write, model):
+        def half(text):
+            write(text)
+            raise KeyboardInterrupt  # Ctrl-C after the first line
+
+        return real(self, half, model)
+
+    monkeypatch.setattr(MemoryService, "export", interrupted)
+    result = invoke(db_path, "--output", str(target))
+    assert result.exit_code != 0
+    assert target.read_text() == "the previous export\n"
+    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+
+
+def test_an_output_in_a_missing_directory_is_one_line_and_exit_1(service, db_path, tmp_path):
+    target = tmp_path / "missing-dir" / "out.jsonl"
+    result = invoke(db_path, "--output", str(target))
+    assert result.exit_code == 1
+    assert (
+        result.stderr.strip().splitlines()[-1]
+        == f"cannot write {target}: No such file or directory"
+    )
+
+
+def test_a_directory_as_output_is_a_usage_error(service, db_path, tmp_path):
+    result = invoke(db_path, "--output", str(tmp_path))
+    assert result.exit_code == 2
+    assert "is a directory" in result.stderr
