@@ -13,7 +13,6 @@ import os
 import re
 import signal
 import sys
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -295,12 +294,14 @@ EXPORT_BUFFER_BYTES = 1 << 20
 def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], object]):
     """Run ``produce(write)`` into a private temp file beside ``path``, then rename it over.
 
-    The temp file is created 0600 in the target's directory (so the rename is atomic), synced
-    before the rename, and removed if anything fails: ``path`` is either the old file or the
-    complete new one, never a part.
+    The temp file, ``PATH.export-tmp-<pid>``, is created with mode 0600 (no readable
+    instant) in the target's directory (so the rename is atomic), synced before the rename,
+    and removed if anything fails: ``path`` is either the old file or the complete new one.
     """
     directory = path.resolve().parent
-    fd, temp = tempfile.mkstemp(dir=directory, prefix=f".{path.name}.", suffix=".tmp")
+    temp = f"{path}.export-tmp-{os.getpid()}"
+    Path(temp).unlink(missing_ok=True)  # a leftover of a crashed run with our pid
+    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "wb", buffering=EXPORT_BUFFER_BYTES) as out:
             result = produce(lambda text: out.write(text.encode()))

@@ -131,10 +131,12 @@ def test_an_interrupted_export_leaves_the_old_file_and_no_temp(
     from agent_memory.service import MemoryService
 
     real = MemoryService.export
+    seen = []
 
     def interrupted(self, write, model):
         def half(text):
             write(text)
+            seen.append(stat.S_IMODE(os.stat(f"{target}.export-tmp-{os.getpid()}").st_mode))
             raise KeyboardInterrupt  # Ctrl-C after the first line
 
         return real(self, half, model)
@@ -143,7 +145,8 @@ def test_an_interrupted_export_leaves_the_old_file_and_no_temp(
     result = invoke(db_path, "--output", str(target))
     assert result.exit_code != 0
     assert target.read_text() == "the previous export\n"
-    assert not [p for p in os.listdir(tmp_path) if p.endswith(".tmp")]
+    assert not [p for p in os.listdir(tmp_path) if "export-tmp" in p]
+    assert seen == [0o600]  # the temp file was private from its first byte
 
 
 def test_an_output_in_a_missing_directory_is_one_line_and_exit_1(service, db_path, tmp_path):
