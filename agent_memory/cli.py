@@ -25,6 +25,8 @@ from agent_memory.errors import (
     BackupFailed,
     DatabaseOpenError,
     EmbedderUnavailable,
+    FormatTooNew,
+    InvalidArgument,
     SchemaTooNew,
     StorageError,
 )
@@ -348,6 +350,51 @@ def export(settings: Settings, output: Path | None) -> None:
     finally:
         service.close()
     click.echo(f"exported {rows} memories and {links} links", err=True)
+
+
+@cli.command("import")
+@click.option(
+    "--from",
+    "source_format",
+    type=click.Choice(["jsonl"]),
+    required=True,
+    help="jsonl: a file written by `agent-memory export`.",
+)
+@click.option("--scope", help="Not accepted with --from jsonl (each memory carries its own).")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.pass_obj
+def import_(settings: Settings, source_format: str, scope: str | None, path: Path) -> None:
+    """Import memories and relations from PATH (validated whole before anything is written)."""
+    from agent_memory import jsonl
+    from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+
+    if scope is not None:
+        raise click.UsageError(
+            "--scope is not accepted with --from jsonl: every memory in the file carries its "
+            "own scope"
+        )
+    reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+    try:
+        reader.check()  # the database is not even opened for a file with a defect
+    except UnicodeDecodeError:
+        fail(f"cannot read {path}: not UTF-8 text")
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    except (InvalidArgument, FormatTooNew) as exc:
+        fail(str(exc))
+    service = open_service(settings)
+    try:
+        report = service.import_jsonl(reader)
+    except StorageError as exc:
+        fail(str(exc))
+    finally:
+        service.close()
+    click.echo(", ".join(f"{name}: {count}" for name, count in report.items()))
+    if report["imported"]:
+        click.echo(
+            f"{report['imported']} rows pending embedding — the sweep backfills them on the "
+            "next serve/serve-rest start (128 per tick)"
+        )
 
 
 def main() -> None:

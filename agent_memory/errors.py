@@ -97,3 +97,15 @@ class EmbedderUnavailable(AgentMemoryError):
             f"is running and the model is pulled (ollama pull {model}), then run reembed "
             "again to go on"
         )
+
+
+class FormatTooNew(AgentMemoryError):
+    """file is format version {found} but this binary reads up to version 1 — upgrade
+    agent-memory"""
+
+    def __init__(self, found: int) -> None:
+        self.found = found
+        super().__init__(
+            f"file is format version {found} but this binary reads up to version 1 — "
+            "upgrade agent-memory"
+        )

@@ -8,7 +8,10 @@ byte-identical. Vectors, decay_score and embedding_status are derived data and d
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
+
+from agent_memory.errors import FormatTooNew, InvalidArgument
 
 FORMAT = "agent-memory-export"
 VERSION = 1
@@ -67,3 +70,188 @@ def link(from_key: int, to_key: int, kind: str, created_at: int) -> dict[str, An
         "kind": kind,
         "created_at": created_at,
     }
+
+
+# -- the strict reader ----------------------------------------------------------------------
+
+# field -> (accepted Python types, may be omitted (reads as null))
+_INT = (int,)
+_STR = (str,)
+_FIELDS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
+    "header": {
+        "record": (_STR, False),
+        "format": (_STR, False),
+        "version": (_INT, False),
+        "exported_at": (_INT, False),
+        "embedding_model": (_STR, False),
+        "embedding_dim": (_INT, False),
+        "schema_version": (_INT, False),
+        "agent_memory_version": (_STR, False),
+        "exported_rows": (_INT, False),
+        "exported_links": (_INT, False),
+    },
+    "memory": {
+        "record": (_STR, False),
+        "key": (_INT, False),
+        "type": (_STR, False),
+        "content": (_STR, False),
+        "tags": ((list,), False),
+        "source": ((str, type(None)), True),
+        "scope": ((str, type(None)), True),
+        "created_at": (_INT, False),
+        "last_accessed": (_INT, False),
+        "access_count": (_INT, False),
+        "expires_at": ((int, type(None)), True),
+    },
+    "link": {
+        "record": (_STR, False),
+        "from": (_INT, False),
+        "to": (_INT, False),
+        "kind": (_STR, False),
+        "created_at": (_INT, False),
+    },
+}
+_TYPE_NAMES = {int: "an integer", str: "a string", list: "an array", type(None): "null"}
+
+
+def _names(items: Any) -> str:
+    return ", ".join(f"`{name}`" for name in items)
+
+
+def _shown(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class Reader:
+    """Validate a whole export file before anything is written; then stream its records.
+
+    Every defect raises InvalidArgument naming the 1-based line; a file of a newer format
+    version raises FormatTooNew. ``check()`` is the first pass (it keeps only the keys seen,
+    so memory stays small); ``records()`` the second, over a file known to be valid.
+    """
+
+    def __init__(self, path: Any, memory_types: tuple[str, ...], link_kinds: tuple[str, ...]):
+        self.path = path
+        self.memory_types = memory_types
+        self.link_kinds = link_kinds
+        self.header: dict[str, Any] | None = None
+
+    def _lines(self) -> Iterator[tuple[int, str]]:
+        with open(self.path, encoding="utf-8", newline="\n") as handle:
+            yield from enumerate(handle, start=1)
+
+    def _object(self, number: int, text: str) -> dict[str, Any]:
+        try:
+            value = json.loads(text)
+        except ValueError as exc:
+            raise _defect(number, f"not valid JSON ({exc})") from None
+        if not isinstance(value, dict):
+            raise _defect(number, f"expected a JSON object, got {_shown(value)[:40]}")
+        return value
+
+    def _fields(self, number: int, record: dict[str, Any], tag: str) -> None:
+        fields = _FIELDS[tag]
+        for name in record:
+            if name not in fields:
+                raise _defect(number, f"unknown field `{name}`, expected one of {_names(fields)}")
+        for name, (types, optional) in fields.items():
+            if name not in record:
+                if optional:
+                    record[name] = None
+                    continue
+                raise _defect(number, f"missing field `{name}`")
+            value = record[name]
+            if isinstance(value, bool) or not isinstance(value, types):
+                expected = " or ".join(_TYPE_NAMES[t] for t in types)
+                raise _defect(number, f"`{name}` must be {expected} (got {_shown(value)})")
+
+    def check(self) -> dict[str, Any]:
+        """The validated header; raises on the first defect anywhere in the file."""
+        keys: set[int] = set()
+        rows = links = 0
+        header: dict[str, Any] | None = None
+        for number, text in self._lines():
+            record = self._object(number, text)
+            tag = record.get("record")
+            if number == 1:
+                if tag != "header":
+                    raise _defect(1, "the first line must be the header record")
+                version = record.get("version")
+                if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
+                    raise FormatTooNew(version)
+                self._fields(1, record, "header")
+                if record["format"] != FORMAT:
+                    raise _defect(1, f"format must be {FORMAT} (got {_shown(record['format'])})")
+                if version < 1:
+                    raise _defect(1, f"version must be a positive integer (got {version})")
+                header = record
+                continue
+            if tag == "header":
+                raise _defect(number, "a second header record")
+            if tag not in _FIELDS:
+                raise _defect(number, f"unknown variant `{tag}`, expected one of {_names(_FIELDS)}")
+            self._fields(number, record, tag)
+            if tag == "memory":
+                self._memory(number, record, keys)
+                rows += 1
+            else:
+                self._link(number, record, keys)
+                links += 1
+        if header is None:
+            raise _defect(1, "the file is empty: expected the header record")
+        if (rows, links) != (header["exported_rows"], header["exported_links"]):
+            raise _defect(
+                1,
+                f"the header announces {header['exported_rows']} memories and "
+                f"{header['exported_links']} links, the file holds {rows} and {links}",
+            )
+        self.header = header
+        return header
+
+    def _memory(self, number: int, record: dict[str, Any], keys: set[int]) -> None:
+        if record["type"] not in self.memory_types:
+            raise _defect(
+                number,
+                f"invalid memory type '{record['type']}' "
+                f"(expected one of {', '.join(self.memory_types)})",
+            )
+        if not record["content"].strip():
+            raise _defect(number, "content must be a non-empty string")
+        if not all(isinstance(tag, str) for tag in record["tags"]):
+            raise _defect(
+                number, f"`tags` must be an array of strings (got {_shown(record['tags'])})"
+            )
+        if record["access_count"] < 0:
+            raise _defect(
+                number, f"access_count must not be negative (got {record['access_count']})"
+            )
+        if record["key"] in keys:
+            raise _defect(number, f"duplicate key {record['key']}")
+        keys.add(record["key"])
+
+    def _link(self, number: int, record: dict[str, Any], keys: set[int]) -> None:
+        if record["kind"] not in self.link_kinds:
+            raise _defect(
+                number,
+                f"kind must be one of {', '.join(self.link_kinds)} (got '{record['kind']}')",
+            )
+        if record["from"] == record["to"]:
+            raise _defect(number, f"a link from key {record['from']} to itself")
+        for end in ("from", "to"):
+            if record[end] not in keys:
+                raise _defect(number, f"link `{end}` key {record[end]} is not a memory in the file")
+
+    def records(self) -> Iterator[dict[str, Any]]:
+        """Every memory and link record, optional fields filled in (after ``check``)."""
+        for number, text in self._lines():
+            if number == 1:
+                continue
+            record = json.loads(text)
+            for name, (_types, optional) in _FIELDS[record["record"]].items():
+                if optional:
+                    record.setdefault(name, None)
+            yield record
+
+
+def _defect(number: int, detail: str) -> InvalidArgument:
+    return InvalidArgument(f"line {number}: {detail}")

@@ -218,6 +218,11 @@ _EXPORT_MEMORIES = select(*(memories.c[name] for name in EXPORT_MEMORY_COLUMNS))
 _EXPORT_LINKS = select(
     memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind, memory_links.c.created_at
 ).order_by(memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind)
+_IDENTITY = select(memories.c.id).where(
+    memories.c.type == bindparam("type"),
+    memories.c.content == bindparam("content"),
+    memories.c.source.is_(bindparam("source")),  # NULL matches NULL
+)
 _COUNT_MEMORIES = select(func.count()).select_from(memories)
 _COUNT_LINKS = select(func.count()).select_from(memory_links)
 _EMBEDDING_COUNTS = select(func.count(), func.count().filter(memories.c.embedding_status == 0))
@@ -777,6 +782,55 @@ class Repository:
         with self._read() as conn:
             total, pending = conn.execute(_EMBEDDING_COUNTS).one()
         return int(total), int(pending)
+
+    # -- import ---------------------------------------------------------------------------
+
+    def import_memories(
+        self, batch: Sequence[dict[str, Any]], now: int
+    ) -> list[tuple[str, int | None]]:
+        """Insert a batch in one transaction; per record ("imported" | "duplicate", row id)
+        or ("expired", None).
+
+        A record already present on (type, content, source) is not inserted; its id is the
+        existing row's (a duplicate inside the file collapses onto the first the same way).
+        """
+        out: list[tuple[str, int | None]] = []
+        with self._write() as conn:
+            for record in batch:
+                expires_at = record["expires_at"]
+                if expires_at is not None and expires_at <= now:
+                    out.append(("expired", None))
+                    continue
+                identity = {k: record[k] for k in ("type", "content", "source")}
+                existing = conn.execute(_IDENTITY, identity).scalar()
+                if existing is not None:
+                    out.append(("duplicate", existing))
+                    continue
+                row = {
+                    "type": record["type"],
+                    "content": record["content"],
+                    "tags": json.dumps(list(record["tags"]), ensure_ascii=False),
+                    "source": record["source"],
+                    "scope": record["scope"],
+                    "base_weight": decay.base_weight(record["type"]),
+                    "decay_score": 1.0,
+                    "access_count": record["access_count"],
+                    "created_at": record["created_at"],
+                    "last_accessed": now,
+                    "expires_at": expires_at,
+                    "embedding_status": 0,
+                }
+                out.append(("imported", int(conn.execute(_INSERT, row).inserted_primary_key[0])))
+        return out
+
+    def import_links(self, edges: Sequence[tuple[int, int, str, int]]) -> int:
+        """Insert (a, b, kind, created_at) edges in one transaction; how many were new."""
+        added = 0
+        with self._write() as conn:
+            for a, b, kind, created_at in edges:
+                params = {"a": a, "b": b, "k": kind, "now": created_at}
+                added += conn.execute(_LINK, params).rowcount
+        return added
 
     # -- export ---------------------------------------------------------------------------
 

@@ -62,6 +62,22 @@ RRF_K = 60
 # Pending rows the sweep embeds per tick (one Ollama request), and reembed per batch.
 BACKFILL_BATCH_ROWS = 128
 REEMBED_BATCH_ROWS = 64
+# Import: records per write transaction; a header this far ahead of our clock gets a warning.
+IMPORT_BATCH_ROWS = 1_000
+CLOCK_SKEW_WARN_SECS = 3600
+IMPORT_COUNTS = (
+    "imported",
+    "skipped duplicates",
+    "skipped expired",
+    "links imported",
+    "links skipped duplicates",
+    "links dropped",
+)
+IMPORT_OUTCOME = {
+    "imported": "imported",
+    "duplicate": "skipped duplicates",
+    "expired": "skipped expired",
+}
 
 
 # -- argument checks: one function per kind of value, one message format ------------------
@@ -615,3 +631,64 @@ class MemoryService:
             for edge in snap.links():
                 write(jsonl.line(jsonl.link(*edge)))
         return rows, links
+
+    # -- import ---------------------------------------------------------------------------
+
+    def import_jsonl(self, reader: jsonl.Reader) -> dict[str, int]:
+        """Import a file the reader has already checked: one transaction per batch.
+
+        Keys map to the new rows' ids (or to the row a duplicate collapsed onto), never to
+        ids that merely equal them. Rows land pending embedding; Ollama is not contacted.
+        """
+        header = reader.header
+        assert header is not None, "call reader.check() first"
+        now = self.now()
+        if header["exported_at"] > now + CLOCK_SKEW_WARN_SECS:
+            log.warning(
+                "the file was exported at %d, %d s ahead of this machine's clock; importing "
+                "anyway (check the clocks: created_at and expires_at are kept as written)",
+                header["exported_at"],
+                header["exported_at"] - now,
+            )
+        report = dict.fromkeys(IMPORT_COUNTS, 0)
+        ids: dict[int, int | None] = {}
+        memories: list[dict[str, Any]] = []
+        edges: list[tuple[int, int, str, int]] = []
+
+        def flush_memories() -> None:
+            for record, (outcome, memory_id) in zip(
+                memories, self.repo.import_memories(memories, now), strict=True
+            ):
+                ids[record["key"]] = memory_id
+                report[IMPORT_OUTCOME[outcome]] += 1
+            memories.clear()
+
+        def flush_links() -> None:
+            added = self.repo.import_links(edges)
+            report["links imported"] += added
+            report["links skipped duplicates"] += len(edges) - added
+            edges.clear()
+
+        with self._storage("import"):
+            for record in reader.records():
+                if record["record"] == "memory":
+                    memories.append(record)
+                    if len(memories) >= IMPORT_BATCH_ROWS:
+                        flush_memories()
+                    continue
+                if memories:
+                    flush_memories()
+                a, b = ids[record["from"]], ids[record["to"]]
+                if a is None or b is None or a == b:  # an end expired, or both collapsed
+                    report["links dropped"] += 1
+                    continue
+                if record["kind"] == "relates_to":
+                    a, b = min(a, b), max(a, b)
+                edges.append((a, b, record["kind"], record["created_at"]))
+                if len(edges) >= IMPORT_BATCH_ROWS:
+                    flush_links()
+            if memories:
+                flush_memories()
+            if edges:
+                flush_links()
+        return report

@@ -1,0 +1,361 @@
+"""``agent-memory import --from jsonl``: the strict reader, dedup, remapped links, the report."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from agent_memory.cli import cli
+from agent_memory.db import open_database
+from agent_memory.service import MemoryService
+
+from conftest import START, Clock
+
+REPORT_ZERO = dict.fromkeys(
+    [
+        "imported",
+        "skipped duplicates",
+        "skipped expired",
+        "links imported",
+        "links skipped duplicates",
+        "links dropped",
+    ],
+    0,
+)
+
+
+def exported(svc) -> list[dict]:
+    lines: list[str] = []
+    svc.export(lines.append, "nomic-embed-text")
+    return [json.loads(line) for line in lines]
+
+
+def write(path, records) -> None:
+    path.write_text(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records), encoding="utf-8"
+    )
+
+
+def fill(svc) -> None:
+    a = svc.store(
+        {"content": "We chose SQLite.", "type": "DECISION", "tags": ["db"], "scope": "kore"}
+    )["id"]
+    b = svc.store({"content": "Naïve café — résumé", "type": "PATTERN", "source": "chat"})["id"]
+    c = svc.store({"content": "fix the login crash", "type": "ERROR", "ttl_secs": 10**9})["id"]
+    svc.forget({"id": svc.store({"content": "a gap in the ids", "type": "TODO"})["id"]})
+    d = svc.store({"content": "after the gap", "type": "TODO", "tags": []})["id"]
+    svc.link({"from_id": b, "to_id": a, "kind": "relates_to"})
+    svc.link({"from_id": c, "to_id": a, "kind": "caused_by"})
+    svc.link({"from_id": d, "to_id": c, "kind": "supersedes"})
+
+
+def invoke(db_path, *args):
+    return CliRunner().invoke(cli, ["--db", str(db_path), "import", *args])
+
+
+def report_of(result) -> dict[str, int]:
+    first = result.stdout.splitlines()[0]
+    return {k: int(v) for k, v in (part.split(": ") for part in first.split(", "))}
+
+
+@pytest.fixture
+def export_file(tmp_path):
+    source = MemoryService(open_database(tmp_path / "source.db"), clock=Clock())
+    fill(source)
+    records = exported(source)
+    source.close()
+    path = tmp_path / "memories.jsonl"
+    write(path, records)
+    return path, records
+
+
+def normalized(records: list[dict]) -> list[dict]:
+    """Keys renumbered by position, import-time fields left out."""
+    keys = {r["key"]: i for i, r in enumerate(r for r in records if r["record"] == "memory")}
+    out = []
+    for r in records[1:]:
+        r = dict(r)
+        if r["record"] == "memory":
+            r["key"] = keys[r["key"]]
+            r.pop("last_accessed")
+        else:
+            r["from"], r["to"] = keys[r["from"]], keys[r["to"]]
+        out.append(r)
+    return out
+
+
+def test_round_trip_into_an_empty_database(export_file, tmp_path):
+    path, records = export_file
+    target = tmp_path / "target.db"
+    result = invoke(target, "--from", "jsonl", str(path))
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines() == [
+        "imported: 4, skipped duplicates: 0, skipped expired: 0, links imported: 3, "
+        "links skipped duplicates: 0, links dropped: 0",
+        "4 rows pending embedding — the sweep backfills them on the next serve/serve-rest "
+        "start (128 per tick)",
+    ]
+    svc = MemoryService(open_database(target), clock=Clock(START + 500))
+    try:
+        again = exported(svc)
+        assert normalized(again) == normalized(records)
+        assert {r["last_accessed"] for r in again if r["record"] == "memory"} != {START}
+        assert svc.repo.embedding_counts() == (4, 4)  # all pending, Ollama never asked
+    finally:
+        svc.close()
+
+
+def test_re_running_an_import_is_a_no_op(export_file, tmp_path):
+    path, _ = export_file
+    target = tmp_path / "target.db"
+    invoke(target, "--from", "jsonl", str(path))
+    result = invoke(target, "--from", "jsonl", str(path))
+    assert result.exit_code == 0
+    assert report_of(result) == {
+        **REPORT_ZERO,
+        "skipped duplicates": 4,
+        "links skipped duplicates": 3,
+    }
+    assert len(result.stdout.splitlines()) == 1  # nothing imported: no pending line
+
+
+def test_into_a_populated_database_keys_never_become_ids(export_file, tmp_path):
+    path, _ = export_file
+    target = tmp_path / "target.db"
+    svc = MemoryService(open_database(target))
+    for i in range(6):  # ids 1..6 exist, equal to every key in the file
+        svc.store({"content": f"pre-existing {i}", "type": "TODO"})
+    svc.store({"content": "We chose SQLite.", "type": "DECISION"})  # same identity as key 1
+    svc.close()
+    result = invoke(target, "--from", "jsonl", str(path))
+    assert report_of(result) == {
+        **REPORT_ZERO,
+        "imported": 3,
+        "skipped duplicates": 1,
+        "links imported": 3,
+    }
+    svc = MemoryService(open_database(target))
+    try:
+        related = {m["id"]: m["related"] for m in svc.list({"limit": 200, "expand_links": True})}
+        assert all(related[i] == [] for i in range(1, 7))  # no pre-existing row gained an edge
+        assert len(related[7]) == 2  # the duplicate collapsed onto row 7 and took its edges
+    finally:
+        svc.close()
+
+
+def test_expired_rows_are_skipped_and_their_links_dropped(tmp_path):
+    header = {
+        "record": "header", "format": "agent-memory-export", "version": 1, "exported_at": START,
+        "embedding_model": "nomic-embed-text", "embedding_dim": 768, "schema_version": 4,
+        "agent_memory_version": "0.1.0", "exported_rows": 4, "exported_links": 3,
+    }  # fmt: skip
+    memory = {
+        "record": "memory",
+        "type": "TODO",
+        "tags": [],
+        "created_at": START,
+        "last_accessed": START,
+        "access_count": 2,
+    }
+    records = [
+        header,
+        {**memory, "key": 10, "content": "kept"},
+        {**memory, "key": 11, "content": "gone", "expires_at": 1},  # long expired
+        {**memory, "key": 12, "content": "twin"},  # optional fields omitted: null
+        {**memory, "key": 13, "content": "twin", "source": None, "scope": None},
+        {"record": "link", "from": 10, "to": 11, "kind": "relates_to", "created_at": START},
+        {"record": "link", "from": 12, "to": 13, "kind": "relates_to", "created_at": START},
+        {"record": "link", "from": 13, "to": 10, "kind": "caused_by", "created_at": START + 1},
+    ]
+    path = tmp_path / "in.jsonl"
+    write(path, records)
+    result = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
+    assert result.exit_code == 0, result.output
+    assert report_of(result) == {
+        **REPORT_ZERO, "imported": 2, "skipped duplicates": 1, "skipped expired": 1,
+        "links imported": 1, "links dropped": 2,
+    }  # fmt: skip
+    svc = MemoryService(open_database(tmp_path / "t.db"))
+    try:
+        rows = {m["content"]: m for m in svc.list({})}
+        assert set(rows) == {"kept", "twin"}
+        memories = [r for r in exported(svc) if r["record"] == "memory"]
+        assert {m["access_count"] for m in memories} == {2}
+        assert {m["created_at"] for m in memories} == {START}
+    finally:
+        svc.close()
+
+
+def test_a_header_from_the_future_warns_and_imports(export_file, tmp_path):
+    path, records = export_file
+    records[0]["exported_at"] = 4_102_444_800  # 2100
+    write(path, records)
+    result = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
+    assert result.exit_code == 0
+    assert "ahead of this machine's clock" in result.stderr
+
+
+# -- the strict reader: any defect rejects the whole file, the database is not opened ------
+
+
+def mutate(records, line, change):
+    records = [dict(r) for r in records]
+    if change is None:
+        del records[line - 1]
+    else:
+        change(records[line - 1]) if callable(change) else records.insert(line - 1, change)
+    return records
+
+
+DEFECTS = [
+    ("not JSON", lambda recs: recs, "line 3: not valid JSON"),
+    ("array", lambda recs: recs, "line 3: expected a JSON object"),
+    ("no header", lambda recs: recs[1:], "line 1: the first line must be the header record"),
+    (
+        "format",
+        lambda recs: [{**recs[0], "format": "other"}, *recs[1:]],
+        "line 1: format must be agent-memory-export",
+    ),
+    (
+        "version 0",
+        lambda recs: [{**recs[0], "version": 0}, *recs[1:]],
+        "line 1: version must be a positive integer (got 0)",
+    ),
+    (
+        "version string",
+        lambda recs: [{**recs[0], "version": "1"}, *recs[1:]],
+        'line 1: `version` must be an integer (got "1")',
+    ),
+    (
+        "second header",
+        lambda recs: [*recs[:2], recs[0], *recs[2:]],
+        "line 3: a second header record",
+    ),
+    (
+        "unknown tag",
+        lambda recs: [*recs[:2], {**recs[2], "record": "memo"}, *recs[3:]],
+        "line 3: unknown variant `memo`, expected one of `header`, `memory`, `link`",
+    ),
+    (
+        "unknown field",
+        lambda recs: [*recs[:2], {**recs[2], "colour": "red"}, *recs[3:]],
+        "line 3: unknown field `colour`",
+    ),
+    (
+        "wrong type",
+        lambda recs: [*recs[:2], {**recs[2], "key": "1"}, *recs[3:]],
+        'line 3: `key` must be an integer (got "1")',
+    ),
+    (
+        "bool int",
+        lambda recs: [*recs[:2], {**recs[2], "access_count": True}, *recs[3:]],
+        "line 3: `access_count` must be an integer (got true)",
+    ),
+    (
+        "bad type",
+        lambda recs: [*recs[:2], {**recs[2], "type": "NOTE"}, *recs[3:]],
+        "line 3: invalid memory type 'NOTE'",
+    ),
+    (
+        "empty content",
+        lambda recs: [*recs[:2], {**recs[2], "content": "  "}, *recs[3:]],
+        "line 3: content must be a non-empty string",
+    ),
+    (
+        "tags",
+        lambda recs: [*recs[:2], {**recs[2], "tags": [1]}, *recs[3:]],
+        "line 3: `tags` must be an array of strings (got [1])",
+    ),
+    (
+        "negative count",
+        lambda recs: [*recs[:2], {**recs[2], "access_count": -1}, *recs[3:]],
+        "line 3: access_count must not be negative (got -1)",
+    ),
+    (
+        "duplicate key",
+        lambda recs: [*recs[:2], {**recs[2], "key": recs[1]["key"]}, *recs[3:]],
+        "line 3: duplicate key",
+    ),
+    (
+        "missing field",
+        lambda recs: [*recs[:2], {k: v for k, v in recs[2].items() if k != "content"}, *recs[3:]],
+        "line 3: missing field `content`",
+    ),
+    (
+        "bad kind",
+        lambda recs: [*recs[:-1], {**recs[-1], "kind": "blocks"}],
+        "line 8: kind must be one of relates_to, supersedes, caused_by (got 'blocks')",
+    ),
+    (
+        "self link",
+        lambda recs: [*recs[:-1], {**recs[-1], "to": recs[-1]["from"]}],
+        "line 8: a link from key",
+    ),
+    (
+        "dangling link",
+        lambda recs: [*recs[:-1], {**recs[-1], "to": 999}],
+        "line 8: link `to` key 999 is not a memory in the file",
+    ),
+    (
+        "count",
+        lambda recs: recs[:-1],
+        "line 1: the header announces 4 memories and 3 links, the file holds 4 and 2",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "change", "message"), DEFECTS, ids=[d[0] for d in DEFECTS])
+def test_every_defect_rejects_the_file_naming_its_line(
+    export_file, tmp_path, name, change, message
+):
+    path, records = export_file
+    write(path, change(records))
+    if name == "not JSON":
+        lines = path.read_text().splitlines(keepends=True)
+        lines[2] = lines[2][:-5] + "\n"
+        path.write_text("".join(lines))
+    if name == "array":
+        lines = path.read_text().splitlines(keepends=True)
+        lines[2] = "[1, 2]\n"
+        path.write_text("".join(lines))
+    target = tmp_path / "never.db"
+    result = invoke(target, "--from", "jsonl", str(path))
+    assert result.exit_code == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("invalid argument: " + message), last
+    assert not target.exists()  # not even opened
+
+
+def test_a_newer_format_version_is_refused_before_anything_else(export_file, tmp_path):
+    path, _ = export_file
+    write(path, [{"record": "header", "version": 2, "whatever": True}])
+    result = invoke(tmp_path / "never.db", "--from", "jsonl", str(path))
+    assert result.exit_code == 1
+    assert (
+        result.stderr.strip()
+        == "file is format version 2 but this binary reads up to version 1 — upgrade agent-memory"
+    )
+
+
+@pytest.mark.parametrize("what", ["missing", "directory", "not utf-8", "empty"])
+def test_an_unreadable_file_is_one_line_and_exit_1(tmp_path, what):
+    path = tmp_path / "in.jsonl"
+    if what == "directory":
+        path.mkdir()
+    elif what == "not utf-8":
+        path.write_bytes(b'{"record": "header", "x": "\xff"}\n')
+    elif what == "empty":
+        path.write_text("")
+    result = invoke(tmp_path / "never.db", "--from", "jsonl", str(path))
+    assert result.exit_code == 1
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+    assert not (tmp_path / "never.db").exists()
+
+
+def test_scope_is_refused_with_jsonl(export_file, tmp_path):
+    result = invoke(tmp_path / "never.db", "--from", "jsonl", "--scope", "x", str(export_file[0]))
+    assert result.exit_code == 2
+    assert "--scope is not accepted with --from jsonl" in result.stderr
