@@ -356,11 +356,15 @@ def export(settings: Settings, output: Path | None) -> None:
 @click.option(
     "--from",
     "source_format",
-    type=click.Choice(["jsonl"]),
+    type=click.Choice(["jsonl", "gsd-state"]),
     required=True,
-    help="jsonl: a file written by `agent-memory export`.",
+    help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md.",
 )
-@click.option("--scope", help="Not accepted with --from jsonl (each memory carries its own).")
+@click.option(
+    "--scope",
+    help="gsd-state only: the scope of the imported memories (default: the name of the "
+    "project directory that contains .planning).",
+)
 @click.argument("path", type=click.Path(path_type=Path))
 @click.pass_obj
 def import_(settings: Settings, source_format: str, scope: str | None, path: Path) -> None:
@@ -368,6 +372,9 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
     from agent_memory import jsonl
     from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
 
+    if source_format == "gsd-state":
+        import_gsd(settings, path, scope)
+        return
     if scope is not None:
         raise click.UsageError(
             "--scope is not accepted with --from jsonl: every memory in the file carries its "
@@ -395,6 +402,28 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
             f"{report['imported']} rows pending embedding — the sweep backfills them on the "
             "next serve/serve-rest start (128 per tick)"
         )
+
+
+def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
+    from agent_memory import gsd
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        fail(f"cannot read {path}: not UTF-8 text")
+    except OSError as exc:
+        fail(f"cannot read {path}: {exc.strerror or exc}")
+    parsed = gsd.parse(text)
+    service = open_service(settings)
+    try:
+        report = service.import_gsd(
+            parsed.items, parsed.malformed, scope if scope is not None else gsd.default_scope(path)
+        )
+    except StorageError as exc:
+        fail(str(exc))
+    finally:
+        service.close()
+    click.echo(", ".join(f"{name}: {count}" for name, count in report.items()))
 
 
 def main() -> None:

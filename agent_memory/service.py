@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy
 import sqlean
 
-from agent_memory import __version__, fts, jsonl
+from agent_memory import __version__, fts, gsd, jsonl
 from agent_memory.db import Database
 from agent_memory.embedder import (
     KNOWN_DIMENSIONS,
@@ -691,4 +691,28 @@ class MemoryService:
                 flush_memories()
             if edges:
                 flush_links()
+        return report
+
+    def import_gsd(self, items: list[gsd.Item], malformed: int, scope: str) -> dict[str, int]:
+        """Store GSD STATE.md items; an item already present (same key) is skipped."""
+        now = self.now()
+        records = [
+            {
+                "type": item.type,
+                "content": item.content,
+                "tags": item.tags,
+                "source": gsd.SOURCE,
+                "scope": scope,
+                "created_at": now,
+                "access_count": 0,
+                "expires_at": None,
+            }
+            for item in items
+        ]
+        report = {"imported": 0, "skipped duplicates": 0, "malformed lines skipped": malformed}
+        with self._storage("import"):
+            for start in range(0, len(records), IMPORT_BATCH_ROWS):
+                batch = records[start : start + IMPORT_BATCH_ROWS]
+                for outcome, _ in self.repo.import_memories(batch, now):
+                    report[IMPORT_OUTCOME[outcome]] += 1
         return report

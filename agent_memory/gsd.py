@@ -1,0 +1,139 @@
+"""The tolerant reader of a GSD ``.planning/STATE.md``: decisions, blockers, todos, deferred items.
+
+A STATE.md is edited by people and by agents, so this reader never rejects a file: it takes
+the sections it knows by their heading text (any level, case-insensitive), the bullet items
+in them (``- `` or ``* ``, nested too) and the rows of the Deferred Items table, and counts
+what it had to skip as malformed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+SOURCE = "gsd-state"
+TAG = "gsd"
+DEFERRED_TAG = "deferred"
+MAX_ITEM_BYTES = 8192
+PLACEHOLDERS = frozenset({"none", "none.", "none yet.", "*(none)*"})
+SECTIONS = {
+    "decisions": "DECISION",
+    "decisions made": "DECISION",
+    "blockers/concerns": "CONSTRAINT",
+    "blockers": "CONSTRAINT",
+    "concerns": "CONSTRAINT",
+    "pending todos": "TODO",
+    "deferred items": "TODO",
+}
+DEFERRED_SECTION = "deferred items"
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_BULLET = re.compile(r"^\s*[-*](\s+|$)(.*)$")
+_FENCE = re.compile(r"^\s*(```|~~~)")
+_SEPARATOR_CELL = re.compile(r"^:?-+:?$")
+
+
+@dataclass
+class Item:
+    type: str
+    content: str
+    tags: list[str] = field(default_factory=lambda: [TAG])
+
+
+@dataclass
+class Parsed:
+    items: list[Item] = field(default_factory=list)
+    malformed: int = 0
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") else inner
+    return [cell.strip() for cell in inner.split("|")]
+
+
+class _Table:
+    """The Deferred Items table: columns found by header name."""
+
+    def __init__(self, header: list[str]) -> None:
+        names = [cell.lower() for cell in header]
+        if "item" in names:
+            self.item = names.index("item")
+        else:
+            self.item = next((i for i, n in enumerate(names) if n != "category"), 0)
+        self.status = next((names.index(n) for n in ("status", "reason") if n in names), None)
+        self.separated = False
+
+    def content(self, cells: list[str]) -> str | None:
+        item = cells[self.item] if self.item < len(cells) else ""
+        if not item or item.lower() in PLACEHOLDERS:
+            return None
+        status = cells[self.status] if self.status is not None and self.status < len(cells) else ""
+        return f"{item} — {status}" if status else item
+
+
+def parse(text: str) -> Parsed:
+    out = Parsed()
+    text = text.removeprefix("\ufeff")
+    section: str | None = None
+    table: _Table | None = None
+    fenced: str | None = None
+    for raw in text.splitlines():  # \n, \r\n and \r alike
+        fence = _FENCE.match(raw)
+        if fenced is not None:
+            if fence and fence.group(1) == fenced:
+                fenced = None
+            continue
+        if fence:
+            fenced = fence.group(1)
+            continue
+        heading = _HEADING.match(raw)
+        if heading:
+            name = heading.group(1).strip().lower()
+            section = name if name in SECTIONS else None
+            table = None
+            continue
+        if section is None:
+            continue
+        if section == DEFERRED_SECTION and raw.strip().startswith("|"):
+            cells = _cells(raw)
+            if table is None:
+                table = _Table(cells)
+            elif not table.separated and all(_SEPARATOR_CELL.match(c) for c in cells if c):
+                table.separated = True
+            else:
+                content = table.content(cells)
+                if content is not None:
+                    _add(out, Item("TODO", content, [TAG, DEFERRED_TAG]))
+            continue
+        bullet = _BULLET.match(raw)
+        if not bullet:
+            continue
+        content = bullet.group(2).strip()
+        if not content:
+            out.malformed += 1  # a lone marker
+            continue
+        if content.lower() in PLACEHOLDERS:
+            continue
+        tags = [TAG, DEFERRED_TAG] if section == DEFERRED_SECTION else [TAG]
+        _add(out, Item(SECTIONS[section], content, tags))
+    return out
+
+
+def _add(out: Parsed, item: Item) -> None:
+    if len(item.content.encode()) > MAX_ITEM_BYTES:
+        out.malformed += 1
+    else:
+        out.items.append(item)
+
+
+def default_scope(path: object) -> str:
+    """The name of the project directory that holds ``.planning`` (else the file's folder)."""
+    from pathlib import Path
+
+    resolved = Path(str(path)).resolve()
+    for parent in resolved.parents:
+        if parent.name == ".planning":
+            return parent.parent.name
+    return resolved.parent.name
