@@ -8,6 +8,7 @@ that needs them, so each command pays only for itself.
 from __future__ import annotations
 
 import ipaddress
+import json
 import logging
 import os
 import re
@@ -156,6 +157,36 @@ def cli(
     )
 
 
+PROGRESS_MIN_ROWS = 2_000
+
+
+class Progress:
+    """A progress bar on stderr, only when a person watches (a terminal) and the job is big.
+
+    Nothing at all is written when stderr is not a terminal or the total is under
+    ``minimum``, so logs and pipes stay clean.
+    """
+
+    def __init__(self, label: str, minimum: int = PROGRESS_MIN_ROWS) -> None:
+        self.label = label
+        self.minimum = minimum
+        self._bar = None
+
+    def at(self, done: int, total: int) -> None:
+        if self._bar is None:
+            if total < self.minimum or not sys.stderr.isatty():
+                return
+            self._bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
+            self._bar.__enter__()
+        self._bar.length = total
+        self._bar.update(done - self._bar.pos)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(None, None, None)
+            self._bar = None
+
+
 @cli.command()
 @click.pass_obj
 def serve(settings: Settings) -> None:
@@ -267,25 +298,13 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
     is safe to interrupt; running it again resumes with the memories still pending.
     """
     service = open_service(settings)
-    bar = None
-
-    def progress(done: int, total: int) -> None:
-        nonlocal bar
-        if not sys.stderr.isatty():  # a bar only for a person watching
-            return
-        if bar is None:
-            bar = click.progressbar(length=total, label="re-embedding", file=sys.stderr)
-            bar.__enter__()
-        bar.length = total
-        bar.update(done - bar.pos)
-
+    bar = Progress("re-embedding", minimum=1)
     try:
-        embedded, pin = service.reembed(everything=everything, batch=batch, progress=progress)
+        embedded, pin = service.reembed(everything=everything, batch=batch, progress=bar.at)
     except (EmbedderUnavailable, StorageError) as exc:
         fail(str(exc))
     finally:
-        if bar is not None:
-            bar.__exit__(None, None, None)
+        bar.close()
         service.close()
     click.echo(f"re-embedded {embedded} memories with {pin.describe()}", err=True)
 
@@ -332,22 +351,39 @@ def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], ob
 def export(settings: Settings, output: Path | None) -> None:
     """Export every memory and relation as portable JSONL (format v1)."""
     service = open_service(settings)
+    bar = Progress("exporting")
+
+    def counted(write: Callable[[str], object]) -> Callable[[str], object]:
+        lines = [0, 0]  # written, total (from the header)
+
+        def write_line(text: str) -> object:
+            if lines[0] == 0:
+                header = json.loads(text)
+                lines[1] = header["exported_rows"] + header["exported_links"]
+            elif lines[0] % 1000 == 0:
+                bar.at(lines[0], lines[1])
+            lines[0] += 1
+            return write(text)
+
+        return write_line
+
     try:
         if output is None:
             stdout = sys.stdout.buffer
             rows, links = service.export(
-                lambda text: stdout.write(text.encode()), settings.embed_model
+                counted(lambda text: stdout.write(text.encode())), settings.embed_model
             )
             stdout.flush()
         else:
             rows, links = write_atomically(  # type: ignore[misc]
-                output, lambda write: service.export(write, settings.embed_model)
+                output, lambda write: service.export(counted(write), settings.embed_model)
             )
     except StorageError as exc:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
     finally:
+        bar.close()
         service.close()
     click.echo(f"exported {rows} memories and {links} links", err=True)
 
@@ -390,11 +426,13 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
     except (InvalidArgument, FormatTooNew) as exc:
         fail(str(exc))
     service = open_service(settings)
+    bar = Progress("importing")
     try:
-        report = service.import_jsonl(reader)
+        report = service.import_jsonl(reader, progress=bar.at)
     except StorageError as exc:
         fail(str(exc))
     finally:
+        bar.close()
         service.close()
     click.echo(", ".join(f"{name}: {count}" for name, count in report.items()))
     if report["imported"]:

@@ -634,7 +634,11 @@ class MemoryService:
 
     # -- import ---------------------------------------------------------------------------
 
-    def import_jsonl(self, reader: jsonl.Reader) -> dict[str, int]:
+    def import_jsonl(
+        self,
+        reader: jsonl.Reader,
+        progress: Callable[[int, int], None] = lambda done, total: None,
+    ) -> dict[str, int]:
         """Import a file the reader has already checked: one transaction per batch.
 
         Keys map to the new rows' ids (or to the row a duplicate collapsed onto), never to
@@ -651,6 +655,8 @@ class MemoryService:
                 header["exported_at"] - now,
             )
         report = dict.fromkeys(IMPORT_COUNTS, 0)
+        total = header["exported_rows"] + header["exported_links"]
+        done = [0]
         ids: dict[int, int | None] = {}
         memories: list[dict[str, Any]] = []
         edges: list[tuple[int, int, str, int]] = []
@@ -661,12 +667,16 @@ class MemoryService:
             ):
                 ids[record["key"]] = memory_id
                 report[IMPORT_OUTCOME[outcome]] += 1
+            done[0] += len(memories)
+            progress(done[0], total)
             memories.clear()
 
         def flush_links() -> None:
             added = self.repo.import_links(edges)
             report["links imported"] += added
             report["links skipped duplicates"] += len(edges) - added
+            done[0] += len(edges)
+            progress(done[0], total)
             edges.clear()
 
         with self._storage("import"):

@@ -129,3 +129,34 @@ def test_the_serve_path_imports_nothing_it_does_not_need():
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+class _Terminal:
+    def __init__(self, tty: bool) -> None:
+        self.tty, self.text = tty, ""
+
+    def isatty(self) -> bool:
+        return self.tty
+
+    def write(self, text: str) -> int:
+        self.text += text
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("tty", "total", "shown"), [(True, 5000, True), (False, 5000, False), (True, 10, False)]
+)
+def test_progress_shows_only_on_a_terminal_for_big_jobs(monkeypatch, tty, total, shown):
+    from agent_memory import cli as cli_module
+
+    terminal = _Terminal(tty)
+    monkeypatch.setattr(cli_module.sys, "stderr", terminal)
+    bar = cli_module.Progress("importing")
+    for done in range(0, total + 1, 1000):
+        bar.at(done, total)
+    bar.close()
+    assert ("importing" in terminal.text) is shown
+    assert (terminal.text == "") is (not shown)
