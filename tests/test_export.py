@@ -163,3 +163,18 @@ def test_a_directory_as_output_is_a_usage_error(service, db_path, tmp_path):
     result = invoke(db_path, "--output", str(tmp_path))
     assert result.exit_code == 2
     assert "is a directory" in result.stderr
+
+
+def test_export_and_import_refuse_a_newer_schema(service, db_path, tmp_path):
+    import sqlean
+
+    service.close()
+    conn = sqlean.connect(str(db_path))
+    conn.execute("UPDATE alembic_version SET version_num = '0099'")
+    conn.commit()
+    conn.close()
+    for args in (["export"], ["import", "--from", "gsd-state", str(tmp_path / "STATE.md")]):
+        (tmp_path / "STATE.md").write_text("### Decisions\n- x\n")
+        result = CliRunner().invoke(cli, ["--db", str(db_path), *args])
+        assert result.exit_code == 1
+        assert result.stderr.strip().startswith("database schema is version 99 but this binary")
