@@ -218,11 +218,31 @@ _EXPORT_MEMORIES = select(*(memories.c[name] for name in EXPORT_MEMORY_COLUMNS))
 _EXPORT_LINKS = select(
     memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind, memory_links.c.created_at
 ).order_by(memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind)
-_IDENTITY = select(memories.c.id).where(
-    memories.c.type == bindparam("type"),
-    memories.c.content == bindparam("content"),
-    memories.c.source.is_(bindparam("source")),  # NULL matches NULL
+# The rows already holding any of :pairs as (type, content): one indexed lookup per batch.
+_IDENTITIES = select(memories.c.id, memories.c.type, memories.c.content, memories.c.source).where(
+    sqlalchemy.tuple_(memories.c.type, memories.c.content).in_(bindparam("pairs", expanding=True))
 )
+# Many rows through the driver's executemany. Under the write lock, with AUTOINCREMENT, the
+# rows take consecutive ids after the sequence's current value (checked after the insert).
+_IMPORT_COLUMNS = (
+    "type",
+    "content",
+    "tags",
+    "source",
+    "scope",
+    "base_weight",
+    "decay_score",
+    "access_count",
+    "created_at",
+    "last_accessed",
+    "expires_at",
+    "embedding_status",
+)
+_INSERT_MANY = (
+    f"INSERT INTO memories ({', '.join(_IMPORT_COLUMNS)}) "
+    f"VALUES ({', '.join('?' for _ in _IMPORT_COLUMNS)})"
+)
+_SEQUENCE = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0)"
 _COUNT_MEMORIES = select(func.count()).select_from(memories)
 _COUNT_LINKS = select(func.count()).select_from(memory_links)
 _EMBEDDING_COUNTS = select(func.count(), func.count().filter(memories.c.embedding_status == 0))
@@ -791,36 +811,61 @@ class Repository:
         """Insert a batch in one transaction; per record ("imported" | "duplicate", row id)
         or ("expired", None).
 
-        A record already present on (type, content, source) is not inserted; its id is the
-        existing row's (a duplicate inside the file collapses onto the first the same way).
+        A record already present on (type, content, source), source compared with IS, is
+        not inserted; its id is the existing row's. A repeat inside the batch collapses onto
+        the first the same way.
         """
-        out: list[tuple[str, int | None]] = []
+        out: list[tuple[str, int | None]] = [("expired", None)] * len(batch)
+        live = [
+            (i, r) for i, r in enumerate(batch) if r["expires_at"] is None or r["expires_at"] > now
+        ]
         with self._write() as conn:
-            for record in batch:
-                expires_at = record["expires_at"]
-                if expires_at is not None and expires_at <= now:
-                    out.append(("expired", None))
+            known: dict[tuple[str, str, str | None], int] = {}
+            if live:
+                pairs = list({(r["type"], r["content"]) for _, r in live})
+                for row in conn.execute(_IDENTITIES, {"pairs": pairs}):
+                    known.setdefault((row.type, row.content, row.source), row.id)
+            rows: list[dict[str, Any]] = []
+            first: dict[tuple[str, str, str | None], int] = {}  # identity -> index in rows
+            placed: list[tuple[int, tuple[str, str, str | None], bool]] = []
+            for i, record in live:
+                identity = (record["type"], record["content"], record["source"])
+                if identity in known:
+                    out[i] = ("duplicate", known[identity])
                     continue
-                identity = {k: record[k] for k in ("type", "content", "source")}
-                existing = conn.execute(_IDENTITY, identity).scalar()
-                if existing is not None:
-                    out.append(("duplicate", existing))
+                if identity in first:
+                    placed.append((i, identity, False))
                     continue
-                row = {
-                    "type": record["type"],
-                    "content": record["content"],
-                    "tags": json.dumps(list(record["tags"]), ensure_ascii=False),
-                    "source": record["source"],
-                    "scope": record["scope"],
-                    "base_weight": decay.base_weight(record["type"]),
-                    "decay_score": 1.0,
-                    "access_count": record["access_count"],
-                    "created_at": record["created_at"],
-                    "last_accessed": now,
-                    "expires_at": expires_at,
-                    "embedding_status": 0,
-                }
-                out.append(("imported", int(conn.execute(_INSERT, row).inserted_primary_key[0])))
+                first[identity] = len(rows)
+                placed.append((i, identity, True))
+                rows.append(
+                    (
+                        record["type"],
+                        record["content"],
+                        json.dumps(list(record["tags"]), ensure_ascii=False),
+                        record["source"],
+                        record["scope"],
+                        decay.base_weight(record["type"]),
+                        1.0,
+                        record["access_count"],
+                        record["created_at"],
+                        now,
+                        record["expires_at"],
+                        0,
+                    )
+                )
+            ids: list[int] = []
+            if rows:
+                base = conn.exec_driver_sql(_SEQUENCE).scalar_one()
+                conn.exec_driver_sql(_INSERT_MANY, rows)
+                top = conn.exec_driver_sql(_SEQUENCE).scalar_one()
+                if top != base + len(rows):  # cannot happen under the write lock; never guess
+                    raise sqlalchemy.exc.InvalidRequestError(
+                        f"import: ids {base}..{top} are not {len(rows)} consecutive ids"
+                    )
+                ids = list(range(base + 1, top + 1))
+        for i, identity, inserted in placed:
+            out[i] = ("imported" if inserted else "duplicate", ids[first[identity]])
         return out
 
     def import_links(self, edges: Sequence[tuple[int, int, str, int]]) -> int:
