@@ -63,8 +63,9 @@ def ollama():
 
 
 def embedder_for(url: str, model: str = "nomic-embed-text") -> Embedder:
-    """Short timeouts and no retry window, so tests see each switch of the fake at once."""
-    return Embedder(url, model, connect_timeout=1.0, read_timeout=0.5, retry_after=0.0)
+    """No retry window, so tests see each switch of the fake at once; timeouts generous
+    enough for the pure-Python fake embedding a batch on a busy machine."""
+    return Embedder(url, model, connect_timeout=5.0, read_timeout=60.0, retry_after=0.0)
 
 
 @pytest.fixture
