@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from pathlib import Path
 
 SOURCE = "gsd-state"
 TAG = "gsd"
@@ -128,11 +129,9 @@ def _add(out: Parsed, item: Item) -> None:
         out.items.append(item)
 
 
-def default_scope(path: object) -> str:
+def default_scope(path: Path) -> str:
     """The name of the project directory that holds ``.planning`` (else the file's folder)."""
-    from pathlib import Path
-
-    resolved = Path(str(path)).resolve()
+    resolved = path.resolve()
     for parent in resolved.parents:
         if parent.name == ".planning":
             return parent.parent.name
