@@ -17,7 +17,12 @@ def words(query: str) -> list[str]:
     return _WORD.findall(query)
 
 
+def or_of(found: list[str]) -> str:
+    """``["what", "s", "vec"]`` -> ``"what" OR "s" OR "vec"`` (\\w matches no quote)."""
+    return " OR ".join(f'"{w}"' for w in found)
+
+
 def or_of_words(query: str) -> str | None:
     """``what's sqlite-vec?`` -> ``"what" OR "s" OR "sqlite" OR "vec"``; None when wordless."""
     found = words(query)
-    return " OR ".join(f'"{w}"' for w in found) if found else None  # \w matches no quote
+    return or_of(found) if found else None

@@ -59,6 +59,14 @@ SEARCH_MODE_HYBRID = "hybrid"
 LEG_FACTOR = 4
 MAX_LEG = 800
 RRF_K = 60
+# The OR-of-words retry leaves out words whose bm25 IDF is at most PRUNE_MAX_IDF (words in
+# more than about 44% of rows: "the", "we", ...) when the other words alone fill the page
+# with rows that the left-out words could not outscore (see ``_pruned``). Below
+# PRUNE_MIN_ROWS memories every word is searched: there it costs little.
+PRUNE_MAX_IDF = 0.25
+PRUNE_MIN_ROWS = 2_000
+# FTS5's bm25 has k1 = 1.2: one query term adds at most idf * (k1 + 1) to a row's score.
+BM25_TERM_MAX = 2.2
 # Pending rows the sweep embeds per tick (one Ollama request), and reembed per batch.
 BACKFILL_BATCH_ROWS = 128
 REEMBED_BATCH_ROWS = 64
@@ -325,28 +333,58 @@ class MemoryService:
         for result in results:
             result["related"] = related[result["id"]]
 
-    @staticmethod
-    def _match(query: str, run: Callable[[str], list[Any]]) -> list[Any]:
-        """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty."""
+    def _match(
+        self, query: str, run: Callable[[str], list[Any]], limit: int, ceiling: float
+    ) -> list[Any]:
+        """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty.
+
+        ``run`` returns (item, score) pairs best first, at most ``limit`` of them; a row
+        that matches no word of the query at all could still score ``ceiling`` (its decay).
+        """
         try:
             return run(query)
         except FtsQueryError as exc:
             log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
-        rewritten = fts.or_of_words(query)
-        if rewritten is None:
+        words = fts.words(query)
+        if not words:
             return []
         try:
-            return run(rewritten)
+            found = self._pruned(words, run, limit, ceiling)
+            return found if found is not None else run(fts.or_of(words))
         except FtsQueryError as exc:
             raise exc.error from None  # quoted words always parse: the database is at fault
+
+    def _pruned(
+        self, words: list[str], run: Callable[[str], list[Any]], limit: int, ceiling: float
+    ) -> list[Any] | None:
+        """The OR of the words that carry weight, when it provably decides the page; else None.
+
+        A common word adds at most BM25_TERM_MAX x its IDF to a row's score. Without the
+        common words, every row of the page scores above what a row matching only common
+        words could reach (``ceiling`` + that bound), so no such row is missed; rows whose
+        scores differ by less than the bound may swap places (measured in bench/).
+        """
+        if len(set(words)) < 2:
+            return None
+        rows, idfs = self.repo.word_idfs(words, self._clock())
+        if rows < PRUNE_MIN_ROWS:
+            return None
+        kept = [w for w in words if idfs[w] > PRUNE_MAX_IDF]
+        if not kept or len(kept) == len(words):
+            return None
+        bound = BM25_TERM_MAX * sum(idfs[w] for w in words if idfs[w] <= PRUNE_MAX_IDF)
+        found = run(fts.or_of(kept))
+        if len(found) >= limit and found[limit - 1][1] > ceiling + bound:
+            return found
+        return None
 
     def _keyword(
         self, query: str, now: int, limit: int, filters: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        found = self._match(
-            query, lambda match: self.repo.keyword_search(match, now=now, limit=limit, **filters)
-        )
-        return [memory for memory, _ in found]
+        def run(match: str) -> list[tuple[dict[str, Any], float]]:
+            return self.repo.keyword_search(match, now=now, limit=limit, **filters)
+
+        return [memory for memory, _ in self._match(query, run, limit, ceiling=1.0)]
 
     def _hybrid(
         self, query: str, embedding: Embedding, now: int, limit: int, filters: dict[str, Any]
@@ -357,9 +395,11 @@ class MemoryService:
         if nearest is None:
             self._log_mismatch(embedding.pin)
             return None
-        keyword = self._match(
-            query, lambda match: self.repo.keyword_ranking(match, limit=leg, **filters)
-        )
+
+        def run(match: str) -> list[tuple[int, float]]:
+            return self.repo.keyword_ranking(match, limit=leg, **filters)
+
+        keyword = [memory_id for memory_id, _ in self._match(query, run, leg, ceiling=0.0)]
         rows = self.repo.rows(list({*keyword, *nearest}), now=now, **filters)
         # The vector leg is filtered after its cut (rows holds only rows that pass); a row
         # forgotten between the reads drops out of both legs.

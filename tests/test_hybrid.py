@@ -67,7 +67,7 @@ def test_the_order_is_rrf_of_the_two_legs_times_decay_ties_by_id(hybrid, clock):
         clock.advance(86_400)
     query, limit = "database pick", 5
     leg = min(4 * limit, 800)
-    keyword = hybrid.repo.keyword_ranking(query, limit=leg)
+    keyword = [i for i, _ in hybrid.repo.keyword_ranking(query, limit=leg)]
     vector = hybrid.repo.vector_ranking(hybrid.embedder.embed_query(query), limit=leg)
     rows = hybrid.repo.rows(list({*keyword, *vector}), now=hybrid.now())
     fused = rrf([keyword, vector])

@@ -457,7 +457,7 @@ def test_storage_fault_is_500_with_the_generic_text(http, seeded, raw, caplog):
     for method, path, body, operation in [
         ("POST", "/api/memories", {"content": "x", "type": "TODO"}, "store"),
         ("GET", "/api/memories", None, "list"),
-        ("POST", "/api/search", {"query": "x"}, "search"),
+        ("POST", "/api/search", {"query": "maven"}, "search"),
         ("PATCH", "/api/memories/1", {"tags": []}, "update"),
         ("DELETE", "/api/memories/1", None, "forget"),
         ("GET", "/health", None, "health"),

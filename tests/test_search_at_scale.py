@@ -1,0 +1,172 @@
+"""The shortcuts keyword search takes on large databases give the answer of the plain query.
+
+Two of them (issue 8): an unfiltered search ranks candidates in the index alone and blends
+decay into them (repository.KEYWORD_CANDIDATES), and the OR-of-words retry leaves out words
+too common to matter (service.PRUNE_MAX_IDF). The reference here is the query the contract
+describes, written out in SQL: every row matching any word, by decay - bm25, ties by id.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from agent_memory import decay, fts, repository
+from agent_memory import service as service_module
+from agent_memory.schema import PINNED_TYPES
+
+DAY = 86_400
+WORDS = ["sqlite", "kafka", "retry", "cache", "schema", "docker", "oauth", "billing"]
+TYPES = ["DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT"]
+
+
+def reference(raw, match: str, now: int, limit: int) -> list[int]:
+    rows = raw.execute(
+        "SELECT m.id, m.type, m.last_accessed, bm25(memories_fts) FROM memories_fts "
+        "JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?",
+        (match,),
+    ).fetchall()
+
+    def score(memory_type: str, last: int, bm25: float) -> float:
+        pinned = memory_type in PINNED_TYPES
+        half = decay.PINNED_HALF_LIFE_SECS if pinned else decay.HALF_LIFE_SECS
+        return math.exp(-math.log(2) * max(now - last, 0) / half) - bm25
+
+    ranked = sorted(rows, key=lambda r: (-score(r[1], r[2], r[3]), r[0]))
+    return [r[0] for r in ranked[:limit]]
+
+
+def fill(service, clock, rows: int, seed: int = 5, repeats: bool = False) -> None:
+    """Every row says "the"; each has one to three topic words, a type and an age."""
+    rng = random.Random(seed)
+    for i in range(rows):
+        topic = " ".join(rng.sample(WORDS, rng.randint(1, 3)))
+        text = f"the {topic} note" if repeats else f"the {topic} note {i} " + "x " * (i % 7)
+        service.store({"content": text, "type": rng.choice(TYPES)})
+        clock.advance(rng.randint(0, 5 * DAY))
+
+
+def ids(found: list[dict]) -> list[int]:
+    return [memory["id"] for memory in found]
+
+
+@pytest.fixture
+def small_candidates(monkeypatch):
+    """Candidate windows small enough that 300 rows run past them."""
+    monkeypatch.setattr(repository, "KEYWORD_CANDIDATES", 40)
+    monkeypatch.setattr(repository, "KEYWORD_CHUNK", 10)
+
+
+@pytest.mark.parametrize("repeats", [False, True], ids=["varied", "near-ties"])
+@pytest.mark.parametrize("limit", [1, 5, 50, 200])
+@pytest.mark.parametrize("query", ["sqlite", "cache OR kafka", "retry schema", "the"])
+def test_blended_candidates_give_the_full_querys_page(
+    service, clock, raw, small_candidates, query, limit, repeats
+):
+    # "near-ties": identical texts, so bm25 cannot separate rows and decay decides,
+    # which forces the walk past the first chunks and, often, back to the full query.
+    fill(service, clock, 300, repeats=repeats)
+    clock.advance(DAY)
+    expected = reference(raw, query, clock.now, limit)
+    assert ids(service.search({"query": query, "limit": limit})["results"]) == expected
+
+
+def test_filtered_searches_take_the_full_query(service, clock, raw, small_candidates):
+    fill(service, clock, 120)
+    found = service.search({"query": "sqlite", "type": "ERROR", "limit": 200})["results"]
+    assert found and all(memory["type"] == "ERROR" for memory in found)
+    every = raw.execute(
+        "SELECT count(*) FROM memories_fts JOIN memories m ON m.id = memories_fts.rowid "
+        "WHERE memories_fts MATCH 'sqlite' AND m.type = 'ERROR'"
+    ).fetchone()[0]
+    assert len(found) == every
+
+
+@pytest.fixture
+def pruning(monkeypatch):
+    """Pruning from the first row on, and a record of every MATCH the search runs."""
+    monkeypatch.setattr(service_module, "PRUNE_MIN_ROWS", 1)
+    seen: list[str] = []
+    original = repository.Repository.keyword_search
+
+    def spy(self, match, **kwargs):
+        seen.append(match)
+        return original(self, match, **kwargs)
+
+    monkeypatch.setattr(repository.Repository, "keyword_search", spy)
+    return seen
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10])
+@pytest.mark.parametrize(
+    "question", ["what is the sqlite cache?", "the kafka retry, again?", "which docker-oauth?"]
+)
+def test_common_words_are_left_out_when_the_rest_decide(
+    service, clock, raw, pruning, question, limit
+):
+    fill(service, clock, 300)
+    clock.advance(DAY)
+    words = fts.words(question)
+    expected = reference(raw, fts.or_of(words), clock.now, limit)
+    assert ids(service.search({"query": question, "limit": limit})["results"]) == expected
+    # The raw query failed to parse, then the words without "the" decided the page.
+    assert pruning[-1] == fts.or_of([w for w in words if w != "the"])
+
+
+def test_common_words_count_when_the_rest_do_not_fill_the_page(service, clock, raw, pruning):
+    fill(service, clock, 300)
+    service.store({"content": "one zebra", "type": "TODO"})
+    clock.advance(DAY)
+    # One row has "zebra"; the page of 5 is then filled by rows that match only "the".
+    expected = reference(raw, '"the" OR "zebra"', clock.now, 5)
+    assert ids(service.search({"query": "the zebra?", "limit": 5})["results"]) == expected
+    assert pruning[-1] == '"the" OR "zebra"'
+    assert len(expected) == 5
+
+
+def test_common_words_count_when_a_fresh_row_could_outscore_the_rest(service, clock, raw, pruning):
+    # "rare" is in 24 of 60 rows: weighty enough to be kept (IDF 0.4), too weak for its
+    # long-unused rows to beat a just-used row that matches only "the" (decay 1).
+    for i in range(24):
+        service.store({"content": f"the rare note {i}", "type": "TODO"})
+        clock.advance(30 * DAY)
+    for i in range(36):
+        service.store({"content": f"the other thing {i}", "type": "TODO"})
+    expected = reference(raw, '"the" OR "rare"', clock.now, 10)
+    found = service.search({"query": "the rare?", "limit": 10})["results"]
+    assert ids(found) == expected
+    assert any("rare" not in memory["content"] for memory in found)
+    assert pruning[-1] == '"the" OR "rare"'
+
+
+def test_few_rows_search_every_word(service, clock, raw, monkeypatch):
+    calls: list[str] = []
+    original = repository.Repository.keyword_search
+    monkeypatch.setattr(
+        repository.Repository,
+        "keyword_search",
+        lambda self, match, **kw: calls.append(match) or original(self, match, **kw),
+    )
+    fill(service, clock, 50)
+    service.search({"query": "the sqlite cache?", "limit": 3})
+    assert calls[-1] == '"the" OR "sqlite" OR "cache"'
+
+
+@pytest.mark.parametrize(("rows", "hits"), [(100, 0), (100, 50), (100, 51), (100, 100), (7, 3)])
+def test_idf_is_fts5s(rows, hits):
+    expected = math.log((rows - hits + 0.5) / (hits + 0.5))
+    assert repository.bm25_idf(rows, hits) == (expected if expected > 0 else 1e-6)
+
+
+def test_word_idfs_count_rows_and_cache_them(service, clock):
+    fill(service, clock, 40)
+    rows, idfs = service.repo.word_idfs(["the", "sqlite", "absent"], clock())
+    assert rows == 40
+    assert idfs["the"] == 1e-6
+    assert idfs["absent"] == repository.bm25_idf(40, 0)
+    service.store({"content": "absent no more", "type": "TODO"})  # 41 rows: under the drift?
+    assert service.repo.word_idfs(["absent"], clock())[1]["absent"] == repository.bm25_idf(
+        41, 1
+    )  # 1/40 rows is more than FREQUENCY_CACHE_DRIFT: counted again
