@@ -15,7 +15,8 @@ import logging
 import math
 import struct
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -31,9 +32,13 @@ from agent_memory.schema import PINNED_TYPES, memories, memory_links, meta
 
 log = logging.getLogger(__name__)
 
-# Rows per transaction when the sweep rewrites decay scores, so that no single
-# transaction holds the write lock for long on a large database.
-DECAY_BATCH_ROWS = 5_000
+# The sweep rewrites decay scores and deletes expired rows in batches, one transaction
+# each, sized so that each holds the write lock for about SWEEP_HOLD_TARGET_SECS: the
+# next batch's size is scaled by how long the last one took (from DECAY_BATCH_ROWS, within
+# 1..SWEEP_MAX_BATCH_ROWS). A store from another process then waits for one batch at most.
+DECAY_BATCH_ROWS = 1_000
+SWEEP_MAX_BATCH_ROWS = 50_000
+SWEEP_HOLD_TARGET_SECS = 0.02
 # An unfiltered keyword search ranks up to KEYWORD_CANDIDATES rows by bm25 in the index
 # alone (no join to memories for every match), then blends decay into them, reading their
 # rows KEYWORD_CHUNK at a time until the page is decided; see _blended_candidates.
@@ -71,6 +76,10 @@ _SELECT_MEMORY = [memories.c[name] for name in MEMORY_COLUMNS]
 _FTS = sqlalchemy.table("memories_fts", sqlalchemy.column("rowid"))
 _BM25 = sqlalchemy.literal_column("bm25(memories_fts)")
 _LN2 = math.log(2)
+
+
+# Called by the sweep between two batches, outside the write lock; True means stop now.
+Pause = Callable[[], bool]
 
 
 class FtsQueryError(Exception):
@@ -135,7 +144,12 @@ _BUMP = (
     .values(last_accessed=bindparam("now"), access_count=memories.c.access_count + 1)
 )
 _DELETE_EXPIRED = delete(memories).where(
-    memories.c.expires_at.is_not(None), memories.c.expires_at <= bindparam("now")
+    memories.c.id.in_(
+        select(memories.c.id)
+        .where(memories.c.expires_at.is_not(None), memories.c.expires_at <= bindparam("now"))
+        .limit(bindparam("batch"))
+        .scalar_subquery()
+    )
 )
 _DECAY_WINDOW = (
     update(memories)
@@ -530,14 +544,17 @@ class Repository:
         )
         self._checkpointer.start()
         self._frequencies: dict[str, tuple[int, int, float]] = {}  # word -> (n, N, when)
+        self._held = threading.local()  # .last: seconds this thread's last write held the lock
 
     @contextmanager
     def _write(self) -> Iterator[sqlalchemy.Connection]:
         with self._write_lock:
             if self._writer is None or self._writer.invalidated or self._writer.closed:
                 self._writer = self.engine.connect().execution_options(sqlite_write=True)
+            started = time.perf_counter()
             with self._writer.begin():
                 yield self._writer
+            self._held.last = time.perf_counter() - started
             self._writes += 1
             if self._writes % CHECKPOINT_EVERY_WRITES == 0:
                 self._checkpoint_due.set()
@@ -989,18 +1006,47 @@ class Repository:
 
     # -- lifecycle ------------------------------------------------------------------------
 
-    def delete_expired(self, now: int) -> int:
-        """Remove every row whose expiry has come (``expires_at <= now``)."""
-        with self._write() as conn:
-            return conn.execute(_DELETE_EXPIRED, {"now": now}).rowcount
+    def delete_expired(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        """Remove every row whose expiry has come (``expires_at <= now``), in batches.
 
-    def materialize_decay(self, now: int) -> int:
-        """Rewrite every stored decay_score, a batch of rows per short transaction."""
+        Returns (rows removed, the longest a batch held the write lock, in seconds).
+        """
+
+        def batch(conn: sqlalchemy.Connection, rows: int) -> tuple[int, bool]:
+            gone = conn.execute(_DELETE_EXPIRED, {"now": now, "batch": rows}).rowcount
+            return gone, gone == rows
+
+        return self._in_batches(batch, pause)
+
+    def materialize_decay(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        """Rewrite every stored decay_score, walking the ids in windows; as delete_expired."""
         with self._read() as conn:
             top = conn.execute(_MAX_ID).scalar() or 0
-        done = 0
-        for after in range(0, top, DECAY_BATCH_ROWS):
-            window = {"now": now, "after": after, "upto": after + DECAY_BATCH_ROWS}
+        after = 0
+
+        def batch(conn: sqlalchemy.Connection, rows: int) -> tuple[int, bool]:
+            nonlocal after
+            window = {"now": now, "after": after, "upto": after + rows}
+            after += rows
+            return conn.execute(_DECAY_WINDOW, window).rowcount, after < top
+
+        return self._in_batches(batch, pause) if top else (0, 0.0)
+
+    def _in_batches(
+        self, batch: Callable[[sqlalchemy.Connection, int], tuple[int, bool]], pause: Pause | None
+    ) -> tuple[int, float]:
+        """Run ``batch(conn, rows) -> (done, more)`` one transaction at a time until done.
+
+        Between two batches ``pause()`` runs outside the lock (the sweep waits there so a
+        waiting writer gets its turn); it returns True to stop early.
+        """
+        rows, done, longest = DECAY_BATCH_ROWS, 0, 0.0
+        while True:
             with self._write() as conn:
-                done += conn.execute(_DECAY_WINDOW, window).rowcount
-        return done
+                count, more = batch(conn, rows)
+            held = self._held.last
+            done, longest = done + count, max(longest, held)
+            if not more or (pause is not None and pause()):
+                return done, longest
+            scaled = int(rows * SWEEP_HOLD_TARGET_SECS / max(held, 1e-4))
+            rows = max(1, min(SWEEP_MAX_BATCH_ROWS, scaled, 2 * rows))

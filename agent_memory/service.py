@@ -37,7 +37,7 @@ from agent_memory.errors import (
     StorageError,
     UnknownField,
 )
-from agent_memory.repository import FtsQueryError, Repository
+from agent_memory.repository import FtsQueryError, Pause, Repository
 from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
 
 log = logging.getLogger(__name__)
@@ -499,24 +499,30 @@ class MemoryService:
             "version": __version__,
         }
 
-    def sweep(self) -> dict[str, int]:
+    def sweep(self, pause: Pause | None = None) -> dict[str, Any]:
         """TTL expiry, decay materialization, then a batch of backfill.
 
         A failing step is logged and skipped; the next step and the next tick still run.
+        ``longest_hold_ms`` is the longest any of the sweep's transactions held the write
+        lock; ``pause`` runs between two of them (see Repository._in_batches).
         """
-        report = {"expired": 0, "decayed": 0, "embedded": 0}
+        report: dict[str, Any] = {"expired": 0, "decayed": 0, "embedded": 0}
+        longest = 0.0
         now = self.now()
-        steps: list[tuple[str, Callable[[int], int]]] = [
-            ("expired", self.repo.delete_expired),
-            ("decayed", self.repo.materialize_decay),
-            ("embedded", lambda _now: self.backfill()),
-        ]
-        for key, step in steps:
+        batched = (("expired", self.repo.delete_expired), ("decayed", self.repo.materialize_decay))
+        for key, step in batched:
             try:
                 with self._storage("sweep"):
-                    report[key] = step(now)
+                    report[key], held = step(now, pause)
+                    longest = max(longest, held)
             except StorageError:
                 pass  # already logged with its detail; the next step and tick still run
+        try:
+            with self._storage("sweep"):
+                report["embedded"] = self.backfill()
+        except StorageError:
+            pass
+        report["longest_hold_ms"] = round(longest * 1e3, 1)
         return report
 
     # -- embeddings -----------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from unittest.mock import ANY
 
 import pytest
 
@@ -37,7 +38,9 @@ def test_half_lives():
 def test_sweep_materializes_the_formula(service, clock, db_path, memory_type, age, expected):
     service.store({"content": "x", "type": memory_type})
     clock.advance(age)
-    assert service.sweep() == {"expired": 0, "decayed": 1, "embedded": 0}
+    report = service.sweep()
+    assert report == {"expired": 0, "decayed": 1, "embedded": 0, "longest_hold_ms": ANY}
+    assert 0 < report["longest_hold_ms"] < 1000
     assert dump(db_path)[0][7] == pytest.approx(expected, rel=1e-12)
     # search recomputes the same number at query time
     service.store({"content": "unrelated", "type": "TODO"})
@@ -70,6 +73,47 @@ def test_decay_materialization_walks_in_batches(service, clock, db_path, monkeyp
     clock.advance(30 * DAY)
     assert service.sweep()["decayed"] == 9
     assert [row[7] for row in dump(db_path)] == pytest.approx([0.5] * 9)
+
+
+@pytest.mark.parametrize(
+    ("target", "first", "sizes"),
+    [
+        (1000.0, 2, [2, 2, 2, 2, 2, 0]),  # fast batches grow, here up to the maximum of 2
+        (1e-9, 4, [4, 1, 1, 1, 1, 1, 1, 0]),  # a batch over the target shrinks the next
+    ],
+)
+def test_expiry_runs_in_batches_sized_by_lock_time(
+    service, clock, raw, monkeypatch, target, first, sizes
+):
+    monkeypatch.setattr(repository, "SWEEP_HOLD_TARGET_SECS", target)
+    monkeypatch.setattr(repository, "DECAY_BATCH_ROWS", first)
+    monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", 2)
+    for i in range(10):
+        service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
+    service.store({"content": "kept", "type": "TODO"})
+    clock.advance(5)
+    left = []
+
+    def pause() -> bool:  # between two batches: count what is still to expire
+        left.append(raw.execute("SELECT count(*) FROM memories").fetchone()[0] - 1)
+        return False
+
+    removed, longest = service.repo.delete_expired(clock.now, pause)
+    assert removed == 10 and longest > 0
+    deleted_per_batch = [a - b for a, b in zip([10, *left], [*left, 0], strict=True)]
+    assert deleted_per_batch == sizes
+    assert [m["content"] for m in service.list({})] == ["kept"]
+
+
+def test_a_sweep_told_to_stop_leaves_the_rest_to_the_next(service, clock, monkeypatch):
+    monkeypatch.setattr(repository, "DECAY_BATCH_ROWS", 3)
+    monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", 3)
+    for i in range(7):
+        service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
+    clock.advance(5)
+    assert service.sweep(pause=lambda: True)["expired"] == 3
+    assert len(service.list({})) == 4
+    assert service.sweep()["expired"] == 4
 
 
 def test_ttl_expiry_removes_only_expired_rows(service, clock, raw):
