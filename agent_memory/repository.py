@@ -39,11 +39,10 @@ log = logging.getLogger(__name__)
 DECAY_BATCH_ROWS = 1_000
 SWEEP_MAX_BATCH_ROWS = 50_000
 SWEEP_HOLD_TARGET_SECS = 0.02
-# An unfiltered keyword search ranks up to KEYWORD_CANDIDATES rows by bm25 in the index
-# alone (no join to memories for every match), then blends decay into them, reading their
-# rows KEYWORD_CHUNK at a time until the page is decided; see _blended_candidates.
+# An unfiltered keyword search ranks the best KEYWORD_CANDIDATES rows by bm25 in the index
+# alone (no join to memories for every match), then blends decay into those only; see
+# Repository.keyword_search.
 KEYWORD_CANDIDATES = 1_000
-KEYWORD_CHUNK = 200
 # Commits between two background WAL checkpoints (a store writes about ten pages).
 CHECKPOINT_EVERY_WRITES = 32
 # Neighbours attached to each result by expand_links, most recent relations first.
@@ -388,6 +387,39 @@ def _keyword_ranking_statement(filters: tuple[bool, bool, bool]) -> sqlalchemy.S
     )
 
 
+def _blended_candidates_statement() -> sqlalchemy.Select[Any]:
+    """The best :cut rows by bm25 from the index alone, then decay blended into those only.
+
+    Each row also carries how many candidates there were and the last one's bm25, which
+    tell whether the page is decided (see keyword_search). At 100,000 memories joining
+    every match to its row had cost half of a question's time.
+    """
+    ranked = (
+        select(_FTS.c.rowid.label("rid"), _BM25.label("b"))
+        .where(literal_column("memories_fts").op("MATCH")(bindparam("match")))
+        .order_by(_BM25.asc(), _FTS.c.rowid.asc())
+        .limit(bindparam("cut"))
+        .cte("ranked")  # used three times: SQLite materializes it once
+    )
+    current = _decay()
+    score = (current - ranked.c.b).label("score")
+    return (
+        select(
+            *_SELECT_MEMORY,
+            current.label("current_decay"),
+            score,
+            select(func.count()).select_from(ranked).scalar_subquery().label("candidates"),
+            select(func.max(ranked.c.b)).scalar_subquery().label("worst"),
+        )
+        .select_from(ranked.join(memories, memories.c.id == ranked.c.rid))
+        .order_by(score.desc(), memories.c.id.asc())
+        .limit(bindparam("limit"))
+    )
+
+
+_BLENDED_CANDIDATES = _blended_candidates_statement()
+
+
 @functools.cache
 def _rows_statement(filters: tuple[bool, bool, bool]) -> sqlalchemy.Select[Any]:
     """The rows among :ids that pass the filters, with their decay as of :now."""
@@ -410,6 +442,22 @@ def _update_statement(columns: tuple[str, ...]) -> sqlalchemy.Update:
         )
         .returning(*_SELECT_MEMORY, memories.c.embedding_status)
     )
+
+
+def _candidates_page(conn: sqlalchemy.Connection, params: dict[str, Any]) -> list[Any] | None:
+    """An unfiltered keyword page from the bm25 candidates, or None when they cannot tell.
+
+    Decay lies in (0, 1]: a row past the candidates scores at most the last candidate's
+    -bm25 + 1. With every match a candidate, or the page's last score above that, the page
+    is exactly the full query's.
+    """
+    cut = max(KEYWORD_CANDIDATES, params["limit"])
+    rows = conn.execute(_BLENDED_CANDIDATES, {**params, "cut": cut}).all()
+    if not rows or rows[0].candidates < cut:
+        return rows
+    if len(rows) == params["limit"] and rows[-1].score > 1.0 - rows[0].worst:
+        return rows
+    return None
 
 
 def _varint(blob: bytes) -> int:
@@ -655,51 +703,14 @@ class Repository:
         params.update(match=match, now=now, limit=limit)
         with self._read() as conn:
             _probe(conn, match)
-            if not any(key):
-                found = self._blended_candidates(conn, match, now, limit)
-                if found is not None:
-                    return found
-            rows = conn.execute(_keyword_statement(key), params).all()
+            rows = None if any(key) else _candidates_page(conn, params)
+            if rows is None:
+                rows = conn.execute(_keyword_statement(key), params).all()
         found = []
         for row in rows:
             memory = _memory(row)
             memory["decay_score"] = row.current_decay
             found.append((memory, row.score))
-        return found
-
-    def _blended_candidates(
-        self, conn: sqlalchemy.Connection, match: str, now: int, limit: int
-    ) -> list[tuple[dict[str, Any], float]] | None:
-        """The page from the best KEYWORD_CANDIDATES by bm25, when that provably is the page.
-
-        Decay lies in (0, 1], so a row ranked below the candidates scores at most the last
-        candidate's -bm25 + 1: when the page's last score is above that (or every match is
-        a candidate), the answer is exactly the full query's. At 100,000 memories joining
-        every match to its row cost half of a question's time. None: run the full query.
-        """
-        cut = max(KEYWORD_CANDIDATES, limit)
-        params = {"match": match, "limit": cut}
-        ranked = conn.execute(_keyword_ranking_statement((False, False, False)), params).all()
-        bm25 = dict(ranked)
-        scored: list[tuple[float, sqlalchemy.Row[Any]]] = []
-        for start in range(0, len(ranked), KEYWORD_CHUNK):
-            chunk = ranked[start : start + KEYWORD_CHUNK]
-            ids = {"ids": [memory_id for memory_id, _ in chunk], "now": now}
-            rows = conn.execute(_rows_statement((False, False, False)), ids).all()
-            scored.extend((row.current_decay - bm25[row.id], row) for row in rows)
-            scored.sort(key=lambda pair: (-pair[0], pair[1].id))
-            del scored[limit:]
-            unseen_best = 1.0 - chunk[-1][1]  # what a row past this chunk could score at most
-            if len(scored) == limit and scored[-1][0] > unseen_best:
-                break
-        else:
-            if len(ranked) == cut:
-                return None  # rows past the candidates might still make the page
-        found = []
-        for score, row in scored:
-            memory = _memory(row)
-            memory["decay_score"] = row.current_decay
-            found.append((memory, score))
         return found
 
     def bump(self, ids: Sequence[int], now: int) -> None:

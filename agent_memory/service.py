@@ -64,7 +64,7 @@ RRF_K = 60
 # with rows that the left-out words could not outscore (see ``_pruned``). Below
 # PRUNE_MIN_ROWS memories every word is searched: there it costs little.
 PRUNE_MAX_IDF = 0.25
-PRUNE_MIN_ROWS = 2_000
+PRUNE_MIN_ROWS = 500
 # FTS5's bm25 has k1 = 1.2: one query term adds at most idf * (k1 + 1) to a row's score.
 BM25_TERM_MAX = 2.2
 # Pending rows the sweep embeds per tick (one Ollama request), and reembed per batch.

@@ -54,9 +54,8 @@ def ids(found: list[dict]) -> list[int]:
 
 @pytest.fixture
 def small_candidates(monkeypatch):
-    """Candidate windows small enough that 300 rows run past them."""
+    """A candidate window small enough that 300 rows run past it."""
     monkeypatch.setattr(repository, "KEYWORD_CANDIDATES", 40)
-    monkeypatch.setattr(repository, "KEYWORD_CHUNK", 10)
 
 
 @pytest.mark.parametrize("repeats", [False, True], ids=["varied", "near-ties"])

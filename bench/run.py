@@ -1,0 +1,503 @@
+"""The comparison bench: agent-memory, the protocol floor and two local peers, at every size.
+
+    .venv/bin/python bench/run.py [--sizes 1000,10000,100000,1000000] [--peers]
+                                  [--peer-sizes 1000,10000,100000] [--hybrid-sizes 1000,10000]
+                                  [--json bench/results/run.json]
+
+Every figure comes from one run on one machine, each server driven by the official MCP
+client over stdio, one call at a time:
+
+- floor: a do-nothing server on the same MCP SDK (bench/floor_server.py): the price of
+  Python and the protocol before any work;
+- agent-memory: ``agent-memory serve`` (keyword mode: no Ollama; hybrid mode against the
+  test suite's fake Ollama, a real HTTP server on 127.0.0.1, at --hybrid-sizes);
+- with --peers, installed from npm into a temp prefix by this script:
+  @modelcontextprotocol/server-memory (store -> create_entities, search -> search_nodes)
+  and mcp-memory-keeper (store -> context_save, search -> context_search, list ->
+  context_get by category).
+
+Data: seeded developer memories from bench/corpus.py (``developer_memories``). agent-memory
+is loaded through its import path (``agent-memory import --from jsonl``), then the bench
+spreads last use over the past year with one UPDATE (imports count as just used); the peers
+are loaded through their own batch tools (create_entities, context_batch_save) in batches of
+1,000. Then, per size and server: cold start (spawn to the first tools/list answer, median
+of 3), 200 single stores, two-word and question searches (limit 10), a filtered list, the
+server's peak RSS (VmHWM) and the size of its files. For agent-memory also the sweep (TTL
+expiry of 1% of rows and decay refresh) timed in process while another process stores
+through MCP: the longest write-lock hold and the slowest of those stores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parent / "tests"))
+from fake_ollama import FakeOllama  # noqa: E402
+
+from agent_memory import __version__, jsonl  # noqa: E402
+from agent_memory.db import open_database  # noqa: E402
+from agent_memory.lifecycle import SWEEP_PAUSE_SECS  # noqa: E402
+from agent_memory.service import MemoryService  # noqa: E402
+
+import corpus  # noqa: E402
+
+COLD_RUNS = 3
+STORES = 200
+WARM_UP_CALLS = 5  # untimed stores and searches first: the first call of a process is cold
+SEARCHES = 100  # of each kind
+LISTS = 30
+LIMIT = 10
+LOAD_BATCH = 1_000
+EXPIRING_SHARE = 100  # one row in this many has a TTL that runs out before the sweep
+YEAR = 365 * 86_400
+NO_OLLAMA = "http://127.0.0.1:9"
+PEER_PACKAGES = ("@modelcontextprotocol/server-memory", "mcp-memory-keeper")
+KEEPER_CATEGORY = {"DECISION": "decision", "ERROR": "error", "TODO": "task"}
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def agent_memory_cmd() -> str:
+    found = Path(sys.executable).with_name("agent-memory")
+    return str(found) if found.exists() else shutil.which("agent-memory") or "agent-memory"
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
+    env.update(extra)
+    return env
+
+
+def text_of(result: Any) -> str:
+    return "".join(getattr(part, "text", "") for part in result.content)
+
+
+# -- the servers ------------------------------------------------------------------------------
+
+
+class System:
+    """How the bench starts, loads and calls one server. Tool calls are (name, arguments)."""
+
+    name = ""
+
+    def __init__(self, workdir: Path) -> None:
+        self.dir = workdir / self.name
+        self.dir.mkdir(parents=True, exist_ok=True)
+
+    def params(self) -> StdioServerParameters:
+        raise NotImplementedError
+
+    def load(self, memories: list[dict]) -> None:
+        """Bring the store to len(memories) rows before anything is timed."""
+
+    async def load_through(self, client: Client, memories: list[dict]) -> None:
+        """Loading that needs the server running (peers)."""
+
+    def store(self, memory: dict, i: int) -> tuple[str, dict] | None:
+        raise NotImplementedError
+
+    def search(self, query: str) -> tuple[str, dict] | None:
+        raise NotImplementedError
+
+    def list(self) -> tuple[str, dict] | None:
+        return None
+
+    def files(self) -> list[Path]:
+        return [p for p in self.dir.rglob("*") if p.is_file()]
+
+
+class Floor(System):
+    name = "floor"
+
+    def params(self) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=sys.executable, args=[str(HERE / "floor_server.py"), "bench-floor"]
+        )
+
+    def store(self, memory: dict, i: int) -> tuple[str, dict]:
+        return "memory_store", memory
+
+    def search(self, query: str) -> tuple[str, dict]:
+        return "memory_search", {"query": query, "limit": LIMIT}
+
+    def list(self) -> tuple[str, dict]:
+        return "memory_list", {"type": "DECISION", "scope": "billing", "limit": 20}
+
+    def files(self) -> list[Path]:
+        return []
+
+
+class AgentMemory(Floor):
+    name = "agent-memory"
+    ollama_url = NO_OLLAMA
+
+    @property
+    def db(self) -> Path:
+        return self.dir / "memory.db"
+
+    def params(self) -> StdioServerParameters:
+        return StdioServerParameters(
+            command=agent_memory_cmd(),
+            args=["--db", str(self.db), "--ollama-url", self.ollama_url, "--log-level", "warning"]
+            + ["serve"],
+            env=clean_env(),
+        )
+
+    def load(self, memories: list[dict]) -> None:
+        """Through ``agent-memory import``, then last use spread over the past year."""
+        now = int(time.time())
+        source = self.dir / "load.jsonl"
+        with source.open("w", encoding="utf-8") as out:
+            out.write(
+                jsonl.line(
+                    jsonl.header(
+                        exported_at=now,
+                        embedding_model="nomic-embed-text",
+                        embedding_dim=768,
+                        schema_version=4,
+                        agent_memory_version=__version__,
+                        exported_rows=len(memories),
+                        exported_links=0,
+                    )
+                )
+            )
+            for i, memory in enumerate(memories):
+                created = now - YEAR + (i * YEAR) // max(len(memories), 1)
+                out.write(
+                    jsonl.line(
+                        {
+                            "record": "memory",
+                            "key": i + 1,
+                            "type": memory["type"],
+                            "content": memory["content"],
+                            "tags": memory["tags"],
+                            "source": None,
+                            "scope": memory["scope"],
+                            "created_at": created,
+                            "last_accessed": created,
+                            "access_count": 0,
+                            "expires_at": now + 3600 if i % EXPIRING_SHARE == 0 else None,
+                        }
+                    )
+                )
+        subprocess.run(
+            [agent_memory_cmd(), "--db", str(self.db), "import", "--from", "jsonl", str(source)],
+            check=True,
+            env=clean_env(),
+            stderr=subprocess.DEVNULL,
+        )
+        source.unlink()
+        conn = sqlite3.connect(self.db)
+        with conn:  # a last use somewhere between creation and now, seeded by the row's id
+            conn.execute(
+                "UPDATE memories SET last_accessed = created_at + "
+                "(id * 2654435761 % 1000003) * (? - created_at) / 1000003",
+                (now,),
+            )
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+
+    def files(self) -> list[Path]:
+        return [p for p in self.dir.glob("memory.db*") if p.is_file()]
+
+
+class ServerMemory(System):
+    name = "server-memory"
+
+    def __init__(self, workdir: Path, prefix: Path) -> None:
+        super().__init__(workdir)
+        self.command = str(prefix / "node_modules" / ".bin" / "mcp-server-memory")
+
+    def params(self) -> StdioServerParameters:
+        path = str(self.dir / "memory.jsonl")
+        return StdioServerParameters(command=self.command, env=clean_env(MEMORY_FILE_PATH=path))
+
+    @staticmethod
+    def entity(memory: dict, i: int) -> dict:
+        return {
+            "name": f"memory-{i}",
+            "entityType": memory["type"],
+            "observations": [memory["content"]],
+        }
+
+    async def load_through(self, client: Client, memories: list[dict]) -> None:
+        for start in range(0, len(memories), LOAD_BATCH):
+            batch = memories[start : start + LOAD_BATCH]
+            entities = [self.entity(m, start + j) for j, m in enumerate(batch)]
+            await client.call_tool("create_entities", {"entities": entities})
+
+    def store(self, memory: dict, i: int) -> tuple[str, dict]:
+        return "create_entities", {"entities": [self.entity(memory, i)]}
+
+    def search(self, query: str) -> tuple[str, dict]:
+        return "search_nodes", {"query": query}
+
+
+class MemoryKeeper(System):
+    name = "memory-keeper"
+
+    def __init__(self, workdir: Path, prefix: Path) -> None:
+        super().__init__(workdir)
+        self.command = str(prefix / "node_modules" / ".bin" / "mcp-memory-keeper")
+
+    def params(self) -> StdioServerParameters:
+        return StdioServerParameters(command=self.command, env=clean_env(), cwd=str(self.dir))
+
+    @staticmethod
+    def item(memory: dict, i: int) -> dict:
+        category = KEEPER_CATEGORY.get(memory["type"], "note")
+        return {"key": f"memory-{i}", "value": memory["content"], "category": category}
+
+    async def load_through(self, client: Client, memories: list[dict]) -> None:
+        for start in range(0, len(memories), LOAD_BATCH):
+            batch = memories[start : start + LOAD_BATCH]
+            items = [self.item(m, start + j) for j, m in enumerate(batch)]
+            await client.call_tool("context_batch_save", {"items": items})
+
+    def store(self, memory: dict, i: int) -> tuple[str, dict]:
+        return "context_save", self.item(memory, i)
+
+    def search(self, query: str) -> tuple[str, dict]:
+        return "context_search", {"query": query, "limit": LIMIT}
+
+    def list(self) -> tuple[str, dict]:
+        return "context_get", {"category": "decision", "limit": 20}
+
+
+def install_peers(prefix: Path) -> None:
+    """npm install into ``prefix``; better-sqlite3's native build needs its script run."""
+    npm = ["npm", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error"]
+    subprocess.run([*npm, "install", *PEER_PACKAGES], check=True)
+    subprocess.run([*npm, "rebuild", "better-sqlite3"], check=True, stdout=subprocess.DEVNULL)
+
+
+# -- measuring --------------------------------------------------------------------------------
+
+
+def child_peak_rss_mib() -> float:
+    """VmHWM of this process's children (the one server running now)."""
+    peak = 0.0
+    me = str(os.getpid())
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+            if stat.rsplit(")", 1)[1].split()[1] != me:
+                continue
+            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+                if line.startswith("VmHWM:"):
+                    peak = max(peak, int(line.split()[1]) / 1024)
+        except (OSError, IndexError):
+            continue
+    return peak
+
+
+async def call(client: Client, request: tuple[str, dict]) -> float:
+    start = time.perf_counter()
+    result = await client.call_tool(*request)
+    elapsed = time.perf_counter() - start
+    if result.is_error:
+        raise RuntimeError(f"{request[0]} failed: {text_of(result)[:200]}")
+    return elapsed
+
+
+async def cold_start(system: System) -> float:
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    times = []
+    for _ in range(COLD_RUNS):
+        start = time.perf_counter()
+        async with Client(stdio_client(system.params(), errlog=devnull)) as client:
+            await client.list_tools()
+            times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1e3
+
+
+async def session(system: System, size: int, fresh: list[dict]) -> dict[str, float]:
+    """Stores, searches and lists through one server process; its peak RSS at the end."""
+    out: dict[str, float] = {}
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    async with Client(stdio_client(system.params(), errlog=devnull)) as client:
+        await client.list_tools()
+        for i in range(WARM_UP_CALLS):
+            await call(client, system.store(fresh[i], size + len(fresh) + i))
+            await call(client, system.search(corpus.questions(1, seed=i)[0]))
+        stores = [await call(client, system.store(m, size + i)) for i, m in enumerate(fresh)]
+        out["stores_per_s"] = len(stores) / sum(stores)
+        out["store_p99_ms"] = pct(stores, 0.99) * 1e3
+        for kind, queries in (
+            ("two_words", corpus.two_word_queries(SEARCHES)),
+            ("question", corpus.questions(SEARCHES)),
+        ):
+            timings = [await call(client, system.search(q)) for q in queries]
+            out[f"search_{kind}_p50_ms"] = pct(timings, 0.5) * 1e3
+            out[f"search_{kind}_p99_ms"] = pct(timings, 0.99) * 1e3
+        listing = system.list()
+        if listing is not None:
+            timings = [await call(client, listing) for _ in range(LISTS)]
+            out["list_filtered_p50_ms"] = pct(timings, 0.5) * 1e3
+        out["peak_rss_mib"] = child_peak_rss_mib()
+    out["files_mib"] = sum(p.stat().st_size for p in system.files()) / 2**20
+    return out
+
+
+async def sweep_under_writes(system: AgentMemory, size: int) -> dict[str, float]:
+    """The sweep in process (clock two hours ahead: the 1% TTL rows expire) while another
+    process stores through MCP as fast as it can; the slowest of those stores."""
+    service = MemoryService(open_database(system.db), clock=lambda: time.time() + 7200)
+    done = threading.Event()
+    report: dict[str, Any] = {}
+
+    def sweep() -> None:
+        try:
+            started = time.perf_counter()
+            report.update(service.sweep(pause=lambda: bool(time.sleep(SWEEP_PAUSE_SECS))))
+            report["secs"] = time.perf_counter() - started
+        finally:
+            done.set()
+
+    latencies: list[float] = []
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    async with Client(stdio_client(system.params(), errlog=devnull)) as client:
+        await client.list_tools()
+        memories = corpus.developer_memories(10**9, seed=99)
+        for _ in range(WARM_UP_CALLS):
+            await call(client, system.store(next(memories), 0))
+        worker = threading.Thread(target=sweep)
+        worker.start()
+        while not done.is_set():
+            latencies.append(await call(client, system.store(next(memories), 0)))
+        worker.join()
+    service.close()
+    return {
+        "sweep_s": report["secs"],
+        "sweep_expired": report["expired"],
+        "sweep_longest_lock_ms": report["longest_hold_ms"],
+        "stores_during_sweep": len(latencies),
+        "store_max_during_sweep_ms": max(latencies, default=0.0) * 1e3,
+    }
+
+
+def embed_all(system: AgentMemory, ollama: FakeOllama) -> float:
+    """Vectors for every row through ``agent-memory reembed``; rows per second."""
+    start = time.perf_counter()
+    subprocess.run(
+        [agent_memory_cmd(), "--db", str(system.db), "--ollama-url", ollama.url, "reembed"],
+        check=True,
+        env=clean_env(),
+        stderr=subprocess.DEVNULL,
+    )
+    return time.perf_counter() - start
+
+
+async def measure_size(
+    size: int, systems: list[System], hybrid: bool, workdir: Path, log: Callable[[str], None]
+) -> dict[str, dict[str, float]]:
+    memories = list(corpus.developer_memories(size))
+    fresh = list(corpus.developer_memories(STORES, seed=31))
+    results: dict[str, dict[str, float]] = {}
+    for system in systems:
+        log(f"{size}: loading {system.name}")
+        started = time.perf_counter()
+        system.load(memories)
+        if type(system).load_through is not System.load_through:
+            devnull = open(os.devnull, "w")  # noqa: SIM115
+            async with Client(stdio_client(system.params(), errlog=devnull)) as client:
+                await system.load_through(client, memories)
+        figures = {"load_s": time.perf_counter() - started}
+        log(f"{size}: measuring {system.name}")
+        figures["cold_start_ms"] = await cold_start(system)
+        figures.update(await session(system, size, fresh))
+        if isinstance(system, AgentMemory):
+            if hybrid:
+                with FakeOllama() as ollama:
+                    figures["embed_all_s"] = embed_all(system, ollama)
+                    system.ollama_url = ollama.url
+                    searched = await session(system, size + STORES, fresh)
+                    system.ollama_url = NO_OLLAMA
+                for key in [k for k in searched if k.startswith("search_")]:
+                    figures[f"hybrid_{key[len('search_') :]}"] = searched[key]
+            figures.update(await sweep_under_writes(system, size))
+        results[system.name] = figures
+        if not isinstance(system, Floor):
+            shutil.rmtree(system.dir, ignore_errors=True)
+    return results
+
+
+def table(results: dict[int, dict[str, dict[str, float]]], names: list[str]) -> str:
+    lines = ["| size | metric | " + " | ".join(names) + " |", "|---:|---|" + "---:|" * len(names)]
+    for size, by_system in results.items():
+        keys: list[str] = []
+        for name in names:
+            keys += [k for k in by_system.get(name, {}) if k not in keys]
+        for key in keys:
+            cells = []
+            for name in names:
+                value = by_system.get(name, {}).get(key)
+                cells.append("" if value is None else f"{value:,.2f}")
+            lines.append(f"| {size:,} | {key} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", default="1000,10000,100000,1000000")
+    parser.add_argument("--peers", action="store_true", help="install and bench the npm peers")
+    parser.add_argument("--peer-sizes", default="1000,10000,100000")
+    parser.add_argument("--hybrid-sizes", default="1000,10000")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    peer_sizes = {int(s) for s in args.peer_sizes.split(",")}
+    hybrid_sizes = {int(s) for s in args.hybrid_sizes.split(",") if s}
+
+    def log(message: str) -> None:
+        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+    results: dict[int, dict[str, dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="am-run-") as tmp:
+        workdir = Path(tmp)
+        names = ["floor", "agent-memory"]
+        if args.peers:
+            log("installing peers from npm")
+            install_peers(workdir / "npm")
+            names += ["server-memory", "memory-keeper"]
+        for size in sizes:
+            systems: list[System] = [Floor(workdir), AgentMemory(workdir)]
+            if args.peers and size in peer_sizes:
+                systems += [
+                    ServerMemory(workdir, workdir / "npm"),
+                    MemoryKeeper(workdir, workdir / "npm"),
+                ]
+            results[size] = anyio.run(
+                measure_size, size, systems, size in hybrid_sizes, workdir, log
+            )
+            if args.json:  # after every size, so a long run leaves what it measured
+                args.json.write_text(json.dumps(results, indent=2))
+    print(table(results, names))
+    load = os.getloadavg()[0]
+    print(f"\nmachine: {os.cpu_count()} cpus, load {load:.2f}, python {sys.version.split()[0]}")
+
+
+if __name__ == "__main__":
+    main()
