@@ -160,8 +160,10 @@ class AgentMemory(Floor):
     def params(self) -> StdioServerParameters:
         return StdioServerParameters(
             command=agent_memory_cmd(),
-            args=["--db", str(self.db), "--ollama-url", self.ollama_url, "--log-level", "warning"]
-            + ["serve"],
+            args=[
+                *("--db", str(self.db), "--ollama-url", self.ollama_url),
+                *("--log-level", "warning", "serve"),
+            ],
             env=clean_env(),
         )
 
