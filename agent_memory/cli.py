@@ -52,6 +52,7 @@ class Settings:
     ollama_url: str
     embed_model: str
     sweep_interval: int
+    max_content_bytes: int
 
 
 def configure_logging(level: str) -> None:
@@ -76,7 +77,11 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
     except (DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
         fail(str(exc))
     log.info("database %s (schema version %d)", database.path, database.schema_version)
-    return MemoryService(database, embedder=Embedder(settings.ollama_url, settings.embed_model))
+    return MemoryService(
+        database,
+        embedder=Embedder(settings.ollama_url, settings.embed_model),
+        max_content_bytes=settings.max_content_bytes,
+    )
 
 
 def parse_addr(_ctx: click.Context, _param: click.Parameter, text: str) -> tuple[str, int]:
@@ -133,6 +138,16 @@ def is_loopback(host: str) -> bool:
     help="Seconds between lifecycle sweeps (TTL expiry, decay refresh).",
 )
 @click.option(
+    "--max-content-bytes",
+    type=click.IntRange(min=1),
+    envvar="AGENT_MEMORY_MAX_CONTENT_BYTES",
+    default=1024 * 1024,
+    show_default=True,
+    show_envvar=True,
+    metavar="BYTES",
+    help="Largest memory content accepted (UTF-8 bytes); bigger stores and updates are refused.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     envvar="AGENT_MEMORY_LOG",
@@ -148,12 +163,17 @@ def cli(
     ollama_url: str,
     embed_model: str,
     sweep_interval: int,
+    max_content_bytes: int,
     log_level: str,
 ) -> None:
     """Persistent, typed, local memory for AI agents, in one SQLite file."""
     configure_logging(log_level)
     ctx.obj = Settings(
-        db=db, ollama_url=ollama_url, embed_model=embed_model, sweep_interval=sweep_interval
+        db=db,
+        ollama_url=ollama_url,
+        embed_model=embed_model,
+        sweep_interval=sweep_interval,
+        max_content_bytes=max_content_bytes,
     )
 
 

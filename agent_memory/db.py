@@ -158,6 +158,17 @@ def _upgrade(engine: Engine, path: Path, head: int) -> None:
     migrate.upgrade(engine, path, head)
 
 
+def _create_private(path: Path) -> None:
+    """A new database file is readable by its owner only (SQLite gives its -wal and -shm
+    files the same mode). An existing file keeps the mode its owner chose."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    except FileExistsError:
+        pass  # another process made it first
+    except OSError as exc:
+        raise DatabaseOpenError(path, exc.strerror or str(exc)) from exc
+
+
 @dataclass
 class Database:
     path: Path
@@ -189,6 +200,8 @@ def open_database(path: str | os.PathLike[str] | None = None) -> Database:
     if current is not None and current > head:
         raise SchemaTooNew(current, head)
 
+    if current is None:
+        _create_private(resolved)
     engine = create_engine(resolved)
     try:
         if current != head:

@@ -29,8 +29,11 @@ from agent_memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
-# Request bodies above this are refused with 413 before they are read.
+# Request bodies above this are refused with 413 before they are read: 4 MiB, or room for
+# the largest content the service takes when it is raised (a client that escapes non-ASCII
+# sends a 4-byte character as a 12-byte surrogate pair).
 MAX_BODY_BYTES = 4 * 1024 * 1024
+JSON_ESCAPE_FACTOR = 3
 _INTEGER = re.compile(r"-?\d+")
 _BOOLEANS = {"true": True, "false": False}
 
@@ -146,7 +149,9 @@ def create_app(
 ) -> Flask:
     """The REST app over ``service``; ``host``/``port`` are where it is bound."""
     app = Flask(__name__, static_folder=None)
-    app.config["MAX_CONTENT_LENGTH"] = MAX_BODY_BYTES
+    app.config["MAX_CONTENT_LENGTH"] = max(
+        MAX_BODY_BYTES, JSON_ESCAPE_FACTOR * service.max_content_bytes + 64 * 1024
+    )
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["agent_memory"] = service

@@ -45,6 +45,13 @@ log = logging.getLogger(__name__)
 MAX_LIMIT = 200
 DEFAULT_SEARCH_LIMIT = 50
 MAX_TTL_SECS = 3_155_760_000  # about 100 years
+# Limits that keep one client from filling the disk or the memory of every reader: the
+# content's size in UTF-8 bytes (the service's max_content_bytes, set with
+# --max-content-bytes), the number and length of tags, and source and scope lengths.
+DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
+MAX_TAGS = 64
+MAX_TAG_CHARS = 256
+MAX_LABEL_CHARS = 1024
 _SQLITE_INT_MIN, _SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 PATCH_FIELDS = ("content", "tags", "scope", "ttl_secs")
@@ -150,11 +157,28 @@ def _required_string(args: Mapping[str, Any], name: str) -> str:
     return value
 
 
-def _content(value: Any) -> str:
+def _content(value: Any, max_bytes: int) -> str:
     if value is not None and not isinstance(value, str):
         raise InvalidType(f"content must be a non-empty string (got {_shown(value)})")
     if value is None or not value.strip():  # null: "never null or empty", one message for both
         raise InvalidArgument("content must be a non-empty string")
+    if len(value) > max_bytes // 4:  # a char is at most 4 bytes: count only when it may matter
+        size = len(value.encode("utf-8", "surrogatepass"))
+        if size > max_bytes:
+            raise InvalidArgument(
+                f"content must be at most {max_bytes} bytes of UTF-8 (got {size}); "
+                "the limit is set with --max-content-bytes"
+            )
+    return value
+
+
+def _label(args: Mapping[str, Any], name: str) -> str | None:
+    """source and scope: optional strings of at most MAX_LABEL_CHARS characters."""
+    value = _optional_string(args, name)
+    if value is not None and len(value) > MAX_LABEL_CHARS:
+        raise InvalidArgument(
+            f"{name} must be at most {MAX_LABEL_CHARS} characters (got {len(value)})"
+        )
     return value
 
 
@@ -173,6 +197,14 @@ def _tags(value: Any) -> list[str]:
         return []
     if not isinstance(value, list) or not all(isinstance(t, str) for t in value):
         raise InvalidType(f"tags must be a list of strings (got {_shown(value)})")
+    if len(value) > MAX_TAGS:
+        raise InvalidArgument(f"tags must hold at most {MAX_TAGS} tags (got {len(value)})")
+    for position, tag in enumerate(value):
+        if len(tag) > MAX_TAG_CHARS:
+            raise InvalidArgument(
+                f"each tag must be at most {MAX_TAG_CHARS} characters "
+                f"(got {len(tag)} in tag {position})"
+            )
     return value
 
 
@@ -239,8 +271,10 @@ class MemoryService:
         database: Database,
         clock: Callable[[], float] = time.time,
         embedder: Embedder | None = None,
+        max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
     ) -> None:
         self.database = database
+        self.max_content_bytes = max_content_bytes
         self.repo = Repository(database.engine)
         self.embedder = embedder
         self._clock = clock
@@ -270,12 +304,12 @@ class MemoryService:
         args = _mapping(args)
         if args.get("content") is None:
             raise InvalidType("content is required")
-        content = _content(args["content"])
+        content = _content(args["content"], self.max_content_bytes)
         memory_type = _memory_type(args, required=True)
         assert memory_type is not None
         tags = _tags(args.get("tags"))
-        source = _optional_string(args, "source")
-        scope = _optional_string(args, "scope")
+        source = _label(args, "source")
+        scope = _label(args, "scope")
         ttl = _ttl(args)
         embedding = self._embed_document(content)  # before the write lock, never under it
         now = self.now()
@@ -442,11 +476,11 @@ class MemoryService:
             raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
         changes: dict[str, Any] = {}
         if "content" in args:
-            changes["content"] = _content(args["content"])
+            changes["content"] = _content(args["content"], self.max_content_bytes)
         if "tags" in args:
             changes["tags"] = _tags(args["tags"])
         if "scope" in args:
-            changes["scope"] = _optional_string(args, "scope")
+            changes["scope"] = _label(args, "scope")
         ttl = _ttl(args)
         embedding = self._embed_document(changes["content"]) if "content" in changes else None
         now = self.now()
