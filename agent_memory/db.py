@@ -93,6 +93,10 @@ def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
     dbapi_conn.enable_load_extension(True)
     try:
         sqlite_vec.load(dbapi_conn)
+    except sqlean.OperationalError as exc:  # a broken install: say what is missing
+        raise sqlean.OperationalError(
+            f"cannot load sqlite-vec ({exc}); reinstall agent-memory-mcp"
+        ) from exc
     finally:
         dbapi_conn.enable_load_extension(False)
     # busy_timeout first: switching to WAL takes a lock a concurrent opener must wait for.

@@ -344,10 +344,19 @@ class MemoryService:
                 results = self._hybrid(query, embedding, now, limit, filters)
             if results is None:  # Ollama is not there, or the database has another model's
                 mode, results = SEARCH_MODE_KEYWORD, self._keyword(query, now, limit, filters)
-            self.repo.bump([r["id"] for r in results], now)  # the results only, not neighbours
+            self._bump([r["id"] for r in results], now)  # the results only, not neighbours
             if expand:
                 self._expand(results)
         return {"search_mode": mode, "results": results}
+
+    def _bump(self, ids: list[int], now: int) -> None:
+        """Record the use of results; a file that takes no writes (full, read-only) loses
+        only this, not the answer."""
+        try:
+            self.repo.bump(ids, now)
+        except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error) as exc:
+            detail = getattr(exc, "orig", None) or exc
+            log.error("search: answered, but could not record the use of its results: %s", detail)
 
     def _expand(self, results: list[dict[str, Any]]) -> None:
         """Attach each result's 1-hop relations (one query for the whole page; a pure read)."""

@@ -108,14 +108,16 @@ def file_hashes(path: Path) -> dict[str, str | None]:
     return out
 
 
-def run_agent_memory(*args: str, timeout: int = 120) -> subprocess.CompletedProcess:
+def run_agent_memory(
+    *args: str, timeout: int = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     """Run the real executable to completion with no stdin (``serve`` then exits at EOF)."""
     return subprocess.run(
         [executable(), *args],
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        env=server_env(),
+        env=env or server_env(),
         timeout=timeout,
     )
 
