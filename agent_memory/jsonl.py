@@ -145,6 +145,8 @@ class Reader:
             value = json.loads(text)
         except ValueError as exc:
             raise _defect(number, f"not valid JSON ({exc})") from None
+        except RecursionError:
+            raise _defect(number, "not valid JSON (nested too deeply)") from None
         if not isinstance(value, dict):
             raise _defect(number, f"expected a JSON object, got {_shown(value)[:40]}")
         return value

@@ -1,0 +1,265 @@
+"""Fuzzing every door: MCP tool arguments (in process and raw over stdio) and the JSONL reader.
+
+A client's mistake is never a -32603 (internal error), never a traceback, and never a
+write. (The REST API is fuzzed by schemathesis in test_openapi.py.)
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import re
+import subprocess
+import threading
+
+import anyio
+import pytest
+from click.testing import CliRunner
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from agent_memory import jsonl, mcp_server
+from agent_memory.cli import cli
+from agent_memory.errors import AgentMemoryError
+from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+
+from conftest import dump, executable, server_env
+
+FIELDS = {
+    "memory_store": ["content", "type", "tags", "source", "scope", "ttl_secs"],
+    "memory_search": ["query", "type", "tag", "scope", "limit", "expand_links"],
+    "memory_list": ["type", "tag", "scope", "limit", "expand_links"],
+    "memory_update": ["id", "content", "tags", "scope", "ttl_secs"],
+    "memory_link": ["from_id", "to_id", "kind"],
+    "memory_unlink": ["from_id", "to_id", "kind"],
+    "memory_forget": ["id"],
+}
+NASTY = st.sampled_from(
+    [
+        "",
+        " ",
+        "\x00",
+        "a\x00b",
+        '"',
+        "NEAR(",
+        "*",
+        "col:val",
+        "AND OR NOT",
+        "'; DROP TABLE memories; --",
+        "\u202e\u0301\ufeff",
+        "🧠" * 50,
+        "DECISION",
+        "relates_to",
+        "x" * 5000,
+    ]
+)
+SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**70), 2**70)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=20)
+    | NASTY
+)
+VALUES = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+
+
+def arguments(tool: str):
+    keys = st.sampled_from([*FIELDS[tool], "bogus", ""])
+    return st.dictionaries(keys, VALUES, max_size=5)
+
+
+CALLS = st.sampled_from(sorted(FIELDS)).flatmap(
+    lambda tool: st.tuples(st.just(tool), arguments(tool))
+)
+
+
+@given(call=CALLS)
+@SETTINGS
+def test_tool_arguments_never_make_an_internal_error_or_a_rejected_write(service, db_path, call):
+    tool, args = call
+    seeded = dump(db_path)
+
+    async def main():
+        async with Client(mcp_server.build_server(service)) as client:
+            try:
+                return await client.call_tool(tool, args)
+            except MCPError as exc:
+                return exc
+
+    result = anyio.run(main)
+    if isinstance(result, MCPError):
+        assert result.error.code == -32602, result.error
+        assert dump(db_path) == seeded
+    elif result.is_error:  # the unknown-field answer of memory_update
+        assert "unknown field" in result.content[0].text, result.content
+        assert dump(db_path) == seeded
+
+
+def raw_session(db_path, lines: list[bytes], awaited: set[int]) -> tuple[dict, str, int]:
+    """Send ``lines`` after the handshake and a last memory_list (id 999); keep stdin open
+    until the ``awaited`` ids (and 999) are answered, since EOF ends the session."""
+    hello = {
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "fuzz", "version": "0"},
+        },
+    }
+    ready = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+    last = call_line(999, "memory_list", {})
+    proc = subprocess.Popen(
+        [executable(), "--log-level", "warning", "--db", str(db_path), "serve"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+    )
+    answers: queue.Queue = queue.Queue()
+    threading.Thread(
+        target=lambda: [answers.put(line) for line in proc.stdout], daemon=True
+    ).start()
+    for line in [json.dumps(hello).encode() + b"\n", json.dumps(ready).encode() + b"\n"]:
+        proc.stdin.write(line)
+    proc.stdin.flush()
+    by_id = {}
+    waiting = {0}
+    for batch in ([*lines, last], []):
+        for line in batch:
+            proc.stdin.write(line)
+        proc.stdin.flush()
+        waiting |= awaited | {999} if batch else set()
+        while not waiting <= set(by_id):
+            answer = json.loads(answers.get(timeout=60))
+            by_id[answer.get("id")] = answer
+    proc.stdin.close()
+    for line in proc.stdout:
+        answer = json.loads(line)
+        by_id[answer.get("id")] = answer
+    code = proc.wait(timeout=60)
+    return by_id, proc.stderr.read().decode(errors="replace"), code
+
+
+def call_line(i: int, tool: str, args) -> bytes:
+    request = {"jsonrpc": "2.0", "id": i, "method": "tools/call"}
+    request["params"] = {"name": tool, "arguments": args}
+    return json.dumps(request).encode() + b"\n"
+
+
+def test_raw_stdio_garbage_never_kills_the_server(db_path):
+    deep = {"content": "x", "type": "TODO", "tags": []}
+    depth = 5_000
+    lines = [
+        b"this is not json\n",
+        b"\xff\xfe\x00 invalid utf-8\n",
+        b"{}\n",
+        b'{"jsonrpc": "2.0", "id": 1}\n',
+        call_line(2, "memory_store", {**deep, "tags": "NESTED"}).replace(
+            b'"NESTED"', b"[" * depth + b'"bottom"' + b"]" * depth
+        ),
+        call_line(3, "memory_store", {**deep, "content": "x" * (2 * 1024 * 1024)}),
+        call_line(4, "memory_store", {**deep, "content": "nul \x00 inside"}),
+        call_line(5, "memory_search", {"query": '"unbalanced AND ('}),
+        call_line(6, "no_such_tool", {}),
+        call_line(7, "memory_forget", {"id": 2**80}),
+        b'{"jsonrpc": "2.0", "id": 8, "method": "tools/call", "params": "nope"}\n',
+    ]
+    by_id, stderr, code = raw_session(db_path, lines, awaited={3, 4, 5, 6, 7})
+    assert code == 0, stderr
+    assert "Traceback" not in stderr
+    assert by_id[0]["result"]["serverInfo"]
+    # The SDK drops a line it cannot parse (nesting beyond its parser's depth included)
+    # or a request of the wrong shape without an answer; the server goes on serving.
+    for request_id in (2, 8):  # too deep; params not an object
+        assert request_id not in by_id or by_id[request_id]["error"]["code"] in (-32602, -32600)
+    for request_id in (3, 6, 7):
+        assert by_id[request_id]["error"]["code"] in (-32602, -32600), by_id[request_id]
+    assert by_id[3]["error"]["message"].startswith("invalid argument: content must be at most")
+    assert by_id[4]["result"]["structuredContent"] == {"id": 1}  # a NUL is just a character
+    assert by_id[5]["result"]["structuredContent"]["search_mode"] == "keyword"
+    listed = by_id[999]["result"]["structuredContent"]["memories"]
+    assert [m["content"] for m in listed] == ["nul \x00 inside"]  # and nothing else was written
+    assert all(a.get("error", {}).get("code") != -32603 for a in by_id.values())
+
+
+LINES = st.lists(
+    st.one_of(
+        st.text(max_size=60),
+        VALUES.map(json.dumps),
+        st.fixed_dictionaries({"record": st.sampled_from(["memory", "link", "header", "x"])}).map(
+            json.dumps
+        ),
+    ),
+    max_size=6,
+)
+
+
+@given(lines=LINES)
+@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+def test_the_jsonl_reader_refuses_garbage_with_a_line_number(tmp_path_factory, lines):
+    path = tmp_path_factory.mktemp("fuzz") / "in.jsonl"
+    path.write_text("\n".join(lines), encoding="utf-8")
+    reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+    try:
+        reader.check()
+    except AgentMemoryError as exc:  # the only way a bad file may fail: naming its line
+        assert re.search(r"line \d+", str(exc)), str(exc)
+    else:  # only a file that really is an export passes
+        assert reader.header is not None
+
+
+@pytest.mark.parametrize(
+    "blob",
+    [b"\xff\xfe", b"{\x00}", b"\n\n\n", b"[" * 100_000, b'{"record": ' * 50_000],
+    ids=["not-utf8", "nul", "blank-lines", "deep-array", "deep-object"],
+)
+def test_the_import_command_refuses_binary_and_deep_input_in_one_line(db_path, tmp_path, blob):
+    path = tmp_path / "in.jsonl"
+    path.write_bytes(blob)
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "import", "--from", "jsonl", str(path)])
+    assert result.exit_code == 1, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert len(result.output.strip().splitlines()) == 1, result.output
+    assert not db_path.exists()  # refused before the database was opened
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        ("POST", "/api/memories"),
+        ("POST", "/api/search"),
+        ("POST", "/api/links"),
+        ("PATCH", "/api/memories/1"),
+    ],
+)
+def test_rest_refuses_deeply_nested_bodies_with_400(service, db_path, method, path):
+    from agent_memory.rest import create_app
+
+    before = dump(db_path)
+    body = '{"content": "x", "type": "TODO", "tags": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    response = (
+        create_app(service)
+        .test_client()
+        .open(
+            path,
+            method=method,
+            data=body,
+            content_type="application/json",
+            base_url="http://127.0.0.1:7437",
+        )
+    )
+    assert response.status_code == 400
+    assert response.get_json()["error"].startswith("malformed JSON body")
+    assert dump(db_path) == before
