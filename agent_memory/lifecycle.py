@@ -60,7 +60,9 @@ class Sweeper:
         try:
             if self.ticks == 0:
                 self.service.report_embedder()
-            report = self.service.sweep(pause=lambda: self._stop.wait(SWEEP_PAUSE_SECS))
+            report = self.service.sweep(
+                pause=lambda: self._stop.wait(SWEEP_PAUSE_SECS), decay_every=int(self.interval)
+            )
         except Exception:  # the loop must outlive any single failure
             log.exception("sweep failed")
         else:

@@ -34,9 +34,10 @@ log = logging.getLogger(__name__)
 
 # The sweep rewrites decay scores and deletes expired rows in batches, one transaction
 # each, sized so that each holds the write lock for about SWEEP_HOLD_TARGET_SECS: the
-# next batch's size is scaled by how long the last one took (from DECAY_BATCH_ROWS, within
-# 1..SWEEP_MAX_BATCH_ROWS). A store from another process then waits for one batch at most.
-DECAY_BATCH_ROWS = 1_000
+# next batch's size is scaled by how long the last one took (from SWEEP_FIRST_BATCH_ROWS,
+# at most doubling, within 1..SWEEP_MAX_BATCH_ROWS). A store from another process then
+# waits for one batch at most.
+SWEEP_FIRST_BATCH_ROWS = 64
 SWEEP_MAX_BATCH_ROWS = 50_000
 SWEEP_HOLD_TARGET_SECS = 0.02
 # An unfiltered keyword search ranks the best KEYWORD_CANDIDATES rows by bm25 in the index
@@ -209,6 +210,14 @@ _VECTOR_COARSE = """
     ORDER BY distance, memory_id
     LIMIT ?4
 """
+# When decay scores were last rewritten (unix seconds), shared by every process on the file.
+DECAY_DONE_KEY = "decay_materialized_at"
+_READ_DECAY_DONE = select(meta.c.value).where(meta.c.key == DECAY_DONE_KEY)
+_WRITE_DECAY_DONE = (
+    sqlalchemy.dialects.sqlite.insert(meta)
+    .values(key=DECAY_DONE_KEY, value=bindparam("now"))
+    .on_conflict_do_update(index_elements=["key"], set_={"value": bindparam("now")})
+)
 _READ_PIN = select(meta.c.key, meta.c.value).where(meta.c.key.in_(PIN_KEYS))
 _DELETE_PIN = delete(meta).where(meta.c.key.in_(PIN_KEYS))
 _PENDING = (
@@ -1039,9 +1048,18 @@ class Repository:
             nonlocal after
             window = {"now": now, "after": after, "upto": after + rows}
             after += rows
-            return conn.execute(_DECAY_WINDOW, window).rowcount, after < top
+            done = conn.execute(_DECAY_WINDOW, window).rowcount
+            if after >= top:  # the last window: say when, for the other processes
+                conn.execute(_WRITE_DECAY_DONE, {"now": str(now)})
+            return done, after < top
 
         return self._in_batches(batch, pause) if top else (0, 0.0)
+
+    def decay_materialized_at(self) -> int | None:
+        """When any process last finished rewriting the decay scores."""
+        with self._read() as conn:
+            value = conn.execute(_READ_DECAY_DONE).scalar()
+        return None if value is None else int(value)
 
     def _in_batches(
         self, batch: Callable[[sqlalchemy.Connection, int], tuple[int, bool]], pause: Pause | None
@@ -1051,7 +1069,7 @@ class Repository:
         Between two batches ``pause()`` runs outside the lock (the sweep waits there so a
         waiting writer gets its turn); it returns True to stop early.
         """
-        rows, done, longest = DECAY_BATCH_ROWS, 0, 0.0
+        rows, done, longest = SWEEP_FIRST_BATCH_ROWS, 0, 0.0
         while True:
             with self._write() as conn:
                 count, more = batch(conn, rows)

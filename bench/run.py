@@ -13,8 +13,8 @@ client over stdio, one call at a time:
   test suite's fake Ollama, a real HTTP server on 127.0.0.1, at --hybrid-sizes);
 - with --peers, installed from npm into a temp prefix by this script:
   @modelcontextprotocol/server-memory (store -> create_entities, search -> search_nodes)
-  and mcp-memory-keeper (store -> context_save, search -> context_search, list ->
-  context_get by category).
+  and mcp-memory-keeper (store -> context_save, search -> context_search_all, list ->
+  context_get by category, which sees the current session only).
 
 Data: seeded developer memories from bench/corpus.py (``developer_memories``). agent-memory
 is loaded through its import path (``agent-memory import --from jsonl``), then the bench
@@ -265,7 +265,8 @@ class MemoryKeeper(System):
         self.command = str(prefix / "node_modules" / ".bin" / "mcp-memory-keeper")
 
     def params(self) -> StdioServerParameters:
-        return StdioServerParameters(command=self.command, env=clean_env(), cwd=str(self.dir))
+        env = clean_env(DATA_DIR=str(self.dir))  # else ~/mcp-data, shared by every run
+        return StdioServerParameters(command=self.command, env=env, cwd=str(self.dir))
 
     @staticmethod
     def item(memory: dict, i: int) -> dict:
@@ -282,9 +283,11 @@ class MemoryKeeper(System):
         return "context_save", self.item(memory, i)
 
     def search(self, query: str) -> tuple[str, dict]:
-        return "context_search", {"query": query, "limit": LIMIT}
+        # context_search looks in the current session only, and every process starts one:
+        # context_search_all is the search over everything stored.
+        return "context_search_all", {"query": query, "limit": LIMIT}
 
-    def list(self) -> tuple[str, dict]:
+    def list(self) -> tuple[str, dict]:  # the current session's decisions (no global list)
         return "context_get", {"category": "decision", "limit": 20}
 
 

@@ -8,7 +8,9 @@ from unittest.mock import ANY
 import pytest
 
 from agent_memory import decay, repository
+from agent_memory.db import open_database
 from agent_memory.lifecycle import Sweeper
+from agent_memory.service import MemoryService
 
 from conftest import dump
 
@@ -66,7 +68,7 @@ def test_decay_never_deletes(service, clock):
 
 
 def test_decay_materialization_walks_in_batches(service, clock, db_path, monkeypatch):
-    monkeypatch.setattr(repository, "DECAY_BATCH_ROWS", 3)
+    monkeypatch.setattr(repository, "SWEEP_FIRST_BATCH_ROWS", 3)
     for i in range(10):
         service.store({"content": f"m{i}", "type": "TODO"})
     service.forget({"id": 4})
@@ -86,7 +88,7 @@ def test_expiry_runs_in_batches_sized_by_lock_time(
     service, clock, raw, monkeypatch, target, first, sizes
 ):
     monkeypatch.setattr(repository, "SWEEP_HOLD_TARGET_SECS", target)
-    monkeypatch.setattr(repository, "DECAY_BATCH_ROWS", first)
+    monkeypatch.setattr(repository, "SWEEP_FIRST_BATCH_ROWS", first)
     monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", 2)
     for i in range(10):
         service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
@@ -106,7 +108,7 @@ def test_expiry_runs_in_batches_sized_by_lock_time(
 
 
 def test_a_sweep_told_to_stop_leaves_the_rest_to_the_next(service, clock, monkeypatch):
-    monkeypatch.setattr(repository, "DECAY_BATCH_ROWS", 3)
+    monkeypatch.setattr(repository, "SWEEP_FIRST_BATCH_ROWS", 3)
     monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", 3)
     for i in range(7):
         service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
@@ -174,3 +176,19 @@ def test_stored_decay_changes_only_with_the_sweep(service, clock):
     assert updated["last_accessed"] == clock.now
     service.sweep()
     assert service.list({})[0]["decay_score"] == 1.0
+
+
+def test_decay_is_rewritten_once_per_interval_across_processes(service, clock, db_path):
+    for i in range(3):
+        service.store({"content": f"m{i}", "type": "TODO"})
+    assert service.sweep(decay_every=3600)["decayed"] == 3
+    assert service.repo.decay_materialized_at() == clock.now
+    other = MemoryService(open_database(db_path), clock=clock)  # another process's server
+    try:
+        clock.advance(3599)
+        assert other.sweep(decay_every=3600)["decayed"] == 0  # done recently: left alone
+        assert other.sweep()["decayed"] == 3  # an explicit sweep always rewrites
+        clock.advance(3600)
+        assert other.sweep(decay_every=3600)["decayed"] == 3
+    finally:
+        other.close()
