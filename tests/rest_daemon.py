@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 import signal
 import subprocess
+import threading
 from pathlib import Path
 
 import requests
@@ -62,6 +63,15 @@ class RestDaemon:
 
     def request(self, method: str, path: str, **kwargs) -> requests.Response:
         return self.session.request(method, self.url + path, timeout=START_TIMEOUT_SECS, **kwargs)
+
+    def drain_stderr(self) -> None:
+        """Keep reading stderr in the background: a long run logs more than a pipe holds."""
+
+        def drain() -> None:
+            for line in self.proc.stderr:
+                self.stderr_lines.append(line)
+
+        threading.Thread(target=drain, daemon=True).start()
 
     def read_stderr_until(self, needle: str) -> str:
         for line in self.proc.stderr:
