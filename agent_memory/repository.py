@@ -54,7 +54,7 @@ _SQLITE_ERROR = 1
 # Document frequencies of query words (for pruning the OR-of-words retry) are reused
 # for this long, and while the number of indexed rows moves by less than this fraction:
 # counting a word in every row costs 8 ms at 100,000 rows, and common words repeat.
-FREQUENCY_CACHE_SECS = 600.0
+FREQUENCY_CACHE_SECS = 60.0
 FREQUENCY_CACHE_DRIFT = 0.01
 FREQUENCY_CACHE_WORDS = 4_096
 # The embedding model pin, in meta: vectors of two pins never share the vector table.
@@ -608,10 +608,10 @@ class Repository:
         with self._write_lock:
             if self._writer is None or self._writer.invalidated or self._writer.closed:
                 self._writer = self.engine.connect().execution_options(sqlite_write=True)
-            started = time.perf_counter()
-            with self._writer.begin():
+            with self._writer.begin():  # BEGIN IMMEDIATE: waits for other processes' writes
+                started = time.perf_counter()
                 yield self._writer
-            self._held.last = time.perf_counter() - started
+            self._held.last = time.perf_counter() - started  # from holding the lock to commit
             self._writes += 1
             if self._writes % CHECKPOINT_EVERY_WRITES == 0:
                 self._checkpoint_due.set()
@@ -1059,7 +1059,10 @@ class Repository:
         """When any process last finished rewriting the decay scores."""
         with self._read() as conn:
             value = conn.execute(_READ_DECAY_DONE).scalar()
-        return None if value is None else int(value)
+        try:
+            return None if value is None else int(value)
+        except ValueError:
+            return None  # not ours to trust: the next sweep rewrites it
 
     def _in_batches(
         self, batch: Callable[[sqlalchemy.Connection, int], tuple[int, bool]], pause: Pause | None

@@ -29,11 +29,12 @@ from agent_memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
-# Request bodies above this are refused with 413 before they are read: 4 MiB, or room for
-# the largest content the service takes when it is raised (a client that escapes non-ASCII
-# sends a 4-byte character as a 12-byte surrogate pair).
+# Request bodies above this are refused with 413 before they are read: room for the
+# largest content the service takes, escaped (JSON writes a control character as the six
+# bytes \u00XX), plus tags and labels; at least 4 MiB.
 MAX_BODY_BYTES = 4 * 1024 * 1024
-JSON_ESCAPE_FACTOR = 3
+JSON_ESCAPE_FACTOR = 6
+BODY_SLACK_BYTES = 1024 * 1024
 _INTEGER = re.compile(r"-?\d+")
 _BOOLEANS = {"true": True, "false": False}
 
@@ -150,7 +151,7 @@ def create_app(
     """The REST app over ``service``; ``host``/``port`` are where it is bound."""
     app = Flask(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = max(
-        MAX_BODY_BYTES, JSON_ESCAPE_FACTOR * service.max_content_bytes + 64 * 1024
+        MAX_BODY_BYTES, JSON_ESCAPE_FACTOR * service.max_content_bytes + BODY_SLACK_BYTES
     )
     app.json.sort_keys = False
     app.json.ensure_ascii = False

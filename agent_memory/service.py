@@ -377,15 +377,15 @@ class MemoryService:
             result["related"] = related[result["id"]]
 
     def _match(
-        self, query: str, run: Callable[[str], list[Any]], limit: int, ceiling: float
+        self, query: str, run: Callable[[str, int], list[Any]], limit: int, ceiling: float
     ) -> list[Any]:
         """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty.
 
-        ``run`` returns (item, score) pairs best first, at most ``limit`` of them; a row
+        ``run(match, n)`` returns (item, score) pairs best first, at most n of them; a row
         that matches no word of the query at all could still score ``ceiling`` (its decay).
         """
         try:
-            return run(query)
+            return run(query, limit)
         except FtsQueryError as exc:
             log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
         words = fts.words(query)
@@ -393,19 +393,20 @@ class MemoryService:
             return []
         try:
             found = self._pruned(words, run, limit, ceiling)
-            return found if found is not None else run(fts.or_of(words))
+            return found if found is not None else run(fts.or_of(words), limit)
         except FtsQueryError as exc:
             raise exc.error from None  # quoted words always parse: the database is at fault
 
     def _pruned(
-        self, words: list[str], run: Callable[[str], list[Any]], limit: int, ceiling: float
+        self, words: list[str], run: Callable[[str, int], list[Any]], limit: int, ceiling: float
     ) -> list[Any] | None:
-        """The OR of the words that carry weight, when it provably decides the page; else None.
+        """The OR of the words that carry weight, when it decides the same rows; else None.
 
-        A common word adds at most BM25_TERM_MAX x its IDF to a row's score. Without the
-        common words, every row of the page scores above what a row matching only common
-        words could reach (``ceiling`` + that bound), so no such row is missed; rows whose
-        scores differ by less than the bound may swap places (measured in bench/).
+        The left-out words add at most ``bound`` (BM25_TERM_MAX x their IDFs) to a row's
+        score. The page holds exactly the full query's rows when its last score beats, by
+        more than that, both the next row's (which those words could lift) and ``ceiling``
+        (what a row matching only them could reach). Inside the page, rows whose scores
+        differ by less than the bound may swap places (measured by bench/pruning.py).
         """
         if len(set(words)) < 2:
             return None
@@ -416,16 +417,17 @@ class MemoryService:
         if not kept or len(kept) == len(words):
             return None
         bound = BM25_TERM_MAX * sum(idfs[w] for w in words if idfs[w] <= PRUNE_MAX_IDF)
-        found = run(fts.or_of(kept))
-        if len(found) >= limit and found[limit - 1][1] > ceiling + bound:
-            return found
-        return None
+        found = run(fts.or_of(kept), limit + 1)
+        if len(found) < limit:
+            return None  # rows matching only the common words are needed to fill the page
+        beaten = max([ceiling] + [score for _, score in found[limit:]])
+        return found[:limit] if found[limit - 1][1] > beaten + bound else None
 
     def _keyword(
         self, query: str, now: int, limit: int, filters: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        def run(match: str) -> list[tuple[dict[str, Any], float]]:
-            return self.repo.keyword_search(match, now=now, limit=limit, **filters)
+        def run(match: str, n: int) -> list[tuple[dict[str, Any], float]]:
+            return self.repo.keyword_search(match, now=now, limit=n, **filters)
 
         return [memory for memory, _ in self._match(query, run, limit, ceiling=1.0)]
 
@@ -439,8 +441,8 @@ class MemoryService:
             self._log_mismatch(embedding.pin)
             return None
 
-        def run(match: str) -> list[tuple[int, float]]:
-            return self.repo.keyword_ranking(match, limit=leg, **filters)
+        def run(match: str, n: int) -> list[tuple[int, float]]:
+            return self.repo.keyword_ranking(match, limit=n, **filters)
 
         keyword = [memory_id for memory_id, _ in self._match(query, run, leg, ceiling=0.0)]
         rows = self.repo.rows(list({*keyword, *nearest}), now=now, **filters)
@@ -560,16 +562,26 @@ class MemoryService:
         ]
         if decay_every is None or not self._decay_is_recent(now, decay_every):
             batched.append(("decayed", self.repo.materialize_decay))
+        stopped = False
+
+        def paused() -> bool:  # remembers a stop, so that the remaining steps are skipped
+            nonlocal stopped
+            stopped = stopped or (pause is not None and pause())
+            return stopped
+
         for key, step in batched:
+            if stopped:
+                break
             try:
                 with self._storage("sweep"):
-                    report[key], held = step(now, pause)
+                    report[key], held = step(now, paused)
                     longest = max(longest, held)
             except StorageError:
                 pass  # already logged with its detail; the next step and tick still run
         try:
-            with self._storage("sweep"):
-                report["embedded"] = self.backfill()
+            if not stopped:
+                with self._storage("sweep"):
+                    report["embedded"] = self.backfill()
         except StorageError:
             pass
         report["longest_hold_ms"] = round(longest * 1e3, 1)

@@ -6,6 +6,7 @@ nothing.
 
 from __future__ import annotations
 
+import json
 import stat
 
 import pytest
@@ -140,10 +141,25 @@ def test_tags_and_labels_at_their_bounds_are_accepted(service):
     assert service.list({})[0]["tags"] == tags and memory_id == 1
 
 
-def test_rest_bodies_are_bounded_and_make_room_for_a_raised_content_limit(service, db_path):
-    assert create_app(service).config["MAX_CONTENT_LENGTH"] == MAX_BODY_BYTES
+def test_rest_bodies_are_bounded_with_room_for_the_largest_escaped_content(service, db_path):
+    # 1 MiB of control characters is 6 MiB of JSON (\u0001 each), plus 1 MiB for the rest.
+    assert create_app(service).config["MAX_CONTENT_LENGTH"] == 7 * MIB
     service.max_content_bytes = 8 * MIB
-    assert create_app(service).config["MAX_CONTENT_LENGTH"] == 24 * MIB + 64 * 1024
+    assert create_app(service).config["MAX_CONTENT_LENGTH"] == 49 * MIB
+    service.max_content_bytes = 100
+    assert create_app(service).config["MAX_CONTENT_LENGTH"] == MAX_BODY_BYTES
+
+
+def test_a_full_mib_of_control_characters_fits_through_rest(service):
+    app = create_app(service)
+    body = json.dumps({"content": "\x01" * MIB, "type": "TODO"})
+    response = app.test_client().post(
+        "/api/memories",
+        data=body,
+        content_type="application/json",
+        base_url="http://127.0.0.1:7437",
+    )
+    assert response.status_code == 201
 
 
 def test_a_new_database_file_is_private(tmp_path):

@@ -480,7 +480,7 @@ def test_unexpected_failure_is_a_json_500_without_details(service, monkeypatch, 
 
 
 def test_oversized_body_is_413_json(http, db_path, seeded):
-    status, body = http("POST", "/api/memories", raw="x" * (5 * 1024 * 1024))
+    status, body = http("POST", "/api/memories", raw="x" * (8 * 1024 * 1024))
     assert status == 413 and set(body) == {"error"}
     assert dump(db_path) == seeded
 
