@@ -37,7 +37,7 @@ log = logging.getLogger(__name__)
 # next batch's size is scaled by how long the last one took (from SWEEP_FIRST_BATCH_ROWS,
 # at most doubling, within 1..SWEEP_MAX_BATCH_ROWS). A store from another process then
 # waits for one batch at most.
-SWEEP_FIRST_BATCH_ROWS = 64
+SWEEP_FIRST_BATCH_ROWS = 16
 SWEEP_MAX_BATCH_ROWS = 50_000
 SWEEP_HOLD_TARGET_SECS = 0.02
 # An unfiltered keyword search ranks the best KEYWORD_CANDIDATES rows by bm25 in the index

@@ -220,6 +220,11 @@ class AgentMemory(Floor):
             )
         conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         conn.close()
+        # A file in use was swept within the hour: servers started on it leave decay alone
+        # (the sweep itself is measured apart, in sweep_under_writes).
+        service = MemoryService(open_database(self.db))
+        service.repo.materialize_decay(now)
+        service.close()
 
     def files(self) -> list[Path]:
         return [p for p in self.dir.glob("memory.db*") if p.is_file()]
@@ -444,8 +449,7 @@ async def measure_size(
                     figures[f"hybrid_{key[len('search_') :]}"] = searched[key]
             figures.update(await sweep_under_writes(system, size))
         results[system.name] = figures
-        if not isinstance(system, Floor):
-            shutil.rmtree(system.dir, ignore_errors=True)
+        shutil.rmtree(system.dir, ignore_errors=True)  # the next size starts from nothing
     return results
 
 
