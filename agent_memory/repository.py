@@ -482,7 +482,12 @@ def _varint(blob: bytes) -> int:
 
 
 def bm25_idf(rows: int, hits: int) -> float:
-    """The IDF FTS5's bm25 gives a phrase found in ``hits`` of ``rows`` rows."""
+    """The IDF FTS5's bm25 gives a phrase found in ``hits`` of ``rows`` rows.
+
+    A cached count can exceed a row count read in an older snapshot by another thread: it
+    is held to ``rows`` (found by the soak: a math domain error one search in 20,000).
+    """
+    hits = min(hits, rows)
     idf = math.log((rows - hits + 0.5) / (hits + 0.5))
     return idf if idf > 0 else 1e-6
 

@@ -59,11 +59,17 @@ def client(daemon: RestDaemon, seed: int, stop: threading.Event, out: dict) -> N
         start = time.perf_counter()
         try:
             response = session.request(method, daemon.url + path, json=body, timeout=30)
-            failed = response.status_code >= 500
-        except requests.RequestException:
-            failed = True
+            failure = (
+                f"{response.status_code} {response.text[:200]}"
+                if response.status_code >= 500
+                else None
+            )
+        except requests.RequestException as exc:
+            failure = repr(exc)[:200]
         out["latencies"].append(time.perf_counter() - start)
-        out["errors"] += failed
+        if failure:
+            out["errors"] += 1
+            out["failures"].append(f"{method} {path}: {failure}")
     session.close()
 
 
@@ -81,7 +87,7 @@ def main() -> None:
             for memory in corpus.developer_memories(SEED_ROWS, seed=3):
                 daemon.request("POST", "/api/memories", json=memory).raise_for_status()
             stop = threading.Event()
-            results = [{"latencies": [], "errors": 0} for _ in range(args.clients)]
+            results = [{"latencies": [], "errors": 0, "failures": []} for _ in range(args.clients)]
             threads = [
                 threading.Thread(target=client, args=(daemon, i, stop, results[i]))
                 for i in range(args.clients)
@@ -111,6 +117,10 @@ def main() -> None:
         "rss_mib": [round(rss, 1) for _, rss in samples],
         "exit_code": code,
     }
+    report["failures"] = [f for r in results for f in r["failures"]][:20]
+    lines = daemon.stderr_lines
+    first = next((i for i, line in enumerate(lines) if "ERROR" in line), None)
+    report["server_errors"] = [] if first is None else [x.rstrip() for x in lines[first : first + 40]]
     for key, value in report.items():
         print(f"{key:>15}: {value:,.2f}" if isinstance(value, float) else f"{key:>15}: {value}")
     if args.json:

@@ -159,6 +159,11 @@ def test_idf_is_fts5s(rows, hits):
     assert repository.bm25_idf(rows, hits) == (expected if expected > 0 else 1e-6)
 
 
+def test_a_count_above_the_rows_of_an_older_snapshot_is_held_to_them():
+    # Another thread's newer count against this thread's older row count (soak finding).
+    assert repository.bm25_idf(100, 150) == repository.bm25_idf(100, 100) == 1e-6
+
+
 def test_word_idfs_count_rows_and_cache_them(service, clock):
     fill(service, clock, 40)
     rows, idfs = service.repo.word_idfs(["the", "sqlite", "absent"], clock())
