@@ -120,7 +120,8 @@ def main() -> None:
     report["failures"] = [f for r in results for f in r["failures"]][:20]
     lines = daemon.stderr_lines
     first = next((i for i, line in enumerate(lines) if "ERROR" in line), None)
-    report["server_errors"] = [] if first is None else [x.rstrip() for x in lines[first : first + 40]]
+    shown = [] if first is None else lines[first : first + 40]  # the traceback with it
+    report["server_errors"] = [line.rstrip() for line in shown]
     for key, value in report.items():
         print(f"{key:>15}: {value:,.2f}" if isinstance(value, float) else f"{key:>15}: {value}")
     if args.json:
