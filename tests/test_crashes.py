@@ -105,6 +105,22 @@ def test_acknowledged_stores_survive_kill_9_mid_stream(db_path):
     assert run_agent_memory("--db", str(db_path), "export").returncode == 0
 
 
+def kill_after(delay: float, *args: str) -> None:
+    """Run agent-memory with ``args``; kill -9 it if it is still running after ``delay`` s."""
+    proc = subprocess.Popen(
+        [executable(), *args],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=server_env(),
+    )
+    try:
+        proc.wait(timeout=delay)
+    except subprocess.TimeoutExpired:
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=DEADLINE_SECS)
+
+
 def old_database(tmp_path: Path) -> Path:
     path = tmp_path / "old.db"
     shutil.copyfile(FIXTURES / "memory-0001.db", path)
@@ -120,18 +136,7 @@ def test_kill_9_during_migration_leaves_old_or_new(tmp_path, delay):
     conn = sqlean.connect(str(path))
     contents = sorted(row[0] for row in conn.execute("SELECT content FROM memories"))
     conn.close()
-    proc = subprocess.Popen(
-        [executable(), "--db", str(path), "export", "--output", str(tmp_path / "out.jsonl")],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=server_env(),
-    )
-    try:
-        proc.wait(timeout=delay)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=DEADLINE_SECS)
+    kill_after(delay, "--db", str(path), "export", "--output", str(tmp_path / "out.jsonl"))
     conn = sqlean.connect(str(path))
     try:
         version = int(conn.execute("SELECT version_num FROM alembic_version").fetchone()[0])
@@ -186,26 +191,17 @@ def test_kill_9_during_import_keeps_whole_batches_and_a_rerun_completes(db_path,
     rows = 12_000
     write_export(source, rows)
     assert run_agent_memory("--db", str(db_path), "export").returncode == 0  # created at head
-    command = [executable(), "--db", str(db_path), "import", "--from", "jsonl", str(source)]
-    proc = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=server_env(),
-    )
-    try:
-        proc.wait(timeout=delay)
-    except subprocess.TimeoutExpired:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(timeout=DEADLINE_SECS)
+    arguments = ("--db", str(db_path), "import", "--from", "jsonl", str(source))
+    kill_after(delay, *arguments)
     conn = check_consistent(db_path)
     try:
         landed = conn.execute("SELECT count(*) FROM memories").fetchone()[0]
     finally:
         conn.close()
     assert landed % 1_000 == 0  # whole batches (IMPORT_BATCH_ROWS) or nothing
-    rerun = subprocess.run(command, capture_output=True, text=True, env=server_env(), timeout=120)
+    rerun = subprocess.run(
+        [executable(), *arguments], capture_output=True, text=True, env=server_env(), timeout=120
+    )
     assert rerun.returncode == 0, rerun.stderr
     assert (
         f"imported: {rows - landed}, skipped duplicates: {landed}," in rerun.stdout + rerun.stderr
