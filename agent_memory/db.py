@@ -105,6 +105,9 @@ def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
     dbapi_conn.execute("PRAGMA synchronous = NORMAL")
     dbapi_conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
     dbapi_conn.execute("PRAGMA foreign_keys = ON")
+    # Statement journals in memory: a multi-row INSERT with triggers otherwise spills the
+    # pages it changes to a temp file beyond 64 KiB (a third of an import's system time).
+    dbapi_conn.execute("PRAGMA temp_store = MEMORY")
 
 
 def _on_begin(conn: sqlalchemy.Connection) -> None:

@@ -795,7 +795,7 @@ class MemoryService:
             progress(done[0], total)
             edges.clear()
 
-        with self._storage("import"):
+        with self._storage("import"), self.repo.bulk():
             for record in reader.records():
                 if record["record"] == "memory":
                     memories.append(record)

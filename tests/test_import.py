@@ -7,8 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from agent_memory import jsonl, repository
 from agent_memory.cli import cli
 from agent_memory.db import open_database
+from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
 from agent_memory.service import MemoryService
 
 from conftest import START, Clock
@@ -103,6 +105,47 @@ def test_round_trip_into_an_empty_database(export_file, tmp_path):
         assert normalized(again) == normalized(records)
         assert {r["last_accessed"] for r in again if r["record"] == "memory"} != {START}
         assert svc.repo.embedding_counts() == (4, 4)  # all pending, Ollama never asked
+    finally:
+        svc.close()
+
+
+def test_a_batch_split_over_several_statements_keeps_keys_and_order(
+    export_file, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(repository, "IMPORT_ROWS_PER_STATEMENT", 3)  # 4 rows: 3 + 1
+    path, records = export_file
+    target = tmp_path / "target.db"
+    assert invoke(target, "--from", "jsonl", str(path)).exit_code == 0
+    svc = MemoryService(open_database(target), clock=Clock(START + 500))
+    try:
+        assert normalized(exported(svc)) == normalized(records)
+        assert svc.search({"query": "gap"})["results"][0]["content"] == "after the gap"
+    finally:
+        svc.close()
+
+
+def writer_cache_kib(svc) -> int:
+    driver = svc.repo._writer_connection().connection.driver_connection
+    return -driver.execute("PRAGMA cache_size").fetchone()[0]
+
+
+def test_an_import_runs_with_a_larger_writer_cache_and_gives_it_back(export_file, tmp_path):
+    path, _ = export_file
+    svc = MemoryService(open_database(tmp_path / "target.db"), clock=Clock())
+    try:
+        reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+        reader.check()
+        during = []
+        real = svc.repo.import_memories
+
+        def spy(batch, now):
+            during.append(writer_cache_kib(svc))
+            return real(batch, now)
+
+        svc.repo.import_memories = spy
+        assert svc.import_jsonl(reader)["imported"] == 4
+        assert during == [repository.BULK_CACHE_KIB]
+        assert writer_cache_kib(svc) == repository.DEFAULT_CACHE_KIB
     finally:
         svc.close()
 
