@@ -476,12 +476,20 @@ def _candidates_page(conn: sqlalchemy.Connection, params: dict[str, Any]) -> lis
     is exactly the full query's.
     """
     cut = max(KEYWORD_CANDIDATES, params["limit"])
+    if _indexed_rows(conn) <= cut:  # every row a candidate: the plain query is cheaper
+        return None
     rows = conn.execute(_BLENDED_CANDIDATES, {**params, "cut": cut}).all()
     if not rows or rows[0].candidates < cut:
         return rows
     if len(rows) == params["limit"] and rows[-1].score > 1.0 - rows[0].worst:
         return rows
     return None
+
+
+def _indexed_rows(conn: sqlalchemy.Connection) -> int:
+    """The row count FTS5 keeps in its averages record (what bm25 counts as N)."""
+    block = conn.exec_driver_sql(_FTS_AVERAGES).scalar()
+    return _varint(block) if block else 0
 
 
 def _varint(blob: bytes) -> int:
@@ -876,15 +884,19 @@ class Repository:
             rows = conn.execute(_keyword_ranking_statement(key), params)
             return [(memory_id, -bm25) for memory_id, bm25 in rows]
 
-    def word_idfs(self, words: Sequence[str], clock: float) -> tuple[int, dict[str, float]]:
+    def word_idfs(
+        self, words: Sequence[str], clock: float, min_rows: int = 0
+    ) -> tuple[int, dict[str, float]]:
         """(rows indexed, bm25's IDF of each word searched as the phrase ``"word"``).
 
-        A word's row count is cached (see FREQUENCY_CACHE_SECS); ``clock`` is now.
+        A word's row count is cached (see FREQUENCY_CACHE_SECS); ``clock`` is now. Below
+        ``min_rows`` rows no word is counted (the IDFs are left empty).
         """
         with self._read() as conn:
-            block = conn.exec_driver_sql(_FTS_AVERAGES).scalar()
-            rows = _varint(block) if block else 0
-            idfs = {}
+            rows = _indexed_rows(conn)
+            idfs: dict[str, float] = {}
+            if rows < min_rows:
+                return rows, idfs
             for word in set(words):
                 cached = self._frequencies.get(word)
                 if (

@@ -176,7 +176,7 @@ def test_word_idfs_count_rows_and_cache_them(service, clock):
     )  # 1/40 rows is more than FREQUENCY_CACHE_DRIFT: counted again
 
 
-def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(service, clock, raw):
+def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(service, clock, raw, pruning):
     # "the" in 443 of 1,002 rows: IDF about 0.23, so it is left out of the retry. A and B
     # tie on "vec" alone; B's four "the" put it first in the full query, and the page of
     # one must be B: a pruned page is only taken when its last row leads by more than the
@@ -190,3 +190,4 @@ def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(service, cloc
     expected = reference(raw, '"vec" OR "the"', clock.now, 1)
     assert expected == [b] and a != b
     assert ids(service.search({"query": "vec the?", "limit": 1})["results"]) == expected
+    assert '"vec"' in pruning  # the retry without "the" ran, and was refused
