@@ -63,6 +63,9 @@ _SQLITE_ERROR = 1
 FREQUENCY_CACHE_SECS = 60.0
 FREQUENCY_CACHE_DRIFT = 0.01
 FREQUENCY_CACHE_WORDS = 4_096
+# FTS5's bm25 parameters (fixed in SQLite): term-frequency saturation and length weight.
+BM25_K1 = 1.2
+BM25_B = 0.75
 # The embedding model pin, in meta: vectors of two pins never share the vector table.
 PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
 
@@ -169,6 +172,15 @@ _FTS_PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
 # indexed, the N of bm25's IDF; a phrase's row count is its n.
 _FTS_AVERAGES = "SELECT block FROM memories_fts_data WHERE id = 1"
 _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
+# Per row among a JSON array of ids: how often the phrase occurs (highlight() inserts one
+# character before each occurrence), and the row's length in tokens (bm25's D). FTS5 walks
+# the phrase's rows once (about 7 ns a row) and highlights only the ids; bm25() would have
+# counted the phrase's rows all over again for every id.
+_OCCURRENCES = (
+    "SELECT rowid, length(highlight(memories_fts, 0, 'x', '')) - length(content) "
+    "FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
+)
+_DOC_SIZES = "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))"
 
 # Vectors live in three tables, made with the pin (the dimension is the model's), so they
 # exist exactly when a pin does:
@@ -494,14 +506,25 @@ def _indexed_rows(conn: sqlalchemy.Connection) -> int:
 
 def _varint(blob: bytes) -> int:
     """SQLite's variable-length integer at the start of ``blob``."""
-    value = 0
-    for i, byte in enumerate(blob[:9]):
-        if i == 8:
-            return (value << 8) | byte
-        value = (value << 7) | (byte & 0x7F)
-        if byte < 0x80:
-            break
-    return value
+    return _varints(blob, 1)[0]
+
+
+def _varints(blob: bytes, count: int) -> list[int]:
+    """The first ``count`` of the variable-length integers SQLite wrote one after another."""
+    values, at = [], 0
+    while len(values) < count:
+        value = 0
+        for i in range(9):
+            byte = blob[at] if at < len(blob) else 0
+            at += 1
+            if i == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values
 
 
 def bm25_idf(rows: int, hits: int) -> float:
@@ -910,6 +933,29 @@ class Repository:
                     cached = self._frequencies[word] = (hits, rows, clock)
                 idfs[word] = bm25_idf(rows, cached[0])
         return rows, idfs
+
+    def term_scores(self, ids: Sequence[int], weights: dict[str, float]) -> dict[int, float]:
+        """What the words would add to each row's -bm25, were they in the query.
+
+        bm25 is a sum over the query's phrases of ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b
+        + b * D / avgdl))``; ``weights`` gives each word's idf (times its repeats in the
+        query), the rest is read here as FTS5 reads it, in one snapshot.
+        """
+        added = dict.fromkeys(ids, 0.0)
+        if not ids or not weights:
+            return added
+        key = json.dumps(list(ids))
+        with self._read() as conn:
+            rows, tokens = _varints(conn.exec_driver_sql(_FTS_AVERAGES).scalar() or b"", 2)
+            avgdl = tokens / rows  # bm25's own arithmetic, in its order, from here on
+            norm = {
+                memory_id: BM25_K1 * (1 - BM25_B + BM25_B * _varint(size) / avgdl)
+                for memory_id, size in conn.exec_driver_sql(_DOC_SIZES, (key,))
+            }
+            for word, weight in weights.items():
+                for memory_id, tf in conn.exec_driver_sql(_OCCURRENCES, (f'"{word}"', key)):
+                    added[memory_id] += weight * ((tf * (BM25_K1 + 1.0)) / (tf + norm[memory_id]))
+        return added
 
     def vector_ranking(self, embedding: Embedding, *, limit: int) -> list[int] | None:
         """The ``limit`` nearest ids by cosine distance (ties by id); None if another pin.

@@ -37,7 +37,7 @@ from agent_memory.errors import (
     StorageError,
     UnknownField,
 )
-from agent_memory.repository import FtsQueryError, Pause, Repository
+from agent_memory.repository import BM25_K1, FtsQueryError, Pause, Repository
 from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
 
 log = logging.getLogger(__name__)
@@ -74,8 +74,11 @@ RRF_K = 60
 # (measured in process: 9.0 vs 11.6 ms at 1,000 rows, 13 vs 17 ms at 5,000).
 PRUNE_MAX_IDF = 0.25
 PRUNE_MIN_ROWS = 10_000
-# FTS5's bm25 has k1 = 1.2: one query term adds at most idf * (k1 + 1) to a row's score.
-BM25_TERM_MAX = 2.2
+# One query term adds at most idf * (k1 + 1) to a row's bm25 score.
+BM25_TERM_MAX = BM25_K1 + 1
+# When rows past a pruned page nearly tie with its last ones, this many more rows are
+# scored with the left-out words added back (see MemoryService._pruned).
+PRUNE_RESCORE_ROWS = 200
 # Pending rows the sweep embeds per tick (one Ollama request), and reembed per batch.
 BACKFILL_BATCH_ROWS = 128
 REEMBED_BATCH_ROWS = 64
@@ -265,6 +268,11 @@ def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
 
 
+def _ident(item: Any) -> int:
+    """A ranked item's id: a memory (keyword mode) or an id (the hybrid keyword leg)."""
+    return item if isinstance(item, int) else item["id"]
+
+
 class MemoryService:
     """One per process; safe to call from several threads (each call uses its own connection)."""
 
@@ -402,28 +410,43 @@ class MemoryService:
     def _pruned(
         self, words: list[str], run: Callable[[str, int], list[Any]], limit: int, ceiling: float
     ) -> list[Any] | None:
-        """The OR of the words that carry weight, when it decides the same rows; else None.
+        """The full query's page from the OR of the words that carry weight; else None.
 
         The left-out words add at most ``bound`` (BM25_TERM_MAX x their IDFs) to a row's
-        score. The page holds exactly the full query's rows when its last score beats, by
-        more than that, both the next row's (which those words could lift) and ``ceiling``
-        (what a row matching only them could reach). Inside the page, rows whose scores
-        differ by less than the bound may swap places (measured by bench/pruning.py).
+        score: a row past the best ``n`` of the shorter query scores at most the next one's
+        score plus that, and a row matching only those words its decay (``ceiling``) plus
+        that. The best ``n`` rows get the left-out words added back (bm25's own arithmetic,
+        repository.term_scores); when the ``limit``-th of them still beats every row past
+        them, it is the full query's page, in its order. First with n = limit; when rows
+        past the page nearly tie with it, once more with PRUNE_RESCORE_ROWS more rows.
         """
         if len(set(words)) < 2:
             return None
         rows, idfs = self.repo.word_idfs(words, self._clock(), min_rows=PRUNE_MIN_ROWS)
         if rows < PRUNE_MIN_ROWS:
             return None
-        kept = [w for w in words if idfs[w] > PRUNE_MAX_IDF]
-        if not kept or len(kept) == len(words):
+        weights: dict[str, float] = {}  # left-out word -> its IDF times its repeats
+        for word in words:
+            if idfs[word] <= PRUNE_MAX_IDF:
+                weights[word] = weights.get(word, 0.0) + idfs[word]
+        if not weights or len(weights) == len(set(words)):
             return None
-        bound = BM25_TERM_MAX * sum(idfs[w] for w in words if idfs[w] <= PRUNE_MAX_IDF)
-        found = run(fts.or_of(kept), limit + 1)
-        if len(found) < limit:
-            return None  # rows matching only the common words are needed to fill the page
-        beaten = max([ceiling] + [score for _, score in found[limit:]])
-        return found[:limit] if found[limit - 1][1] > beaten + bound else None
+        bound = BM25_TERM_MAX * sum(weights.values())
+        match = fts.or_of([w for w in words if w not in weights])
+        for n in (limit, limit + PRUNE_RESCORE_ROWS):
+            found = run(match, n + 1)
+            if len(found) < limit:
+                return None  # rows matching only the left-out words are needed to fill it
+            added = self.repo.term_scores([_ident(item) for item, _ in found[:n]], weights)
+            exact = sorted(
+                ((item, score + added[_ident(item)]) for item, score in found[:n]),
+                key=lambda pair: (-pair[1], _ident(pair[0])),
+            )
+            if exact[limit - 1][1] > max([ceiling] + [s for _, s in found[n:]]) + bound:
+                return exact[:limit]
+            if len(found) <= n:
+                return None  # every match was seen: only ceiling stands in the way
+        return None
 
     def _keyword(
         self, query: str, now: int, limit: int, filters: dict[str, Any]

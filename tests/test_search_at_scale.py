@@ -190,4 +190,60 @@ def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(service, cloc
     expected = reference(raw, '"vec" OR "the"', clock.now, 1)
     assert expected == [b] and a != b
     assert ids(service.search({"query": "vec the?", "limit": 1})["results"]) == expected
-    assert '"vec"' in pruning  # the retry without "the" ran, and was refused
+    # The retry without "the" ran; its tie was settled by adding "the" back to its best
+    # rows, not by the full query.
+    assert '"vec"' in pruning and '"vec" OR "the"' not in pruning
+
+
+def test_a_pruned_page_is_in_the_full_querys_order(service, clock, raw, pruning):
+    # A and B tie on "vec" (same length, same age); only B's "the" puts it first.
+    for i in range(443):
+        service.store({"content": f"the x{i}", "type": "TODO"})
+    for i in range(557):
+        service.store({"content": f"other y{i}", "type": "TODO"})
+    a = service.store({"content": "vec alpha beta gamma", "type": "TODO"})["id"]
+    b = service.store({"content": "vec the the the", "type": "TODO"})["id"]
+    expected = reference(raw, '"vec" OR "the"', clock.now, 2)
+    assert expected == [b, a]
+    assert ids(service.search({"query": "vec the?", "limit": 2})["results"]) == expected
+    assert pruning[-1] == '"vec"'
+
+
+def test_a_tie_the_best_rows_cannot_settle_takes_the_full_query(
+    service, clock, raw, pruning, monkeypatch
+):
+    monkeypatch.setattr(service_module, "PRUNE_RESCORE_ROWS", 0)
+    for i in range(443):
+        service.store({"content": f"the x{i}", "type": "TODO"})
+    for i in range(557):
+        service.store({"content": f"other y{i}", "type": "TODO"})
+    service.store({"content": "vec alpha beta gamma delta", "type": "TODO"})
+    service.store({"content": "vec the the the the", "type": "TODO"})
+    expected = reference(raw, '"vec" OR "the"', clock.now, 1)
+    assert ids(service.search({"query": "vec the?", "limit": 1})["results"]) == expected
+    assert pruning[-1] == '"vec" OR "the"'
+
+
+@pytest.mark.parametrize("word", ["the", "sqlite", "note", "x", "absent"])
+def test_term_scores_are_what_bm25_gives_the_word(service, clock, raw, word):
+    fill(service, clock, 120)
+    service.store({"content": "sqlite sqlite sqlite x x the", "type": "TODO"})
+    all_ids = [row[0] for row in raw.execute("SELECT id FROM memories")]
+    _, idfs = service.repo.word_idfs([word], clock())
+    got = service.repo.term_scores(all_ids, {word: idfs[word]})
+    expected = dict.fromkeys(all_ids, 0.0)
+    expected.update(
+        raw.execute(
+            "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?",
+            (f'"{word}"',),
+        ).fetchall()
+    )
+    assert got.keys() == expected.keys()
+    assert all(math.isclose(got[i], expected[i], rel_tol=1e-12) for i in all_ids)
+    assert any(got.values()) == (word != "absent")
+
+
+def test_term_scores_of_no_rows_or_no_words_are_empty(service, clock):
+    fill(service, clock, 3)
+    assert service.repo.term_scores([], {"the": 1.0}) == {}
+    assert service.repo.term_scores([1, 2], {}) == {1: 0.0, 2: 0.0}
