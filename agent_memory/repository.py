@@ -47,6 +47,9 @@ KEYWORD_CANDIDATES = 1_000
 # Rows per INSERT statement of an import (12 values each, well under SQLite's 32,766
 # bound parameters); see _insert_rows.
 IMPORT_ROWS_PER_STATEMENT = 1_000
+# After an import, the FTS5 index is merged down by this many pages per transaction (see
+# Repository.merge_index).
+MERGE_STEP_PAGES = 64
 # The writer's page cache during bulk(), and SQLite's default it returns to, in KiB.
 BULK_CACHE_KIB = 16_384
 DEFAULT_CACHE_KIB = 2_000
@@ -180,6 +183,7 @@ _OCCURRENCES = (
     "SELECT rowid, length(highlight(memories_fts, 0, 'x', '')) - length(content) "
     "FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
 )
+_MERGE_STEP = "INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', ?)"
 _DOC_SIZES = "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))"
 
 # Vectors live in three tables, made with the pin (the dimension is the model's), so they
@@ -1108,6 +1112,25 @@ class Repository:
         for i, identity, inserted in placed:
             out[i] = ("imported" if inserted else "duplicate", ids[first[identity]])
         return out
+
+    def merge_index(self) -> int:
+        """Merge the FTS5 index's segments into one, a step per short transaction; the steps.
+
+        An import flushes a segment per batch, and FTS5 leaves such an index half merged:
+        the stores after a 100,000-row import had a p99 of 15-20 ms (1.5 ms before) while
+        each small write finished the merging. A negative 'merge' merges all segments,
+        MERGE_STEP_PAGES pages at a time; a step that changes nothing means it is done.
+        """
+        steps = 0
+        while True:
+            with self._write() as conn:
+                driver = conn.connection.driver_connection
+                before = driver.total_changes
+                conn.exec_driver_sql(_MERGE_STEP, (-MERGE_STEP_PAGES,))
+                done = driver.total_changes - before < 2  # FTS5's own "no work" sign
+            steps += 1
+            if done:
+                return steps
 
     def import_links(self, edges: Sequence[tuple[int, int, str, int]]) -> int:
         """Insert (a, b, kind, created_at) edges in one transaction; how many were new."""

@@ -842,6 +842,8 @@ class MemoryService:
                 flush_memories()
             if edges:
                 flush_links()
+            if report["imported"]:
+                self.repo.merge_index()
         return report
 
     def import_gsd(self, items: list[gsd.Item], malformed: int, scope: str) -> dict[str, int]:

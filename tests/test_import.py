@@ -8,6 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_memory import jsonl, repository
+from agent_memory import service as service_module
 from agent_memory.cli import cli
 from agent_memory.db import open_database
 from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
@@ -119,6 +120,25 @@ def test_a_batch_split_over_several_statements_keeps_keys_and_order(
     svc = MemoryService(open_database(target), clock=Clock(START + 500))
     try:
         assert normalized(exported(svc)) == normalized(records)
+        assert svc.search({"query": "gap"})["results"][0]["content"] == "after the gap"
+    finally:
+        svc.close()
+
+
+@pytest.mark.parametrize("merged", [True, False])
+def test_an_import_leaves_the_index_merged(export_file, tmp_path, monkeypatch, merged):
+    monkeypatch.setattr(service_module, "IMPORT_BATCH_ROWS", 1)  # a segment per row
+    path, _ = export_file
+    svc = MemoryService(open_database(tmp_path / "target.db"), clock=Clock())
+    try:
+        if not merged:
+            monkeypatch.setattr(svc.repo, "merge_index", lambda: 0)
+        reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+        reader.check()
+        assert svc.import_jsonl(reader)["imported"] == 4
+        monkeypatch.undo()
+        steps = svc.repo.merge_index()  # one step that finds nothing to do, if merged
+        assert (steps == 1) == merged
         assert svc.search({"query": "gap"})["results"][0]["content"] == "after the gap"
     finally:
         svc.close()
