@@ -176,15 +176,20 @@ def test_word_idfs_count_rows_and_cache_them(service, clock):
     )  # 1/40 rows is more than FREQUENCY_CACHE_DRIFT: counted again
 
 
+def the_in_443_of_1000(service) -> None:
+    """1,000 rows, "the" in 443: IDF about 0.23, so "the" is left out of the retry."""
+    for i in range(443):
+        service.store({"content": f"the x{i}", "type": "TODO"})
+    for i in range(557):
+        service.store({"content": f"other y{i}", "type": "TODO"})
+
+
 def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(service, clock, raw, pruning):
     # "the" in 443 of 1,002 rows: IDF about 0.23, so it is left out of the retry. A and B
     # tie on "vec" alone; B's four "the" put it first in the full query, and the page of
     # one must be B: a pruned page is only taken when its last row leads by more than the
     # left-out words could add.
-    for i in range(443):
-        service.store({"content": f"the x{i}", "type": "TODO"})
-    for i in range(557):
-        service.store({"content": f"other y{i}", "type": "TODO"})
+    the_in_443_of_1000(service)
     a = service.store({"content": "vec alpha beta gamma delta", "type": "TODO"})["id"]
     b = service.store({"content": "vec the the the the", "type": "TODO"})["id"]
     expected = reference(raw, '"vec" OR "the"', clock.now, 1)
@@ -197,10 +202,7 @@ def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(service, cloc
 
 def test_a_pruned_page_is_in_the_full_querys_order(service, clock, raw, pruning):
     # A and B tie on "vec" (same length, same age); only B's "the" puts it first.
-    for i in range(443):
-        service.store({"content": f"the x{i}", "type": "TODO"})
-    for i in range(557):
-        service.store({"content": f"other y{i}", "type": "TODO"})
+    the_in_443_of_1000(service)
     a = service.store({"content": "vec alpha beta gamma", "type": "TODO"})["id"]
     b = service.store({"content": "vec the the the", "type": "TODO"})["id"]
     expected = reference(raw, '"vec" OR "the"', clock.now, 2)
@@ -213,10 +215,7 @@ def test_a_tie_the_best_rows_cannot_settle_takes_the_full_query(
     service, clock, raw, pruning, monkeypatch
 ):
     monkeypatch.setattr(service_module, "PRUNE_RESCORE_ROWS", 0)
-    for i in range(443):
-        service.store({"content": f"the x{i}", "type": "TODO"})
-    for i in range(557):
-        service.store({"content": f"other y{i}", "type": "TODO"})
+    the_in_443_of_1000(service)
     service.store({"content": "vec alpha beta gamma delta", "type": "TODO"})
     service.store({"content": "vec the the the the", "type": "TODO"})
     expected = reference(raw, '"vec" OR "the"', clock.now, 1)
