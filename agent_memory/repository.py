@@ -176,9 +176,9 @@ _FTS_PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
 _FTS_AVERAGES = "SELECT block FROM memories_fts_data WHERE id = 1"
 _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
 # Per row among a JSON array of ids: how often the phrase occurs (highlight() inserts one
-# character before each occurrence), and the row's length in tokens (bm25's D). FTS5 walks
-# the phrase's rows once (about 7 ns a row) and highlights only the ids; bm25() would have
-# counted the phrase's rows all over again for every id.
+# character before each occurrence). FTS5 walks the phrase's rows once (about 7 ns a row)
+# and highlights only the ids; bm25() would have counted the phrase's rows all over again
+# for every id. _DOC_SIZES gives those rows' lengths in tokens (bm25's D).
 _OCCURRENCES = (
     "SELECT rowid, length(highlight(memories_fts, 0, 'x', '')) - length(content) "
     "FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
@@ -277,7 +277,6 @@ _EXPORT_MEMORIES = select(*(memories.c[name] for name in EXPORT_MEMORY_COLUMNS))
 _EXPORT_LINKS = select(
     memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind, memory_links.c.created_at
 ).order_by(memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind)
-# The rows already holding any of :pairs as (type, content): one indexed lookup per batch.
 # Rows already present with one of a batch's (type, content) pairs, given as one JSON
 # array of pairs: an expanding IN of 2,000 bound values cost more to compile than to run.
 _IDENTITIES = (
@@ -667,11 +666,10 @@ class Repository:
     @contextmanager
     def _write(self) -> Iterator[sqlalchemy.Connection]:
         with self._write_lock:
-            self._writer_connection()
-            assert self._writer is not None
-            with self._writer.begin():  # BEGIN IMMEDIATE: waits for other processes' writes
+            writer = self._writer_connection()
+            with writer.begin():  # BEGIN IMMEDIATE: waits for other processes' writes
                 started = time.perf_counter()
-                yield self._writer
+                yield writer
             self._held.last = time.perf_counter() - started  # from holding the lock to commit
             self._writes += 1
             if self._writes % CHECKPOINT_EVERY_WRITES == 0:
