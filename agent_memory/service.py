@@ -37,8 +37,11 @@ from agent_memory.errors import (
     StorageError,
     UnknownField,
 )
-from agent_memory.repository import BM25_K1, FtsQueryError, Pause, Repository
+from agent_memory.repository import BM25_K1, FtsQueryError, Pause, Repository, bm25_idf
 from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+
+# A search's query runner: (match, n, within) -> (item, score) pairs, best first.
+Run = Callable[[str, int, str | None], list[Any]]
 
 log = logging.getLogger(__name__)
 
@@ -72,6 +75,16 @@ RRF_K = 60
 # PRUNE_MIN_ROWS memories every word is searched: there it costs little.
 PRUNE_MAX_IDF = 0.25
 PRUNE_MIN_ROWS = 500
+# On a file of more than PRUNE_EXACT_ROWS memories, when the words kept are found in more
+# than PRUNE_SCORED_SHARE of the rows in all (counted per word), bm25 is computed only for
+# the rows that match the rarest of them (the rarest word, and the next while their rows
+# stay within that share): the other words still count in those rows' scores, but a row
+# matching none of the rarest words is not ranked. This bounds a question's cost on a
+# large file, at the price of a page that can differ from the full query's (measured in
+# bench/pruning.py; see the README). Up to PRUNE_EXACT_ROWS memories the answer is always
+# the full query's.
+PRUNE_EXACT_ROWS = 20_000
+PRUNE_SCORED_SHARE = 0.1
 # One query term adds at most idf * (k1 + 1) to a row's bm25 score.
 BM25_TERM_MAX = BM25_K1 + 1
 # When rows past a pruned page nearly tie with its last ones, this many more rows are
@@ -266,6 +279,21 @@ def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
 
 
+def _rarest(kept: list[str], hits: Mapping[str, int], budget: float) -> str | None:
+    """The OR of the rarest kept words: the rarest found, and more while their rows number
+    at most ``budget``; None when that is all of them, or their rows all fit."""
+    rarest = sorted(set(kept), key=lambda w: (hits[w], w))
+    if sum(hits[w] for w in rarest) <= budget:
+        return None
+    chosen, total = [], 0
+    for word in rarest:
+        if total and total + hits[word] > budget:
+            break
+        chosen.append(word)
+        total += hits[word]
+    return fts.or_of(chosen) if len(chosen) < len(rarest) else None
+
+
 def _ident(item: Any) -> int:
     """A ranked item's id: a memory (keyword mode) or an id (the hybrid keyword leg)."""
     return item if isinstance(item, int) else item["id"]
@@ -384,16 +412,15 @@ class MemoryService:
         for result in results:
             result["related"] = related[result["id"]]
 
-    def _match(
-        self, query: str, run: Callable[[str, int], list[Any]], limit: int, ceiling: float
-    ) -> list[Any]:
+    def _match(self, query: str, run: Run, limit: int, ceiling: float) -> list[Any]:
         """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty.
 
-        ``run(match, n)`` returns (item, score) pairs best first, at most n of them; a row
-        that matches no word of the query at all could still score ``ceiling`` (its decay).
+        ``run(match, n, within)`` returns (item, score) pairs best first, at most n of them
+        (only rows also matching ``within``, unless it is None); a row that matches no word
+        of the query at all could still score ``ceiling`` (its decay).
         """
         try:
-            return run(query, limit)
+            return run(query, limit, None)
         except FtsQueryError as exc:
             log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
         words = fts.words(query)
@@ -401,38 +428,68 @@ class MemoryService:
             return []
         try:
             found = self._pruned(words, run, limit, ceiling)
-            return found if found is not None else run(fts.or_of(words), limit)
+            return found if found is not None else run(fts.or_of(words), limit, None)
         except FtsQueryError as exc:
             raise exc.error from None  # quoted words always parse: the database is at fault
 
-    def _pruned(
-        self, words: list[str], run: Callable[[str, int], list[Any]], limit: int, ceiling: float
-    ) -> list[Any] | None:
-        """The full query's page from the OR of the words that carry weight; else None.
+    def _pruned(self, words: list[str], run: Run, limit: int, ceiling: float) -> list[Any] | None:
+        """The OR of the words that carry weight decides the page, when it can; else None.
 
-        The left-out words add at most ``bound`` (BM25_TERM_MAX x their IDFs) to a row's
-        score: a row past the best ``n`` of the shorter query scores at most the next one's
-        score plus that, and a row matching only those words its decay (``ceiling``) plus
-        that. The best ``n`` rows get the left-out words added back (bm25's own arithmetic,
-        repository.term_scores); when the ``limit``-th of them still beats every row past
-        them, it is the full query's page, in its order. First with n = limit; when rows
-        past the page nearly tie with it, once more with PRUNE_RESCORE_ROWS more rows.
+        Words of IDF at most PRUNE_MAX_IDF are left out and added back to the best rows
+        (see ``_decided``). When the words kept match many rows, first only the rows that
+        match their rarest words are scored (``_rarest``), then, if those cannot fill the
+        page, every row the kept words match.
         """
         if len(set(words)) < 2:
             return None
-        rows, idfs = self.repo.word_idfs(words, self._clock(), min_rows=PRUNE_MIN_ROWS)
+        rows, hits = self.repo.word_rows(words, self._clock(), min_rows=PRUNE_MIN_ROWS)
         if rows < PRUNE_MIN_ROWS:
             return None
         weights: dict[str, float] = {}  # left-out word -> its IDF times its repeats
         for word in words:
-            if idfs[word] <= PRUNE_MAX_IDF:
-                weights[word] = weights.get(word, 0.0) + idfs[word]
-        if not weights or len(weights) == len(set(words)):
+            idf = bm25_idf(rows, hits[word])
+            if idf <= PRUNE_MAX_IDF:
+                weights[word] = weights.get(word, 0.0) + idf
+        kept = [w for w in words if w not in weights]
+        if not kept:
             return None
+        match = fts.or_of(kept)
+        within = None
+        if rows > PRUNE_EXACT_ROWS:
+            within = _rarest(kept, hits, PRUNE_SCORED_SHARE * rows)
+        if within is not None:
+            page = self._decided(match, within, run, limit, ceiling, weights)
+            if page is not None:
+                return page
+        if not weights:
+            return None  # without a restriction, this would be the full query
+        return self._decided(match, None, run, limit, ceiling, weights)
+
+    def _decided(
+        self,
+        match: str,
+        within: str | None,
+        run: Run,
+        limit: int,
+        ceiling: float,
+        weights: dict[str, float],
+    ) -> list[Any] | None:
+        """The page of ``match`` with the left-out words (``weights``) added back, or None.
+
+        The left-out words add at most ``bound`` (BM25_TERM_MAX x their IDFs) to a row's
+        score: a row past the best ``n`` scores at most the next one's score plus that, and
+        a row matching only those words its decay (``ceiling``) plus that. The best ``n``
+        rows get the left-out words added back (bm25's own arithmetic,
+        repository.term_scores); when the ``limit``-th of them still beats every row past
+        them, it is the page, in the full query's order. First with n = limit; when rows
+        past the page nearly tie with it, once more with PRUNE_RESCORE_ROWS more rows.
+        """
+        if not weights:
+            found = run(match, limit, within)
+            return found if len(found) >= limit else None
         bound = BM25_TERM_MAX * sum(weights.values())
-        match = fts.or_of([w for w in words if w not in weights])
         for n in (limit, limit + PRUNE_RESCORE_ROWS):
-            found = run(match, n + 1)
+            found = run(match, n + 1, within)
             if len(found) < limit:
                 return None  # rows matching only the left-out words are needed to fill it
             added = self.repo.term_scores([_ident(item) for item, _ in found[:n]], weights)
@@ -449,8 +506,8 @@ class MemoryService:
     def _keyword(
         self, query: str, now: int, limit: int, filters: dict[str, Any]
     ) -> list[dict[str, Any]]:
-        def run(match: str, n: int) -> list[tuple[dict[str, Any], float]]:
-            return self.repo.keyword_search(match, now=now, limit=n, **filters)
+        def run(match: str, n: int, within: str | None) -> list[tuple[dict[str, Any], float]]:
+            return self.repo.keyword_search(match, now=now, limit=n, within=within, **filters)
 
         return [memory for memory, _ in self._match(query, run, limit, ceiling=1.0)]
 
@@ -464,8 +521,8 @@ class MemoryService:
             self._log_mismatch(embedding.pin)
             return None
 
-        def run(match: str, n: int) -> list[tuple[int, float]]:
-            return self.repo.keyword_ranking(match, limit=n, **filters)
+        def run(match: str, n: int, within: str | None) -> list[tuple[int, float]]:
+            return self.repo.keyword_ranking(match, limit=n, within=within, **filters)
 
         keyword = [memory_id for memory_id, _ in self._match(query, run, leg, ceiling=0.0)]
         rows = self.repo.rows(list({*keyword, *nearest}), now=now, **filters)

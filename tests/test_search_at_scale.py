@@ -1,9 +1,12 @@
-"""The shortcuts keyword search takes on large databases give the answer of the plain query.
+"""The shortcuts keyword search takes on large databases, and what they give up.
 
-Two of them (issue 8): an unfiltered search ranks candidates in the index alone and blends
-decay into them (repository.KEYWORD_CANDIDATES), and the OR-of-words retry leaves out words
-too common to matter (service.PRUNE_MAX_IDF). The reference here is the query the contract
-describes, written out in SQL: every row matching any word, by decay - bm25, ties by id.
+Two give the answer of the plain query (issue 8): an unfiltered search ranks candidates in
+the index alone and blends decay into them (repository.KEYWORD_CANDIDATES), and the
+OR-of-words retry leaves out words too common to matter (service.PRUNE_MAX_IDF). The third,
+past service.PRUNE_SCORED_ROWS matching rows, scores only the rows of the rarest words: its
+pages are the plain query's when those rows hold them, and a test shows when they do not.
+The reference here is the query the contract describes, written out in SQL: every row
+matching any word, by decay - bm25, ties by id.
 """
 
 from __future__ import annotations
@@ -164,16 +167,20 @@ def test_a_count_above_the_rows_of_an_older_snapshot_is_held_to_them():
     assert repository.bm25_idf(100, 150) == repository.bm25_idf(100, 100) == 1e-6
 
 
-def test_word_idfs_count_rows_and_cache_them(service, clock):
+def test_word_rows_count_rows_and_cache_them(service, clock, raw):
     fill(service, clock, 40)
-    rows, idfs = service.repo.word_idfs(["the", "sqlite", "absent"], clock())
+    rows, hits = service.repo.word_rows(["the", "sqlite", "absent"], clock())
     assert rows == 40
-    assert idfs["the"] == 1e-6
-    assert idfs["absent"] == repository.bm25_idf(40, 0)
+    assert hits["the"] == 40 and hits["absent"] == 0
+    assert hits["sqlite"] == phrase_rows(raw, "sqlite") > 0
     service.store({"content": "absent no more", "type": "TODO"})  # 41 rows: under the drift?
-    assert service.repo.word_idfs(["absent"], clock())[1]["absent"] == repository.bm25_idf(
-        41, 1
-    )  # 1/40 rows is more than FREQUENCY_CACHE_DRIFT: counted again
+    assert service.repo.word_rows(["absent"], clock())[1]["absent"] == 1
+    # 1/40 rows is more than FREQUENCY_CACHE_DRIFT: counted again
+
+
+def phrase_rows(raw, word: str) -> int:
+    query = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
+    return raw.execute(query, (f'"{word}"',)).fetchone()[0]
 
 
 def the_in_443_of_1000(service) -> None:
@@ -228,8 +235,8 @@ def test_term_scores_are_what_bm25_gives_the_word(service, clock, raw, word):
     fill(service, clock, 120)
     service.store({"content": "sqlite sqlite sqlite x x the", "type": "TODO"})
     all_ids = [row[0] for row in raw.execute("SELECT id FROM memories")]
-    _, idfs = service.repo.word_idfs([word], clock())
-    got = service.repo.term_scores(all_ids, {word: idfs[word]})
+    rows, hits = service.repo.word_rows([word], clock())
+    got = service.repo.term_scores(all_ids, {word: repository.bm25_idf(rows, hits[word])})
     expected = dict.fromkeys(all_ids, 0.0)
     expected.update(
         raw.execute(
@@ -246,3 +253,149 @@ def test_term_scores_of_no_rows_or_no_words_are_empty(service, clock):
     fill(service, clock, 3)
     assert service.repo.term_scores([], {"the": 1.0}) == {}
     assert service.repo.term_scores([1, 2], {}) == {1: 0.0, 2: 0.0}
+
+
+@pytest.fixture
+def scored(monkeypatch):
+    """The rarest words' restriction from 100 rows on, with at most a sixth of the rows
+    scored, and each search's (match, within)."""
+    monkeypatch.setattr(service_module, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(service_module, "PRUNE_EXACT_ROWS", 100)
+    monkeypatch.setattr(service_module, "PRUNE_SCORED_SHARE", 1 / 6)
+    seen: list[tuple[str, str | None]] = []
+    original = repository.Repository.keyword_search
+
+    def spy(self, match, **kwargs):
+        seen.append((match, kwargs.get("within")))
+        return original(self, match, **kwargs)
+
+    monkeypatch.setattr(repository.Repository, "keyword_search", spy)
+    return seen
+
+
+def zebras(service, clock, count: int) -> list[int]:
+    """300 rows of fill(), then ``count`` rows with the rare word "zebra"."""
+    fill(service, clock, 300)
+    made = [service.store({"content": "zebra sqlite 0", "type": "TODO"})["id"]]
+    made += [
+        service.store({"content": f"zebra {i}", "type": "TODO"})["id"] for i in range(1, count)
+    ]
+    clock.advance(DAY)
+    return made
+
+
+@pytest.mark.parametrize(
+    ("hits", "expected"),
+    [
+        ({"a": 10, "b": 20}, None),  # 30 rows: every row is scored
+        ({"a": 10, "b": 45}, '"a"'),
+        ({"a": 10, "b": 30, "c": 45}, '"a" OR "b"'),
+        ({"a": 60, "b": 70}, '"a"'),  # the rarest word, whatever its rows
+        ({"a": 0, "b": 60, "c": 70}, '"a" OR "b"'),  # with the words no row has
+        ({"a": 0, "b": 60}, None),  # that would be every word: no restriction
+        ({"b": 10, "a": 10, "c": 60}, '"a" OR "b"'),  # ties by the word
+    ],
+)
+def test_the_rarest_words_that_fit_the_scored_rows(hits, expected):
+    assert service_module._rarest(list(hits), hits, 50) == expected
+
+
+def test_only_rows_matching_within_are_scored_with_every_word(service, clock, raw):
+    fill(service, clock, 120)
+    match, within = '"sqlite" OR "cache" OR "note"', '"sqlite"'
+    full = dict(
+        raw.execute(
+            "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?",
+            (match,),
+        ).fetchall()
+    )
+    sqlite_rows = {
+        r[0]
+        for r in raw.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (within,))
+    }
+    ranked = service.repo.keyword_ranking(match, limit=200, within=within)
+    assert {i for i, _ in ranked} == sqlite_rows and len(sqlite_rows) < len(full)
+    assert all(score == full[i] for i, score in ranked)  # bm25 over every word of match
+    found = service.repo.keyword_search(match, now=clock.now, limit=200, within=within)
+    assert {m["id"] for m, _ in found} == sqlite_rows
+    filtered = service.repo.keyword_ranking(match, limit=200, within=within, memory_type="TODO")
+    assert {i for i, _ in filtered} == {
+        i
+        for i in sqlite_rows
+        if raw.execute("SELECT type FROM memories WHERE id = ?", (i,)).fetchone()[0] == "TODO"
+    }
+
+
+def test_many_matches_score_only_the_rows_of_the_rarest_words(service, clock, raw, scored):
+    made = zebras(service, clock, 3)
+    question = "the zebra sqlite cache?"
+    expected = reference(raw, fts.or_of(fts.words(question)), clock.now, 3)
+    assert sorted(expected) == sorted(made) and expected[0] == made[0]  # "sqlite" counts too
+    assert ids(service.search({"query": question, "limit": 3})["results"]) == expected
+    assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
+
+
+def test_rows_of_the_rarest_words_that_cannot_fill_the_page_score_every_row(
+    service, clock, raw, scored
+):
+    zebras(service, clock, 3)
+    question = "the zebra sqlite cache?"
+    expected = reference(raw, fts.or_of(fts.words(question)), clock.now, 5)
+    assert ids(service.search({"query": question, "limit": 5})["results"]) == expected
+    assert scored[-2:] == [
+        ('"zebra" OR "sqlite" OR "cache"', '"zebra"'),
+        ('"zebra" OR "sqlite" OR "cache"', None),
+    ]
+
+
+def test_past_the_scored_rows_a_row_without_the_rarest_words_is_not_ranked(
+    service, clock, raw, scored
+):
+    # The price of the restriction, as documented: a fresh, short row with two of the
+    # commoner words outscores an old, long row with the rare one in the full query, but
+    # only rows with "zebra" are scored.
+    fill(service, clock, 300)
+    old = service.store({"content": "zebra " + "filler " * 40, "type": "TODO"})["id"]
+    clock.advance(400 * DAY)
+    fresh = service.store({"content": "sqlite cache", "type": "TODO"})["id"]
+    question = "the zebra sqlite cache?"
+    assert reference(raw, fts.or_of(fts.words(question)), clock.now, 1) == [fresh]
+    assert ids(service.search({"query": question, "limit": 1})["results"]) == [old]
+    service_module.PRUNE_SCORED_SHARE = 1.0  # (monkeypatched: restored after the test)
+    assert ids(service.search({"query": question, "limit": 1})["results"]) == [fresh]
+
+
+def test_the_hybrid_keyword_leg_is_restricted_too(service, clock, monkeypatch):
+    monkeypatch.setattr(service_module, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(service_module, "PRUNE_EXACT_ROWS", 100)
+    monkeypatch.setattr(service_module, "PRUNE_SCORED_SHARE", 1 / 6)
+    seen = []
+    original = repository.Repository.keyword_ranking
+    monkeypatch.setattr(
+        repository.Repository,
+        "keyword_ranking",
+        lambda self, match, **kw: seen.append(kw.get("within")) or original(self, match, **kw),
+    )
+    made = zebras(service, clock, 3)
+
+    def run(match, n, within):
+        return service.repo.keyword_ranking(match, limit=n, within=within)
+
+    found = service._match("the zebra sqlite cache?", run, 3, ceiling=0.0)
+    assert sorted(i for i, _ in found) == sorted(made)
+    assert seen[-1] == '"zebra"'
+
+
+def test_up_to_the_scored_rows_every_row_is_scored(service, clock, scored, monkeypatch):
+    monkeypatch.setattr(service_module, "PRUNE_EXACT_ROWS", 303)  # the rows zebras() makes
+    zebras(service, clock, 3)
+    service.search({"query": "the zebra sqlite cache?", "limit": 3})
+    assert all(within is None for _, within in scored)
+
+
+def test_a_question_of_common_words_only_takes_the_full_query(service, clock, raw, pruning):
+    fill(service, clock, 300)  # "the" and "note" are in every row
+    clock.advance(DAY)
+    expected = reference(raw, '"the" OR "note"', clock.now, 5)
+    assert ids(service.search({"query": "the note?", "limit": 5})["results"]) == expected
+    assert pruning[-1] == '"the" OR "note"'
