@@ -79,10 +79,10 @@ PRUNE_MIN_ROWS = 500
 # than PRUNE_SCORED_SHARE of the rows in all (counted per word), bm25 is computed only for
 # the rows that match the rarest of them (the rarest word, and the next while their rows
 # stay within that share): the other words still count in those rows' scores, but a row
-# matching none of the rarest words is not ranked. This bounds a question's cost on a
-# large file, at the price of a page that can differ from the full query's (measured in
-# bench/pruning.py; see the README). Up to PRUNE_EXACT_ROWS memories the answer is always
-# the full query's.
+# matching none of the rarest words is not ranked. This cuts a question's cost on a large
+# file (the rarest word alone can still be in many rows), at the price of a page that can
+# differ from the full query's (measured in bench/pruning.py; see the README). Up to
+# PRUNE_EXACT_ROWS memories the answer is always the full query's.
 PRUNE_EXACT_ROWS = 20_000
 PRUNE_SCORED_SHARE = 0.1
 # One query term adds at most idf * (k1 + 1) to a row's bm25 score.
@@ -437,7 +437,7 @@ class MemoryService:
 
         Words of IDF at most PRUNE_MAX_IDF are left out and added back to the best rows
         (see ``_decided``). When the words kept match many rows, first only the rows that
-        match their rarest words are scored (``_rarest``), then, if those cannot fill the
+        match their rarest words are scored (``_rarest``), then, if those cannot decide the
         page, every row the kept words match.
         """
         if len(set(words)) < 2:

@@ -86,7 +86,7 @@ def main() -> None:
         overlap = statistics.mean(
             len(set(p) & set(r)) / max(len(r), 1) for p, r in zip(pages, reference, strict=True)
         )
-        rows = "all" if share is None else f"rarest words', {share:.0%}"
+        rows = "all" if share is None else f"rarest words, {share:.0%}"
         print(
             f"| IDF <= {threshold} | {rows} | {pct(timings, 0.5):.1f} | {pct(timings, 0.99):.1f} "
             f"| {same:.0%} | {overlap:.3f} |"

@@ -3,8 +3,9 @@
 Two give the answer of the plain query (issue 8): an unfiltered search ranks candidates in
 the index alone and blends decay into them (repository.KEYWORD_CANDIDATES), and the
 OR-of-words retry leaves out words too common to matter (service.PRUNE_MAX_IDF). The third,
-past service.PRUNE_SCORED_ROWS matching rows, scores only the rows of the rarest words: its
-pages are the plain query's when those rows hold them, and a test shows when they do not.
+on files past service.PRUNE_EXACT_ROWS whose kept words match more than PRUNE_SCORED_SHARE
+of the rows, scores only the rows of the rarest words: its pages are the plain query's when
+those rows hold them, and a test shows when they do not.
 The reference here is the query the contract describes, written out in SQL: every row
 matching any word, by decay - bm25, ties by id.
 """
@@ -318,12 +319,17 @@ def test_only_rows_matching_within_are_scored_with_every_word(service, clock, ra
     assert all(score == full[i] for i, score in ranked)  # bm25 over every word of match
     found = service.repo.keyword_search(match, now=clock.now, limit=200, within=within)
     assert {m["id"] for m, _ in found} == sqlite_rows
-    filtered = service.repo.keyword_ranking(match, limit=200, within=within, memory_type="TODO")
-    assert {i for i, _ in filtered} == {
+    todo = {
         i
         for i in sqlite_rows
         if raw.execute("SELECT type FROM memories WHERE id = ?", (i,)).fetchone()[0] == "TODO"
     }
+    filtered = service.repo.keyword_ranking(match, limit=200, within=within, memory_type="TODO")
+    assert {i for i, _ in filtered} == todo
+    found = service.repo.keyword_search(
+        match, now=clock.now, limit=200, within=within, memory_type="TODO"
+    )
+    assert {m["id"] for m, _ in found} == todo
 
 
 def test_many_matches_score_only_the_rows_of_the_rarest_words(service, clock, raw, scored):
@@ -399,3 +405,29 @@ def test_a_question_of_common_words_only_takes_the_full_query(service, clock, ra
     expected = reference(raw, '"the" OR "note"', clock.now, 5)
     assert ids(service.search({"query": "the note?", "limit": 5})["results"]) == expected
     assert pruning[-1] == '"the" OR "note"'
+
+
+def test_the_candidates_of_a_restricted_search_are_the_rarest_words_rows(
+    service, clock, raw, scored, small_candidates
+):
+    # 40 candidates, 60 rows with "zebra": the restricted page comes through the ranking
+    # in the index (repository._candidates_page), from rows with "zebra" only, although a
+    # fresh short row without it tops the full query.
+    made = zebras(service, clock, 60)
+    fresh = service.store({"content": "sqlite cache", "type": "TODO"})["id"]
+    question = "the zebra sqlite cache?"
+    full = reference(raw, fts.or_of(fts.words(question)), clock.now, 400)
+    assert full[0] == fresh
+    expected = [i for i in full if i in set(made)][:10]
+    assert ids(service.search({"query": question, "limit": 10})["results"]) == expected
+    assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
+
+
+def test_a_restricted_question_without_common_words_is_one_query(service, clock, raw, scored):
+    made = zebras(service, clock, 3)
+    question = "zebra sqlite cache?"  # no word in most rows: nothing is left out
+    expected = reference(raw, fts.or_of(fts.words(question)), clock.now, 3)
+    assert sorted(expected) == sorted(made)
+    assert ids(service.search({"query": question, "limit": 3})["results"]) == expected
+    assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
+    assert len(scored) == 2  # the raw query (not FTS5 syntax), then the restricted one
