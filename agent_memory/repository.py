@@ -650,9 +650,10 @@ class Repository:
 
     WAL checkpoints fsync, which put a 10 ms stall on every ~90th store when the committing
     connection ran them inline at SQLite's default 1,000 pages. A background thread now
-    checkpoints (PASSIVE: it never blocks a writer) every CHECKPOINT_EVERY_WRITES commits;
-    the inline checkpoint, raised to db.WAL_AUTOCHECKPOINT_PAGES, only finishes the few
-    frames left and lets the next write restart the WAL.
+    checkpoints (PASSIVE: it never blocks a writer) every CHECKPOINT_EVERY_WRITES commits,
+    and the sweep's batches are checkpointed one by one between them (see _in_batches); the
+    inline checkpoint, raised to db.WAL_AUTOCHECKPOINT_PAGES, only finishes the few frames
+    left and lets the next write restart the WAL.
     """
 
     def __init__(self, engine: Engine) -> None:
@@ -693,11 +694,15 @@ class Repository:
             self._checkpoint_due.clear()
             if self._closed:
                 return
-            try:
-                with self.engine.connect() as conn:
-                    conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
-            except sqlalchemy.exc.SQLAlchemyError as exc:  # the next one will catch up
-                log.warning("background WAL checkpoint failed: %s", getattr(exc, "orig", exc))
+            self._checkpoint()
+
+    def _checkpoint(self) -> None:
+        """Copy the WAL into the file (PASSIVE: it never waits for, nor blocks, a writer)."""
+        try:
+            with self.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+        except sqlalchemy.exc.SQLAlchemyError as exc:  # the next one will catch up
+            log.warning("WAL checkpoint failed: %s", getattr(exc, "orig", exc))
 
     def close(self) -> None:
         self._closed = True
@@ -1227,6 +1232,11 @@ class Repository:
             with self._write() as conn:
                 count, more = batch(conn, rows)
             held = self._held.last
+            # A batch writes hundreds of pages: checkpoint them here, outside the lock.
+            # Left to every CHECKPOINT_EVERY_WRITES commits, the WAL reached
+            # db.WAL_AUTOCHECKPOINT_PAGES every few batches at 1,000,000 memories, and the
+            # inline checkpoint held the write lock in a batch's commit for about 200 ms.
+            self._checkpoint()
             done, longest = done + count, max(longest, held)
             if not more or (pause is not None and pause()):
                 return done, longest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import threading
 from unittest.mock import ANY
 
 import pytest
@@ -105,6 +106,28 @@ def test_expiry_runs_in_batches_sized_by_lock_time(
     deleted_per_batch = [a - b for a, b in zip([10, *left], [*left, 0], strict=True)]
     assert deleted_per_batch == sizes
     assert [m["content"] for m in service.list({})] == ["kept"]
+
+
+def test_each_batch_is_checkpointed_outside_the_write_lock(service, clock, monkeypatch):
+    # Else the WAL reached the inline checkpoint every few batches on a large file, and
+    # that checkpoint held the write lock inside a batch's commit (about 200 ms at 1M).
+    monkeypatch.setattr(repository, "SWEEP_FIRST_BATCH_ROWS", 2)
+    monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", 2)
+    for i in range(6):
+        service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
+    clock.advance(5)
+    repo, locked = service.repo, []
+    original = repository.Repository._checkpoint
+
+    def spy(self):
+        if threading.current_thread() is threading.main_thread():  # not the background one
+            locked.append(self._write_lock.locked())
+        original(self)
+
+    monkeypatch.setattr(repository.Repository, "_checkpoint", spy)
+    batches = []
+    assert repo.delete_expired(clock.now, lambda: batches.append(1) is None and False)[0] == 6
+    assert locked == [False] * (len(batches) + 1)  # every batch, the last one too
 
 
 def test_a_sweep_told_to_stop_leaves_the_rest_to_the_next(service, clock, monkeypatch):
