@@ -78,6 +78,18 @@ def test_decay_materialization_walks_in_batches(service, clock, db_path, monkeyp
     assert [row[7] for row in dump(db_path)] == pytest.approx([0.5] * 9)
 
 
+def expiring(service, clock, monkeypatch, rows: int, *, first: int, most: int, kept=False):
+    """``rows`` memories that have just expired (and one that has not, if ``kept``), with
+    the sweep's batches from ``first`` rows up to ``most``."""
+    monkeypatch.setattr(repository, "SWEEP_FIRST_BATCH_ROWS", first)
+    monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", most)
+    for i in range(rows):
+        service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
+    if kept:
+        service.store({"content": "kept", "type": "TODO"})
+    clock.advance(5)
+
+
 @pytest.mark.parametrize(
     ("target", "first", "sizes"),
     [
@@ -89,12 +101,7 @@ def test_expiry_runs_in_batches_sized_by_lock_time(
     service, clock, raw, monkeypatch, target, first, sizes
 ):
     monkeypatch.setattr(repository, "SWEEP_HOLD_TARGET_SECS", target)
-    monkeypatch.setattr(repository, "SWEEP_FIRST_BATCH_ROWS", first)
-    monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", 2)
-    for i in range(10):
-        service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
-    service.store({"content": "kept", "type": "TODO"})
-    clock.advance(5)
+    expiring(service, clock, monkeypatch, 10, first=first, most=2, kept=True)
     left = []
 
     def pause() -> bool:  # between two batches: count what is still to expire
@@ -111,11 +118,7 @@ def test_expiry_runs_in_batches_sized_by_lock_time(
 def test_each_batch_is_checkpointed_outside_the_write_lock(service, clock, monkeypatch):
     # Else the WAL reached the inline checkpoint every few batches on a large file, and
     # that checkpoint held the write lock inside a batch's commit (about 200 ms at 1M).
-    monkeypatch.setattr(repository, "SWEEP_FIRST_BATCH_ROWS", 2)
-    monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", 2)
-    for i in range(6):
-        service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
-    clock.advance(5)
+    expiring(service, clock, monkeypatch, 6, first=2, most=2)
     repo, locked = service.repo, []
     original = repository.Repository._checkpoint
 
@@ -131,11 +134,7 @@ def test_each_batch_is_checkpointed_outside_the_write_lock(service, clock, monke
 
 
 def test_a_sweep_told_to_stop_leaves_the_rest_to_the_next(service, clock, monkeypatch):
-    monkeypatch.setattr(repository, "SWEEP_FIRST_BATCH_ROWS", 3)
-    monkeypatch.setattr(repository, "SWEEP_MAX_BATCH_ROWS", 3)
-    for i in range(7):
-        service.store({"content": f"short {i}", "type": "TODO", "ttl_secs": 5})
-    clock.advance(5)
+    expiring(service, clock, monkeypatch, 7, first=3, most=3)
     assert service.sweep(pause=lambda: True)["expired"] == 3
     assert len(service.list({})) == 4
     assert service.sweep()["expired"] == 4
