@@ -1236,7 +1236,8 @@ class Repository:
             # Left to every CHECKPOINT_EVERY_WRITES commits, the WAL reached
             # db.WAL_AUTOCHECKPOINT_PAGES every few batches at 1,000,000 memories, and the
             # inline checkpoint held the write lock in a batch's commit for about 200 ms.
-            self._checkpoint()
+            if count:
+                self._checkpoint()
             done, longest = done + count, max(longest, held)
             if not more or (pause is not None and pause()):
                 return done, longest
