@@ -285,7 +285,10 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
         )
     sweeper = Sweeper(service, settings.sweep_interval)
     sweeper.start()
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # finish in-flight, then exit 0
+    # Both finish the requests in flight, then exit 0. SIGINT is set too: a daemon started
+    # in the background by a script inherits it ignored, and Python then leaves it so.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.default_int_handler)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     click.echo(f"REST listening on {bound}:{bound_port}", err=True)
     try:

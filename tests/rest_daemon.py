@@ -23,6 +23,7 @@ class RestDaemon:
         addr: str = "127.0.0.1:0",
         log_level: str = "info",
         env: dict[str, str] | None = None,
+        sigint_ignored: bool = False,
     ):
         self.proc = subprocess.Popen(
             [
@@ -40,7 +41,12 @@ class RestDaemon:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=server_env(**(env or {})),
+            # On a hang, stop() sends SIGABRT and faulthandler prints every thread's stack.
+            env=server_env(PYTHONFAULTHANDLER="1", **(env or {})),
+            # as a shell script's `serve-rest &` starts it
+            preexec_fn=(lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+            if sigint_ignored
+            else None,
         )
         self.stderr_lines: list[str] = []
         for line in self.proc.stderr:  # blocks until the daemon says where it listens
@@ -84,7 +90,13 @@ class RestDaemon:
         self.session.close()
         if not self.signaled:
             self.terminate()
-        code = self.proc.wait(timeout=START_TIMEOUT_SECS)
+        try:
+            code = self.proc.wait(timeout=START_TIMEOUT_SECS)
+        except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)
+            self.proc.wait(timeout=START_TIMEOUT_SECS)
+            stacks = "".join(self.stderr_lines) + self.proc.stderr.read()
+            raise AssertionError(f"serve-rest did not exit; its threads:\n{stacks}") from None
         self.stderr_lines.extend(self.proc.stderr.readlines())
         return code
 

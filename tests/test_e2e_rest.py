@@ -85,9 +85,13 @@ def test_allow_remote_warns_loudly(db_path):
         assert daemon.stop() == 0
 
 
-@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "Ctrl-C"])
-def test_stopping_finishes_the_request_in_flight(db_path, signum):
-    with RestDaemon(db_path, log_level="debug") as daemon:
+@pytest.mark.parametrize(
+    ("signum", "sigint_ignored"),
+    [(signal.SIGTERM, False), (signal.SIGINT, False), (signal.SIGINT, True)],
+    ids=["SIGTERM", "Ctrl-C", "Ctrl-C, started in the background"],
+)
+def test_stopping_finishes_the_request_in_flight(db_path, signum, sigint_ignored):
+    with RestDaemon(db_path, log_level="debug", sigint_ignored=sigint_ignored) as daemon:
         blocker = sqlean.connect(str(db_path), isolation_level=None)
         blocker.execute("BEGIN IMMEDIATE")  # the daemon's store will wait for this lock
         answer = {}
