@@ -40,10 +40,10 @@ log = logging.getLogger(__name__)
 SWEEP_FIRST_BATCH_ROWS = 16
 SWEEP_MAX_BATCH_ROWS = 50_000
 # 12 ms, not 20: at 1,000,000 memories, with another process storing throughout, the longest
-# hold fell from 98-145 ms to 63-71 ms (two runs each; the sweep took 13-14 s instead of 11,
-# and let 50% more of the other process's stores through). What overshoots is a batch's
-# commit, which writes the batch's pages: a 104-row expiry batch spent 11 ms in its DELETE
-# and 71 ms in all.
+# hold was 54-82 ms in five runs (98-145 in two at 20 ms; the sweep took 13-15 s instead of
+# 11, and let 50-80% more of the other process's stores through). What overshoots is a
+# batch's commit, which writes the batch's pages: a 104-row expiry batch spent 11 ms in its
+# DELETE and 71 ms in all. Smaller batches do not cure that (8 ms: 41 and 100 ms).
 SWEEP_HOLD_TARGET_SECS = 0.012
 # An unfiltered keyword search ranks the best KEYWORD_CANDIDATES rows by bm25 in the index
 # alone (no join to memories for every match), then blends decay into those only; see
