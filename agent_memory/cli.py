@@ -18,6 +18,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -39,6 +40,8 @@ REST_THREADS = 4
 # workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
 # The default 5 ms switch interval added about 1 ms to each search (bench/).
 SWITCH_INTERVAL_SECS = 0.0005
+# serve opens its service this long after its first answer (see OpeningService).
+OPEN_AFTER_ANSWER_SECS = 0.1
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -68,20 +71,75 @@ def fail(message: str) -> None:
 
 
 def open_service(settings: Settings):  # -> MemoryService (imported lazily)
+    try:
+        return _service(settings)
+    except (DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
+        fail(str(exc))
+
+
+def _service(settings: Settings):  # -> MemoryService
     from agent_memory.db import open_database
     from agent_memory.embedder import Embedder
     from agent_memory.service import MemoryService
 
-    try:
-        database = open_database(settings.db)
-    except (DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
-        fail(str(exc))
+    database = open_database(settings.db)
     log.info("database %s (schema version %d)", database.path, database.schema_version)
     return MemoryService(
         database,
         embedder=Embedder(settings.ollama_url, settings.embed_model),
         max_content_bytes=settings.max_content_bytes,
     )
+
+
+class OpeningService:
+    """The service of ``serve``, opened in a thread once the server has answered a client.
+
+    Importing SQLAlchemy and building the engine take about a third of a second, which the
+    first answers (initialize, tools/list) do not need; the file was already checked
+    (``db.check`` and ``db.probe``), so a bad file still stops ``serve`` before it answers.
+    The opening starts OPEN_AFTER_ANSWER_SECS after that answer (begun at once, its imports
+    had delayed the answer on its way out by about 150 ms), or at once when a call needs
+    the service. Any attribute waits for the opening; if it failed, a call gets the
+    storage error.
+    """
+
+    def __init__(self, settings: Settings, answered: threading.Event) -> None:
+        self._settings = settings
+        self._answered = answered
+        self._needed = threading.Event()
+        self._opened = threading.Event()
+        self._closing = False
+        self._service: Any = None
+        self._thread = threading.Thread(target=self._open, name="agent-memory-open", daemon=True)
+        self._thread.start()
+
+    def _open(self) -> None:
+        from agent_memory.lifecycle import STARTUP_GRACE_SECS
+
+        self._answered.wait(STARTUP_GRACE_SECS)
+        self._needed.wait(OPEN_AFTER_ANSWER_SECS)
+        try:
+            if not self._closing:
+                self._service = _service(self._settings)
+        except Exception:  # logged once; every call then answers with the storage error
+            log.exception("cannot open the database")
+        finally:
+            self._opened.set()
+
+    def __getattr__(self, name: str) -> Any:
+        self._needed.set()
+        self._opened.wait()
+        if self._service is None:
+            raise StorageError(name)
+        return getattr(self._service, name)
+
+    def close(self) -> None:
+        self._closing = True
+        self._answered.set()
+        self._needed.set()
+        self._thread.join()
+        if self._service is not None:
+            self._service.close()
 
 
 def parse_addr(_ctx: click.Context, _param: click.Parameter, text: str) -> tuple[str, int]:
@@ -211,11 +269,21 @@ class Progress:
 @click.pass_obj
 def serve(settings: Settings) -> None:
     """Run the MCP server on stdin/stdout (creates the database on first run)."""
-    service = open_service(settings)
+    from agent_memory import db
+
+    try:
+        path, version = db.check(settings.db)
+        at_head = version == db.head_revision()
+        if at_head:
+            db.probe(path)
+    except (DatabaseOpenError, SchemaTooNew) as exc:
+        fail(str(exc))
+    answered = threading.Event()
+    # A new file or a migration is opened before the first answer, as everywhere else.
+    service = OpeningService(settings, answered) if at_head else open_service(settings)
     from agent_memory import mcp_server
     from agent_memory.lifecycle import Sweeper
 
-    answered = threading.Event()
     sweeper = Sweeper(service, settings.sweep_interval, answered)
     sweeper.start()
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)

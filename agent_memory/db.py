@@ -2,7 +2,9 @@
 
 Resolve the path, connect through sqlean with sqlite-vec loaded, set the pragmas, and make
 sure the schema is at this build's head. When the file is already at head (the usual case)
-Alembic is never imported; the check is one read-only SELECT.
+Alembic is never imported; the check is one read-only SELECT. SQLAlchemy is imported only
+to build the engine: ``serve`` checks the file (``check`` and ``probe``) before its first
+answer and builds the engine after it.
 """
 
 from __future__ import annotations
@@ -13,14 +15,16 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import sqlalchemy
 import sqlean
 import sqlite_vec
-from sqlalchemy import event
-from sqlalchemy.engine import Engine
 
 from agent_memory.errors import BackupFailed, DatabaseOpenError, SchemaTooNew
+
+if TYPE_CHECKING:
+    import sqlalchemy
+    from sqlalchemy.engine import Engine
 
 log = logging.getLogger(__name__)
 
@@ -119,6 +123,9 @@ def _on_begin(conn: sqlalchemy.Connection) -> None:
 
 def create_engine(path: Path) -> Engine:
     """An engine whose connections carry sqlite-vec, the pragmas and explicit BEGINs."""
+    import sqlalchemy
+    from sqlalchemy import event
+
     engine = sqlalchemy.create_engine(f"sqlite:///{path}", module=sqlean)
     event.listen(engine, "connect", _on_connect)
     event.listen(engine, "begin", _on_begin)
@@ -186,11 +193,11 @@ class Database:
         self.engine.dispose()
 
 
-def open_database(path: str | os.PathLike[str] | None = None) -> Database:
-    """Open (creating or migrating as needed) the memory database.
+def check(path: str | os.PathLike[str] | None = None) -> tuple[Path, int | None]:
+    """The file's path (its directories made) and its schema version, None for a new file.
 
-    Raises DatabaseOpenError for a file that cannot be used and SchemaTooNew for a file
-    written by a newer agent-memory, which is then left untouched.
+    Raises DatabaseOpenError for a path that cannot hold the database and SchemaTooNew for
+    a file written by a newer agent-memory.
     """
     resolved = resolve_path(path)
     if resolved.is_dir():
@@ -206,7 +213,34 @@ def open_database(path: str | os.PathLike[str] | None = None) -> Database:
     current = read_revision(resolved)
     if current is not None and current > head:
         raise SchemaTooNew(current, head)
+    return resolved, current
 
+
+def probe(path: Path) -> None:
+    """Connect as the engine will (read-write, WAL, every pragma): DatabaseOpenError if not."""
+    try:
+        conn = sqlean.connect(str(path))
+    except sqlean.Error as exc:
+        raise DatabaseOpenError(path, str(exc)) from exc
+    try:
+        _on_connect(conn, None)
+        conn.execute("SELECT version_num FROM alembic_version").fetchall()
+    except sqlean.Error as exc:
+        raise DatabaseOpenError(path, str(exc)) from exc
+    finally:
+        conn.close()
+
+
+def open_database(path: str | os.PathLike[str] | None = None) -> Database:
+    """Open (creating or migrating as needed) the memory database.
+
+    Raises DatabaseOpenError for a file that cannot be used and SchemaTooNew for a file
+    written by a newer agent-memory, which is then left untouched.
+    """
+    import sqlalchemy
+
+    resolved, current = check(path)
+    head = head_revision()
     if current is None:
         _create_private(resolved)
     engine = create_engine(resolved)

@@ -7,7 +7,7 @@ in SQL (one expression, shared by search ranking and the sweep) from these const
 
 from __future__ import annotations
 
-from agent_memory.schema import PINNED_TYPES
+from agent_memory.vocabulary import PINNED_TYPES
 
 HALF_LIFE_SECS = 30 * 24 * 3600  # 2,592,000 s: PATTERN, ERROR, TODO
 PINNED_HALF_LIFE_FACTOR = 6

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
-from agent_memory.service import MemoryService
+if TYPE_CHECKING:
+    from agent_memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 

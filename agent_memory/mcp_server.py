@@ -13,7 +13,7 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 from mcp.server import Server
@@ -31,15 +31,18 @@ from mcp.types import (
 
 from agent_memory import __version__
 from agent_memory.errors import InvalidArgument, StorageError, UnknownField
-from agent_memory.repository import MAX_EXPANDED_LINKS
-from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
-from agent_memory.service import (
+from agent_memory.vocabulary import (
     DEFAULT_SEARCH_LIMIT,
+    LINK_KINDS,
+    MAX_EXPANDED_LINKS,
     MAX_LIMIT,
     MAX_TTL_SECS,
+    MEMORY_TYPES,
     SNIPPET_CHARS,
-    MemoryService,
 )
+
+if TYPE_CHECKING:  # the service (and SQLAlchemy) may load after the first answer
+    from agent_memory.service import MemoryService
 
 log = logging.getLogger(__name__)
 
@@ -213,13 +216,13 @@ TOOLS = [
 
 # tool name -> (operation named in storage errors, service method)
 _OPERATIONS: dict[str, tuple[str, Callable[[MemoryService, Any], Any]]] = {
-    "memory_store": ("store", MemoryService.store),
-    "memory_search": ("search", MemoryService.search),
+    "memory_store": ("store", lambda svc, args: svc.store(args)),
+    "memory_search": ("search", lambda svc, args: svc.search(args)),
     "memory_list": ("list", lambda svc, args: {"memories": svc.list(args)}),
-    "memory_update": ("update", MemoryService.update),
-    "memory_link": ("link", MemoryService.link),
-    "memory_unlink": ("unlink", MemoryService.unlink),
-    "memory_forget": ("forget", MemoryService.forget),
+    "memory_update": ("update", lambda svc, args: svc.update(args)),
+    "memory_link": ("link", lambda svc, args: svc.link(args)),
+    "memory_unlink": ("unlink", lambda svc, args: svc.unlink(args)),
+    "memory_forget": ("forget", lambda svc, args: svc.forget(args)),
 }
 
 

@@ -28,7 +28,8 @@ from sqlalchemy.engine import Engine
 
 from agent_memory import decay
 from agent_memory.embedder import Embedding, Pin
-from agent_memory.schema import PINNED_TYPES, memories, memory_links, meta
+from agent_memory.schema import memories, memory_links, meta
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS, PINNED_TYPES
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +61,6 @@ BULK_CACHE_KIB = 16_384
 DEFAULT_CACHE_KIB = 2_000
 # Commits between two background WAL checkpoints (a store writes about ten pages).
 CHECKPOINT_EVERY_WRITES = 32
-# Neighbours attached to each result by expand_links, most recent relations first.
-MAX_EXPANDED_LINKS = 10
 # SQLite's generic SQLITE_ERROR: what a MATCH expression FTS5 cannot parse raises
 # (busy, I/O, full and corrupt databases have codes of their own).
 _SQLITE_ERROR = 1

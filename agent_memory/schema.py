@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from sqlalchemy import Column, Float, ForeignKey, Integer, MetaData, Table, Text
 
-MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT")
-# Pinned types fade six times slower and carry double base weight.
-PINNED_TYPES = frozenset({"DECISION", "ARCHITECTURE", "CONSTRAINT"})
+from agent_memory.vocabulary import LINK_KINDS, MEMORY_TYPES, PINNED_TYPES  # noqa: F401
 
 metadata = MetaData()
 
@@ -33,8 +31,6 @@ memories = Table(
     Column("expires_at", Integer),
     Column("embedding_status", Integer, nullable=False),  # 1: vector made from this content
 )
-
-LINK_KINDS = ("relates_to", "supersedes", "caused_by")
 
 memory_links = Table(
     "memory_links",

@@ -38,16 +38,20 @@ from agent_memory.errors import (
     UnknownField,
 )
 from agent_memory.repository import BM25_K1, FtsQueryError, Pause, Repository, bm25_idf
-from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+from agent_memory.vocabulary import (
+    DEFAULT_SEARCH_LIMIT,
+    LINK_KINDS,
+    MAX_LIMIT,
+    MAX_TTL_SECS,
+    MEMORY_TYPES,
+    SNIPPET_CHARS,
+)
 
 # A search's query runner: (match, n, within) -> (item, score) pairs, best first.
 Run = Callable[[str, int, str | None], list[Any]]
 
 log = logging.getLogger(__name__)
 
-MAX_LIMIT = 200
-DEFAULT_SEARCH_LIMIT = 50
-MAX_TTL_SECS = 3_155_760_000  # about 100 years
 # Limits that keep one client from filling the disk or the memory of every reader: the
 # content's size in UTF-8 bytes (the service's max_content_bytes, set with
 # --max-content-bytes), the number and length of tags, and source and scope lengths.
@@ -59,7 +63,6 @@ _SQLITE_INT_MIN, _SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 PATCH_FIELDS = ("content", "tags", "scope", "ttl_secs")
 UPDATE_FIELDS = ("id", *PATCH_FIELDS)
-SNIPPET_CHARS = 160
 # How a relation reads from its to_id's side, in expansion.
 INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caused_by": "caused"}
 SEARCH_MODE_KEYWORD = "keyword"

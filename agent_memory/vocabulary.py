@@ -1,0 +1,18 @@
+"""The contract's vocabulary and bounds: what the service enforces and the transports state.
+
+Free of heavy imports on purpose: ``serve`` lists its tools from these before SQLAlchemy is
+loaded (see cli.serve).
+"""
+
+MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT")
+# Pinned types fade six times slower and carry double base weight.
+PINNED_TYPES = frozenset({"DECISION", "ARCHITECTURE", "CONSTRAINT"})
+LINK_KINDS = ("relates_to", "supersedes", "caused_by")
+
+MAX_LIMIT = 200
+DEFAULT_SEARCH_LIMIT = 50
+MAX_TTL_SECS = 3_155_760_000  # about 100 years
+# Characters of a related memory's content shown by expand_links.
+SNIPPET_CHARS = 160
+# Neighbours attached to each result by expand_links, most recent relations first.
+MAX_EXPANDED_LINKS = 10

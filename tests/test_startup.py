@@ -1,0 +1,111 @@
+"""`serve` answers its first requests before it loads SQLAlchemy and opens the engine.
+
+On a file already at head it only checks the file (db.check, db.probe) before serving; the
+service is opened in a thread once the server has answered (cli.OpeningService).
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import pytest
+from mcp.shared.exceptions import MCPError
+from mcp.types import INTERNAL_ERROR
+
+from agent_memory import cli, lifecycle, mcp_server
+from agent_memory.db import open_database
+
+from conftest import NO_OLLAMA_URL, server_env
+
+# Replaces the stdio server: what is loaded before the first answer, then a real call.
+PROBE = """
+import sys
+from agent_memory import cli, mcp_server
+
+def serve_stdio(service, answered):
+    print("before the first answer:", "sqlalchemy" in sys.modules)
+    answered.set()
+    print("stored:", service.store({"content": "after the first answer", "type": "TODO"}))
+    print("after:", "sqlalchemy" in sys.modules)
+
+mcp_server.serve_stdio = serve_stdio
+cli.cli(sys.argv[1:], prog_name="agent-memory")
+"""
+
+
+def settings(db_path) -> cli.Settings:
+    return cli.Settings(
+        db=db_path,
+        ollama_url=NO_OLLAMA_URL,
+        embed_model="nomic-embed-text",
+        sweep_interval=3600,
+        max_content_bytes=1024,
+    )
+
+
+def test_the_engine_is_built_after_the_first_answer(db_path):
+    open_database(db_path).close()  # at head: nothing to migrate
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, "--db", str(db_path), "serve"],
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == [
+        "before the first answer: False",
+        "stored: {'id': 1}",
+        "after: True",
+    ]
+
+
+def test_a_new_file_is_created_before_serving(db_path, monkeypatch):
+    seen = []
+    monkeypatch.setattr(mcp_server, "serve_stdio", lambda service, answered: seen.append(service))
+    result = cli.cli(["--db", str(db_path), "serve"], standalone_mode=False)
+    assert result is None
+    assert db_path.exists()
+    assert not isinstance(seen[0], cli.OpeningService)
+
+
+def test_nothing_is_opened_before_the_first_answer(db_path, monkeypatch):
+    open_database(db_path).close()
+    monkeypatch.setattr(lifecycle, "STARTUP_GRACE_SECS", 60)
+    opened = []
+    monkeypatch.setattr(cli, "_service", lambda s: opened.append(s) or object())
+    answered = threading.Event()
+    service = cli.OpeningService(settings(db_path), answered)
+    assert opened == []
+    service.close()  # before any answer: the file is never opened
+    assert opened == []
+
+
+def test_calls_wait_for_the_opening(db_path):
+    open_database(db_path).close()
+    answered = threading.Event()
+    service = cli.OpeningService(settings(db_path), answered)
+    answered.set()
+    assert service.store({"content": "waits for the engine", "type": "TODO"}) == {"id": 1}
+    assert [m["content"] for m in service.list({})] == ["waits for the engine"]
+    service.close()
+
+
+def test_an_opening_that_fails_answers_with_the_storage_error(db_path, monkeypatch, caplog):
+    def fail(_settings):
+        raise OSError("disk vanished")
+
+    monkeypatch.setattr(cli, "_service", fail)
+    answered = threading.Event()
+    answered.set()
+    service = cli.OpeningService(settings(db_path), answered)
+    with pytest.raises(MCPError) as raised:
+        mcp_server.call_tool(service, "memory_store", {"content": "x", "type": "TODO"})
+    assert raised.value.error.code == INTERNAL_ERROR
+    assert raised.value.error.message == (
+        "store failed due to a storage error (details are in the server log)"
+    )
+    assert "disk vanished" in caplog.text
+    service.close()
