@@ -15,7 +15,8 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 
 from agent_memory import cli, lifecycle, mcp_server
-from agent_memory.db import open_database
+from agent_memory.db import open_database, probe
+from agent_memory.errors import DatabaseOpenError
 
 from conftest import NO_OLLAMA_URL, server_env
 
@@ -109,3 +110,21 @@ def test_an_opening_that_fails_answers_with_the_storage_error(db_path, monkeypat
     )
     assert "disk vanished" in caplog.text
     service.close()
+
+
+@pytest.mark.parametrize(
+    "make, expected",
+    [
+        (lambda p: p.write_bytes(b"not a database " * 200), "file is not a database"),
+        (lambda p: None, "unable to open database file"),
+    ],
+    ids=["not a database", "no such directory"],
+)
+def test_probe_refuses_what_the_engine_could_not_open(tmp_path, make, expected):
+    path = (
+        tmp_path / "missing" / "memory.db" if expected.startswith("unable") else tmp_path / "x.db"
+    )
+    make(path)
+    with pytest.raises(DatabaseOpenError) as raised:
+        probe(path)
+    assert expected in str(raised.value)
