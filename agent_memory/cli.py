@@ -118,10 +118,12 @@ class OpeningService:
 
         self._answered.wait(STARTUP_GRACE_SECS)
         self._needed.wait(OPEN_AFTER_ANSWER_SECS)
-        try:
+        try:  # on failure every call answers with the storage error; the detail is logged once
             if not self._closing:
                 self._service = _service(self._settings)
-        except Exception:  # logged once; every call then answers with the storage error
+        except (DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
+            log.error("%s", exc)  # e.g. a newer agent-memory migrated the file meanwhile
+        except Exception:
             log.exception("cannot open the database")
         finally:
             self._opened.set()

@@ -11,12 +11,13 @@ import sys
 import threading
 
 import pytest
+import sqlean
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 
 from agent_memory import cli, lifecycle, mcp_server
 from agent_memory.db import open_database, probe
-from agent_memory.errors import DatabaseOpenError
+from agent_memory.errors import DatabaseOpenError, StorageError
 
 from conftest import NO_OLLAMA_URL, server_env
 
@@ -128,3 +129,19 @@ def test_probe_refuses_what_the_engine_could_not_open(tmp_path, make, expected):
     with pytest.raises(DatabaseOpenError) as raised:
         probe(path)
     assert expected in str(raised.value)
+
+
+def test_a_file_migrated_by_a_newer_version_meanwhile_is_one_log_line(db_path, caplog):
+    open_database(db_path).close()
+    answered = threading.Event()
+    answered.set()
+    conn = sqlean.connect(str(db_path))  # between the probe and the opening
+    conn.execute("UPDATE alembic_version SET version_num = '9999'")
+    conn.commit()
+    conn.close()
+    service = cli.OpeningService(settings(db_path), answered)
+    with pytest.raises(StorageError):
+        service.search({"query": "anything"})
+    assert "database schema is version 9999" in caplog.text
+    assert "Traceback" not in caplog.text
+    service.close()
