@@ -214,16 +214,18 @@ TOOLS = [
     ),
 ]
 
-# tool name -> (operation named in storage errors, service method)
+
+def _method(name: str) -> Callable[[MemoryService, Any], Any]:
+    """The service's method ``name``, looked up per call (serve's service may still be opening)."""
+    return lambda svc, args: getattr(svc, name)(args)
+
+
+# tool name -> (operation named in storage errors, what runs it)
 _OPERATIONS: dict[str, tuple[str, Callable[[MemoryService, Any], Any]]] = {
-    "memory_store": ("store", lambda svc, args: svc.store(args)),
-    "memory_search": ("search", lambda svc, args: svc.search(args)),
-    "memory_list": ("list", lambda svc, args: {"memories": svc.list(args)}),
-    "memory_update": ("update", lambda svc, args: svc.update(args)),
-    "memory_link": ("link", lambda svc, args: svc.link(args)),
-    "memory_unlink": ("unlink", lambda svc, args: svc.unlink(args)),
-    "memory_forget": ("forget", lambda svc, args: svc.forget(args)),
+    f"memory_{name}": (name, _method(name))
+    for name in ("store", "search", "update", "link", "unlink", "forget")
 }
+_OPERATIONS["memory_list"] = ("list", lambda svc, args: {"memories": svc.list(args)})
 
 
 def _result(payload: dict[str, Any], *, is_error: bool = False) -> CallToolResult:
