@@ -30,6 +30,7 @@ memories = Table(
     Column("last_accessed", Integer, nullable=False),
     Column("expires_at", Integer),
     Column("embedding_status", Integer, nullable=False),  # 1: vector made from this content
+    Column("content_hash", Integer, nullable=False),  # repository.content_hash(content)
 )
 
 memory_links = Table(

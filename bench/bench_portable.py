@@ -1,11 +1,14 @@
 """Export and import rates, and peak RSS of each, at a large size.
 
-    .venv/bin/python bench/bench_portable.py [--size 100000] [--json out.json]
+    .venv/bin/python bench/bench_portable.py [--size 100000] [--shuffled-times] [--json out.json]
 
 Writes a seeded JSONL v1 file of SIZE memories (bench/corpus.py texts) and SIZE/10 links,
-then times, each in a fresh process of its own: ``agent-memory import --from jsonl`` into an
-empty database, and ``agent-memory export --output`` of that database. Peak RSS is the
-process's own (ru_maxrss), so each figure belongs to one command.
+their created_at ascending with the key over the last ~4 months, as in an export (keys are
+ids, which a database gives out in the order it stores); --shuffled-times draws each
+created_at at random instead, the worst case for the indexes on it. Then it times, each in
+a fresh process of its own: ``agent-memory import --from jsonl`` into an empty database,
+and ``agent-memory export --output`` of that database. Peak RSS is the process's own
+(ru_maxrss), so each figure belongs to one command.
 """
 
 from __future__ import annotations
@@ -35,7 +38,10 @@ RUN = (
 )
 
 
-def write_file(path: Path, size: int) -> None:
+SPAN_SECS = 10**7  # created_at spread over the ~116 days before now
+
+
+def write_file(path: Path, size: int, shuffled_times: bool = False) -> None:
     rng = random.Random(3)
     links = size // 10
     with path.open("w", encoding="utf-8") as out:
@@ -64,7 +70,11 @@ def write_file(path: Path, size: int) -> None:
                             "tags": memory["tags"],
                             "source": "bench",
                             "scope": memory["scope"],
-                            "created_at": now - rng.randint(0, 10**7),
+                            "created_at": (
+                                now - rng.randint(0, SPAN_SECS)
+                                if shuffled_times
+                                else now - SPAN_SECS + key * SPAN_SECS // size
+                            ),
                             "last_accessed": now,
                             "access_count": rng.randint(0, 9),
                             "expires_at": None,
@@ -96,17 +106,19 @@ def timed(*args: str) -> tuple[float, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--shuffled-times", action="store_true")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         source = work / "in.jsonl"
-        write_file(source, args.size)
+        write_file(source, args.size, args.shuffled_times)
         db = work / "memory.db"
         import_s, import_rss = timed("--db", str(db), "import", "--from", "jsonl", str(source))
         export_s, export_rss = timed("--db", str(db), "export", "--output", str(work / "out.jsonl"))
         result = {
             "size": args.size,
+            "created_at": "shuffled" if args.shuffled_times else "ascending with the key",
             "file_mb": source.stat().st_size / 1e6,
             "import_s": import_s,
             "import_rows_per_s": args.size / import_s,
@@ -118,7 +130,7 @@ def main() -> None:
     print(f"| figure | {args.size:,} memories |")
     print("|---|---:|")
     for key, value in result.items():
-        if key != "size":
+        if isinstance(value, float):
             print(f"| {key} | {value:.2f} |")
     if args.json:
         args.json.write_text(json.dumps(result, indent=2))

@@ -251,6 +251,56 @@ def test_expired_rows_are_skipped_and_their_links_dropped(tmp_path):
         svc.close()
 
 
+@pytest.mark.parametrize("hashing", ["real", "every content colliding"])
+def test_the_duplicate_key_is_exactly_type_content_and_source(tmp_path, monkeypatch, hashing):
+    """Rows are looked up by a hash of their content; only an exact match is a duplicate."""
+    if hashing != "real":
+        monkeypatch.setattr(repository, "content_hash", lambda content: 7)
+    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    svc.store({"content": "same text", "type": "DECISION"})
+    svc.store({"content": "same text", "type": "DECISION", "source": "chat"})
+    svc.close()
+    header = {
+        "record": "header", "format": "agent-memory-export", "version": 1, "exported_at": START,
+        "embedding_model": "nomic-embed-text", "embedding_dim": 768, "schema_version": 5,
+        "agent_memory_version": "0.1.0", "exported_rows": 6, "exported_links": 0,
+    }  # fmt: skip
+    memory = {
+        "record": "memory", "tags": [], "created_at": START, "last_accessed": START,
+        "access_count": 0,
+    }  # fmt: skip
+    records = [
+        header,
+        {**memory, "key": 1, "type": "DECISION", "content": "same text"},  # source null: dup
+        {**memory, "key": 2, "type": "DECISION", "content": "same text", "source": "chat"},  # dup
+        {**memory, "key": 3, "type": "PATTERN", "content": "same text"},  # another type
+        {**memory, "key": 4, "type": "DECISION", "content": "same text", "source": "other"},
+        {**memory, "key": 5, "type": "DECISION", "content": "same text "},  # one more space
+        {**memory, "key": 6, "type": "DECISION", "content": "Same text"},  # case counts
+    ]
+    path = tmp_path / "in.jsonl"
+    write(path, records)
+    result = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
+    assert result.exit_code == 0, result.output
+    assert report_of(result) == {**REPORT_ZERO, "imported": 4, "skipped duplicates": 2}
+    again = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
+    assert report_of(again) == {**REPORT_ZERO, "skipped duplicates": 6}
+
+
+def test_an_updated_memory_is_found_by_its_new_content(tmp_path):
+    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    memory_id = svc.store({"content": "first words", "type": "TODO"})["id"]
+    svc.update({"id": memory_id, "content": "second words"})
+    records = exported(svc)
+    svc.close()
+    records[1]["content"] = "first words"  # the old text is new again; the current one is not
+    records[0]["exported_rows"] = 2
+    path = tmp_path / "in.jsonl"
+    write(path, [*records, {**records[1], "key": 99, "content": "second words"}])
+    result = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
+    assert report_of(result) == {**REPORT_ZERO, "imported": 1, "skipped duplicates": 1}
+
+
 def test_a_header_from_the_future_warns_and_imports(export_file, tmp_path):
     path, records = export_file
     records[0]["exported_at"] = 4_102_444_800  # 2100

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import sqlean
 
-from agent_memory import db, migrate
+from agent_memory import db, migrate, repository
 from agent_memory.errors import BackupFailed
 from agent_memory.service import MemoryService
 
@@ -72,6 +72,8 @@ def test_every_released_revision_upgrades_to_head_intact(fixture, tmp_path):
     service = MemoryService(database)
     assert db.read_revision(path) == HEAD
     assert query(path, ROWS) == before
+    hashed = query(path, "SELECT content, content_hash FROM memories")
+    assert [h for _, h in hashed] == [repository.content_hash(c) for c, _ in hashed]
     assert [r["id"] for r in service.search({"query": "maven group"})["results"]] == [1]
     assert [r["id"] for r in service.search({"query": "cafe resume"})["results"]] == [4]
     new_id = service.store({"content": "stored after the upgrade", "type": "TODO"})["id"]
