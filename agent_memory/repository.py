@@ -303,9 +303,13 @@ _EXPORT_LINKS = select(
 # Rows whose content hash is one of a batch's, given as one JSON array: an expanding IN of
 # 2,000 bound values cost more to compile than to run. The caller compares exactly.
 _IDENTITIES = (
-    "SELECT id, type, content, source FROM memories WHERE content_hash IN "
+    "SELECT id, type, content, source, content_hash FROM memories WHERE content_hash IN "
     "(SELECT value FROM json_each(?))"
 )
+# content_hash 0: not known. A process still running code older than revision 0005 inserts
+# rows without it, and a trigger resets it when such a process rewrites a row's content.
+UNKNOWN_HASH = 0
+_SET_HASH = "UPDATE memories SET content_hash = ? WHERE id = ?"
 # Under the write lock, with AUTOINCREMENT, an import batch's rows take consecutive ids
 # after the sequence's current value (checked after the insert).
 _IMPORT_COLUMNS = (
@@ -1115,10 +1119,13 @@ class Repository:
         with self._write() as conn:
             known: dict[tuple[str, str, str | None], int] = {}
             if live:
-                keys = json.dumps(list(set(hashes.values())))
-                found = conn.exec_driver_sql(_IDENTITIES, (keys,))
-                for memory_id, memory_type, content, source in found:
+                keys = json.dumps(list({UNKNOWN_HASH, *hashes.values()}))
+                found = conn.exec_driver_sql(_IDENTITIES, (keys,)).all()
+                for memory_id, memory_type, content, source, _ in found:
                     known.setdefault((memory_type, content, source), memory_id)
+                unknown = [(content_hash(r[2]), r[0]) for r in found if r[4] == UNKNOWN_HASH]
+                if unknown:  # compared above all the same; hashed now, once
+                    conn.connection.driver_connection.executemany(_SET_HASH, unknown)
             rows: list[dict[str, Any]] = []
             first: dict[tuple[str, str, str | None], int] = {}  # identity -> index in rows
             placed: list[tuple[int, tuple[str, str, str | None], bool]] = []
@@ -1188,10 +1195,7 @@ class Repository:
     def import_links(self, edges: Sequence[tuple[int, int, str, int]]) -> int:
         """Insert (a, b, kind, created_at) edges in one transaction; how many were new."""
         with self._write() as conn:
-            driver = conn.connection.driver_connection
-            before = driver.total_changes
-            driver.executemany(_IMPORT_LINK, edges)
-            return driver.total_changes - before
+            return conn.connection.driver_connection.executemany(_IMPORT_LINK, edges).rowcount
 
     # -- export ---------------------------------------------------------------------------
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+import sqlean
 from click.testing import CliRunner
 
 from agent_memory import jsonl, repository
@@ -285,6 +286,53 @@ def test_the_duplicate_key_is_exactly_type_content_and_source(tmp_path, monkeypa
     assert report_of(result) == {**REPORT_ZERO, "imported": 4, "skipped duplicates": 2}
     again = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
     assert report_of(again) == {**REPORT_ZERO, "skipped duplicates": 6}
+
+
+def test_rows_written_by_code_older_than_the_hash_are_still_duplicates(tmp_path):
+    """A server that opened the file before revision 0005 keeps running: its rows carry no
+    hash, and its content edits leave the old one behind (the trigger resets it)."""
+    path = tmp_path / "t.db"
+    svc = MemoryService(open_database(path), clock=Clock())
+    edited = svc.store({"content": "before the edit", "type": "TODO"})["id"]
+    svc.close()
+    old = sqlean.connect(str(path))  # plain SQL, as that code wrote it: no content_hash
+    old.execute(
+        "INSERT INTO memories (type, content, tags, source, scope, base_weight, decay_score,"
+        " access_count, created_at, last_accessed, expires_at, embedding_status)"
+        " VALUES ('TODO', 'stored by old code', '[]', NULL, NULL, 1.0, 1.0, 0, ?, ?, NULL, 0)",
+        (START, START),
+    )
+    old.execute("UPDATE memories SET content = 'after the edit' WHERE id = ?", (edited,))
+    old.commit()
+    assert old.execute("SELECT content_hash FROM memories").fetchall() == [(0,), (0,)]
+    old.close()
+    header = {
+        "record": "header", "format": "agent-memory-export", "version": 1, "exported_at": START,
+        "embedding_model": "nomic-embed-text", "embedding_dim": 768, "schema_version": 5,
+        "agent_memory_version": "0.1.0", "exported_rows": 3, "exported_links": 0,
+    }  # fmt: skip
+    memory = {
+        "record": "memory", "type": "TODO", "tags": [], "created_at": START,
+        "last_accessed": START, "access_count": 0,
+    }  # fmt: skip
+    file = tmp_path / "in.jsonl"
+    write(
+        file,
+        [
+            header,
+            {**memory, "key": 1, "content": "stored by old code"},
+            {**memory, "key": 2, "content": "after the edit"},
+            {**memory, "key": 3, "content": "before the edit"},  # no longer in the database
+        ],
+    )
+    result = invoke(path, "--from", "jsonl", str(file))
+    assert report_of(result) == {**REPORT_ZERO, "imported": 1, "skipped duplicates": 2}
+    conn = sqlean.connect(str(path))
+    try:  # the rows the import compared were hashed on the way
+        rows = conn.execute("SELECT content, content_hash FROM memories").fetchall()
+    finally:
+        conn.close()
+    assert [h for _, h in rows] == [repository.content_hash(c) for c, _ in rows]
 
 
 def test_an_updated_memory_is_found_by_its_new_content(tmp_path):

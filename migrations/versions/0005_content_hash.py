@@ -9,6 +9,10 @@ file, and, since the text sorts in no useful order, an import's batch of 1,000 r
 pages all over it, every one of which its commit then wrote again. memories.content_hash
 (agent_memory.repository.content_hash) is eight bytes; rows with an equal hash are only
 candidates, compared exactly by the import. Existing rows are hashed here.
+
+0 means "not known": a process that opened the file before this revision and is still
+running inserts rows without a hash, and when it rewrites a row's content the trigger below
+resets the hash it left behind. Imports compare such rows too, and hash them.
 """
 
 from alembic import op
@@ -40,6 +44,15 @@ def upgrade() -> None:
         last = rows[-1][0]
     op.execute("DROP INDEX memories_identity")
     op.execute("CREATE INDEX memories_content_hash ON memories (content_hash)")
+    op.execute(
+        """
+        CREATE TRIGGER memories_content_hash_stale AFTER UPDATE OF content ON memories
+        WHEN new.content_hash = old.content_hash AND new.content IS NOT old.content
+        BEGIN
+            UPDATE memories SET content_hash = 0 WHERE id = new.id;
+        END
+        """
+    )
 
 
 def downgrade() -> None:
