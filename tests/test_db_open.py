@@ -82,7 +82,12 @@ def test_fts_index_and_triggers_exist(db_path):
     db.open_database(db_path).close()
     conn = sqlean.connect(str(db_path))
     names = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    assert names == {"memories_fts_insert", "memories_fts_delete", "memories_fts_update"}
+    assert names == {
+        "memories_fts_insert",
+        "memories_fts_delete",
+        "memories_fts_update",
+        "memories_content_hash_stale",
+    }
     conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
     conn.close()
 
