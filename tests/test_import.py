@@ -59,6 +59,16 @@ def invoke(db_path, *args):
     return CliRunner().invoke(cli, ["--db", str(db_path), "import", *args])
 
 
+def header_record(*, rows: int, links: int, schema_version: int) -> dict:
+    """A hand-written file's header announcing ``rows`` memories and ``links`` links."""
+    return {
+        "record": "header", "format": "agent-memory-export", "version": 1, "exported_at": START,
+        "embedding_model": "nomic-embed-text", "embedding_dim": 768,
+        "schema_version": schema_version, "agent_memory_version": "0.1.0",
+        "exported_rows": rows, "exported_links": links,
+    }  # fmt: skip
+
+
 def report_of(result) -> dict[str, int]:
     first = result.stdout.splitlines()[0]
     return {k: int(v) for k, v in (part.split(": ") for part in first.split(", "))}
@@ -210,11 +220,7 @@ def test_into_a_populated_database_keys_never_become_ids(export_file, tmp_path):
 
 
 def test_expired_rows_are_skipped_and_their_links_dropped(tmp_path):
-    header = {
-        "record": "header", "format": "agent-memory-export", "version": 1, "exported_at": START,
-        "embedding_model": "nomic-embed-text", "embedding_dim": 768, "schema_version": 4,
-        "agent_memory_version": "0.1.0", "exported_rows": 4, "exported_links": 3,
-    }  # fmt: skip
+    header = header_record(rows=4, links=3, schema_version=4)
     memory = {
         "record": "memory",
         "type": "TODO",
@@ -261,11 +267,7 @@ def test_the_duplicate_key_is_exactly_type_content_and_source(tmp_path, monkeypa
     svc.store({"content": "same text", "type": "DECISION"})
     svc.store({"content": "same text", "type": "DECISION", "source": "chat"})
     svc.close()
-    header = {
-        "record": "header", "format": "agent-memory-export", "version": 1, "exported_at": START,
-        "embedding_model": "nomic-embed-text", "embedding_dim": 768, "schema_version": 5,
-        "agent_memory_version": "0.1.0", "exported_rows": 6, "exported_links": 0,
-    }  # fmt: skip
+    header = header_record(rows=6, links=0, schema_version=5)
     memory = {
         "record": "memory", "tags": [], "created_at": START, "last_accessed": START,
         "access_count": 0,
@@ -306,11 +308,7 @@ def test_rows_written_by_code_older_than_the_hash_are_still_duplicates(tmp_path)
     old.commit()
     assert old.execute("SELECT content_hash FROM memories").fetchall() == [(0,), (0,)]
     old.close()
-    header = {
-        "record": "header", "format": "agent-memory-export", "version": 1, "exported_at": START,
-        "embedding_model": "nomic-embed-text", "embedding_dim": 768, "schema_version": 5,
-        "agent_memory_version": "0.1.0", "exported_rows": 3, "exported_links": 0,
-    }  # fmt: skip
+    header = header_record(rows=3, links=0, schema_version=5)
     memory = {
         "record": "memory", "type": "TODO", "tags": [], "created_at": START,
         "last_accessed": START, "access_count": 0,
