@@ -39,6 +39,48 @@ class Clock:
         self.now += seconds
 
 
+# Where the user's real data lives, read before the session points HOME and XDG elsewhere.
+def _real_data_dir() -> Path:
+    import platformdirs
+
+    return Path(platformdirs.user_data_dir("agent-memory", appauthor=False))
+
+
+def _listing(directory: Path) -> list[tuple[str, int, int]] | None:
+    if not directory.is_dir():
+        return None
+    return sorted((p.name, p.stat().st_size, p.stat().st_mtime_ns) for p in directory.iterdir())
+
+
+REAL_DATA_DIR = _real_data_dir()
+_REAL_DATA_BEFORE = _listing(REAL_DATA_DIR)
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
+    """No test may read or write the user's real data: each test gets its own HOME and XDG
+    directories (spawned servers inherit them), and AGENT_MEMORY_* is cleared."""
+    home = tmp_path_factory.mktemp("home")
+    for name in [k for k in os.environ if k.startswith("AGENT_MEMORY_")]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("HOME", str(home))
+    for name, sub in (
+        ("XDG_DATA_HOME", ".local/share"),
+        ("XDG_CONFIG_HOME", ".config"),
+        ("XDG_CACHE_HOME", ".cache"),
+        ("XDG_STATE_HOME", ".local/state"),
+    ):
+        monkeypatch.setenv(name, str(home / sub))
+    return home
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The whole run fails if the real data directory changed while it ran."""
+    if _listing(REAL_DATA_DIR) != _REAL_DATA_BEFORE:
+        print(f"\nthe test run changed the real data directory {REAL_DATA_DIR}", file=sys.stderr)
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture
 def db_path(tmp_path: Path) -> Path:
     return tmp_path / "memory.db"

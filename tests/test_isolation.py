@@ -1,0 +1,29 @@
+"""The suite never touches the user's real data directory (conftest's isolated_home)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from conftest import REAL_DATA_DIR, run_agent_memory, server_env
+
+from agent_memory.db import resolve_path
+
+
+def test_the_default_database_is_under_the_session_home(isolated_home):
+    default = resolve_path()
+    assert default.is_relative_to(isolated_home)
+    assert not default.is_relative_to(REAL_DATA_DIR)
+
+
+def test_no_agent_memory_setting_leaks_in_from_the_developer_environment():
+    assert not [k for k in os.environ if k.startswith("AGENT_MEMORY_")]
+
+
+def test_a_spawned_server_opens_its_default_database_under_the_session_home(isolated_home):
+    """`serve` with no --db creates the default file; it must land in the temp home."""
+    result = run_agent_memory("serve", env=server_env())
+    assert result.returncode == 0, result.stderr
+    created = Path(isolated_home, ".local/share/agent-memory/memory.db")
+    assert created.exists()
+    assert resolve_path() == created
