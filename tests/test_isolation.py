@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from conftest import REAL_DATA_DIR, run_agent_memory, server_env
-
 from agent_memory.db import resolve_path
+
+from conftest import REAL_DATA_DIR, run_agent_memory, server_env
 
 
 def test_the_default_database_is_under_the_session_home(isolated_home):
