@@ -10,6 +10,13 @@ Before an existing file is migrated it is copied with SQLite's online backup to
 reads the last committed state, which is the pre-migration database because we hold the
 write lock. It is written to a temporary file, synced and renamed into place, and only
 then are older copies for the same target removed. No backup, no migration.
+
+The copy holds every memory, so it is no more readable than the database: mode 0600, or
+the database's own mode when that is stricter. The temporary name is created exclusively
+(files.create_temp: a link planted there is removed, never followed); SQLite opens its own
+-journal, -wal and -shm beside it with O_NOFOLLOW, so a link there is removed by SQLite or
+fails the backup; and the rename replaces whatever entry holds the final name (a link
+included) without writing through it.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Engine
 
-from agent_memory import db
+from agent_memory import db, files
 from agent_memory.errors import BackupFailed, SchemaTooNew
 
 log = logging.getLogger(__name__)
@@ -46,14 +53,6 @@ def current_revision(conn: sqlalchemy.Connection) -> int | None:
 
 def backup_path(path: Path, target: int, day: datetime.date) -> Path:
     return path.with_name(f"{path.name}.backup-pre-{target:04d}-{day:%Y%m%d}")
-
-
-def _fsync(path: Path, *, directory: bool = False) -> None:
-    fd = os.open(path, os.O_RDONLY | (os.O_DIRECTORY if directory else 0))
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _copy(source: Path, destination: Path) -> None:
@@ -75,15 +74,23 @@ def backup(path: Path, target: int) -> Path:
     """Copy ``path`` next to itself before migrating it to ``target``; BackupFailed if not."""
     final = backup_path(path, target, datetime.datetime.now(datetime.UTC).date())
     temporary = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    fd = None
     try:
+        fd = files.create_temp(temporary)
         _copy(path, temporary)
-        _fsync(temporary)
+        if not files.same_file(fd, temporary):
+            raise OSError(f"{temporary} was replaced while the copy was written")
+        os.fchmod(fd, files.PRIVATE_MODE & os.stat(path).st_mode)
+        os.fsync(fd)
         os.replace(temporary, final)
-        _fsync(final.parent, directory=True)
+        files.fsync_directory(final.parent)
     except (OSError, sqlean.Error) as exc:
-        if temporary.is_file():
+        if fd is not None and files.same_file(fd, temporary):
             temporary.unlink()
         raise BackupFailed(final, getattr(exc, "strerror", None) or str(exc)) from exc
+    finally:
+        if fd is not None:
+            os.close(fd)
     same_target = re.compile(re.escape(f"{path.name}.backup-pre-{target:04d}-") + r"\d{8}$")
     for older in path.parent.iterdir():
         if older != final and same_target.match(older.name):

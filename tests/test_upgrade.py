@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import datetime
 import errno
+import os
 import re
 import shutil
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -152,6 +154,67 @@ def test_fault_in_the_backup_step_refuses_and_does_not_migrate(tmp_path, monkeyp
     assert db.read_revision(path) == int(OLD_FIXTURES[0].stem[-4:])
     assert (normalized_schema(path), query(path, ROWS)) == before
     assert not [p for p in tmp_path.iterdir() if "backup" in p.name]  # no temp file left
+
+
+@pytest.fixture
+def umask_022():
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+@pytest.mark.parametrize("db_mode", [0o600, 0o644, 0o660], ids=oct)
+def test_backup_is_private_whatever_the_umask(tmp_path, umask_022, db_mode):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    path.chmod(db_mode)
+    db.open_database(path).close()
+    backup = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+
+
+def plant_link(at: Path, tmp_path: Path) -> Path:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"not yours")
+    at.symlink_to(victim)
+    return victim
+
+
+def test_a_link_at_the_backup_temp_name_is_removed_not_followed(tmp_path):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    backup = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+    victim = plant_link(backup.with_name(f"{backup.name}.tmp-{os.getpid()}"), tmp_path)
+    db.open_database(path).close()
+    assert victim.read_bytes() == b"not yours"
+    assert not backup.is_symlink()
+    assert query(backup, ROWS) == query(OLD_FIXTURES[0], ROWS)
+    assert [p.name for p in tmp_path.iterdir() if ".tmp-" in p.name] == []
+
+
+def test_a_link_at_the_final_backup_name_is_replaced_not_written_through(tmp_path):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    backup = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+    victim = plant_link(backup, tmp_path)
+    db.open_database(path).close()
+    assert victim.read_bytes() == b"not yours"
+    assert not backup.is_symlink()
+    assert query(backup, ROWS) == query(OLD_FIXTURES[0], ROWS)
+
+
+@pytest.mark.parametrize("suffix", ["-journal", "-wal", "-shm"])
+def test_a_link_beside_the_backup_temp_file_fails_in_one_line(tmp_path, suffix):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    before = (normalized_schema(path), query(path, ROWS))
+    temp = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}.tmp-{os.getpid()}"
+    victim = plant_link(Path(f"{temp}{suffix}"), tmp_path)
+    try:  # SQLite opens its own files with O_NOFOLLOW: it removes a stale link or fails
+        db.open_database(path).close()
+    except BackupFailed as exc:  # today: at -shm
+        assert "\n" not in str(exc)
+        assert (normalized_schema(path), query(path, ROWS)) == before
+        assert not temp.exists()
+    else:  # today: at -journal and -wal
+        assert query(temp.with_name(temp.name.split(".tmp-")[0]), ROWS) == before[1]
+    assert victim.read_bytes() == b"not yours"
 
 
 def test_unwritable_backup_stops_the_server(tmp_path):
