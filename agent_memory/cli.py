@@ -13,16 +13,18 @@ import logging
 import os
 import re
 import signal
+import stat
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
 
-from agent_memory import __version__
+from agent_memory import __version__, files
 from agent_memory.errors import (
     BackupFailed,
     DatabaseOpenError,
@@ -403,33 +405,135 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
 
 
 EXPORT_BUFFER_BYTES = 1 << 20
+# The signals that end an export early: its temp file is removed, then the process dies of
+# the same signal (the status a shell shows as 128+N). One inherited as ignored (nohup's
+# SIGHUP) stays ignored.
+EXPORT_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+# What --output may not be: these are refused rather than renamed over or written into.
+REFUSED_OUTPUTS = {
+    stat.S_IFDIR: "a directory",
+    stat.S_IFBLK: "a block device",
+    stat.S_IFSOCK: "a socket",
+}
+
+
+class Interrupted(BaseException):
+    """A signal from EXPORT_SIGNALS arrived: unwind (cleanup runs), then die of it."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+@contextmanager
+def dying_of_signals() -> Iterator[None]:
+    """Turn EXPORT_SIGNALS into Interrupted inside the block, then re-raise the signal."""
+    installed = [s for s in EXPORT_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
+
+    def interrupted(signum: int, _frame: object) -> None:
+        for each in installed:  # a second signal must not cut the cleanup short
+            signal.signal(each, signal.SIG_IGN)
+        raise Interrupted(signum)
+
+    previous = {s: signal.signal(s, interrupted) for s in installed}
+    try:
+        yield
+    except Interrupted as exc:
+        signal.signal(exc.signum, signal.SIG_DFL)
+        os.kill(os.getpid(), exc.signum)
+        raise  # not reached: the default action ends the process
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def is_stream(path: Path) -> bool:
+    """Whether --output names (perhaps through a link) a FIFO or a character device
+    (/dev/null, a terminal, /dev/stdout's pipe): written into, never replaced.
+
+    Raises OSError when the path cannot be looked at (a loop of links, no permission).
+    Fails (one line, exit 1) for an existing target that must be neither replaced nor
+    written into: a symbolic link to a file (replacing it would swap the link for a file,
+    or the file behind it, which may not be the user's), a block device, a socket.
+    """
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        mode = None
+    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+        return True
+    if path.is_symlink():
+        fail(f"refusing to replace {path}: it is a symbolic link; give the path of the file itself")
+    if mode is not None and not stat.S_ISREG(mode):
+        kind = REFUSED_OUTPUTS.get(stat.S_IFMT(mode), "not a regular file")
+        fail(f"refusing to replace {path}: it is {kind}")
+    return False
+
+
+def write_chunks(fd: int, produce: Callable[[Callable[[str], object]], object]):
+    """Run ``produce(write)`` into ``fd`` in chunks of EXPORT_BUFFER_BYTES.
+
+    What is pending when something fails is dropped, not flushed: after a signal, an export
+    blocked on a FIFO nobody reads must still be able to exit.
+    """
+    pending: list[bytes] = []
+    size = 0
+
+    def flush() -> None:
+        nonlocal size
+        view = memoryview(b"".join(pending))
+        pending.clear()
+        size = 0
+        while view:
+            view = view[os.write(fd, view) :]
+
+    def write(text: str) -> None:
+        nonlocal size
+        data = text.encode()
+        pending.append(data)
+        size += len(data)
+        if size >= EXPORT_BUFFER_BYTES:
+            flush()
+
+    result = produce(write)
+    flush()
+    return result
+
+
+def write_through(path: Path, produce: Callable[[Callable[[str], object]], object]):
+    """Run ``produce(write)`` straight into the FIFO or device at ``path`` (nothing renamed)."""
+    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)  # no O_CREAT, no O_TRUNC
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
+            raise OSError(f"{path} was replaced by another kind of file while it was opened")
+        return write_chunks(fd, produce)
+    finally:
+        os.close(fd)
 
 
 def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], object]):
     """Run ``produce(write)`` into a private temp file beside ``path``, then rename it over.
 
-    The temp file, ``PATH.export-tmp-<pid>``, is created with mode 0600 (no readable
-    instant) in the target's directory (so the rename is atomic), synced before the rename,
-    and removed if anything fails: ``path`` is either the old file or the complete new one.
+    The temp file, ``PATH.export-tmp-<pid>``, is created exclusively with mode 0600 (no
+    readable instant, never through a link) in the target's directory (so the rename is
+    atomic), synced before the rename, and removed if anything fails or a signal from
+    EXPORT_SIGNALS arrives: ``path`` is either the old file or the complete new one.
     """
     directory = path.resolve().parent
     temp = f"{path}.export-tmp-{os.getpid()}"
-    Path(temp).unlink(missing_ok=True)  # a leftover of a crashed run with our pid
-    fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = files.create_temp(temp)
     try:
-        with os.fdopen(fd, "wb", buffering=EXPORT_BUFFER_BYTES) as out:
-            result = produce(lambda text: out.write(text.encode()))
-            out.flush()
-            os.fsync(out.fileno())
+        try:
+            result = write_chunks(fd, produce)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(temp, path)
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
-    dir_fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    files.fsync_directory(directory)
     return result
 
 
@@ -438,11 +542,17 @@ def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], ob
     "--output",
     "-o",
     type=click.Path(path_type=Path, dir_okay=False),
-    help="Write to this file (atomically: a temp file, synced, then renamed). Default: stdout.",
+    help="Write to this file (atomically: a temp file, synced, then renamed). A FIFO or a "
+    "character device is written into instead; a symbolic link or any other kind of file "
+    "is refused. Default: stdout.",
 )
 @click.pass_obj
 def export(settings: Settings, output: Path | None) -> None:
     """Export every memory and relation as portable JSONL (format v1)."""
+    try:
+        stream = output is not None and is_stream(output)
+    except OSError as exc:
+        fail(f"cannot write {output}: {exc.strerror or exc}")
     service = open_service(settings)
     bar = Progress("exporting")
 
@@ -460,24 +570,24 @@ def export(settings: Settings, output: Path | None) -> None:
 
         return write_line
 
-    try:
-        if output is None:
-            stdout = sys.stdout.buffer
-            rows, links = service.export(
-                counted(lambda text: stdout.write(text.encode())), settings.embed_model
-            )
-            stdout.flush()
-        else:
-            rows, links = write_atomically(  # type: ignore[misc]
-                output, lambda write: service.export(counted(write), settings.embed_model)
-            )
-    except StorageError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
-    finally:
-        bar.close()
-        service.close()
+    def produce(write: Callable[[str], object]) -> tuple[int, int]:
+        return service.export(counted(write), settings.embed_model)
+
+    with dying_of_signals():
+        try:
+            if output is None:
+                stdout = sys.stdout.buffer
+                rows, links = produce(lambda text: stdout.write(text.encode()))
+                stdout.flush()
+            else:
+                rows, links = (write_through if stream else write_atomically)(output, produce)  # type: ignore[misc]
+        except StorageError as exc:
+            fail(str(exc))
+        except OSError as exc:
+            fail(f"cannot write {output or 'stdout'}: {exc.strerror or exc}")
+        finally:
+            bar.close()
+            service.close()
     click.echo(f"exported {rows} memories and {links} links", err=True)
 
 

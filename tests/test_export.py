@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import os
+import signal
+import socket
 import stat
+import subprocess
+import sys
+import threading
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from agent_memory import __version__
 from agent_memory.cli import cli
 from agent_memory.db import head_revision
 
-from conftest import START
+from conftest import START, executable, run_agent_memory, server_env
 
 
 def export_lines(svc, model: str = "nomic-embed-text") -> list[str]:
@@ -178,3 +185,185 @@ def test_export_and_import_refuse_a_newer_schema(service, db_path, tmp_path):
         result = CliRunner().invoke(cli, ["--db", str(db_path), *args])
         assert result.exit_code == 1
         assert result.stderr.strip().startswith("database schema is version 99 but this binary")
+
+
+# --output that is not a regular file, and signals: real processes
+
+
+def big(svc) -> None:
+    """About 2.7 MB of export: more than one write chunk plus a pipe's buffer."""
+    for n in range(3):
+        svc.store({"content": f"memory {n} " + "x" * 900_000, "type": "TODO"})
+
+
+def export_to(db_path, target) -> subprocess.CompletedProcess:
+    return run_agent_memory("--db", str(db_path), "export", "--output", str(target))
+
+
+def temp_files(directory) -> list[str]:
+    return [name for name in os.listdir(directory) if "export-tmp" in name]
+
+
+def char_device(tmp_path: Path, name: str) -> Path:
+    """A private copy of /dev/NAME when we may make one (root): a bug then replaces only
+    the copy, never the machine's device; else the real one (which a bug cannot replace)."""
+    real = Path("/dev") / name
+    if os.geteuid() != 0:
+        return real
+    node = tmp_path / name
+    os.mknod(node, stat.S_IFCHR | 0o666, real.stat().st_rdev)
+    return node
+
+
+def test_export_into_a_fifo_streams_through_it(service, clock, db_path, tmp_path):
+    fill(service, clock)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    got: list[str] = []
+    reader = threading.Thread(target=lambda: got.append(fifo.read_text()), daemon=True)
+    reader.start()
+    proc = export_to(db_path, fifo)
+    reader.join(timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+    assert [json.loads(line)["record"] for line in got[0].splitlines()] == ["header"] + [
+        "memory"
+    ] * 3 + ["link"] * 3
+    assert temp_files(tmp_path) == []
+
+
+def test_export_into_a_character_device_writes_into_it(service, clock, db_path, tmp_path):
+    fill(service, clock)
+    null = char_device(tmp_path, "null")
+    before = null.stat()
+    proc = export_to(db_path, null)
+    assert proc.returncode == 0, proc.stderr
+    after = null.lstat()
+    assert stat.S_ISCHR(after.st_mode)
+    assert (after.st_ino, after.st_rdev) == (before.st_ino, before.st_rdev)
+    assert temp_files(null.parent) == []
+
+
+def test_a_full_device_is_one_line_and_stays_a_device(service, clock, db_path, tmp_path):
+    fill(service, clock)
+    full = char_device(tmp_path, "full")
+    result = invoke(db_path, "--output", str(full))
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == f"cannot write {full}: No space left on device"
+    assert stat.S_ISCHR(full.lstat().st_mode)
+
+
+@pytest.mark.parametrize("dangling", [False, True], ids=["to-a-file", "dangling"])
+def test_a_symbolic_link_as_output_is_refused_untouched(service, db_path, tmp_path, dangling):
+    victim = tmp_path / "victim.jsonl"
+    if not dangling:
+        victim.write_text("not an export\n")
+    link = tmp_path / "out.jsonl"
+    link.symlink_to(victim)
+    proc = export_to(db_path, link)
+    assert proc.returncode == 1
+    assert proc.stderr == (
+        f"refusing to replace {link}: it is a symbolic link; give the path of the file itself\n"
+    )
+    assert link.is_symlink() and link.readlink() == victim
+    assert victim.read_text() == "not an export\n" if not dangling else not victim.exists()
+    assert temp_files(tmp_path) == []
+
+
+def test_a_socket_as_output_is_refused_untouched(service, db_path, tmp_path):
+    path = tmp_path / "s"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        result = invoke(db_path, "--output", str(path))
+    assert result.exit_code == 1
+    assert result.stderr == f"refusing to replace {path}: it is a socket\n"
+    assert stat.S_ISSOCK(path.lstat().st_mode)
+
+
+def test_a_directory_as_output_is_refused_untouched(service, db_path, tmp_path):
+    directory = tmp_path / "dir"
+    directory.mkdir()
+    proc = export_to(db_path, directory)
+    assert proc.returncode == 2
+    assert "is a directory" in proc.stderr
+    assert directory.is_dir() and os.listdir(directory) == []
+
+
+def test_sigterm_while_blocked_on_a_fifo_dies_of_it_promptly(service, db_path, tmp_path):
+    big(service)
+    fifo = tmp_path / "out.fifo"
+    os.mkfifo(fifo)
+    proc = subprocess.Popen(
+        [executable(), "--db", str(db_path), "export", "--output", str(fifo)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+    )
+    first: list[bytes] = []
+
+    def read_one_line_then_signal() -> None:
+        with fifo.open("rb") as reader:
+            first.append(reader.readline())  # the writer is now blocked on the full pipe
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+
+    reader = threading.Thread(target=read_one_line_then_signal, daemon=True)
+    reader.start()
+    assert proc.wait(timeout=60) == -signal.SIGTERM
+    reader.join(timeout=60)
+    assert json.loads(first[0])["record"] == "header"
+    assert b"Traceback" not in proc.stderr.read()
+    assert temp_files(tmp_path) == []
+
+
+# Runs the real CLI, but the export stops after its header and first memory (the temp file
+# exists, a part of it is written) and waits in a blocking read for the test's signal.
+PAUSED_EXPORT = """
+import os, sys
+from agent_memory import cli, jsonl
+ready, hold = int(sys.argv[1]), int(sys.argv[2])
+real, calls = jsonl.line, []
+def line(record):
+    calls.append(record)
+    if len(calls) == 2:
+        os.write(ready, b"x")
+        os.read(hold, 1)
+    return real(record)
+jsonl.line = line
+sys.argv = ["agent-memory", *sys.argv[3:]]
+cli.main()
+"""
+
+
+@pytest.mark.parametrize(
+    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name
+)
+def test_a_signal_during_an_export_removes_the_temp_file(service, clock, db_path, tmp_path, signum):
+    fill(service, clock)
+    target = tmp_path / "out.jsonl"
+    target.write_text("the previous export\n")
+    ready_r, ready_w = os.pipe()
+    hold_r, hold_w = os.pipe()
+    cli_args = ["--db", str(db_path), "export", "--output", str(target)]
+    proc = subprocess.Popen(
+        [sys.executable, "-c", PAUSED_EXPORT, str(ready_w), str(hold_r), *cli_args],
+        pass_fds=(ready_w, hold_r),
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+    )
+    os.close(ready_w)
+    os.close(hold_r)
+    try:
+        assert os.read(ready_r, 1) == b"x"  # paused mid-export
+        assert temp_files(tmp_path) == [f"out.jsonl.export-tmp-{proc.pid}"]
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == -signum  # the status a shell shows as 128+N
+    finally:
+        os.close(ready_r)
+        os.close(hold_w)
+        proc.kill()
+    assert b"Traceback" not in proc.stderr.read()
+    assert target.read_text() == "the previous export\n"
+    assert temp_files(tmp_path) == []
