@@ -45,6 +45,8 @@ from agent_memory.vocabulary import (
     MAX_TTL_SECS,
     MEMORY_TYPES,
     SNIPPET_CHARS,
+    SQLITE_INT_MAX,
+    SQLITE_INT_MIN,
 )
 
 # A search's query runner: (match, n, within) -> (item, score) pairs, best first.
@@ -59,7 +61,6 @@ DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
 MAX_TAGS = 64
 MAX_TAG_CHARS = 256
 MAX_LABEL_CHARS = 1024
-_SQLITE_INT_MIN, _SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 PATCH_FIELDS = ("content", "tags", "scope", "ttl_secs")
 UPDATE_FIELDS = ("id", *PATCH_FIELDS)
@@ -149,7 +150,7 @@ def _integer(
 
 
 def _memory_id(args: Mapping[str, Any], name: str = "id") -> int:
-    value = _integer(args, name, _SQLITE_INT_MIN, _SQLITE_INT_MAX, required=True)
+    value = _integer(args, name, SQLITE_INT_MIN, SQLITE_INT_MAX, required=True)
     assert value is not None
     return value
 
