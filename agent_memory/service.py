@@ -267,6 +267,53 @@ def _edge(args: Mapping[str, Any]) -> tuple[int, int, str, int, int]:
     return from_id, to_id, kind, a, b
 
 
+def _encodable(name: str, value: str, tag: int | None = None) -> str:
+    """Text UTF-8 can carry, as SQLite stores it: a lone surrogate (JSON can spell one,
+    ``"\\ud800"``) has no encoding, and the driver would refuse it at the write. ``tag``:
+    the value's position in the list ``name``."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = "" if tag is None else f" in tag {tag}"
+        raise InvalidArgument(
+            f"{name} must be valid Unicode, without lone surrogates "
+            f"(got \\u{ord(value[exc.start]):04x} at character {exc.start}{where})"
+        ) from None
+    return value
+
+
+def check_import_record(record: Mapping[str, Any], max_content_bytes: int) -> None:
+    """Refuse in a record of an export file what SQLite cannot store (integers beyond 64
+    bits, text UTF-8 cannot encode) and what a store would refuse (the same limits).
+
+    The reader calls this in its first pass, before the database is opened, once the
+    record's fields have their JSON types; it names the line.
+    """
+    for name, value in record.items():  # by exact type: an import checks 100,000s of these
+        kind = type(value)
+        if kind is str:
+            _encodable(name, value)
+        elif kind is int:
+            if not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+                _integer(record, name, SQLITE_INT_MIN, SQLITE_INT_MAX)  # its message
+        elif kind is list:
+            for position, tag in enumerate(value):
+                _encodable(name, tag, position)
+    if record["record"] == "memory":
+        _memory_type(record, required=True)
+        _content(record["content"], max_content_bytes)
+        _tags(record["tags"])
+        _label(record, "source")
+        _label(record, "scope")
+    elif record["record"] == "link":
+        _kind(record)
+
+
+def jsonl_reader(path: Any, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> jsonl.Reader:
+    """The strict reader of an export file, refusing what this service's stores refuse."""
+    return jsonl.Reader(path, lambda record: check_import_record(record, max_content_bytes))
+
+
 def snippet(content: str) -> str:
     """The first SNIPPET_CHARS characters (code points, not glyphs), with … when cut."""
     return content if len(content) <= SNIPPET_CHARS else content[:SNIPPET_CHARS] + "…"
