@@ -366,6 +366,16 @@ _LINK = (
     "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT DO NOTHING"  # a repeat keeps the relation's original created_at
 )
+# Which of an import batch's edges, given as one JSON array of [from, to, kind], are there
+# already (json_each first: one primary-key probe per edge).
+_PRESENT_LINKS = (
+    "SELECT l.from_id, l.to_id, l.kind FROM json_each(?) AS e CROSS JOIN memory_links AS l"
+    " ON l.from_id = e.value ->> 0 AND l.to_id = e.value ->> 1 AND l.kind = e.value ->> 2"
+)
+# Taking a failed import out again: its rows by id range (their links go with them, ON
+# DELETE CASCADE), and the edges it added between rows that were there before it.
+_DELETE_ID_RANGE = "DELETE FROM memories WHERE id BETWEEN ? AND ?"
+_DELETE_EDGE = "DELETE FROM memory_links WHERE from_id = ? AND to_id = ? AND kind = ?"
 _UNLINK = delete(memory_links).where(
     memory_links.c.from_id == bindparam("a"),
     memory_links.c.to_id == bindparam("b"),
@@ -1198,10 +1208,33 @@ class Repository:
             if done:
                 return steps
 
-    def import_links(self, edges: Sequence[tuple[int, int, str, int]]) -> int:
-        """Insert (a, b, kind, created_at) edges in one transaction; how many were new."""
+    def import_links(
+        self, edges: Sequence[tuple[int, int, str, int]]
+    ) -> list[tuple[int, int, str]]:
+        """Insert (a, b, kind, created_at) edges in one transaction; the (a, b, kind) of
+        those that were new, each once (what remove_imported takes out again)."""
         with self._write() as conn:
-            return conn.connection.driver_connection.executemany(_LINK, edges).rowcount
+            driver = conn.connection.driver_connection
+            keys = json.dumps([edge[:3] for edge in edges])
+            present = set(driver.execute(_PRESENT_LINKS, (keys,)).fetchall())
+            added = driver.executemany(_LINK, edges).rowcount
+            new = list(dict.fromkeys(edge[:3] for edge in edges if edge[:3] not in present))
+            if len(new) != added:  # cannot happen under the write lock; never guess
+                raise sqlalchemy.exc.InvalidRequestError(
+                    f"import: {added} links inserted, {len(new)} expected"
+                )
+        return new
+
+    def remove_imported(
+        self, ranges: Sequence[tuple[int, int]], edges: Sequence[tuple[int, int, str]]
+    ) -> int:
+        """Take a failed import out in one transaction: the rows it inserted, given as
+        (first id, last id) ranges, with their links, and the ``edges`` it added between
+        rows it did not insert. Returns the rows removed."""
+        with self._write() as conn:
+            driver = conn.connection.driver_connection
+            driver.executemany(_DELETE_EDGE, edges)
+            return driver.executemany(_DELETE_ID_RANGE, ranges).rowcount
 
     # -- export ---------------------------------------------------------------------------
 

@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
 import sqlean
 from click.testing import CliRunner
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
 from agent_memory import repository
 from agent_memory import service as service_module
 from agent_memory.cli import cli
 from agent_memory.db import open_database
+from agent_memory.errors import StorageError
 from agent_memory.service import MemoryService, jsonl_reader
 
-from conftest import START, Clock
+from conftest import START, Clock, check_consistent, dump
 
 REPORT_ZERO = dict.fromkeys(
     [
@@ -690,3 +694,128 @@ def test_the_content_limit_of_an_import_is_the_configured_one(tmp_path, empty_da
     assert invoke(target, "--from", "jsonl", str(path)).exit_code == 0  # the default: 1 MiB
     assert memory_count(target) == GOOD_ROWS + 1
 
+
+# -- a fault during the write takes out what the import had committed -----------------------
+
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ")
+IMPORT_FAILED = "import failed due to a storage error (details are in the server log)"
+
+
+@pytest.fixture
+def page_limit():
+    """Every connection opened meanwhile gets ``max_page_count`` = limit["pages"], once set:
+    SQLite then refuses a write that needs more pages with SQLITE_FULL, as on a full disk."""
+    limit: dict[str, int] = {}
+
+    def on_connect(dbapi_conn, _record):
+        if "pages" in limit:
+            dbapi_conn.execute(f"PRAGMA max_page_count = {limit['pages']}")
+
+    event.listen(Engine, "connect", on_connect)
+    yield limit
+    event.remove(Engine, "connect", on_connect)
+
+
+def page_count(path) -> int:
+    conn = sqlean.connect(str(path))
+    try:
+        return conn.execute("PRAGMA page_count").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def good_file(path, rows: int) -> None:
+    header = header_record(rows=rows, links=0, schema_version=5)
+    write(path, [header, *(good_memory(key) for key in range(1, rows + 1))])
+
+
+def test_a_disk_full_during_the_write_leaves_no_row_and_one_line(
+    tmp_path, empty_database, page_limit
+):
+    """The first batch commits, the second finds the disk full: the first is taken out
+    again, and the command says one line (the SQLite detail is in the log), no traceback."""
+    scratch, target = tmp_path / "scratch.db", tmp_path / "t.db"
+    shutil.copyfile(empty_database, scratch)
+    shutil.copyfile(empty_database, target)
+    good_file(tmp_path / "batch.jsonl", service_module.IMPORT_BATCH_ROWS)
+    assert invoke(scratch, "--from", "jsonl", str(tmp_path / "batch.jsonl")).exit_code == 0
+    empty, one_batch = page_count(empty_database), page_count(scratch)
+    path = tmp_path / "in.jsonl"
+    good_file(path, GOOD_ROWS)
+    page_limit["pages"] = one_batch + (one_batch - empty) // 2  # room for one batch only
+    result = invoke(target, "--from", "jsonl", str(path))
+    page_limit.clear()
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert [line for line in result.stderr.splitlines() if not LOG_LINE.match(line)] == [
+        IMPORT_FAILED
+    ]
+    assert "database or disk is full" in result.stderr  # the detail, in the log only
+    assert "took out the 1000 memories it had written" in result.stderr
+    conn = check_consistent(target)
+    try:
+        assert conn.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+    finally:
+        conn.close()
+    assert report_of(invoke(target, "--from", "jsonl", str(path)))["imported"] == GOOD_ROWS
+
+
+def test_a_failed_import_into_a_populated_database_leaves_it_as_it_was(tmp_path):
+    """Rows it inserted go, with their links; so do the links it added between rows that
+    were there before; a link that was there before stays, and so do those rows."""
+    db = tmp_path / "t.db"
+    svc = MemoryService(open_database(db), clock=Clock())
+    for key in range(1, 31):  # the file's first 30 records are these rows
+        svc.store({"content": f"good row {key}", "type": "TODO", "tags": ["t"]})
+    svc.link({"from_id": 1, "to_id": 2, "kind": "relates_to"})
+    before = (dump(db), links_of(db))
+    rows = 1_200
+    pairs = [(k, k + 1) for k in range(1, 30, 2)]  # 15 links between rows there before
+    pairs += [(k, k + 1) for k in range(31, rows)][: 2 * service_module.IMPORT_BATCH_ROWS - 15]
+    header = header_record(rows=rows, links=len(pairs), schema_version=5)
+    links = [{**good_link(), "from": a, "to": b} for a, b in pairs]
+    path = tmp_path / "in.jsonl"
+    write(path, [header, *(good_memory(key) for key in range(1, rows + 1)), *links])
+    reader = jsonl_reader(path)
+    reader.check()
+    driver = svc.repo._writer_connection().connection.driver_connection
+
+    def progress(done: int, total: int) -> None:
+        if done == rows + service_module.IMPORT_BATCH_ROWS:  # the first batch of links is in
+            pages = driver.execute("PRAGMA page_count").fetchone()[0]
+            driver.execute(f"PRAGMA max_page_count = {pages}")  # and the disk is full now
+
+    try:
+        with pytest.raises(StorageError):
+            svc.import_jsonl(reader, progress=progress)
+    finally:
+        svc.close()
+    assert (dump(db), links_of(db)) == before
+    check_consistent(db).close()
+
+
+def links_of(path) -> list[tuple]:
+    conn = sqlean.connect(str(path))
+    try:
+        return conn.execute("SELECT * FROM memory_links ORDER BY 1, 2, 3").fetchall()
+    finally:
+        conn.close()
+
+
+def test_an_interrupt_during_the_write_takes_the_import_out_and_goes_on(tmp_path):
+    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    path = tmp_path / "in.jsonl"
+    good_file(path, GOOD_ROWS)
+    reader = jsonl_reader(path)
+    reader.check()
+
+    def progress(done: int, total: int) -> None:
+        if done == 2 * service_module.IMPORT_BATCH_ROWS:
+            raise KeyboardInterrupt  # Ctrl-C, after two batches were committed
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            svc.import_jsonl(reader, progress=progress)
+        assert svc.list({}) == []
+    finally:
+        svc.close()
