@@ -819,3 +819,31 @@ def test_an_interrupt_during_the_write_takes_the_import_out_and_goes_on(tmp_path
         assert svc.list({}) == []
     finally:
         svc.close()
+
+
+def test_when_the_fault_outlasts_the_import_the_log_says_what_is_left(tmp_path, caplog):
+    """The file turned read-only after the first batch: nothing can be taken out either, and
+    the log says so; a re-run, once the fault is gone, completes the import."""
+    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    path = tmp_path / "in.jsonl"
+    good_file(path, GOOD_ROWS)
+    reader = jsonl_reader(path)
+    reader.check()
+    driver = svc.repo._writer_connection().connection.driver_connection
+
+    def progress(done: int, total: int) -> None:
+        if done == service_module.IMPORT_BATCH_ROWS:
+            driver.execute("PRAGMA query_only = 1")  # SQLITE_READONLY from the next write on
+
+    try:
+        with pytest.raises(StorageError):
+            svc.import_jsonl(reader, progress=progress)
+        assert "the 1000 memories and 0 links it had written could not be taken out" in (
+            caplog.text
+        )
+        driver.execute("PRAGMA query_only = 0")
+        reader.check()
+        report = svc.import_jsonl(reader)
+        assert (report["imported"], report["skipped duplicates"]) == (GOOD_ROWS - 1000, 1000)
+    finally:
+        svc.close()
