@@ -608,8 +608,7 @@ def export(settings: Settings, output: Path | None) -> None:
 @click.pass_obj
 def import_(settings: Settings, source_format: str, scope: str | None, path: Path) -> None:
     """Import memories and relations from PATH (validated whole before anything is written)."""
-    from agent_memory import jsonl
-    from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+    from agent_memory.service import jsonl_reader
 
     if source_format == "gsd-state":
         import_gsd(settings, path, scope)
@@ -619,7 +618,7 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
             "--scope is not accepted with --from jsonl: every memory in the file carries its "
             "own scope"
         )
-    reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+    reader = jsonl_reader(path, settings.max_content_bytes)
     try:
         reader.check()  # the database is not even opened for a file with a defect
     except UnicodeDecodeError:

@@ -8,7 +8,7 @@ byte-identical. Vectors, decay_score and embedding_status are derived data and d
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent_memory.errors import FormatTooNew, InvalidArgument
@@ -128,12 +128,15 @@ class Reader:
     Every defect raises InvalidArgument naming the 1-based line; a file of a newer format
     version raises FormatTooNew. ``check()`` is the first pass (it keeps only the keys seen,
     so memory stays small); ``records()`` the second, over a file known to be valid.
+
+    The reader checks the format (fields, JSON types, keys, counts); ``check_record`` (the
+    service's, see service.jsonl_reader) is called with each record whose fields are of the
+    right types, and refuses by InvalidArgument what the database cannot or may not store.
     """
 
-    def __init__(self, path: Any, memory_types: tuple[str, ...], link_kinds: tuple[str, ...]):
+    def __init__(self, path: Any, check_record: Callable[[dict[str, Any]], None]):
         self.path = path
-        self.memory_types = memory_types
-        self.link_kinds = link_kinds
+        self.check_record = check_record
         self.header: dict[str, Any] | None = None
 
     def _lines(self) -> Iterator[tuple[int, str]]:
@@ -166,6 +169,15 @@ class Reader:
             if isinstance(value, bool) or not isinstance(value, types):
                 expected = " or ".join(_TYPE_NAMES[t] for t in types)
                 raise _defect(number, f"`{name}` must be {expected} (got {_shown(value)})")
+        tags = record.get("tags")  # a memory's; no other record has an array
+        if tags is not None and not all(isinstance(item, str) for item in tags):
+            raise _defect(number, f"`tags` must be an array of strings (got {_shown(tags)})")
+
+    def _storable(self, number: int, record: dict[str, Any]) -> None:
+        try:
+            self.check_record(record)
+        except InvalidArgument as exc:
+            raise _defect(number, exc.detail) from None
 
     def check(self) -> dict[str, Any]:
         """The validated header; raises on the first defect anywhere in the file."""
@@ -182,6 +194,7 @@ class Reader:
                 if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
                     raise FormatTooNew(version)
                 self._fields(1, record, "header")
+                self._storable(1, record)
                 if record["format"] != FORMAT:
                     raise _defect(1, f"format must be {FORMAT} (got {_shown(record['format'])})")
                 if version < 1:
@@ -193,6 +206,7 @@ class Reader:
             if tag not in _FIELDS:
                 raise _defect(number, f"unknown variant `{tag}`, expected one of {_names(_FIELDS)}")
             self._fields(number, record, tag)
+            self._storable(number, record)
             if tag == "memory":
                 self._memory(number, record, keys)
                 rows += 1
@@ -211,18 +225,6 @@ class Reader:
         return header
 
     def _memory(self, number: int, record: dict[str, Any], keys: set[int]) -> None:
-        if record["type"] not in self.memory_types:
-            raise _defect(
-                number,
-                f"invalid memory type '{record['type']}' "
-                f"(expected one of {', '.join(self.memory_types)})",
-            )
-        if not record["content"].strip():
-            raise _defect(number, "content must be a non-empty string")
-        if not all(isinstance(tag, str) for tag in record["tags"]):
-            raise _defect(
-                number, f"`tags` must be an array of strings (got {_shown(record['tags'])})"
-            )
         if record["access_count"] < 0:
             raise _defect(
                 number, f"access_count must not be negative (got {record['access_count']})"
@@ -232,11 +234,6 @@ class Reader:
         keys.add(record["key"])
 
     def _link(self, number: int, record: dict[str, Any], keys: set[int]) -> None:
-        if record["kind"] not in self.link_kinds:
-            raise _defect(
-                number,
-                f"kind must be one of {', '.join(self.link_kinds)} (got '{record['kind']}')",
-            )
         if record["from"] == record["to"]:
             raise _defect(number, f"a link from key {record['from']} to itself")
         for end in ("from", "to"):

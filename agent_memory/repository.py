@@ -30,7 +30,7 @@ from sqlalchemy.engine import Engine
 from agent_memory import decay
 from agent_memory.embedder import Embedding, Pin
 from agent_memory.schema import memories, memory_links, meta
-from agent_memory.vocabulary import MAX_EXPANDED_LINKS, PINNED_TYPES
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS, PINNED_TYPES, SQLITE_INT_MAX
 
 log = logging.getLogger(__name__)
 
@@ -170,13 +170,18 @@ def _filter_params(
     return key, {name: value for name, value in params.items() if value is not None}
 
 
+# A use of a row: access_count + 1, saturating at SQLite's largest integer (SQLite turns an
+# overflowing sum into a REAL, which an export would then write as 9.223372036854776e+18).
+# min() also brings back to that integer a REAL an older version left there.
+_USED_COUNT = func.min(memories.c.access_count, literal_column(str(SQLITE_INT_MAX - 1))) + 1
+
 # Statements are built once and reused, so SQLAlchemy compiles each shape only once.
 _INSERT = insert(memories)
 _DELETE = delete(memories).where(memories.c.id == bindparam("memory_id"))
 _BUMP = (
     update(memories)
     .where(memories.c.id.in_(bindparam("ids", expanding=True)))
-    .values(last_accessed=bindparam("now"), access_count=memories.c.access_count + 1)
+    .values(last_accessed=bindparam("now"), access_count=_USED_COUNT)
 )
 _DELETE_EXPIRED = delete(memories).where(
     memories.c.id.in_(
@@ -294,11 +299,22 @@ EXPORT_MEMORY_COLUMNS = (
     "access_count",
     "expires_at",
 )
-_EXPORT_MEMORIES = select(*(memories.c[name] for name in EXPORT_MEMORY_COLUMNS)).order_by(
-    memories.c.id
-)
+
+
+def _exported(column: sqlalchemy.Column[Any]) -> sqlalchemy.ColumnElement[Any]:
+    """An integer column as an integer, whatever the row holds: SQLite's CAST clamps a REAL
+    to the 64-bit range (an access_count an older version overflowed), and the format's
+    integers must read back as integers."""
+    if isinstance(column.type, sqlalchemy.Integer):
+        return sqlalchemy.cast(column, sqlalchemy.Integer)
+    return column
+
+
+_EXPORT_MEMORIES = select(
+    *(_exported(memories.c[name]) for name in EXPORT_MEMORY_COLUMNS)
+).order_by(memories.c.id)
 _EXPORT_LINKS = select(
-    memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind, memory_links.c.created_at
+    *(_exported(memory_links.c[name]) for name in ("from_id", "to_id", "kind", "created_at"))
 ).order_by(memory_links.c.from_id, memory_links.c.to_id, memory_links.c.kind)
 # Rows whose content hash is one of a batch's, given as one JSON array: an expanding IN of
 # 2,000 bound values cost more to compile than to run. The caller compares exactly.
@@ -350,6 +366,16 @@ _LINK = (
     "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT DO NOTHING"  # a repeat keeps the relation's original created_at
 )
+# Which of an import batch's edges, given as one JSON array of [from, to, kind], are there
+# already (json_each first: one primary-key probe per edge).
+_PRESENT_LINKS = (
+    "SELECT l.from_id, l.to_id, l.kind FROM json_each(?) AS e CROSS JOIN memory_links AS l"
+    " ON l.from_id = e.value ->> 0 AND l.to_id = e.value ->> 1 AND l.kind = e.value ->> 2"
+)
+# Taking a failed import out again: its rows by id range (their links go with them, ON
+# DELETE CASCADE), and the edges it added between rows that were there before it.
+_DELETE_ID_RANGE = "DELETE FROM memories WHERE id BETWEEN ? AND ?"
+_DELETE_EDGE = "DELETE FROM memory_links WHERE from_id = ? AND to_id = ? AND kind = ?"
 _UNLINK = delete(memory_links).where(
     memory_links.c.from_id == bindparam("a"),
     memory_links.c.to_id == bindparam("b"),
@@ -504,7 +530,7 @@ def _update_statement(columns: tuple[str, ...]) -> sqlalchemy.Update:
             {
                 **{name: bindparam(f"new_{name}") for name in columns},
                 "last_accessed": bindparam("now"),
-                "access_count": memories.c.access_count + 1,
+                "access_count": _USED_COUNT,
             }
         )
         .returning(*_SELECT_MEMORY, memories.c.embedding_status)
@@ -1182,10 +1208,33 @@ class Repository:
             if done:
                 return steps
 
-    def import_links(self, edges: Sequence[tuple[int, int, str, int]]) -> int:
-        """Insert (a, b, kind, created_at) edges in one transaction; how many were new."""
+    def import_links(
+        self, edges: Sequence[tuple[int, int, str, int]]
+    ) -> list[tuple[int, int, str]]:
+        """Insert (a, b, kind, created_at) edges in one transaction; the (a, b, kind) of
+        those that were new, each once (what remove_imported takes out again)."""
         with self._write() as conn:
-            return conn.connection.driver_connection.executemany(_LINK, edges).rowcount
+            driver = conn.connection.driver_connection
+            keys = json.dumps([edge[:3] for edge in edges])
+            present = set(driver.execute(_PRESENT_LINKS, (keys,)).fetchall())
+            added = driver.executemany(_LINK, edges).rowcount
+            new = list(dict.fromkeys(edge[:3] for edge in edges if edge[:3] not in present))
+            if len(new) != added:  # cannot happen under the write lock; never guess
+                raise sqlalchemy.exc.InvalidRequestError(
+                    f"import: {added} links inserted, {len(new)} expected"
+                )
+        return new
+
+    def remove_imported(
+        self, ranges: Sequence[tuple[int, int]], edges: Sequence[tuple[int, int, str]]
+    ) -> int:
+        """Take a failed import out in one transaction: the rows it inserted, given as
+        (first id, last id) ranges, with their links, and the ``edges`` it added between
+        rows it did not insert. Returns the rows removed."""
+        with self._write() as conn:
+            driver = conn.connection.driver_connection
+            driver.executemany(_DELETE_EDGE, edges)
+            return driver.executemany(_DELETE_ID_RANGE, ranges).rowcount
 
     # -- export ---------------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ JSON-ready dicts; they raise only the exceptions of :mod:`agent_memory.errors`.
 
 from __future__ import annotations
 
+import bisect
 import json
 import logging
 import time
@@ -45,6 +46,8 @@ from agent_memory.vocabulary import (
     MAX_TTL_SECS,
     MEMORY_TYPES,
     SNIPPET_CHARS,
+    SQLITE_INT_MAX,
+    SQLITE_INT_MIN,
 )
 
 # A search's query runner: (match, n, within) -> (item, score) pairs, best first.
@@ -59,7 +62,6 @@ DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
 MAX_TAGS = 64
 MAX_TAG_CHARS = 256
 MAX_LABEL_CHARS = 1024
-_SQLITE_INT_MIN, _SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 PATCH_FIELDS = ("content", "tags", "scope", "ttl_secs")
 UPDATE_FIELDS = ("id", *PATCH_FIELDS)
@@ -149,7 +151,7 @@ def _integer(
 
 
 def _memory_id(args: Mapping[str, Any], name: str = "id") -> int:
-    value = _integer(args, name, _SQLITE_INT_MIN, _SQLITE_INT_MAX, required=True)
+    value = _integer(args, name, SQLITE_INT_MIN, SQLITE_INT_MAX, required=True)
     assert value is not None
     return value
 
@@ -264,6 +266,53 @@ def _edge(args: Mapping[str, Any]) -> tuple[int, int, str, int, int]:
     kind = _kind(args)
     a, b = (min(from_id, to_id), max(from_id, to_id)) if kind == "relates_to" else (from_id, to_id)
     return from_id, to_id, kind, a, b
+
+
+def _encodable(name: str, value: str, tag: int | None = None) -> str:
+    """Text UTF-8 can carry, as SQLite stores it: a lone surrogate (JSON can spell one,
+    ``"\\ud800"``) has no encoding, and the driver would refuse it at the write. ``tag``:
+    the value's position in the list ``name``."""
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = "" if tag is None else f" in tag {tag}"
+        raise InvalidArgument(
+            f"{name} must be valid Unicode, without lone surrogates "
+            f"(got \\u{ord(value[exc.start]):04x} at character {exc.start}{where})"
+        ) from None
+    return value
+
+
+def check_import_record(record: Mapping[str, Any], max_content_bytes: int) -> None:
+    """Refuse in a record of an export file what SQLite cannot store (integers beyond 64
+    bits, text UTF-8 cannot encode) and what a store would refuse (the same limits).
+
+    The reader calls this in its first pass, before the database is opened, once the
+    record's fields have their JSON types; it names the line.
+    """
+    for name, value in record.items():  # by exact type: an import checks 100,000s of these
+        kind = type(value)
+        if kind is str:
+            _encodable(name, value)
+        elif kind is int:
+            if not SQLITE_INT_MIN <= value <= SQLITE_INT_MAX:
+                _integer(record, name, SQLITE_INT_MIN, SQLITE_INT_MAX)  # its message
+        elif kind is list:
+            for position, tag in enumerate(value):
+                _encodable(name, tag, position)
+    if record["record"] == "memory":
+        _memory_type(record, required=True)
+        _content(record["content"], max_content_bytes)
+        _tags(record["tags"])
+        _label(record, "source")
+        _label(record, "scope")
+    elif record["record"] == "link":
+        _kind(record)
+
+
+def jsonl_reader(path: Any, max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES) -> jsonl.Reader:
+    """The strict reader of an export file, refusing what this service's stores refuse."""
+    return jsonl.Reader(path, lambda record: check_import_record(record, max_content_bytes))
 
 
 def snippet(content: str) -> str:
@@ -844,6 +893,10 @@ class MemoryService:
 
         Keys map to the new rows' ids (or to the row a duplicate collapsed onto), never to
         ids that merely equal them. Rows land pending embedding; Ollama is not contacted.
+        Batches keep the write lock short for every other writer, and a kill -9 leaves
+        whole batches that a re-run completes. Any exception takes out again what this run
+        had committed (see _take_out); an error is then raised as StorageError (its detail
+        logged), an interrupt as itself.
         """
         header = reader.header
         assert header is not None, "call reader.check() first"
@@ -861,11 +914,19 @@ class MemoryService:
         ids: dict[int, int | None] = {}
         memories: list[dict[str, Any]] = []
         edges: list[tuple[int, int, str, int]] = []
+        inserted: list[tuple[int, int]] = []  # (first id, last id) of each batch's new rows
+        between_old: list[tuple[int, int, str]] = []  # new edges between rows not inserted
+
+        def ours(memory_id: int) -> bool:
+            at = bisect.bisect_right(inserted, (memory_id, SQLITE_INT_MAX)) - 1
+            return at >= 0 and inserted[at][0] <= memory_id <= inserted[at][1]
 
         def flush_memories() -> None:
-            for record, (outcome, memory_id) in zip(
-                memories, self.repo.import_memories(memories, now), strict=True
-            ):
+            outcomes = self.repo.import_memories(memories, now)
+            new = [memory_id for outcome, memory_id in outcomes if outcome == "imported"]
+            if new:  # a batch's new rows take consecutive ids, in ascending batches
+                inserted.append((min(new), max(new)))
+            for record, (outcome, memory_id) in zip(memories, outcomes, strict=True):
                 ids[record["key"]] = memory_id
                 report[IMPORT_OUTCOME[outcome]] += 1
             done[0] += len(memories)
@@ -874,37 +935,67 @@ class MemoryService:
 
         def flush_links() -> None:
             added = self.repo.import_links(edges)
-            report["links imported"] += added
-            report["links skipped duplicates"] += len(edges) - added
+            report["links imported"] += len(added)
+            report["links skipped duplicates"] += len(edges) - len(added)
+            between_old.extend(e for e in added if not (ours(e[0]) or ours(e[1])))
             done[0] += len(edges)
             progress(done[0], total)
             edges.clear()
 
-        with self._storage("import"), self.repo.bulk():
-            for record in reader.records():
-                if record["record"] == "memory":
-                    memories.append(record)
-                    if len(memories) >= IMPORT_BATCH_ROWS:
+        try:
+            with self._storage("import"), self.repo.bulk():
+                for record in reader.records():
+                    if record["record"] == "memory":
+                        memories.append(record)
+                        if len(memories) >= IMPORT_BATCH_ROWS:
+                            flush_memories()
+                        continue
+                    if memories:
                         flush_memories()
-                    continue
+                    a, b = ids[record["from"]], ids[record["to"]]
+                    if a is None or b is None or a == b:  # an end expired, or both collapsed
+                        report["links dropped"] += 1
+                        continue
+                    if record["kind"] == "relates_to":
+                        a, b = min(a, b), max(a, b)
+                    edges.append((a, b, record["kind"], record["created_at"]))
+                    if len(edges) >= IMPORT_BATCH_ROWS:
+                        flush_links()
                 if memories:
                     flush_memories()
-                a, b = ids[record["from"]], ids[record["to"]]
-                if a is None or b is None or a == b:  # an end expired, or both collapsed
-                    report["links dropped"] += 1
-                    continue
-                if record["kind"] == "relates_to":
-                    a, b = min(a, b), max(a, b)
-                edges.append((a, b, record["kind"], record["created_at"]))
-                if len(edges) >= IMPORT_BATCH_ROWS:
+                if edges:
                     flush_links()
-            if memories:
-                flush_memories()
-            if edges:
-                flush_links()
-            if report["imported"]:
-                self.repo.merge_index()
+                if report["imported"]:
+                    self.repo.merge_index()
+        except BaseException as exc:  # Ctrl-C too: then the interrupt goes on up
+            self._take_out(inserted, between_old)
+            if isinstance(exc, Exception) and not isinstance(exc, StorageError):
+                log.error("import: %s: %s", type(exc).__name__, exc)
+                raise StorageError("import") from exc
+            raise
         return report
+
+    def _take_out(self, inserted: list[tuple[int, int]], edges: list[tuple[int, int, str]]) -> None:
+        """Remove what a failed import had committed, in one transaction: its rows by id
+        (AUTOINCREMENT never hands an id out twice, so these are its own) with their links,
+        and the edges it added between rows that were there before. Logged either way: the
+        fault may well persist, and then a re-run of the import completes it."""
+        if not inserted and not edges:
+            return
+        rows = sum(last - first + 1 for first, last in inserted)
+        try:
+            with self._storage("import"):
+                removed = self.repo.remove_imported(inserted, edges)
+        except StorageError:
+            log.error(
+                "import: the %d memories and %d links it had written could not be taken out "
+                "again; importing the same file once the fault is gone completes the import "
+                "(what is already there is skipped as duplicates)",
+                rows,
+                len(edges),
+            )
+            return
+        log.info("import: took out the %d memories it had written, and their links", removed)
 
     def import_gsd(self, items: list[gsd.Item], malformed: int, scope: str) -> dict[str, int]:
         """Store GSD STATE.md items; an item already present (same key) is skipped."""

@@ -9,6 +9,10 @@ MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRA
 PINNED_TYPES = frozenset({"DECISION", "ARCHITECTURE", "CONSTRAINT"})
 LINK_KINDS = ("relates_to", "supersedes", "caused_by")
 
+# SQLite's INTEGER: a signed 64-bit value. Ids, counts and timestamps beyond it cannot be
+# stored (an overflowing sum in SQL turns into a REAL).
+SQLITE_INT_MIN, SQLITE_INT_MAX = -(2**63), 2**63 - 1
+
 MAX_LIMIT = 200
 DEFAULT_SEARCH_LIMIT = 50
 MAX_TTL_SECS = 3_155_760_000  # about 100 years

@@ -164,6 +164,14 @@ def run_agent_memory(
     )
 
 
+def check_consistent(db_path: Path) -> sqlean.Connection:
+    """A connection to a file whose b-trees and FTS5 index check out (the caller closes it)."""
+    conn = sqlean.connect(str(db_path))
+    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+    return conn
+
+
 def dump(db_path: Path) -> list[tuple]:
     """Every column of every row: compare before/after to prove nothing was written."""
     conn = sqlean.connect(str(db_path))

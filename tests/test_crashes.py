@@ -21,7 +21,7 @@ import sqlean
 from agent_memory import jsonl
 from agent_memory.db import head_revision
 
-from conftest import dump, executable, run_agent_memory, server_env
+from conftest import check_consistent, dump, executable, run_agent_memory, server_env
 
 ROUNDS = 8
 STORES_PER_ROUND = 150
@@ -47,13 +47,6 @@ HELLO = rpc(
         "clientInfo": {"name": "crash-test", "version": "0"},
     },
 ) + rpc(None, "notifications/initialized")
-
-
-def check_consistent(db_path: Path) -> sqlean.Connection:
-    conn = sqlean.connect(str(db_path))
-    assert conn.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
-    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
-    return conn
 
 
 def test_acknowledged_stores_survive_kill_9_mid_stream(db_path):

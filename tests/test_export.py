@@ -367,3 +367,57 @@ def test_a_signal_during_an_export_removes_the_temp_file(service, clock, db_path
     assert b"Traceback" not in proc.stderr.read()
     assert target.read_text() == "the previous export\n"
     assert temp_files(tmp_path) == []
+
+# -- integers stay integers: access_count at SQLite's largest integer ----------------------
+
+LARGEST = 2**63 - 1
+
+
+def access_count(raw, memory_id: int) -> tuple[str, object]:
+    return raw.execute(
+        "SELECT typeof(access_count), access_count FROM memories WHERE id = ?", (memory_id,)
+    ).fetchone()
+
+
+def test_an_access_count_at_the_largest_integer_survives_a_search_export_and_import(
+    service, clock, db_path, raw, tmp_path
+):
+    """access_count + 1 overflowed to the REAL 9.223372036854776e+18, which export wrote and
+    import refused: a use now saturates."""
+    header, memory = records(service)[0], {
+        "record": "memory", "key": 7, "type": "TODO", "content": "used a great deal",
+        "tags": [], "source": None, "scope": None, "created_at": START,
+        "last_accessed": START, "access_count": LARGEST, "expires_at": None,
+    }  # fmt: skip
+    path = tmp_path / "in.jsonl"
+    path.write_text(json.dumps({**header, "exported_rows": 1}) + "\n" + json.dumps(memory) + "\n")
+    imported = CliRunner().invoke(
+        cli, ["--db", str(db_path), "import", "--from", "jsonl", str(path)]
+    )
+    assert imported.exit_code == 0, imported.output
+    [found] = service.search({"query": "used"})["results"]
+    service.update({"id": found["id"], "tags": ["again"]})  # an update counts as a use too
+    assert access_count(raw, found["id"]) == ("integer", LARGEST)
+    out = tmp_path / "out.jsonl"
+    assert invoke(db_path, "--output", str(out)).exit_code == 0
+    fresh = tmp_path / "fresh.db"
+    result = CliRunner().invoke(cli, ["--db", str(fresh), "import", "--from", "jsonl", str(out)])
+    assert result.exit_code == 0, result.output
+    again = invoke(fresh)
+    assert json.loads(again.stdout.splitlines()[1])["access_count"] == LARGEST
+
+
+def test_a_real_left_in_an_integer_column_exports_as_the_clamped_integer(service, raw):
+    """An older version left 9.223372036854776e+18 (a REAL) in access_count: it exports as
+    the largest integer, and the next use stores that integer back."""
+    memory_id = service.store({"content": "overflowed before the fix", "type": "TODO"})["id"]
+    raw.execute(
+        "UPDATE memories SET access_count = 9223372036854775807.0 + 1 WHERE id = ?", (memory_id,)
+    )
+    raw.commit()
+    assert access_count(raw, memory_id)[0] == "real"
+    line = export_lines(service)[1]
+    assert '"access_count":9223372036854775807,' in line
+    assert json.loads(line)["access_count"] == LARGEST
+    service.search({"query": "overflowed"})
+    assert access_count(raw, memory_id) == ("integer", LARGEST)

@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from agent_memory import jsonl, mcp_server
+from agent_memory import mcp_server
 from agent_memory.cli import cli
 from agent_memory.errors import AgentMemoryError
-from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+from agent_memory.service import jsonl_reader
 
 from conftest import dump, executable, server_env
 
@@ -211,7 +211,7 @@ LINES = st.lists(
 def test_the_jsonl_reader_refuses_garbage_with_a_line_number(tmp_path_factory, lines):
     path = tmp_path_factory.mktemp("fuzz") / "in.jsonl"
     path.write_text("\n".join(lines), encoding="utf-8")
-    reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+    reader = jsonl_reader(path)
     try:
         reader.check()
     except AgentMemoryError as exc:  # the only way a bad file may fail: naming its line

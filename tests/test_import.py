@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import json
+import re
+import shutil
 
 import pytest
 import sqlean
 from click.testing import CliRunner
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
-from agent_memory import jsonl, repository
+from agent_memory import repository
 from agent_memory import service as service_module
 from agent_memory.cli import cli
 from agent_memory.db import open_database
-from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
-from agent_memory.service import MemoryService
+from agent_memory.errors import StorageError
+from agent_memory.service import MemoryService, jsonl_reader
 
-from conftest import START, Clock
+from conftest import START, Clock, check_consistent, dump
 
 REPORT_ZERO = dict.fromkeys(
     [
@@ -144,7 +148,7 @@ def test_an_import_leaves_the_index_merged(export_file, tmp_path, monkeypatch, m
     try:
         if not merged:
             monkeypatch.setattr(svc.repo, "merge_index", lambda: 0)
-        reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+        reader = jsonl_reader(path)
         reader.check()
         assert svc.import_jsonl(reader)["imported"] == 4
         monkeypatch.undo()
@@ -164,7 +168,7 @@ def test_an_import_runs_with_a_larger_writer_cache_and_gives_it_back(export_file
     path, _ = export_file
     svc = MemoryService(open_database(tmp_path / "target.db"), clock=Clock())
     try:
-        reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+        reader = jsonl_reader(path)
         reader.check()
         during = []
         real = svc.repo.import_memories
@@ -518,3 +522,328 @@ def test_scope_is_refused_with_jsonl(export_file, tmp_path):
     result = invoke(tmp_path / "never.db", "--from", "jsonl", "--scope", "x", str(export_file[0]))
     assert result.exit_code == 2
     assert "--scope is not accepted with --from jsonl" in result.stderr
+
+
+# -- what the database cannot store, and the stores' limits, are refused in the check too ---
+
+GOOD_ROWS = 2_500
+BAD_LINE = GOOD_ROWS + 2  # after the header and the good records
+INT_RANGE = "must be between -9223372036854775808 and 9223372036854775807"
+NO_SURROGATES = "must be valid Unicode, without lone surrogates"
+
+
+def good_memory(key: int) -> dict:
+    return {
+        "record": "memory", "key": key, "type": "TODO", "content": f"good row {key}",
+        "tags": ["t"], "source": None, "scope": None, "created_at": START,
+        "last_accessed": START, "access_count": 1, "expires_at": None,
+    }  # fmt: skip
+
+
+def good_link() -> dict:
+    return {"record": "link", "from": 1, "to": 2, "kind": "relates_to", "created_at": START}
+
+
+def unstorable_file(path, bad: dict, *, header: dict | None = None) -> None:
+    """GOOD_ROWS good memories then ``bad`` (a memory or a link), escaped as ASCII JSON: a
+    lone surrogate travels as the escape "\\ud800", as another program may well write it."""
+    is_link = bad["record"] == "link"
+    records = [
+        {**header_record(rows=GOOD_ROWS + (not is_link), links=int(is_link), schema_version=5),
+         **(header or {})},
+        *(good_memory(key) for key in range(1, GOOD_ROWS + 1)),
+        bad,
+    ]  # fmt: skip
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="ascii")
+
+
+BIG = 2**63  # one past SQLite's largest integer
+UNSTORABLE = [
+    *(
+        (f"int {field}", {**good_memory(9_999), field: BIG}, {}, f"{field} {INT_RANGE} (got {BIG})")
+        for field in ("key", "created_at", "last_accessed", "access_count", "expires_at")
+    ),
+    (
+        "int below",
+        {**good_memory(9_999), "created_at": -BIG - 1},
+        {},
+        f"created_at {INT_RANGE} (got {-BIG - 1})",
+    ),
+    *(
+        (f"int link {field}", {**good_link(), field: BIG}, {}, f"{field} {INT_RANGE} (got {BIG})")
+        for field in ("from", "to", "created_at")
+    ),
+    (
+        "int header",
+        good_memory(9_999),
+        {"exported_at": BIG},
+        f"exported_at {INT_RANGE} (got {BIG})",
+    ),
+    (
+        "surrogate content",
+        {**good_memory(9_999), "content": "abc\ud800"},
+        {},
+        f"content {NO_SURROGATES} (got \\ud800 at character 3)",
+    ),
+    (
+        "surrogate tag",
+        {**good_memory(9_999), "tags": ["fine", "\udc00x"]},
+        {},
+        f"tags {NO_SURROGATES} (got \\udc00 at character 0 in tag 1)",
+    ),
+    *(
+        (
+            f"surrogate {field}",
+            {**good_memory(9_999), field: "a\ud83d"},
+            {},
+            f"{field} {NO_SURROGATES} (got \\ud83d at character 1)",
+        )
+        for field in ("source", "scope", "type")
+    ),
+    (
+        "surrogate kind",
+        {**good_link(), "kind": "\ud800"},
+        {},
+        f"kind {NO_SURROGATES} (got \\ud800 at character 0)",
+    ),
+    (
+        "surrogate header",
+        good_memory(9_999),
+        {"embedding_model": "m\udfff"},
+        f"embedding_model {NO_SURROGATES} (got \\udfff at character 1)",
+    ),
+    (
+        "oversize content",
+        {**good_memory(9_999), "content": "x" * (1024 * 1024 + 1)},
+        {},
+        "content must be at most 1048576 bytes of UTF-8 (got 1048577); "
+        "the limit is set with --max-content-bytes",
+    ),
+    (
+        "65 tags",
+        {**good_memory(9_999), "tags": [f"t{i}" for i in range(65)]},
+        {},
+        "tags must hold at most 64 tags (got 65)",
+    ),
+    (
+        "257-char tag",
+        {**good_memory(9_999), "tags": ["ok", "t" * 257]},
+        {},
+        "each tag must be at most 256 characters (got 257 in tag 1)",
+    ),
+    *(
+        (
+            f"1025-char {field}",
+            {**good_memory(9_999), field: "s" * 1025},
+            {},
+            f"{field} must be at most 1024 characters (got 1025)",
+        )
+        for field in ("source", "scope")
+    ),
+]
+
+
+@pytest.fixture(scope="module")
+def empty_database(tmp_path_factory):
+    """A database at head with no memories, copied by each test (creating one costs more)."""
+    path = tmp_path_factory.mktemp("empty") / "empty.db"
+    MemoryService(open_database(path)).close()
+    return path
+
+
+def memory_count(path) -> int:
+    conn = sqlean.connect(str(path))
+    try:
+        return conn.execute("SELECT count(*) FROM memories").fetchone()[0]
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize(
+    ("name", "bad", "header", "message"), UNSTORABLE, ids=[case[0] for case in UNSTORABLE]
+)
+def test_a_file_with_one_unstorable_record_is_refused_whole(
+    tmp_path, empty_database, name, bad, header, message
+):
+    """2,500 good records and one the database cannot hold or a store would refuse: the
+    check names it, and not one row is written (the insert used to die at row 2,001)."""
+    target = tmp_path / "t.db"
+    shutil.copyfile(empty_database, target)
+    path = tmp_path / "in.jsonl"
+    unstorable_file(path, bad, header=header)
+    result = invoke(target, "--from", "jsonl", str(path))
+    assert result.exit_code == 1, result.output
+    line = 1 if header else BAD_LINE
+    assert result.stderr.splitlines() == [f"invalid argument: line {line}: {message}"]
+    assert memory_count(target) == 0
+
+
+def test_the_content_limit_of_an_import_is_the_configured_one(tmp_path, empty_database):
+    target = tmp_path / "t.db"
+    shutil.copyfile(empty_database, target)
+    path = tmp_path / "in.jsonl"
+    unstorable_file(path, {**good_memory(9_999), "content": "é" * 51})  # 102 bytes
+    arguments = ["--db", str(target), "--max-content-bytes", "101", "import", "--from", "jsonl"]
+    result = CliRunner().invoke(cli, [*arguments, str(path)])
+    assert result.exit_code == 1
+    assert result.stderr.splitlines() == [
+        f"invalid argument: line {BAD_LINE}: content must be at most 101 bytes of UTF-8 "
+        "(got 102); the limit is set with --max-content-bytes"
+    ]
+    assert memory_count(target) == 0
+    assert invoke(target, "--from", "jsonl", str(path)).exit_code == 0  # the default: 1 MiB
+    assert memory_count(target) == GOOD_ROWS + 1
+
+
+# -- a fault during the write takes out what the import had committed -----------------------
+
+LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} [A-Z]+ ")
+IMPORT_FAILED = "import failed due to a storage error (details are in the server log)"
+
+
+@pytest.fixture
+def page_limit():
+    """Every connection opened meanwhile gets ``max_page_count`` = limit["pages"], once set:
+    SQLite then refuses a write that needs more pages with SQLITE_FULL, as on a full disk."""
+    limit: dict[str, int] = {}
+
+    def on_connect(dbapi_conn, _record):
+        if "pages" in limit:
+            dbapi_conn.execute(f"PRAGMA max_page_count = {limit['pages']}")
+
+    event.listen(Engine, "connect", on_connect)
+    yield limit
+    event.remove(Engine, "connect", on_connect)
+
+
+def page_count(path) -> int:
+    conn = sqlean.connect(str(path))
+    try:
+        return conn.execute("PRAGMA page_count").fetchone()[0]
+    finally:
+        conn.close()
+
+
+def good_file(path, rows: int) -> None:
+    header = header_record(rows=rows, links=0, schema_version=5)
+    write(path, [header, *(good_memory(key) for key in range(1, rows + 1))])
+
+
+def test_a_disk_full_during_the_write_leaves_no_row_and_one_line(
+    tmp_path, empty_database, page_limit
+):
+    """The first batch commits, the second finds the disk full: the first is taken out
+    again, and the command says one line (the SQLite detail is in the log), no traceback."""
+    scratch, target = tmp_path / "scratch.db", tmp_path / "t.db"
+    shutil.copyfile(empty_database, scratch)
+    shutil.copyfile(empty_database, target)
+    good_file(tmp_path / "batch.jsonl", service_module.IMPORT_BATCH_ROWS)
+    assert invoke(scratch, "--from", "jsonl", str(tmp_path / "batch.jsonl")).exit_code == 0
+    empty, one_batch = page_count(empty_database), page_count(scratch)
+    path = tmp_path / "in.jsonl"
+    good_file(path, GOOD_ROWS)
+    page_limit["pages"] = one_batch + (one_batch - empty) // 2  # room for one batch only
+    result = invoke(target, "--from", "jsonl", str(path))
+    page_limit.clear()
+    assert result.exit_code == 1, result.output
+    assert "Traceback" not in result.output
+    assert [line for line in result.stderr.splitlines() if not LOG_LINE.match(line)] == [
+        IMPORT_FAILED
+    ]
+    assert "database or disk is full" in result.stderr  # the detail, in the log only
+    assert "took out the 1000 memories it had written" in result.stderr
+    conn = check_consistent(target)
+    try:
+        assert conn.execute("SELECT count(*) FROM memories").fetchone() == (0,)
+    finally:
+        conn.close()
+    assert report_of(invoke(target, "--from", "jsonl", str(path)))["imported"] == GOOD_ROWS
+
+
+def test_a_failed_import_into_a_populated_database_leaves_it_as_it_was(tmp_path):
+    """Rows it inserted go, with their links; so do the links it added between rows that
+    were there before; a link that was there before stays, and so do those rows."""
+    db = tmp_path / "t.db"
+    svc = MemoryService(open_database(db), clock=Clock())
+    for key in range(1, 31):  # the file's first 30 records are these rows
+        svc.store({"content": f"good row {key}", "type": "TODO", "tags": ["t"]})
+    svc.link({"from_id": 1, "to_id": 2, "kind": "relates_to"})
+    before = (dump(db), links_of(db))
+    rows = 1_200
+    pairs = [(k, k + 1) for k in range(1, 30, 2)]  # 15 links between rows there before
+    pairs += [(k, k + 1) for k in range(31, rows)][: 2 * service_module.IMPORT_BATCH_ROWS - 15]
+    header = header_record(rows=rows, links=len(pairs), schema_version=5)
+    links = [{**good_link(), "from": a, "to": b} for a, b in pairs]
+    path = tmp_path / "in.jsonl"
+    write(path, [header, *(good_memory(key) for key in range(1, rows + 1)), *links])
+    reader = jsonl_reader(path)
+    reader.check()
+    driver = svc.repo._writer_connection().connection.driver_connection
+
+    def progress(done: int, total: int) -> None:
+        if done == rows + service_module.IMPORT_BATCH_ROWS:  # the first batch of links is in
+            pages = driver.execute("PRAGMA page_count").fetchone()[0]
+            driver.execute(f"PRAGMA max_page_count = {pages}")  # and the disk is full now
+
+    try:
+        with pytest.raises(StorageError):
+            svc.import_jsonl(reader, progress=progress)
+    finally:
+        svc.close()
+    assert (dump(db), links_of(db)) == before
+    check_consistent(db).close()
+
+
+def links_of(path) -> list[tuple]:
+    conn = sqlean.connect(str(path))
+    try:
+        return conn.execute("SELECT * FROM memory_links ORDER BY 1, 2, 3").fetchall()
+    finally:
+        conn.close()
+
+
+def test_an_interrupt_during_the_write_takes_the_import_out_and_goes_on(tmp_path):
+    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    path = tmp_path / "in.jsonl"
+    good_file(path, GOOD_ROWS)
+    reader = jsonl_reader(path)
+    reader.check()
+
+    def progress(done: int, total: int) -> None:
+        if done == 2 * service_module.IMPORT_BATCH_ROWS:
+            raise KeyboardInterrupt  # Ctrl-C, after two batches were committed
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            svc.import_jsonl(reader, progress=progress)
+        assert svc.list({}) == []
+    finally:
+        svc.close()
+
+
+def test_when_the_fault_outlasts_the_import_the_log_says_what_is_left(tmp_path, caplog):
+    """The file turned read-only after the first batch: nothing can be taken out either, and
+    the log says so; a re-run, once the fault is gone, completes the import."""
+    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    path = tmp_path / "in.jsonl"
+    good_file(path, GOOD_ROWS)
+    reader = jsonl_reader(path)
+    reader.check()
+    driver = svc.repo._writer_connection().connection.driver_connection
+
+    def progress(done: int, total: int) -> None:
+        if done == service_module.IMPORT_BATCH_ROWS:
+            driver.execute("PRAGMA query_only = 1")  # SQLITE_READONLY from the next write on
+
+    try:
+        with pytest.raises(StorageError):
+            svc.import_jsonl(reader, progress=progress)
+        assert "the 1000 memories and 0 links it had written could not be taken out" in (
+            caplog.text
+        )
+        driver.execute("PRAGMA query_only = 0")
+        reader.check()
+        report = svc.import_jsonl(reader)
+        assert (report["imported"], report["skipped duplicates"]) == (GOOD_ROWS - 1000, 1000)
+    finally:
+        svc.close()

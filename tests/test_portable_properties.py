@@ -10,11 +10,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory import jsonl
 from agent_memory.db import open_database
 from agent_memory.errors import FormatTooNew, InvalidArgument
 from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
-from agent_memory.service import MemoryService
+from agent_memory.service import MemoryService, jsonl_reader
 
 from conftest import Clock
 
@@ -58,7 +57,7 @@ def build(directory: Path, corpus) -> list[str]:
 
 
 def import_file(path: Path, db: Path) -> dict[str, int]:
-    reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+    reader = jsonl_reader(path)
     reader.check()
     svc = MemoryService(open_database(db), clock=Clock())
     try:
@@ -119,5 +118,5 @@ def test_a_corrupted_file_is_refused_and_nothing_is_written(corpus, corruption, 
         path = directory / "broken.jsonl"
         path.write_text("".join(lines), encoding="utf-8")
         with pytest.raises((InvalidArgument, FormatTooNew)):
-            jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS).check()
+            jsonl_reader(path).check()
         assert not (directory / "b.db").exists()
