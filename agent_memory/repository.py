@@ -201,9 +201,11 @@ _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
 # Per row among a JSON array of ids: how often the phrase occurs (highlight() inserts one
 # character before each occurrence). FTS5 walks the phrase's rows once (about 7 ns a row)
 # and highlights only the ids; bm25() would have counted the phrase's rows all over again
-# for every id. _DOC_SIZES gives those rows' lengths in tokens (bm25's D).
+# for every id. Lengths are counted in bytes: length() of text stops at a NUL, which FTS5
+# indexes past (issue 18). _DOC_SIZES gives those rows' lengths in tokens (bm25's D).
 _OCCURRENCES = (
-    "SELECT rowid, length(highlight(memories_fts, 0, 'x', '')) - length(content) "
+    "SELECT rowid, length(CAST(highlight(memories_fts, 0, 'x', '') AS BLOB))"
+    " - length(CAST(content AS BLOB)) "
     "FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
 )
 _MERGE_STEP = "INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', ?)"
