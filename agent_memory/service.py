@@ -397,9 +397,10 @@ class MemoryService:
                 results = self._hybrid(query, embedding, now, limit, filters)
             if results is None:  # Ollama is not there, or the database has another model's
                 mode, results = SEARCH_MODE_KEYWORD, self._keyword(query, now, limit, filters)
-            self._bump([r["id"] for r in results], now)  # the results only, not neighbours
             if expand:
                 self._expand(results)
+            # The results only, not neighbours; last, so that a search out of time writes nothing.
+            self._bump([r["id"] for r in results], now)
         return {"search_mode": mode, "results": results}
 
     @contextmanager
