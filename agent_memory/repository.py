@@ -65,6 +65,11 @@ CHECKPOINT_EVERY_WRITES = 32
 # SQLite's generic SQLITE_ERROR: what a MATCH expression FTS5 cannot parse raises
 # (busy, I/O, full and corrupt databases have codes of their own).
 _SQLITE_ERROR = 1
+# What a statement stopped by the progress handler raises.
+_SQLITE_INTERRUPT = 9
+# SQLite VM instructions between two looks at a read's deadline (see Repository.deadline):
+# about a millisecond of work, and no measurable cost.
+PROGRESS_STEPS = 10_000
 # Document frequencies of query words (for pruning the OR-of-words retry) are reused
 # for this long, and while the number of indexed rows moves by less than this fraction:
 # counting a word in every row costs 8 ms at 100,000 rows, and common words repeat.
@@ -104,6 +109,10 @@ _LN2 = math.log(2)
 
 # Called by the sweep between two batches, outside the write lock; True means stop now.
 Pause = Callable[[], bool]
+
+
+class DeadlinePassed(Exception):
+    """A read ran past the deadline set with Repository.deadline, and was interrupted"""
 
 
 class FtsQueryError(Exception):
@@ -206,9 +215,11 @@ _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
 # Per row among a JSON array of ids: how often the phrase occurs (highlight() inserts one
 # character before each occurrence). FTS5 walks the phrase's rows once (about 7 ns a row)
 # and highlights only the ids; bm25() would have counted the phrase's rows all over again
-# for every id. _DOC_SIZES gives those rows' lengths in tokens (bm25's D).
+# for every id. Lengths are counted in bytes: length() of text stops at a NUL, which FTS5
+# indexes past (issue 18). _DOC_SIZES gives those rows' lengths in tokens (bm25's D).
 _OCCURRENCES = (
-    "SELECT rowid, length(highlight(memories_fts, 0, 'x', '')) - length(content) "
+    "SELECT rowid, length(CAST(highlight(memories_fts, 0, 'x', '') AS BLOB))"
+    " - length(CAST(content AS BLOB)) "
     "FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
 )
 _MERGE_STEP = "INSERT INTO memories_fts (memories_fts, rank) VALUES ('merge', ?)"
@@ -712,6 +723,7 @@ class Repository:
         self._checkpointer.start()
         self._frequencies: dict[str, tuple[int, int, float]] = {}  # word -> (n, N, when)
         self._held = threading.local()  # .last: seconds this thread's last write held the lock
+        self._deadline = threading.local()  # .at: time.monotonic() this thread's reads end
 
     def _writer_connection(self) -> sqlalchemy.Connection:
         """The one writer connection (under the write lock), opened again if it was lost."""
@@ -776,9 +788,40 @@ class Repository:
         self._writer_connection().connection.driver_connection.execute(f"PRAGMA {pragma}")
 
     @contextmanager
+    def deadline(self, secs: float) -> Iterator[None]:
+        """This thread's reads stop with DeadlinePassed once ``secs`` have passed.
+
+        A read's statements are interrupted by SQLite's progress handler, so that one
+        costly search cannot hold a thread (a REST worker) for longer than that.
+        """
+        self._deadline.at = time.monotonic() + secs
+        try:
+            yield
+        finally:
+            self._deadline.at = None
+
+    @contextmanager
     def _read(self) -> Iterator[sqlalchemy.Connection]:
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
+        at = getattr(self._deadline, "at", None)
+        with self.engine.connect() as conn:
+            if at is None:
+                with conn.begin():
+                    yield conn
+                return
+            driver = conn.connection.driver_connection
+            driver.set_progress_handler(lambda: time.monotonic() > at, PROGRESS_STEPS)
+            try:
+                with conn.begin():
+                    yield conn
+            except (sqlalchemy.exc.OperationalError, sqlean.OperationalError) as exc:
+                if (
+                    getattr(getattr(exc, "orig", exc), "sqlite_errorcode", None)
+                    == _SQLITE_INTERRUPT
+                ):
+                    raise DeadlinePassed() from exc
+                raise
+            finally:
+                driver.set_progress_handler(None, 0)
 
     # -- memories -------------------------------------------------------------------------
 

@@ -7,9 +7,13 @@ import threading
 
 import anyio
 import pytest
+import requests
 import sqlean
 from mcp import Client, StdioServerParameters
 from rest_daemon import RestDaemon
+
+from agent_memory.db import open_database
+from agent_memory.service import MemoryService
 
 from conftest import executable, run_agent_memory, server_env
 
@@ -138,4 +142,41 @@ def test_rest_and_mcp_share_one_file(db_path):
             "stored over REST"
         ]
         assert [r["content"] for r in seen_by_rest["results"]] == ["stored over MCP"]
+        assert daemon.stop() == 0
+
+
+def test_costly_searches_do_not_starve_the_daemon(db_path):
+    # Issue 18: four ~600-byte searches held all four REST threads for seconds and /health
+    # waited. Now the costly shapes are refused before they run, and any search stops at
+    # service.SEARCH_BUDGET_SECS, so /health is answered while they are in flight.
+    service = MemoryService(open_database(db_path))
+    with service.repo.bulk():
+        for i in range(3_000):
+            service.store({"content": f"the memo {i} of the many", "type": "TODO"})
+    service.close()
+    near = "NEAR(" + " ".join(["the"] * 10) + ")"
+    queries = [
+        " OR ".join(["m*"] * 500),
+        "NEAR(" + " ".join(["the"] * 200) + ")",
+        '"' + " ".join(["the"] * 2000) + '"',
+        " OR ".join([near] * 30),  # the costliest shape allowed: answered or out of time
+    ]
+    with RestDaemon(db_path) as daemon:
+        answers: dict[int, requests.Response] = {}
+
+        def search(i: int) -> None:
+            answers[i] = requests.post(
+                daemon.url + "/api/search", json={"query": queries[i]}, timeout=60
+            )
+
+        threads = [threading.Thread(target=search, args=(i,)) for i in range(len(queries))]
+        for thread in threads:
+            thread.start()
+        assert daemon.request("GET", "/health").json()["status"] == "ok"
+        for thread in threads:
+            thread.join(timeout=60)
+        statuses = [answers[i].status_code for i in range(len(queries))]
+        assert statuses[:3] == [400, 400, 400]
+        assert all("query is too expensive" in answers[i].json()["error"] for i in range(3))
+        assert statuses[3] == 200 or "query is too expensive" in answers[3].json()["error"]
         assert daemon.stop() == 0

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import fts
+from agent_memory import fts, repository
+from agent_memory import service as service_module
+from agent_memory.errors import InvalidArgument
 
 
 @pytest.mark.parametrize(
@@ -77,3 +79,67 @@ def test_a_very_long_question_is_answered(service):
     words = " ".join(f"word{i}" for i in range(5000))
     answer = service.search({"query": f"{words} needle?"})
     assert [r["id"] for r in answer["results"]] == [1]
+
+
+HUNDRED_WORDS = " ".join(f"what did we decide about item{i}" for i in range(17)) + "?"
+
+
+@pytest.mark.parametrize(
+    ("query", "message"),
+    [
+        (" OR ".join(["m*"] * 500), "a prefix must have at least 2 characters (got m*)"),
+        ("m *", "a prefix must have at least 2 characters (got m*)"),
+        ('"" *', "a prefix must have at least 2 characters (got *)"),
+        (" OR ".join(["vec*"] * 9), "it must have at most 8 prefixes (got 9)"),
+        ("NEAR(" + "the " * 200 + ")", "a NEAR group must have at most 10 words (got 11)"),
+        ('"' + "the " * 2000 + '"', "a phrase must have at most 32 words (got 2000)"),
+        ("the+" * 40 + "end", "a phrase must have at most 32 words (got 33)"),
+        ("a_" * 40, "a phrase must have at most 32 words (got 40)"),  # "_" splits words
+        ("word " * 10_001, "it must have at most 10000 words (got 10001)"),
+    ],
+    ids=[
+        "m-star-x500",
+        "spaced-prefix",
+        "empty-prefix",
+        "nine-prefixes",
+        "near-200",
+        "phrase-2000",
+        "plus-joined",
+        "underscored",
+        "words-10001",
+    ],
+)
+def test_costly_queries_are_refused_before_they_run(service, corpus, query, message):
+    with pytest.raises(InvalidArgument) as refused:
+        service.search({"query": query})
+    assert str(refused.value) == f"invalid argument: query is too expensive: {message}"
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        HUNDRED_WORDS,
+        HUNDRED_WORDS.replace("?", ""),  # valid FTS5: 102 terms AND-ed
+        " OR ".join(["vec*", "sto*", "sq*", "ca*"] * 2),
+        "NEAR(sqlite vec store, 10)",
+        '"' + "the " * 32 + '"',
+        "what is 2+2?",
+    ],
+    ids=["100-word-question", "100-word-fts5", "eight-prefixes", "near", "phrase-32", "sum"],
+)
+def test_ordinary_queries_are_within_the_bounds(service, corpus, query):
+    assert service.search({"query": query})["search_mode"] == "keyword"
+
+
+def test_a_search_past_its_time_budget_is_refused_and_frees_the_connection(
+    service, corpus, monkeypatch
+):
+    # SQLite's progress handler interrupts the statement at the first look past the
+    # deadline; here the deadline has passed before the first statement runs.
+    monkeypatch.setattr(service_module, "SEARCH_BUDGET_SECS", 0.0)
+    monkeypatch.setattr(repository, "PROGRESS_STEPS", 1)
+    with pytest.raises(InvalidArgument, match="query is too expensive: a search must finish"):
+        service.search({"query": "vec*"})
+    monkeypatch.setattr(service_module, "SEARCH_BUDGET_SECS", 2.0)
+    assert ids(service.search({"query": "vec*"})) == [1, 5]  # the handler left the pool
+    assert sorted(ids(service.search({"query": "store"}))) == [1, 5]

@@ -431,3 +431,19 @@ def test_a_restricted_question_without_common_words_is_one_query(service, clock,
     assert ids(service.search({"query": question, "limit": 3})["results"]) == expected
     assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
     assert len(scored) == 2  # the raw query (not FTS5 syntax), then the restricted one
+
+
+def test_a_nul_in_content_leaves_the_pruned_page_the_full_querys(service, clock, raw):
+    # Issue 18: past PRUNE_MIN_ROWS, "common" (in 45% of rows) is left out and added back
+    # by term_scores; SQL length() stopped at the NUL, so the row after it seemed to hold
+    # "common" many times and the shortcut's page (2102) differed from the full query's.
+    with service.repo.bulk():
+        for i in range(service_module.PRUNE_MIN_ROWS + 100):
+            word = "common" if i % 20 < 9 else "other"
+            service.store({"content": f"{word} filler{i}", "type": "TODO"})
+    plain = service.store({"content": "zebra common common f1", "type": "TODO"})["id"]
+    nul = service.store({"content": "zebra\x00 common f1 f2", "type": "TODO"})["id"]
+    expected = reference(raw, '"zebra" OR "common"', clock.now, 1)
+    assert expected == [plain] and nul == plain + 1
+    assert ids(service.search({"query": "zebra OR common", "limit": 1})["results"]) == expected
+    assert ids(service.search({"query": "zebra common?", "limit": 1})["results"]) == expected
