@@ -16,6 +16,8 @@ import re
 MARKER = "[redacted:{}]"
 # An assignment's value shorter than this is left alone (``token=5``, ``secret: no``).
 MIN_VALUE_CHARS = 4
+# ... and a value of digits only shorter than this (``SQL_COPT_SS_ACCESS_TOKEN = 1256``).
+MIN_SECRET_DIGITS = 8
 
 
 def _began(width: int) -> str:
@@ -32,12 +34,13 @@ def _assignment(words: str) -> re.Pattern[str]:
 
     KEY is an identifier ending in one of ``words`` (any case: ``DB_PASSWORD``,
     ``accessToken``). What is replaced is the group ``value`` (a quoted string) or ``bare``
-    (an unquoted run); after ``:`` an unquoted value must end its line or be followed by ``,``
-    ``;`` or ``}`` (YAML, not prose such as "the token: rotate it weekly").
+    (an unquoted run). After ``:`` an unquoted value must end its line or be followed by
+    ``;`` or ``}`` (not ``,``: ``key: KeyType,`` is an annotation), and hold more than
+    letters: YAML, not prose such as "the token: rotate it weekly", "Password: incorrect".
     """
     key = rf"(?i:{words})[\"']?[^\S\r\n]*"  # the key's end: its start is not needed
     quoted = r"(?P<q>[\"'`])(?P<value>(?:(?!(?P=q))[^\r\n\\])+)(?P=q)"
-    bare = r"(?P<bare>[^\s\"'`,;&}]+)(?(colon)(?=[^\S\r\n]*(?:$|[,;}])))"
+    bare = r"(?P<bare>[^\s\"'`,;&})]+)(?(colon)(?=[^\S\r\n]*(?:$|[;}])))"
     return re.compile(
         rf"{key}(?:=>|:=|(?P<colon>:)(?![=:])|=(?!=))[^\S\r\n]*(?:{quoted}|{bare})",
         re.MULTILINE,
@@ -57,7 +60,7 @@ PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
             r"-----BEGIN[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----"
             r"(?:(?:[^-]|-(?!----))*?-----END[A-Z0-9 ]* PRIVATE KEY(?: BLOCK)?-----"
             # cut short: the base64 lines that follow, up to a blank line
-            r"|(?:[^\S\r\n]*(?:\r?\n|\\r?\\n)[^\S\r\n]*[A-Za-z0-9+/=]{16,})*)"
+            r"|(?:[^\S\r\n]*(?:\r?\n|\\r?\\n)[^\S\r\n]*[A-Za-z0-9+/=]{16,})+)"
         ),
     ),
     (
@@ -130,24 +133,47 @@ PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     ("token", ("token",), _assignment(r"token")),
 )
 _VALUE_GROUPS = ("value", "bare")
-_NOT_SECRETS = frozenset({"null", "none", "nil", "true", "false", "undefined", "required"})
+# Words that are not secrets: values of code and config, and the examples of docs
+# (``https://user:password@host``, ``password=password``).
+_NOT_SECRETS = frozenset(
+    {"null", "none", "nil", "true", "false", "undefined", "required"}
+    | {"password", "passwd", "pass", "secret", "token", "apikey", "api_key"}
+)
+_COLOR = re.compile(r"#[0-9A-Fa-f]{3,8}")
 _MASKED = frozenset("*xX.•-_")
+_NAME = re.compile(r"[^\W\d]+")  # letters and _, no digit
 _ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 
 
 def placeholder(value: str) -> bool:
     """A value that stands for a secret rather than being one: ``***``, ``<token>``,
     ``${VAR}``, ``$VAR``, ``{name}``, ``%s``, ``os.environ[...]``, ``get_token()``,
-    ``settings.token``, ``None``, a marker already written, or a value too short to be one."""
+    ``settings.token``, ``None``, ``#ffcc00``, ``1256``, a marker already written, or a
+    value too short to be one."""
     return (
         len(value) < MIN_VALUE_CHARS
+        or (value.isdigit() and len(value) < MIN_SECRET_DIGITS)
         or value[0] in "$<{%[:"
         or set(value) <= _MASKED
         or value.lower() in _NOT_SECRETS
         or "(" in value
         or "[" in value
         or _ATTRIBUTE.fullmatch(value) is not None
+        or _COLOR.fullmatch(value) is not None
     )
+
+
+def _prose_or_code(match: re.Match[str], value: str) -> bool:
+    """An unquoted value without a digit that reads as a word or a name, not a secret:
+    after ``:`` any word ("Password: incorrect"); after ``=`` a name written with spaces,
+    with ``_`` or a capital, or passed on (``token = Error``, ``_token=_token``,
+    ``f(api_key=key)``)."""
+    if not _NAME.fullmatch(value):
+        return False
+    text, start, end = match.string, match.start("bare"), match.end("bare")
+    spaced = text[start - 1].isspace()
+    passed = text[end : end + 1] in (",", ")")
+    return bool(match["colon"]) or spaced or passed or not value.isalpha() or not value.islower()
 
 
 def redact(text: str) -> tuple[str, list[str]]:
@@ -166,7 +192,7 @@ def _replaced(match: re.Match[str], kind: str, found: list[str]) -> str:
     for group in _VALUE_GROUPS:
         if group in match.re.groupindex and match.group(group) is not None:
             value = match.group(group)
-            if placeholder(value):
+            if placeholder(value) or (group == "bare" and _prose_or_code(match, value)):
                 return match.group(0)
             found.append(kind)
             start, end = match.span(group)
