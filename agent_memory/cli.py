@@ -58,6 +58,7 @@ class Settings:
     embed_model: str
     sweep_interval: int
     max_content_bytes: int
+    redact: bool = True
 
 
 def configure_logging(level: str) -> None:
@@ -90,6 +91,7 @@ def _service(settings: Settings):  # -> MemoryService
         database,
         embedder=Embedder(settings.ollama_url, settings.embed_model),
         max_content_bytes=settings.max_content_bytes,
+        redact=settings.redact,
     )
 
 
@@ -210,6 +212,16 @@ def is_loopback(host: str) -> bool:
     help="Largest memory content accepted (UTF-8 bytes); bigger stores and updates are refused.",
 )
 @click.option(
+    "--redact",
+    type=click.Choice(["on", "off"], case_sensitive=False),
+    envvar="AGENT_MEMORY_REDACT",
+    default="on",
+    show_default=True,
+    show_envvar=True,
+    help="Replace secrets (private keys, cloud and API keys, tokens, JWTs, password= values) "
+    "in stored and imported content by [redacted:KIND] markers.",
+)
+@click.option(
     "--log-level",
     type=click.Choice(LOG_LEVELS, case_sensitive=False),
     envvar="AGENT_MEMORY_LOG",
@@ -226,6 +238,7 @@ def cli(
     embed_model: str,
     sweep_interval: int,
     max_content_bytes: int,
+    redact: str,
     log_level: str,
 ) -> None:
     """Persistent, typed, local memory for AI agents, in one SQLite file."""
@@ -236,6 +249,7 @@ def cli(
         embed_model=embed_model,
         sweep_interval=sweep_interval,
         max_content_bytes=max_content_bytes,
+        redact=redact.lower() == "on",
     )
 
 
@@ -636,7 +650,7 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
     finally:
         bar.close()
         service.close()
-    click.echo(", ".join(f"{name}: {count}" for name, count in report.items()))
+    echo_import_report(report)
     if report["imported"]:
         click.echo(
             f"{report['imported']} rows pending embedding — the sweep backfills them on the "
@@ -663,7 +677,18 @@ def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
         fail(str(exc))
     finally:
         service.close()
-    click.echo(", ".join(f"{name}: {count}" for name, count in report.items()))
+    echo_import_report(report)
+
+
+def echo_import_report(report: dict[str, int]) -> None:
+    """The counts on one line; then, only when secrets were redacted, how many and where."""
+    from agent_memory.service import REDACTION_COUNTS
+
+    counts = {name: count for name, count in report.items() if name not in REDACTION_COUNTS}
+    click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))
+    secrets, memories = (report.get(name, 0) for name in REDACTION_COUNTS)
+    if secrets:
+        click.echo(f"secrets redacted: {secrets} in {memories} memories")
 
 
 def main() -> None:

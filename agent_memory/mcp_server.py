@@ -93,7 +93,10 @@ TOOLS = [
             "why), PATTERN (a way of doing things here), ERROR (a failure and its fix), TODO, "
             "ARCHITECTURE (how the system is built), CONSTRAINT (a rule that must hold). "
             "DECISION, ARCHITECTURE and CONSTRAINT fade six times slower in ranking. Set "
-            "ttl_secs for facts that stop being true (the memory is removed after that)."
+            "ttl_secs for facts that stop being true (the memory is removed after that). "
+            "Secrets in content (private keys, API keys, tokens, JWTs, password= values) are "
+            "replaced by [redacted:KIND] markers before storing; the answer then lists their "
+            "kinds in redacted."
         ),
         input_schema={
             "type": "object",
@@ -166,7 +169,8 @@ TOOLS = [
             "old value, a field you omit stays, null clears tags (to []), scope (to global) "
             "or ttl_secs (never expire). content cannot be null or empty; type and source "
             "cannot change. Unknown fields are rejected. Returns the updated memory plus "
-            "embedding_status (1: new content embedded, 0: embedding pending), or "
+            "embedding_status (1: new content embedded, 0: embedding pending) and, when "
+            "secrets in content were replaced, redacted (as for memory_store); or "
             "{updated: false, reason: not_found}. Counts as a use."
         ),
         input_schema={

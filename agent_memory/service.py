@@ -38,6 +38,7 @@ from agent_memory.errors import (
     StorageError,
     UnknownField,
 )
+from agent_memory.redact import redact as redact_secrets
 from agent_memory.repository import (
     BM25_K1,
     DeadlinePassed,
@@ -122,6 +123,8 @@ IMPORT_COUNTS = (
     "links skipped duplicates",
     "links dropped",
 )
+# An import's report gains these two counts when secrets were redacted in rows it wrote.
+REDACTION_COUNTS = ("secrets redacted", "memories redacted")
 IMPORT_OUTCOME = {
     "imported": "imported",
     "duplicate": "skipped duplicates",
@@ -359,6 +362,22 @@ def _rarest(kept: list[str], hits: Mapping[str, int], budget: float) -> str | No
     return fts.or_of(chosen) if len(chosen) < len(rarest) else None
 
 
+def _tally(redacted: list[int], secrets: list[int], outcomes: list[tuple[str, Any]]) -> None:
+    """Add an import batch's secrets and memories redacted, counting only the rows written."""
+    for found, (outcome, _) in zip(secrets, outcomes, strict=True):
+        if found and outcome == "imported":
+            redacted[0] += found
+            redacted[1] += 1
+
+
+def _with_redactions(report: dict[str, int], secrets: int, memories: int) -> dict[str, int]:
+    """An import's report, plus how many secrets were redacted in how many of the memories
+    written, when any were (REDACTION_COUNTS)."""
+    if not secrets:
+        return report
+    return {**report, **dict(zip(REDACTION_COUNTS, (secrets, memories), strict=True))}
+
+
 def _ident(item: Any) -> int:
     """A ranked item's id: a memory (keyword mode) or an id (the hybrid keyword leg)."""
     return item if isinstance(item, int) else item["id"]
@@ -373,9 +392,11 @@ class MemoryService:
         clock: Callable[[], float] = time.time,
         embedder: Embedder | None = None,
         max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+        redact: bool = True,
     ) -> None:
         self.database = database
         self.max_content_bytes = max_content_bytes
+        self.redact = redact
         self.repo = Repository(database.engine)
         self.embedder = embedder
         self._clock = clock
@@ -399,6 +420,19 @@ class MemoryService:
             log.error("%s: storage error: %s", operation, getattr(exc, "orig", None) or exc)
             raise StorageError(operation) from exc
 
+    def _redacted(self, content: str) -> tuple[str, list[str]]:
+        """Content as it may be stored: secrets replaced by markers (unless redact is off),
+        and the kinds replaced. Called after validation: the size limit is on what was sent."""
+        return redact_secrets(content) if self.redact else (content, [])
+
+    def _redact_records(self, records: list[dict[str, Any]]) -> list[int]:
+        """Redact import records in place; per record, how many secrets were replaced."""
+        found = []
+        for record in records:
+            record["content"], kinds = self._redacted(record["content"])
+            found.append(len(kinds))
+        return found
+
     # -- operations -----------------------------------------------------------------------
 
     def store(self, args: Any) -> dict[str, Any]:
@@ -412,6 +446,7 @@ class MemoryService:
         source = _label(args, "source")
         scope = _label(args, "scope")
         ttl = _ttl(args)
+        content, redacted = self._redacted(content)
         embedding = self._embed_document(content)  # before the write lock, never under it
         now = self.now()
         with self._storage("store"):
@@ -425,7 +460,7 @@ class MemoryService:
                 expires_at=None if ttl is None else now + ttl,
                 embedding=embedding,
             )
-        return {"id": memory_id}
+        return {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
 
     def search(self, args: Any) -> dict[str, Any]:
         args = _mapping(args)
@@ -645,8 +680,11 @@ class MemoryService:
         if not any(name in args for name in PATCH_FIELDS):
             raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
         changes: dict[str, Any] = {}
+        redacted: list[str] = []
         if "content" in args:
-            changes["content"] = _content(args["content"], self.max_content_bytes)
+            changes["content"], redacted = self._redacted(
+                _content(args["content"], self.max_content_bytes)
+            )
         if "tags" in args:
             changes["tags"] = _tags(args["tags"])
         if "scope" in args:
@@ -660,7 +698,7 @@ class MemoryService:
             updated = self.repo.update_memory(memory_id, changes, now, embedding)
         if updated is None:
             return _not_found(memory_id, "updated")
-        return updated
+        return {**updated, "redacted": redacted} if redacted else updated
 
     def forget(self, args: Any) -> dict[str, Any]:
         memory_id = _memory_id(_mapping(args))
@@ -936,6 +974,7 @@ class MemoryService:
         report = dict.fromkeys(IMPORT_COUNTS, 0)
         total = header["exported_rows"] + header["exported_links"]
         done = [0]
+        redacted = [0, 0]  # secrets, memories: counted over the rows written
         ids: dict[int, int | None] = {}
         memories: list[dict[str, Any]] = []
         edges: list[tuple[int, int, str, int]] = []
@@ -947,6 +986,7 @@ class MemoryService:
             return at >= 0 and inserted[at][0] <= memory_id <= inserted[at][1]
 
         def flush_memories() -> None:
+            secrets = self._redact_records(memories)  # the duplicate check sees the result
             outcomes = self.repo.import_memories(memories, now)
             new = [memory_id for outcome, memory_id in outcomes if outcome == "imported"]
             if new:  # a batch's new rows take consecutive ids, in ascending batches
@@ -954,6 +994,7 @@ class MemoryService:
             for record, (outcome, memory_id) in zip(memories, outcomes, strict=True):
                 ids[record["key"]] = memory_id
                 report[IMPORT_OUTCOME[outcome]] += 1
+            _tally(redacted, secrets, outcomes)
             done[0] += len(memories)
             progress(done[0], total)
             memories.clear()
@@ -998,7 +1039,7 @@ class MemoryService:
                 log.error("import: %s: %s", type(exc).__name__, exc)
                 raise StorageError("import") from exc
             raise
-        return report
+        return _with_redactions(report, *redacted)
 
     def _take_out(self, inserted: list[tuple[int, int]], edges: list[tuple[int, int, str]]) -> None:
         """Remove what a failed import had committed, in one transaction: its rows by id
@@ -1039,9 +1080,13 @@ class MemoryService:
             for item in items
         ]
         report = {"imported": 0, "skipped duplicates": 0, "malformed lines skipped": malformed}
+        redacted = [0, 0]
         with self._storage("import"):
             for start in range(0, len(records), IMPORT_BATCH_ROWS):
                 batch = records[start : start + IMPORT_BATCH_ROWS]
-                for outcome, _ in self.repo.import_memories(batch, now):
+                secrets = self._redact_records(batch)
+                outcomes = self.repo.import_memories(batch, now)
+                for outcome, _ in outcomes:
                     report[IMPORT_OUTCOME[outcome]] += 1
-        return report
+                _tally(redacted, secrets, outcomes)
+        return _with_redactions(report, *redacted)

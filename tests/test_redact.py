@@ -1,0 +1,366 @@
+"""Secrets never stored: real-looking (generated, fake) secrets are redacted before a write,
+and look-alikes (hashes, UUIDs, prose, code, placeholders) stay exactly as written."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import random
+import string
+import uuid
+
+import anyio
+import pytest
+from click.testing import CliRunner
+from mcp import Client
+
+from agent_memory import gsd, jsonl, mcp_server
+from agent_memory.cli import cli
+from agent_memory.db import open_database
+from agent_memory.redact import PATTERNS, redact
+from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+from agent_memory.service import MemoryService
+
+_RNG = random.Random(18)
+ALNUM = string.ascii_letters + string.digits
+UPPER = string.ascii_uppercase + string.digits
+URLSAFE = ALNUM + "-_"
+DIGITS = string.digits
+
+
+def fake(alphabet: str, n: int) -> str:
+    """n random characters (fixed seed): shaped like a secret, and none."""
+    return "".join(_RNG.choice(alphabet) for _ in range(n))
+
+
+def b64url(data: dict) -> str:
+    return base64.urlsafe_b64encode(json.dumps(data).encode()).rstrip(b"=").decode()
+
+
+PEM_BODY = "\n".join(fake(ALNUM + "+/", 64) for _ in range(5)) + "\n" + fake(ALNUM, 20) + "=="
+
+
+def pem(label: str) -> str:
+    return f"-----BEGIN {label}-----\n{PEM_BODY}\n-----END {label}-----"
+
+
+JWT = ".".join(
+    [b64url({"alg": "HS256", "typ": "JWT"}), b64url({"sub": "42", "iat": 1}), fake(URLSAFE, 43)]
+)
+
+# (a text holding one secret, its kind)
+SECRETS = [
+    (pem("RSA PRIVATE KEY"), "private-key"),
+    (pem("PRIVATE KEY"), "private-key"),
+    (pem("OPENSSH PRIVATE KEY"), "private-key"),
+    (pem("PGP PRIVATE KEY BLOCK"), "private-key"),
+    (
+        "-----BEGIN EC PRIVATE KEY-----\\n" + fake(ALNUM, 64) + "\\n-----END EC PRIVATE KEY-----",
+        "private-key",
+    ),  # a key inside a JSON string, its newlines escaped
+    ("-----BEGIN PRIVATE KEY-----\n" + fake(ALNUM, 64) + "\n" + fake(ALNUM, 64), "private-key"),
+    ("AKIA" + fake(UPPER, 16), "aws-access-key"),
+    ("ASIA" + fake(UPPER, 16), "aws-access-key"),
+    ("AIza" + fake(URLSAFE, 35), "google-api-key"),
+    ("ghp_" + fake(ALNUM, 36), "github-token"),
+    ("gho_" + fake(ALNUM, 36), "github-token"),
+    ("ghu_" + fake(ALNUM, 36), "github-token"),
+    ("ghs_" + fake(ALNUM, 36), "github-token"),
+    ("ghr_" + fake(ALNUM, 36), "github-token"),
+    ("github_pat_" + fake(ALNUM, 22) + "_" + fake(ALNUM, 59), "github-token"),
+    ("glpat-" + fake(URLSAFE, 20), "gitlab-token"),
+    (f"xoxb-{fake(DIGITS, 12)}-{fake(DIGITS, 13)}-{fake(ALNUM, 24)}", "slack-token"),
+    ("xoxp-" + "-".join(fake(DIGITS, 12) for _ in range(3)) + "-" + fake(ALNUM, 32), "slack-token"),
+    (f"xapp-1-A{fake(UPPER, 10)}-{fake(DIGITS, 13)}-{fake(ALNUM, 64)}", "slack-token"),
+    (
+        "https://hooks.slack.com/services/T"
+        + fake(UPPER, 8)
+        + "/B"
+        + fake(UPPER, 8)
+        + "/"
+        + fake(ALNUM, 24),
+        "slack-webhook",
+    ),
+    ("npm_" + fake(ALNUM, 36), "npm-token"),
+    ("sk_live_" + fake(ALNUM, 24), "stripe-key"),
+    ("sk-" + fake(ALNUM, 20) + "T3BlbkFJ" + fake(ALNUM, 20), "openai-api-key"),
+    ("sk-proj-" + fake(URLSAFE, 100) + "T3BlbkFJ" + fake(URLSAFE, 40), "openai-api-key"),
+    ("sk-ant-api03-" + fake(URLSAFE, 93) + "AA", "anthropic-api-key"),
+    (JWT, "jwt"),
+    ("Authorization: Bearer " + fake(ALNUM, 40), "bearer-token"),
+    ("postgres://app:" + fake(ALNUM, 16) + "@db.internal:5432/prod", "url-password"),
+    ("password=" + fake(ALNUM, 12), "password"),
+    ("mysql -u root --password=hunter", "password"),
+    ("DB_PASSWORD=hunter2hunter2", "password"),
+    ("password: s3cr3t-Value", "password"),
+    ("  db_password: Summer2024\n  user: app", "password"),
+    ('{"password": "correct horse battery staple"}', "password"),
+    ("login with password = 'Tr0ub4dor&3'", "password"),
+    ("client_secret=" + fake(ALNUM, 32), "secret"),
+    ("aws_secret_access_key = " + fake(ALNUM + "+/", 40), "secret"),
+    ("export API_KEY=" + fake(ALNUM, 32), "api-key"),
+    ('apiKey: "' + fake(ALNUM, 32) + '"', "api-key"),
+    ("curl https://api.example.com/v1?access_token=" + fake(ALNUM, 30) + "&page=2", "token"),
+    ("token := `" + fake(ALNUM, 20) + "`", "token"),
+    ("'auth_token' => '" + fake(ALNUM, 20) + "'", "token"),
+]
+
+# Texts that hold no secret: stored exactly as sent.
+LOOK_ALIKES = [
+    hashlib.sha1(b"commit").hexdigest(),  # a git SHA
+    "fixed in 3f2a9c1, see " + hashlib.sha1(b"x").hexdigest(),
+    hashlib.sha256(b"artifact").hexdigest(),
+    "sha512: " + hashlib.sha512(b"x").hexdigest(),
+    str(uuid.UUID(int=_RNG.getrandbits(128))),
+    base64.b64encode(b"ordinary data, nothing secret about it at all " * 3).decode(),
+    "A risk-free migration: the task-management disk-backed queue.",
+    "We need a password reset flow and a token bucket for rate limits.",
+    "token = get_token()",
+    "password = os.environ['DB_PASSWORD']",
+    'api_key = os.environ.get("API_KEY")',
+    "password: ${DB_PASSWORD}",
+    "token=$GITHUB_TOKEN",
+    "password=<your password here>",
+    "password=***",
+    "secret: ********",
+    "password=",
+    'password: ""',
+    "token = self.token",
+    "api_key = settings.api_key",
+    "max_tokens=4096 and tokens: 12",
+    "password_hash = bcrypt(pw)",
+    "if password == stored: return True",
+    "The token: rotate it weekly, the password: never reuse it.",
+    "Login failed. Password: incorrect",
+    "Token: Expired",
+    "secretKeyRef: db-credentials",
+    "api_key_id: 1234",
+    "token = Error",
+    "SQL_COPT_SS_ACCESS_TOKEN = 1256",
+    "f(_token=_token, allow_token=False)",
+    "BasicAuth(username=username, password=password) and ApiKeyAuth(api_key=key)",
+    "def sign(private_key: PKCS7PrivateKeyTypes, data: bytes): ...",
+    "styles = {Token: '#cccccc', Comment: '#888'}",
+    'the marker is _SK_START = b"-----BEGIN OPENSSH PRIVATE KEY-----"',
+    "e.g. `pass` in `https://user:pass@host:port/path?query#fragment`",
+    "AKIA is the prefix of AWS access key ids.",
+    "AKIA1234 is too short to be one",
+    "ghp_x is a GitHub token prefix; glpat-abc is GitLab's",
+    "sk-learn-compatible-estimators-for-everyone",
+    "xoxb- tokens belong to bots",
+    "eyJhbGciOiJIUzI1NiJ9 alone is only a header",
+    "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiI0MiJ9 has two segments",
+    "# Heading\n\n- **bold** item with `code`\n\n| key | value |\n|---|---|\n| a | b |\n",
+    "https://example.com/search?q=sqlite+fts5&page=2&sort=desc&utm_source=newsletter&lang=en",
+    "-----BEGIN CERTIFICATE-----\nMIIB" + "A" * 60 + "\n-----END CERTIFICATE-----",
+    "-----BEGIN PUBLIC KEY-----\nMIIB" + "A" * 60 + "\n-----END PUBLIC KEY-----",
+    "Bearer tokens are sent in the Authorization header.",
+    "https://user@example.com:8080/path@v2",
+    "def login(user, password):\n    token = issue(user)\n    return token\n",
+]
+
+
+def marker(kind: str) -> str:
+    return f"[redacted:{kind}]"
+
+
+@pytest.mark.parametrize(("secret", "kind"), SECRETS)
+def test_each_secret_shape_is_redacted_in_prose(secret, kind):
+    text = f"Note for later: {secret}\nthen deploy."
+    redacted, kinds = redact(text)
+    assert kinds == [kind]
+    assert marker(kind) in redacted
+    assert redacted.startswith("Note for later: ")
+    assert redacted.endswith("\nthen deploy.") or kind == "private-key"
+
+
+def test_every_kind_in_the_table_has_a_secret_in_the_corpus():
+    assert {kind for kind, _, _ in PATTERNS} == {kind for _, kind in SECRETS}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("password=hunter2hunter2", "password=[redacted:password]"),
+        ('"password": "a b c d"', '"password": "[redacted:password]"'),
+        ("DB_PASSWORD: hunter22", "DB_PASSWORD: [redacted:password]"),
+        ("token=ghp_" + "a1" * 18, "token=[redacted:github-token]"),
+        ("postgres://app:pa55word@db/x", "postgres://app:[redacted:url-password]@db/x"),
+        (
+            "Authorization: Bearer abc123def456ghi789jkl0",
+            "Authorization: Bearer [redacted:bearer-token]",
+        ),
+    ],
+)
+def test_assignments_keep_the_key_and_replace_the_value(text, expected):
+    assert redact(text)[0] == expected
+
+
+@pytest.mark.parametrize("text", LOOK_ALIKES)
+def test_look_alikes_stay_untouched(text):
+    assert redact(text) == (text, [])
+
+
+def test_several_secrets_are_each_counted():
+    text = f"ghp_{'b2' * 18} and ghp_{'c3' * 18} and AKIA{'D' * 16}"
+    assert redact(text) == (
+        "[redacted:github-token] and [redacted:github-token] and [redacted:aws-access-key]",
+        ["aws-access-key", "github-token", "github-token"],
+    )
+
+
+def test_redacting_twice_changes_nothing_more():
+    text = "\n\n".join(secret for secret, _ in SECRETS)
+    once, kinds = redact(text)
+    assert len(kinds) == len(SECRETS)
+    assert redact(once) == (once, [])
+
+
+# -- through the service: store, update, both imports -------------------------------------
+
+GITHUB = "ghp_" + fake(ALNUM, 36)
+
+
+def test_store_answers_what_was_redacted_and_stores_only_markers(service, raw):
+    answer = service.store({"content": f"deploy with {GITHUB}", "type": "PATTERN"})
+    assert answer == {"id": answer["id"], "redacted": ["github-token"]}
+    (content,) = raw.execute("SELECT content FROM memories").fetchone()
+    assert content == "deploy with [redacted:github-token]"
+    assert service.search({"query": "ghp"})["results"] == []
+
+
+def test_store_without_a_secret_answers_as_before(service):
+    assert service.store({"content": "ordinary prose", "type": "PATTERN"}) == {"id": 1}
+
+
+def test_the_size_limit_applies_to_the_content_as_sent(db_path):
+    svc = MemoryService(open_database(db_path), max_content_bytes=40)
+    try:
+        with pytest.raises(Exception, match="at most 40 bytes"):
+            svc.store({"content": "x " + GITHUB, "type": "PATTERN"})  # 42 bytes, 25 redacted
+    finally:
+        svc.close()
+
+
+def test_update_redacts_new_content_and_says_so(service, raw):
+    memory_id = service.store({"content": "first", "type": "PATTERN"})["id"]
+    answer = service.update({"id": memory_id, "content": f"now {GITHUB}"})
+    assert answer["content"] == "now [redacted:github-token]"
+    assert answer["redacted"] == ["github-token"]
+    assert "redacted" not in service.update({"id": memory_id, "tags": ["a"]})
+
+
+def test_redact_off_stores_the_text_as_sent(db_path):
+    svc = MemoryService(open_database(db_path), redact=False)
+    try:
+        assert svc.store({"content": GITHUB, "type": "PATTERN"}) == {"id": 1}
+        assert svc.list({})[0]["content"] == GITHUB
+    finally:
+        svc.close()
+
+
+def export_file(tmp_path, contents: list[str]):
+    path = tmp_path / "in.jsonl"
+    header = jsonl.header(
+        exported_at=0,
+        embedding_model="nomic-embed-text",
+        embedding_dim=768,
+        schema_version=1,
+        agent_memory_version="0.1.0",
+        exported_rows=len(contents),
+        exported_links=0,
+    )
+    lines = [header] + [
+        {
+            "record": "memory",
+            "key": i,
+            "type": "PATTERN",
+            "content": c,
+            "tags": [],
+            "source": None,
+            "scope": None,
+            "created_at": 1,
+            "last_accessed": 1,
+            "access_count": 0,
+            "expires_at": None,
+        }
+        for i, c in enumerate(contents, start=1)
+    ]
+    path.write_text("".join(jsonl.line(x) for x in lines), encoding="utf-8")
+    return path
+
+
+def checked(path):
+    reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+    reader.check()
+    return reader
+
+
+def test_jsonl_import_redacts_counts_and_stays_idempotent(service, tmp_path):
+    path = export_file(tmp_path, [f"a {GITHUB} and AKIA{'Q' * 16}", "plain", f"b {GITHUB}"])
+    report = service.import_jsonl(checked(path))
+    assert report["imported"] == 3
+    assert (report["secrets redacted"], report["memories redacted"]) == (3, 2)
+    contents = sorted(m["content"] for m in service.list({}))
+    assert contents == [
+        "a [redacted:github-token] and [redacted:aws-access-key]",
+        "b [redacted:github-token]",
+        "plain",
+    ]
+    again = service.import_jsonl(checked(path))  # the duplicate check sees the redacted text
+    assert (again["imported"], again["skipped duplicates"]) == (0, 3)
+    assert "secrets redacted" not in again
+
+
+def test_gsd_import_redacts_and_stays_idempotent(service):
+    parsed = gsd.parse(f"## Decisions\n- Use the bot token {GITHUB} for CI\n- Plain one\n")
+    report = service.import_gsd(parsed.items, parsed.malformed, "proj")
+    assert (report["imported"], report["secrets redacted"], report["memories redacted"]) == (
+        2,
+        1,
+        1,
+    )
+    assert any("[redacted:github-token]" in m["content"] for m in service.list({}))
+    again = service.import_gsd(parsed.items, parsed.malformed, "proj")
+    assert (again["imported"], again["skipped duplicates"]) == (0, 2)
+
+
+def test_memory_store_over_mcp_reports_the_redaction(service):
+    async def main():
+        async with Client(mcp_server.build_server(service)) as client:
+            return await client.call_tool(
+                "memory_store", {"content": f"key {GITHUB}", "type": "PATTERN"}
+            )
+
+    result = anyio.run(main)
+    assert result.structured_content["redacted"] == ["github-token"]
+    assert service.list({})[0]["content"] == "key [redacted:github-token]"
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "stored", "line"),
+    [
+        ([], {}, "[redacted:github-token]", "secrets redacted: 1 in 1 memories\n"),
+        (["--redact", "off"], {}, GITHUB, None),
+        ([], {"AGENT_MEMORY_REDACT": "off"}, GITHUB, None),
+    ],
+)
+def test_cli_redact_flag_and_env(tmp_path, args, env, stored, line):
+    path = export_file(tmp_path, [GITHUB])
+    db_path = tmp_path / "m.db"
+    result = CliRunner().invoke(
+        cli, ["--db", str(db_path), *args, "import", "--from", "jsonl", str(path)], env=env
+    )
+    assert result.exit_code == 0, result.output
+    assert (line in result.stdout) if line else ("secrets redacted" not in result.stdout)
+    svc = MemoryService(open_database(db_path))
+    try:
+        assert svc.list({})[0]["content"] == stored
+    finally:
+        svc.close()
+
+
+def test_cli_redact_flag_takes_only_on_or_off():
+    result = CliRunner().invoke(cli, ["--redact", "maybe", "serve"])
+    assert result.exit_code == 2
