@@ -604,9 +604,10 @@ def _mixed_memories(service, count):
         ("?limit=3&expand_links=true", {"limit": 3, "expand_links": True}),
     ],
 )
-@pytest.mark.parametrize("chunk", [1, 1000, rest.STREAM_CHUNK_CHARS])
+@pytest.mark.parametrize("chunk", [1, 1000, None])  # None: STREAM_CHUNK_CHARS as shipped
 def test_streamed_list_is_the_bytes_jsonify_wrote(service, monkeypatch, query, args, chunk):
-    monkeypatch.setattr(rest, "STREAM_CHUNK_CHARS", chunk)
+    if chunk:
+        monkeypatch.setattr(rest, "STREAM_CHUNK_CHARS", chunk, raising=False)
     _mixed_memories(service, 300)
     service.link({"from_id": 300, "to_id": 299, "kind": "relates_to"})
     app = create_app(service)
@@ -647,7 +648,7 @@ def fail_at_row(monkeypatch):
 def test_storage_fault_mid_list_drops_the_connection(service, fail_at_row, caplog, monkeypatch):
     """Past the first page a fault cannot be a 500: the daemon cuts the chunked body, so the
     client sees a broken answer (never a shorter list) and no engine text."""
-    monkeypatch.setattr(rest, "STREAM_CHUNK_CHARS", 1)  # a page per row
+    monkeypatch.setattr(rest, "STREAM_CHUNK_CHARS", 1, raising=False)  # a page per row
     _mixed_memories(service, 5)
     fail_at_row(3)
     server = waitress.create_server(create_app(service, allow_remote=True), port=0, threads=1)
