@@ -7,7 +7,12 @@ text each, then starts a real `agent-memory serve-rest` and a real `agent-memory
 (stdio, driven with raw JSON-RPC lines) and has each answer one unlimited list. For each
 daemon it prints its resident memory before the request (VmRSS), its peak while answering
 (VmHWM, restarted just before the request through /proc/PID/clear_refs) and after (VmRSS),
-read from /proc/PID/status, and the size of the answer on the wire.
+read from /proc/PID/status, and the size of the answer on the wire. Each daemon is measured
+once its start-up sweep has logged its line. The rows are marked embedded (as if an earlier
+Ollama had embedded them; a list never reads vectors): with Ollama absent, the sweep's
+backfill of pending rows loads a batch of their contents, a cost of its own (about 450 MiB
+here, kept by the allocator afterwards) that would otherwise blur the list's figures.
+--pending keeps them pending to show it.
 """
 
 from __future__ import annotations
@@ -17,19 +22,45 @@ import http.client
 import json
 import os
 import shutil
+import sqlite3
 import subprocess
 import sys
 import tempfile
+import threading
 from pathlib import Path
+from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_rest import start
 
 from agent_memory.db import open_database
 from agent_memory.service import MemoryService
 
 MIB = 1024 * 1024
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
+
+
+SWEEP_LINE = "sweep: "
+SWEEP_WAIT_SECS = 300
+
+
+def drain(stream: IO[bytes], seen: dict[str, threading.Event]) -> None:
+    """Read a daemon's stderr to the end, setting the event of each text once it appears."""
+    for line in stream:
+        for text, event in seen.items():
+            if text.encode() in line:
+                event.set()
+
+
+def watch(proc: subprocess.Popen, *texts: str) -> dict[str, threading.Event]:
+    seen = {text: threading.Event() for text in texts}
+    assert proc.stderr is not None
+    threading.Thread(target=drain, args=(proc.stderr, seen), daemon=True).start()
+    return seen
+
+
+def launch(args: list[str], **kwargs: int) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
+    return subprocess.Popen(args, stderr=subprocess.PIPE, env=env, **kwargs)
 
 
 def fill(db: Path, count: int, size: int) -> None:
@@ -40,6 +71,13 @@ def fill(db: Path, count: int, size: int) -> None:
             svc.store({"content": text[:size], "type": "PATTERN", "tags": [f"t{i % 7}"]})
     finally:
         svc.close()
+
+
+def mark_embedded(db: Path) -> None:
+    """No row pending embedding, so no backfill runs beside the list being measured."""
+    with sqlite3.connect(db) as conn:
+        conn.execute("UPDATE memories SET embedding_status = 1")
+    conn.close()
 
 
 def status(pid: int) -> dict[str, int]:
@@ -66,16 +104,22 @@ def figures(pid: int, before: int, wire: int) -> dict[str, int]:
 def command(db: Path, size: int, *args: str) -> list[str]:
     exe = Path(sys.executable).with_name("agent-memory")
     cmd = str(exe) if exe.exists() else shutil.which("agent-memory") or "agent-memory"
-    return [cmd, "--db", str(db), "--log-level", "warning", "--max-content-bytes", str(size), *args]
+    return [cmd, "--db", str(db), "--log-level", "info", "--max-content-bytes", str(size), *args]
 
 
 def rest(db: Path, size: int, count: int) -> dict[str, int]:
-    proc, url = start(command(db, size, "serve-rest", "--addr", "127.0.0.1:0"))
+    proc = launch(command(db, size, "serve-rest", "--addr", "127.0.0.1:0"))
     try:
-        host, port = url.removeprefix("http://").rsplit(":", 1)
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if line.startswith(b"REST listening on "):
+                host, port = line.decode().split()[-1].rsplit(":", 1)
+                break
+        swept = watch(proc, SWEEP_LINE)[SWEEP_LINE]
         conn = http.client.HTTPConnection(host, int(port), timeout=600)
         conn.request("GET", "/health")
         conn.getresponse().read()
+        assert swept.wait(SWEEP_WAIT_SECS)
         before = reset_peak(proc.pid)
         conn.request("GET", "/api/memories")
         response = conn.getresponse()
@@ -95,10 +139,8 @@ def _send(proc: subprocess.Popen, message: dict) -> None:
 
 
 def mcp(db: Path, size: int, count: int) -> dict[str, int]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
-    proc = subprocess.Popen(
-        command(db, size, "serve"), stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
-    )
+    proc = launch(command(db, size, "serve"), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    swept = watch(proc, SWEEP_LINE)[SWEEP_LINE]
     assert proc.stdout is not None
     try:
         _send(proc, {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
@@ -108,6 +150,7 @@ def mcp(db: Path, size: int, count: int) -> dict[str, int]:
         _send(proc, {"jsonrpc": "2.0", "method": "notifications/initialized"})
         _send(proc, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
         json.loads(proc.stdout.readline())
+        assert swept.wait(SWEEP_WAIT_SECS)
         before = reset_peak(proc.pid)
         _send(proc, {"jsonrpc": "2.0", "id": 3, "method": "tools/call",
                      "params": {"name": "memory_list", "arguments": {}}})  # fmt: skip
@@ -128,11 +171,14 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=MIB)
     parser.add_argument("--json", type=Path)
     parser.add_argument("--db", type=Path, help="reuse this database (filled when absent)")
+    parser.add_argument("--pending", action="store_true", help="leave rows pending embedding")
     opts = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         db = opts.db or Path(tmp) / "memory.db"
         if not db.exists():
             fill(db, opts.count, opts.size)
+        if not opts.pending:
+            mark_embedded(db)
         data = opts.count * opts.size / MIB
         rows = {"REST GET /api/memories": rest(db, opts.size, opts.count)}
         rows["MCP memory_list"] = mcp(db, opts.size, opts.count)
