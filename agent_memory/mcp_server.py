@@ -11,9 +11,12 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import sys
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import anyio
 from mcp.server import Server
@@ -47,6 +50,8 @@ if TYPE_CHECKING:  # the service (and SQLAlchemy) may load after the first answe
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "agent-memory"
+# Outgoing JSON-RPC lines are encoded and written this many characters at a time.
+WIRE_SLICE_CHARS = 1024 * 1024
 INSTRUCTIONS = (
     "Persistent memory shared by every agent on this machine. Before starting work, "
     "memory_search for decisions, constraints and known errors about the task; after "
@@ -284,12 +289,49 @@ def build_server(service: MemoryService, answered: threading.Event | None = None
     )
 
 
+class _SlicedWire:
+    """The JSON-RPC side of stdout, encoded WIRE_SLICE_CHARS at a time.
+
+    The SDK's stdio writer hands over each message as one str; a text wrapper would encode
+    all of it into a second, bytes copy first (300 MiB more for an unlimited list of 150
+    memories of 1 MiB). Slicing holds one slice of bytes instead.
+    """
+
+    def __init__(self, raw: BinaryIO) -> None:
+        self._raw = raw
+
+    def write(self, text: str) -> int:
+        for start in range(0, len(text), WIRE_SLICE_CHARS):
+            self._raw.write(text[start : start + WIRE_SLICE_CHARS].encode("utf-8"))
+        return len(text)
+
+    def flush(self) -> None:
+        self._raw.flush()
+
+
+@contextmanager
+def _stdout_wire() -> Iterator[BinaryIO]:
+    """fd 1 for JSON-RPC only, as the SDK's own claim keeps it: the wire is a private
+    duplicate, and fd 1 points at stderr while serving, so a stray print cannot corrupt it.
+    The duplicate is never closed (a writer thread may still block on it at exit)."""
+    sys.stdout.flush()
+    private = os.dup(1)
+    os.dup2(2, 1)
+    try:
+        yield os.fdopen(private, "wb", closefd=False)
+    finally:
+        os.dup2(private, 1)
+
+
 def serve_stdio(service: MemoryService, answered: threading.Event | None = None) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes the stream."""
     server = build_server(service, answered)
 
     async def main() -> None:
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(read_stream, write_stream, server.create_initialization_options())
+        with _stdout_wire() as wire:
+            stdout = anyio.wrap_file(_SlicedWire(wire))
+            async with stdio_server(stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
+                options = server.create_initialization_options()
+                await server.run(read_stream, write_stream, options)
 
     anyio.run(main)

@@ -17,7 +17,7 @@ import math
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -869,12 +869,28 @@ class Repository:
         scope: str | None = None,
         limit: int | None = None,
     ) -> list[dict[str, Any]]:
+        return list(self.iter_memories(memory_type=memory_type, tag=tag, scope=scope, limit=limit))
+
+    def iter_memories(
+        self,
+        *,
+        memory_type: str | None = None,
+        tag: str | None = None,
+        scope: str | None = None,
+        limit: int | None = None,
+    ) -> Generator[dict[str, Any], None, None]:
+        """The list's rows newest first, fetched one at a time from one read snapshot.
+
+        An unlimited list can be far larger than memory should hold twice: the caller
+        consumes a row before the next is read. The read transaction (and its pooled
+        connection) stays open until the iterator is exhausted or closed.
+        """
         key, params = _filter_params(memory_type, tag, scope)
         if limit is not None:
             params["limit"] = limit
         with self._read() as conn:
-            rows = conn.execute(_list_statement(key, limit is not None), params)
-            return [_memory(row) for row in rows]
+            for row in conn.execute(_list_statement(key, limit is not None), params):
+                yield _memory(row)
 
     def keyword_search(
         self,

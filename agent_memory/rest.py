@@ -15,9 +15,11 @@ it, so there is nothing to open or close per request here.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 import re
+from collections.abc import Callable, Generator, Iterator
 from importlib import resources
 from typing import Any
 
@@ -35,10 +37,14 @@ log = logging.getLogger(__name__)
 MAX_BODY_BYTES = 4 * 1024 * 1024
 JSON_ESCAPE_FACTOR = 6
 BODY_SLACK_BYTES = 1024 * 1024
+# An unlimited list is streamed in pieces of about this many characters (a row bigger
+# than this is one piece): the daemon holds one piece, not the whole answer.
+STREAM_CHUNK_CHARS = 256 * 1024
 _INTEGER = re.compile(r"-?\d+")
 _BOOLEANS = {"true": True, "false": False}
 
 api = Blueprint("api", __name__)
+Rows = Generator[dict[str, Any], None, None]
 
 
 class BadBody(Exception):
@@ -91,7 +97,38 @@ def list_memories() -> Response:
     if "expand_links" in request.args:
         text = request.args["expand_links"]
         args["expand_links"] = _BOOLEANS.get(text, text)
-    return jsonify(_service().list(args))
+    pieces = _json_array(_service().iter_list(args), current_app.json.dumps)
+    first = next(pieces)  # the first page is read here: a fault in it is an ordinary 500
+    return Response(itertools.chain((first,), pieces), mimetype="application/json")
+
+
+def _json_array(rows: Rows, dumps: Callable[..., str]) -> Iterator[str]:
+    """The bytes ``jsonify`` writes for the whole list, in pieces of STREAM_CHUNK_CHARS.
+
+    Once the status line is out, a storage fault cannot become a 500: it is logged and
+    re-raised, so waitress drops the connection without the final chunk and the client
+    sees a broken answer, never a shorter list it could take for the whole one.
+    """
+    parts: list[str] = []
+    size = read = sent = 0
+    try:
+        for row in rows:
+            text = dumps(row, separators=(",", ":"))
+            if parts and size + len(text) > STREAM_CHUNK_CHARS:
+                yield "".join(parts)
+                sent += 1
+                parts, size = [], 0
+            parts += ["," if read else "[", text]
+            read += 1
+            size += len(text) + 1
+        parts.append("]\n" if read else "[]\n")
+        yield "".join(parts)
+    except StorageError:
+        if sent:
+            log.error("list: storage fault after reading %d rows; cutting the answer", read)
+        raise
+    finally:
+        rows.close()
 
 
 @api.post("/api/search")

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -647,6 +647,12 @@ class MemoryService:
         return [rows[memory_id] for memory_id in best[:limit]]
 
     def list(self, args: Any) -> list[dict[str, Any]]:
+        return list(self.iter_list(args))
+
+    def iter_list(self, args: Any) -> Generator[dict[str, Any], None, None]:
+        """``list``'s rows one at a time, so a transport can send an unlimited list without
+        holding it: bad arguments raise here, storage faults (StorageError) while iterating.
+        """
         args = _mapping(args)
         memory_type = _memory_type(args, required=False)
         tag = _optional_string(args, "tag")
@@ -658,13 +664,19 @@ class MemoryService:
                 "limit is required when expand_links is true; "
                 f"pass a limit between 1 and {MAX_LIMIT}"
             )
+        filters = {"memory_type": memory_type, "tag": tag, "scope": scope, "limit": limit}
+        return self._listed(filters, expand)
+
+    def _listed(
+        self, filters: dict[str, Any], expand: bool
+    ) -> Generator[dict[str, Any], None, None]:
         with self._storage("list"):
-            found = self.repo.list_memories(
-                memory_type=memory_type, tag=tag, scope=scope, limit=limit
-            )
-            if expand:
-                self._expand(found)
-        return found
+            if not expand:
+                yield from self.repo.iter_memories(**filters)
+                return
+            found = self.repo.list_memories(**filters)  # bounded: expand needs a limit
+            self._expand(found)
+        yield from found
 
     def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
         """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.

@@ -243,3 +243,21 @@ def test_relations_end_to_end(db_path, raw):
     )
     assert forgot.structured_content["deleted"] is True
     assert raw.execute("SELECT count(*) FROM memory_links").fetchone() == (0,)
+
+
+def test_a_list_longer_than_a_wire_slice_arrives_whole(db_path):
+    """One JSON-RPC line of several MiB with multi-byte text, written a slice at a time."""
+    svc = MemoryService(open_database(db_path))
+    contents = [f"{i} é\u2603\U0001f600 " * 80_000 for i in range(3)]  # 960 kB of UTF-8 each
+    for content in contents:
+        svc.store({"content": content, "type": "TODO"})
+    svc.close()
+
+    async def main():
+        async with Client(stdio_client(params(db_path))) as client:
+            return await client.call_tool("memory_list", {})
+
+    listed = anyio.run(main)
+    memories = listed.structured_content["memories"]
+    assert [m["content"] for m in memories] == contents[::-1]
+    assert json.loads(listed.content[0].text) == listed.structured_content

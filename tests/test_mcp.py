@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 
 import anyio
@@ -294,3 +295,22 @@ def test_every_service_rejection_is_the_same_invalid_params_over_mcp(
     assert isinstance(error, MCPError), error
     assert (error.code, error.message) == (-32602, message)
     assert dump(db_path) == before
+
+
+@pytest.mark.parametrize("slice_chars", [1, 3, 7, 1024 * 1024])
+def test_outgoing_lines_are_written_in_slices_of_the_same_bytes(monkeypatch, slice_chars):
+    monkeypatch.setattr(mcp_server, "WIRE_SLICE_CHARS", slice_chars)
+    raw = io.BytesIO()
+    text = '{"text":"ascii, é, \u2603 and \U0001f600 across slice ends"}\n' * 3
+    wire = mcp_server._SlicedWire(raw)
+    assert wire.write(text) == len(text)
+    wire.flush()
+    assert raw.getvalue() == text.encode("utf-8")
+
+
+def test_unlimited_list_content_is_unchanged(service):
+    for i in range(120):
+        service.store({"content": f"é{i} " * 50, "type": "TODO", "tags": [f"t{i % 3}"]})
+    (listed,) = run(service, ("memory_list", {}))
+    assert listed.structured_content == {"memories": service.list({})}
+    assert [json.loads(item.text) for item in listed.content] == [listed.structured_content]

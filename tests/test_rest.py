@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import json
+import threading
+from http.client import HTTPConnection, IncompleteRead
 
+import flask
 import pytest
+import sqlalchemy
+import waitress
 from fake_ollama import FakeOllama
 
-from agent_memory import __version__
+from agent_memory import __version__, repository, rest
 from agent_memory.db import head_revision
 from agent_memory.embedder import Embedder
 from agent_memory.rest import create_app
@@ -470,7 +475,7 @@ def test_storage_fault_is_500_with_the_generic_text(http, seeded, raw, caplog):
 
 
 def test_unexpected_failure_is_a_json_500_without_details(service, monkeypatch, caplog):
-    monkeypatch.setattr(service, "list", lambda args: 1 / 0)
+    monkeypatch.setattr(service, "iter_list", lambda args: 1 / 0)
     http = Client(create_app(service))
     assert http("GET", "/api/memories") == (
         500,
@@ -571,4 +576,102 @@ def test_link_storage_faults_are_500_with_the_generic_text(http, seeded, raw):
     assert http("DELETE", "/api/links/1/2/relates_to") == (
         500,
         {"error": "unlink failed due to a storage error (details are in the server log)"},
+    )
+
+
+def _mixed_memories(service, count):
+    for i in range(count):
+        service.store(
+            {
+                "content": f'mémoire {i} \u2603 "quoted" \\ {"x" * (i % 50)}',
+                "type": ("DECISION", "TODO", "PATTERN")[i % 3],
+                "tags": [f"t{i % 4}", "é"] if i % 5 else [],
+                "scope": None if i % 2 else f"s{i % 3}",
+                "source": "src" if i % 7 == 0 else None,
+            }
+        )
+
+
+@pytest.mark.parametrize(
+    "query,args",
+    [
+        ("", {}),
+        ("?type=TODO", {"type": "TODO"}),
+        ("?tag=t1", {"tag": "t1"}),
+        ("?scope=s1&type=DECISION", {"scope": "s1", "type": "DECISION"}),
+        ("?limit=7", {"limit": 7}),
+        ("?tag=none", {"tag": "none"}),
+        ("?limit=3&expand_links=true", {"limit": 3, "expand_links": True}),
+    ],
+)
+@pytest.mark.parametrize("chunk", [1, 1000, None])  # None: STREAM_CHUNK_CHARS as shipped
+def test_streamed_list_is_the_bytes_jsonify_wrote(service, monkeypatch, query, args, chunk):
+    if chunk:
+        monkeypatch.setattr(rest, "STREAM_CHUNK_CHARS", chunk, raising=False)
+    _mixed_memories(service, 300)
+    service.link({"from_id": 300, "to_id": 299, "kind": "relates_to"})
+    app = create_app(service)
+    response = app.test_client().get(f"/api/memories{query}", base_url=BASE)
+    with app.app_context():
+        expected = flask.jsonify(service.list(args)).get_data()
+    assert response.status_code == 200
+    assert response.mimetype == "application/json"
+    assert response.get_data() == expected
+
+
+def test_unlimited_list_is_streamed_not_built(service):
+    _mixed_memories(service, 3)
+    response = create_app(service).test_client().get("/api/memories", base_url=BASE)
+    assert response.is_streamed
+    assert "Content-Length" not in response.headers
+    assert [m["id"] for m in response.get_json()] == [3, 2, 1]
+
+
+@pytest.fixture
+def fail_at_row(monkeypatch):
+    """arm(n): reading the n-th row (from 1) of any read fails with engine text."""
+
+    def arm(n):
+        calls = iter(range(1, 10**6))
+
+        def memory(row):
+            if next(calls) == n:
+                raise sqlalchemy.exc.OperationalError("SELECT", {}, Exception("disk I/O zzsecret"))
+            return real(row)
+
+        monkeypatch.setattr(repository, "_memory", memory)
+
+    real = repository._memory
+    return arm
+
+
+def test_storage_fault_mid_list_drops_the_connection(service, fail_at_row, caplog, monkeypatch):
+    """Past the first page a fault cannot be a 500: the daemon cuts the chunked body, so the
+    client sees a broken answer (never a shorter list) and no engine text."""
+    monkeypatch.setattr(rest, "STREAM_CHUNK_CHARS", 1, raising=False)  # a page per row
+    _mixed_memories(service, 5)
+    fail_at_row(3)
+    server = waitress.create_server(create_app(service, allow_remote=True), port=0, threads=1)
+    threading.Thread(target=server.run, daemon=True).start()
+    try:
+        conn = HTTPConnection("127.0.0.1", server.effective_port, timeout=30)
+        conn.request("GET", "/api/memories")
+        response = conn.getresponse()
+        assert response.status == 200
+        with pytest.raises(IncompleteRead) as cut:
+            response.read()
+    finally:
+        server.close()
+    assert b"zzsecret" not in cut.value.partial
+    assert "list: storage error: disk I/O zzsecret" in caplog.text
+    assert "storage fault after reading 2 rows; cutting the answer" in caplog.text
+
+
+@pytest.mark.parametrize("row", [1, 3])
+def test_storage_fault_in_the_first_page_is_a_generic_500(service, fail_at_row, row):
+    _mixed_memories(service, 5)
+    fail_at_row(row)
+    assert Client(create_app(service))("GET", "/api/memories") == (
+        500,
+        {"error": "list failed due to a storage error (details are in the server log)"},
     )
