@@ -24,7 +24,7 @@ from typing import Any
 
 import click
 
-from agent_memory import __version__, files
+from agent_memory import __version__, files, wire
 from agent_memory.errors import (
     BackupFailed,
     DatabaseOpenError,
@@ -148,9 +148,22 @@ class OpeningService:
             self._service.close()
 
 
+class Integer(click.IntRange):
+    """click's IntRange, of ASCII digits only: int() also reads "２" (fullwidth) as 2."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, str):
+            text = value.strip()
+            if not wire.INTEGER.fullmatch(text) or not isinstance(wire.integer(text), int):
+                shown = repr(value) if len(value) <= 40 else f"a value of {len(value)} characters"
+                digits = wire.MAX_INTEGER_DIGITS
+                self.fail(f"{shown} is not an integer (at most {digits} ASCII digits)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def parse_addr(_ctx: click.Context, _param: click.Parameter, text: str) -> tuple[str, int]:
     """``HOST:PORT`` or ``[IPV6]:PORT`` -> (host, port); a usage error otherwise."""
-    match = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:(\d{1,5})|([^:\[\]]+):(\d{1,5})", text)
+    match = re.fullmatch(r"\[([0-9A-Fa-f:.]+)\]:([0-9]{1,5})|([^:\[\]]+):([0-9]{1,5})", text)
     port = int(match.group(2) or match.group(4)) if match else -1
     if not match or port > 65535:
         raise click.BadParameter(f"expected HOST:PORT or [IPV6]:PORT (got {text!r})")
@@ -193,7 +206,7 @@ def is_loopback(host: str) -> bool:
 )
 @click.option(
     "--sweep-interval",
-    type=click.IntRange(min=1),
+    type=Integer(min=1),
     envvar="AGENT_MEMORY_SWEEP_INTERVAL",
     default=3600,
     show_default=True,
@@ -203,7 +216,7 @@ def is_loopback(host: str) -> bool:
 )
 @click.option(
     "--max-content-bytes",
-    type=click.IntRange(min=1),
+    type=Integer(min=1),
     envvar="AGENT_MEMORY_MAX_CONTENT_BYTES",
     default=1024 * 1024,
     show_default=True,
@@ -394,7 +407,7 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
 )
 @click.option(
     "--batch",
-    type=click.IntRange(min=1, max=1024),
+    type=Integer(min=1, max=1024),
     default=64,
     show_default=True,
     help="Memories per Ollama request (each batch is committed on its own).",

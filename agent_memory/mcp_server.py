@@ -4,7 +4,8 @@ Thin by design: parse the tool call, hand the raw arguments to one service metho
 the service's exceptions to MCP. The low-level server does not validate arguments
 against the schemas below (the service does, with the contract's messages), and it
 would turn a stray exception into an error carrying its raw text, so every failure is
-mapped here before it can leave.
+mapped here before it can leave. The SDK's stdin reader drops, unanswered, every line its
+JSON parser refuses; ``_Answering`` reads those again (see there).
 """
 
 from __future__ import annotations
@@ -22,17 +23,25 @@ import anyio
 from mcp.server import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp.types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
+    INVALID_REQUEST,
+    PARSE_ERROR,
     CallToolRequestParams,
     CallToolResult,
+    ErrorData,
+    JSONRPCError,
+    JSONRPCRequest,
     ListToolsResult,
     TextContent,
     Tool,
+    jsonrpc_message_adapter,
 )
+from pydantic import ValidationError
 
-from agent_memory import __version__
+from agent_memory import __version__, wire
 from agent_memory.errors import InvalidArgument, StorageError, UnknownField
 from agent_memory.vocabulary import (
     DEFAULT_SEARCH_LIMIT,
@@ -250,7 +259,7 @@ def call_tool(service: MemoryService, name: str, arguments: Any) -> CallToolResu
     """Run one tool call; every failure leaves as a mapped MCP error, never raw text."""
     entry = _OPERATIONS.get(name)
     if entry is None:
-        raise MCPError(INVALID_PARAMS, f"unknown tool: {name}")
+        raise MCPError(INVALID_PARAMS, f"unknown tool: {wire.printable(str(name))}")
     operation, method = entry
     try:
         return _result(method(service, arguments))
@@ -323,6 +332,91 @@ def _stdout_wire() -> Iterator[BinaryIO]:
         os.dup2(private, 1)
 
 
+class _Answering:
+    """The stdio transport's read stream, answering the lines the SDK drops unanswered.
+
+    The SDK parses each line with pydantic's JSON parser, hands the server the exception
+    when that fails, and the server drops it (a debug log line): the client then waits
+    for its own timeout. That parser refuses two kinds of valid JSON too, a lone
+    surrogate escape ("\\ud800") and an integer of more than 4,300 digits. Such a line is
+    read again with :func:`wire.loads`: a message goes on to the server, so a tool call
+    gets the service's -32602 naming the argument; a line that is still not JSON gets
+    -32700 with id null (JSON-RPC 2.0, 5.1); a blank line is no message and gets nothing.
+    A valid JSON value that is no JSON-RPC message is dropped as the SDK does.
+    """
+
+    def __init__(self, inner: Any, write_stream: Any) -> None:
+        self._inner = inner
+        self._write = write_stream
+
+    @property
+    def last_context(self) -> Any:  # the sender's context, which the server looks for
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> SessionMessage | Exception:
+        while True:
+            item = await self._inner.receive()
+            if not isinstance(item, ValidationError):
+                return item
+            line = _refused_line(item)
+            if line is None:
+                return item  # JSON, but no JSON-RPC message: the SDK's own handling
+            if not line.strip():
+                continue
+            try:
+                value = wire.loads(line)
+            except (ValueError, RecursionError) as exc:
+                deep = isinstance(exc, RecursionError)
+                why = "is nested too deeply" if deep else "is not JSON"
+                await self._refuse(PARSE_ERROR, f"Parse error: the line {why}", exc)
+                continue
+            try:
+                message = jsonrpc_message_adapter.validate_python(value, by_name=False)
+            except ValidationError:
+                return item  # JSON, but no JSON-RPC message: the SDK's own handling
+            if isinstance(message, JSONRPCRequest) and not _encodable(message.id, message.method):
+                why = "id and method must be valid Unicode text (got a lone surrogate)"
+                await self._refuse(INVALID_REQUEST, f"Invalid Request: {why}", None)
+                continue
+            return SessionMessage(message)
+
+    async def _refuse(self, code: int, message: str, exc: BaseException | None) -> None:
+        log.warning("stdin: answered %d to a line: %s", code, message if exc is None else exc)
+        error = JSONRPCError(jsonrpc="2.0", id=None, error=ErrorData(code=code, message=message))
+        await self._write.send(SessionMessage(error))
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    def __aiter__(self) -> _Answering:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def __aenter__(self) -> _Answering:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+
+def _refused_line(exc: ValidationError) -> str | None:
+    """The line pydantic's parser could not read as JSON, if that is why ``exc`` was raised."""
+    errors = exc.errors()
+    if len(errors) == 1 and errors[0]["type"] == "json_invalid":
+        line = errors[0].get("input")
+        return line if isinstance(line, str) else None
+    return None
+
+
+def _encodable(*values: Any) -> bool:
+    return all(not isinstance(v, str) or wire.printable(v) == v for v in values)
+
+
 def serve_stdio(service: MemoryService, answered: threading.Event | None = None) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes the stream."""
     server = build_server(service, answered)
@@ -333,5 +427,12 @@ def serve_stdio(service: MemoryService, answered: threading.Event | None = None)
             async with stdio_server(stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
                 options = server.create_initialization_options()
                 await server.run(read_stream, write_stream, options)
+
+        async with stdio_server() as (read_stream, write_stream):
+            await server.run(
+                _Answering(read_stream, write_stream),
+                write_stream,
+                server.create_initialization_options(),
+            )
 
     anyio.run(main)

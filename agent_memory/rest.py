@@ -5,6 +5,8 @@ method, map its exceptions to status codes. Query strings and path segments arri
 text; numbers and booleans are converted only when they are well formed, and anything
 else is handed on as the string it was so the service rejects it with its usual message.
 Every error, Flask's own 404/405/413 included, is a JSON ``{"error": ...}`` body.
+Numbers are ASCII digits only, and JSON bodies are read with :func:`agent_memory.wire.loads`
+(lone surrogates kept, long integers counted) so the service names the field at fault.
 
 The API has no authentication, so a web page in the user's browser must not reach it:
 unless the daemon was started with --allow-remote, a request whose Host header is not
@@ -16,9 +18,7 @@ it, so there is nothing to open or close per request here.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-import re
 from collections.abc import Callable, Generator, Iterator
 from importlib import resources
 from typing import Any
@@ -26,6 +26,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from agent_memory import wire
 from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
 from agent_memory.service import MemoryService
 
@@ -40,7 +41,6 @@ BODY_SLACK_BYTES = 1024 * 1024
 # An unlimited list is streamed in pieces of about this many characters (a row bigger
 # than this is one piece): the daemon holds one piece, not the whole answer.
 STREAM_CHUNK_CHARS = 256 * 1024
-_INTEGER = re.compile(r"-?\d+")
 _BOOLEANS = {"true": True, "false": False}
 
 api = Blueprint("api", __name__)
@@ -61,8 +61,9 @@ def _service() -> MemoryService:
     return current_app.extensions["agent_memory"]
 
 
-def _integer(text: str) -> int | str:
-    return int(text) if _INTEGER.fullmatch(text) else text
+def _integer(text: str) -> int | wire.LongInteger | str:
+    """A path or query integer: ASCII digits only ("２" stays text and is refused as such)."""
+    return wire.integer(text) if wire.INTEGER.fullmatch(text) else text
 
 
 def _body(*, original_route: bool) -> Any:
@@ -73,7 +74,7 @@ def _body(*, original_route: bool) -> Any:
         status = 415 if original_route else 400
         raise BadBody(status, "expected a JSON request body (Content-Type: application/json)")
     try:
-        return json.loads(request.get_data(as_text=True))
+        return wire.loads(request.get_data(as_text=True))
     except (ValueError, RecursionError) as exc:
         raise BadBody(400, f"malformed JSON body: {exc}") from exc
 

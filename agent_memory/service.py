@@ -11,6 +11,7 @@ from __future__ import annotations
 import bisect
 import json
 import logging
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -20,7 +21,7 @@ from typing import Any
 import sqlalchemy
 import sqlean
 
-from agent_memory import __version__, fts, gsd, jsonl
+from agent_memory import __version__, fts, gsd, jsonl, wire
 from agent_memory.db import Database
 from agent_memory.embedder import (
     KNOWN_DIMENSIONS,
@@ -70,6 +71,11 @@ DEFAULT_MAX_CONTENT_BYTES = 1024 * 1024
 MAX_TAGS = 64
 MAX_TAG_CHARS = 256
 MAX_LABEL_CHARS = 1024
+# A value echoed in an error message is cut after this many characters (with …) and
+# nesting; an integer of more than wire.MAX_INTEGER_DIGITS digits is only counted.
+SHOWN_MAX_CHARS = 200
+SHOWN_MAX_DEPTH = 8
+_SHOWN_INT_BOUND = 10**wire.MAX_INTEGER_DIGITS
 
 PATCH_FIELDS = ("content", "tags", "scope", "ttl_secs")
 UPDATE_FIELDS = ("id", *PATCH_FIELDS)
@@ -136,11 +142,67 @@ IMPORT_OUTCOME = {
 
 
 def _shown(value: Any) -> str:
-    """A value as the client sent it, for error messages: ``"5"``, ``true``, ``1.5``."""
-    try:
-        return json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        return repr(value)
+    """A value as the client sent it, for error messages: ``"5"``, ``true``, ``[1.5]``.
+
+    Safe for anything, since it is sent back: cut after SHOWN_MAX_CHARS characters, lone
+    surrogates escaped (``"\\ud800"``), an integer too long to print counted (``an integer
+    of 5000 digits``), nesting cut after SHOWN_MAX_DEPTH levels. Only what is shown is walked.
+    """
+    text = ""
+    for part in _parts(value, SHOWN_MAX_DEPTH):
+        text += part
+        if len(text) > SHOWN_MAX_CHARS:
+            return text[:SHOWN_MAX_CHARS] + "…"
+    return text
+
+
+def _parts(value: Any, depth: int) -> Iterator[str]:
+    """``value`` as JSON text, in pieces (see _shown)."""
+    if isinstance(value, str):
+        yield wire.printable(json.dumps(value[: SHOWN_MAX_CHARS + 1], ensure_ascii=False))
+    elif value is None or isinstance(value, bool | float):
+        yield json.dumps(value)
+    elif isinstance(value, int):
+        yield str(value) if -_SHOWN_INT_BOUND < value < _SHOWN_INT_BOUND else _counted(value)
+    elif isinstance(value, wire.LongInteger):
+        yield f"an integer of {value.digits} digits"
+    elif isinstance(value, Mapping | list | tuple):
+        mapping = isinstance(value, Mapping)
+        yield "{" if mapping else "["
+        for position, item in enumerate(value.items() if mapping else value):
+            if depth <= 1:
+                yield "…"
+                break
+            yield ", " if position else ""
+            if mapping:
+                yield from _parts(item[0], depth - 1)
+                yield ": "
+                item = item[1]
+            yield from _parts(item, depth - 1)
+        yield "}" if mapping else "]"
+    else:  # not from JSON: an in-process caller's object
+        yield wire.printable(repr(value)[: SHOWN_MAX_CHARS + 1])
+
+
+def _counted(value: int) -> str:
+    """``an integer of N digits``, without printing it (str() refuses over 4,300 digits)."""
+    magnitude = abs(value)
+    estimate = int(magnitude.bit_length() * math.log10(2))  # the count is this or one more
+    return f"an integer of {estimate + (magnitude >= 10**estimate)} digits"
+
+
+def _unicode(value: str, name: str, where: str = "") -> str:
+    """``value``, if it is Unicode text: a lone surrogate (JSON's ``"\\ud800"``) can be
+    neither stored nor sent back."""
+    if not value.isascii():
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise InvalidArgument(
+                f"{name} must be valid Unicode text "
+                f"(got a lone surrogate at index {exc.start}{where})"
+            ) from None
+    return value
 
 
 def _integer(
@@ -157,10 +219,12 @@ def _integer(
         if required:
             raise InvalidType(f"{name} is required")
         return None
+    if isinstance(value, wire.LongInteger):  # an integer, too long for any range
+        raise InvalidArgument(f"{name} must be between {low} and {high} (got {_shown(value)})")
     if isinstance(value, bool) or not isinstance(value, int):
         raise InvalidType(f"{name} must be an integer (got {_shown(value)})")
     if not low <= value <= high:
-        raise InvalidArgument(f"{name} must be between {low} and {high} (got {value})")
+        raise InvalidArgument(f"{name} must be between {low} and {high} (got {_shown(value)})")
     return value
 
 
@@ -181,9 +245,11 @@ def _ttl(args: Mapping[str, Any]) -> int | None:
 
 def _optional_string(args: Mapping[str, Any], name: str) -> str | None:
     value = args.get(name)
-    if value is not None and not isinstance(value, str):
+    if value is None:
+        return None
+    if not isinstance(value, str):
         raise InvalidType(f"{name} must be a string (got {_shown(value)})")
-    return value
+    return _unicode(value, name)
 
 
 def _required_string(args: Mapping[str, Any], name: str) -> str:
@@ -199,6 +265,7 @@ def _content(value: Any, max_bytes: int) -> str:
         raise InvalidType(f"content must be a non-empty string (got {_shown(value)})")
     if value is None or not value.strip():  # null: "never null or empty", one message for both
         raise InvalidArgument("content must be a non-empty string")
+    _unicode(value, "content")
     if len(value) > max_bytes // 4:  # a char is at most 4 bytes: count only when it may matter
         size = len(value.encode("utf-8", "surrogatepass"))
         if size > max_bytes:
@@ -242,6 +309,7 @@ def _tags(value: Any) -> list[str]:
                 f"each tag must be at most {MAX_TAG_CHARS} characters "
                 f"(got {len(tag)} in tag {position})"
             )
+        _unicode(tag, "each tag", f" in tag {position}")
     return value
 
 
@@ -260,6 +328,7 @@ def _kind(args: Mapping[str, Any]) -> str:
     if not isinstance(value, str):
         raise InvalidType(f"kind must be a string (got {_shown(value)})")
     if value not in LINK_KINDS:
+        _unicode(value, "kind")
         raise InvalidArgument(f"kind must be one of {', '.join(LINK_KINDS)} (got '{value}')")
     return value
 
@@ -687,7 +756,7 @@ class MemoryService:
         allowed = UPDATE_FIELDS if path_id is None else PATCH_FIELDS
         for name in args:
             if name not in allowed:
-                raise UnknownField(name, allowed)
+                raise UnknownField(wire.printable(str(name))[:SHOWN_MAX_CHARS], allowed)
         memory_id = _memory_id(args if path_id is None else {"id": path_id})
         if not any(name in args for name in PATCH_FIELDS):
             raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")

@@ -160,3 +160,23 @@ def test_progress_shows_only_on_a_terminal_for_big_jobs(monkeypatch, tty, total,
     bar.close()
     assert ("importing" in terminal.text) is shown
     assert (terminal.text == "") is (not shown)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--sweep-interval", "\uff12", "serve"],  # fullwidth 2
+        ["--max-content-bytes", "\u0661\u0660\u0660", "serve"],  # Arabic-Indic 100
+        ["--sweep-interval", "9" * 5000, "serve"],
+        ["reembed", "--batch", "\u0968"],  # Devanagari 2
+        ["serve-rest", "--addr", "127.0.0.1:\u0668\u0660"],  # Arabic-Indic 80
+    ],
+    ids=["fullwidth", "arabic-indic", "5000-digits", "devanagari", "addr-port"],
+)
+def test_number_options_take_ascii_digits_only(runner, tmp_path, args):
+    db = tmp_path / "memory.db"
+    result = runner.invoke(cli, ["--db", str(db), *args])
+    assert result.exit_code == 2, result.output
+    assert "Invalid value for" in result.output
+    assert "9" * 100 not in result.output  # a long value is described, not echoed
+    assert not db.exists()

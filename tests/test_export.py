@@ -368,6 +368,7 @@ def test_a_signal_during_an_export_removes_the_temp_file(service, clock, db_path
     assert target.read_text() == "the previous export\n"
     assert temp_files(tmp_path) == []
 
+
 # -- integers stay integers: access_count at SQLite's largest integer ----------------------
 
 LARGEST = 2**63 - 1

@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from agent_memory import mcp_server
+from agent_memory import mcp_server, wire
 
 from conftest import dump
 
@@ -268,11 +268,20 @@ TOOL_OF = {
     "list": "memory_list",
     "update": "memory_update",
     "forget": "memory_forget",
+    "link": "memory_link",
+    "unlink": "memory_unlink",
 }
 
 
 def _every_validation_case():
-    from test_validation import FORGET_CASES, LIST_CASES, SEARCH_CASES, STORE_CASES, UPDATE_CASES
+    from test_validation import (
+        FORGET_CASES,
+        LINK_CASES,
+        LIST_CASES,
+        SEARCH_CASES,
+        STORE_CASES,
+        UPDATE_CASES,
+    )
 
     for operation, cases in (
         ("store", STORE_CASES),
@@ -280,9 +289,20 @@ def _every_validation_case():
         ("list", LIST_CASES),
         ("update", UPDATE_CASES),
         ("forget", FORGET_CASES),
+        ("link", LINK_CASES),
+        ("unlink", LINK_CASES),
     ):
         for args, message in cases:
-            yield TOOL_OF[operation], args, message
+            if not _parsed_only(args):
+                yield TOOL_OF[operation], args, message
+
+
+def _parsed_only(args):
+    """A LongInteger exists only as a transport's parse of JSON text; the SDK's client cannot
+    send one (the raw stdio tests in test_fuzz.py send its text)."""
+    values = list(args.values())
+    values += [item for value in values if isinstance(value, list) for item in value]
+    return any(isinstance(v, wire.LongInteger) for v in values)
 
 
 @pytest.mark.parametrize("name,args,message", list(_every_validation_case()))

@@ -20,6 +20,11 @@ from agent_memory.rest import create_app
 from conftest import dump
 
 BASE = "http://127.0.0.1:7437"
+SURROGATE = "a\ud800b"  # sent as JSON's escape "a\\ud800b"
+UNICODE = "must be valid Unicode text (got a lone surrogate at index 1)"
+DIGITS = "9" * 5000  # Python's int() refuses more than 4,300 digits
+COUNTED = "(got an integer of 5000 digits)"
+ID_RANGE = f"between {-(2**63)} and {2**63 - 1}"
 
 
 class Client:
@@ -395,6 +400,150 @@ def test_delete_and_links(http, seeded, raw):
             {},
             400,
             'invalid argument: to_id must be an integer (got "2.0")',
+        ),
+        # lone surrogates in JSON bodies
+        (
+            "POST",
+            "/api/memories",
+            {"body": {"content": SURROGATE, "type": "TODO"}},
+            400,
+            f"invalid argument: content {UNICODE}",
+        ),
+        (
+            "POST",
+            "/api/memories",
+            {"body": {"content": "x", "type": "TODO", "tags": [SURROGATE]}},
+            400,
+            "invalid argument: each tag must be valid Unicode text "
+            "(got a lone surrogate at index 1 in tag 0)",
+        ),
+        (
+            "POST",
+            "/api/memories",
+            {"body": {"content": "x", "type": "TODO", "source": SURROGATE}},
+            400,
+            f"invalid argument: source {UNICODE}",
+        ),
+        (
+            "POST",
+            "/api/memories",
+            {"body": {"content": "x", "type": SURROGATE}},
+            400,
+            f"invalid argument: type {UNICODE}",
+        ),
+        (
+            "POST",
+            "/api/search",
+            {"body": {"query": SURROGATE}},
+            400,
+            f"invalid argument: query {UNICODE}",
+        ),
+        (
+            "POST",
+            "/api/search",
+            {"body": {"query": "x", "scope": SURROGATE}},
+            400,
+            f"invalid argument: scope {UNICODE}",
+        ),
+        (
+            "PATCH",
+            "/api/memories/1",
+            {"body": {"content": SURROGATE}},
+            400,
+            f"invalid argument: content {UNICODE}",
+        ),
+        (
+            "PATCH",
+            "/api/memories/1",
+            {"body": {SURROGATE: 1}},
+            400,
+            "failed to deserialize parameters: unknown field `a\\ud800b`, expected one of `content`, `tags`, `scope`, `ttl_secs`",
+        ),
+        (
+            "POST",
+            "/api/links",
+            {"body": {"from_id": 1, "to_id": 2, "kind": SURROGATE}},
+            400,
+            f"invalid argument: kind {UNICODE}",
+        ),
+        # integers of 5000 digits, in bodies, paths and query strings
+        (
+            "POST",
+            "/api/memories",
+            {"raw": '{"content": "x", "type": "TODO", "ttl_secs": ' + DIGITS + "}"},
+            400,
+            f"invalid argument: ttl_secs must be between 1 and 3155760000 {COUNTED}",
+        ),
+        (
+            "POST",
+            "/api/search",
+            {"raw": '{"query": "x", "limit": -' + DIGITS + "}"},
+            400,
+            f"invalid argument: limit must be between 1 and 200 {COUNTED}",
+        ),
+        (
+            "POST",
+            "/api/links",
+            {"raw": '{"from_id": ' + DIGITS + ', "to_id": 2, "kind": "relates_to"}'},
+            400,
+            f"invalid argument: from_id must be {ID_RANGE} {COUNTED}",
+        ),
+        (
+            "GET",
+            f"/api/memories?limit={DIGITS}",
+            {},
+            400,
+            f"invalid argument: limit must be between 1 and 200 {COUNTED}",
+        ),
+        (
+            "DELETE",
+            f"/api/memories/{DIGITS}",
+            {},
+            400,
+            f"invalid argument: id must be {ID_RANGE} {COUNTED}",
+        ),
+        (
+            "PATCH",
+            f"/api/memories/-{DIGITS}",
+            {"body": {"tags": []}},
+            400,
+            f"invalid argument: id must be {ID_RANGE} {COUNTED}",
+        ),
+        (
+            "DELETE",
+            f"/api/links/1/{DIGITS}/relates_to",
+            {},
+            400,
+            f"invalid argument: to_id must be {ID_RANGE} {COUNTED}",
+        ),
+        # only ASCII digits are numbers: fullwidth 2, Arabic-Indic 1, Devanagari 1
+        (
+            "DELETE",
+            "/api/memories/%EF%BC%92",
+            {},
+            400,
+            'invalid argument: id must be an integer (got "\uff12")',
+        ),
+        (
+            "PATCH",
+            "/api/memories/%EF%BC%92",
+            {"body": {"tags": []}},
+            400,
+            'invalid argument: id must be an integer (got "\uff12")',
+        ),
+        (
+            "GET",
+            "/api/memories?limit=%D9%A1",
+            {},
+            400,
+            'invalid argument: limit must be an integer (got "\u0661")',
+        ),
+        (
+            "DELETE",
+            "/api/links/%E0%A5%A7/2/relates_to",
+            {},
+            400,
+            'invalid argument: from_id must be an integer (got "\u0967")',
         ),
         # Flask's own errors are JSON too
         ("GET", "/nope", {}, 404, None),
