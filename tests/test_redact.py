@@ -19,8 +19,7 @@ from agent_memory import gsd, jsonl, mcp_server
 from agent_memory.cli import cli
 from agent_memory.db import open_database
 from agent_memory.redact import PATTERNS, redact
-from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
-from agent_memory.service import MemoryService
+from agent_memory.service import MemoryService, jsonl_reader
 
 _RNG = random.Random(18)
 ALNUM = string.ascii_letters + string.digits
@@ -292,7 +291,7 @@ def export_file(tmp_path, contents: list[str]):
 
 
 def checked(path):
-    reader = jsonl.Reader(path, MEMORY_TYPES, LINK_KINDS)
+    reader = jsonl_reader(path)
     reader.check()
     return reader
 
