@@ -426,13 +426,6 @@ def serve_stdio(service: MemoryService, answered: threading.Event | None = None)
             stdout = anyio.wrap_file(_SlicedWire(wire))
             async with stdio_server(stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
                 options = server.create_initialization_options()
-                await server.run(read_stream, write_stream, options)
-
-        async with stdio_server() as (read_stream, write_stream):
-            await server.run(
-                _Answering(read_stream, write_stream),
-                write_stream,
-                server.create_initialization_options(),
-            )
+                await server.run(_Answering(read_stream, write_stream), write_stream, options)
 
     anyio.run(main)

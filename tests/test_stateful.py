@@ -18,6 +18,7 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
+from agent_memory import fts
 from agent_memory.db import open_database
 from agent_memory.errors import InvalidArgument, UnknownField
 from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
@@ -32,6 +33,15 @@ NASTY = st.sampled_from(
 )
 CONTENT = st.one_of(TEXT, st.builds(" ".join, st.lists(NASTY | TEXT, min_size=1, max_size=4)))
 TAGS = st.lists(TEXT, max_size=3)
+
+
+def too_expensive(query: str) -> bool:
+    """A query past the cost bounds (tests/test_fts_query.py), which a search refuses."""
+    try:
+        fts.check_cost(query)
+    except InvalidArgument:
+        return True
+    return False
 
 
 @functools.cache
@@ -122,7 +132,7 @@ class MemoryMachine(RuleBasedStateMachine):
     @rule(query=CONTENT, limit=st.integers(-2, 210))
     def search(self, query, limit):
         args = {"query": query, "limit": limit}
-        if not 1 <= limit <= 200:
+        if not 1 <= limit <= 200 or too_expensive(query):
             self.rejected(self.service.search, args)
             return
         found = self.service.search(args)["results"]
