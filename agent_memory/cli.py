@@ -10,14 +10,11 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import os
 import re
 import signal
-import stat
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +22,7 @@ from typing import Any
 import click
 
 from agent_memory import __version__, files, wire
+from agent_memory.embedders import ollama
 from agent_memory.errors import (
     BackupFailed,
     DatabaseOpenError,
@@ -35,7 +33,6 @@ from agent_memory.errors import (
     StorageError,
 )
 
-DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_REST_PORT = 7437
 REST_THREADS = 4
 # Both servers hand the GIL between threads on every request (waitress's I/O thread and
@@ -44,7 +41,6 @@ REST_THREADS = 4
 SWITCH_INTERVAL_SECS = 0.0005
 # serve opens its service this long after its first answer (see OpeningService).
 OPEN_AFTER_ANSWER_SECS = 0.1
-DEFAULT_EMBED_MODEL = "nomic-embed-text"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -81,15 +77,15 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
 
 
 def _service(settings: Settings):  # -> MemoryService
-    from agent_memory.db import open_database
-    from agent_memory.embedder import Embedder
+    from agent_memory.embedders.ollama import Ollama
     from agent_memory.service import MemoryService
+    from agent_memory.storage import open_store
 
-    database = open_database(settings.db)
-    log.info("database %s (schema version %d)", database.path, database.schema_version)
+    store = open_store(settings.db)
+    log.info("database %s (schema version %d)", store.location, store.schema_version)
     return MemoryService(
-        database,
-        embedder=Embedder(settings.ollama_url, settings.embed_model),
+        store,
+        embedder=Ollama(settings.ollama_url, settings.embed_model),
         max_content_bytes=settings.max_content_bytes,
         redact=settings.redact,
     )
@@ -100,7 +96,7 @@ class OpeningService:
 
     Importing SQLAlchemy and building the engine take about a third of a second, which the
     first answers (initialize, tools/list) do not need; the file was already checked
-    (``db.check`` and ``db.probe``), so a bad file still stops ``serve`` before it answers.
+    (``storage.ready_to_serve``), so a bad file still stops ``serve`` before it answers.
     The opening starts OPEN_AFTER_ANSWER_SECS after that answer (begun at once, its imports
     had delayed the answer on its way out by about 150 ms), or at once when a call needs
     the service. Any attribute waits for the opening; if it failed, a call gets the
@@ -191,7 +187,7 @@ def is_loopback(host: str) -> bool:
 @click.option(
     "--ollama-url",
     envvar="AGENT_MEMORY_OLLAMA_URL",
-    default=DEFAULT_OLLAMA_URL,
+    default=ollama.DEFAULT_URL,
     show_default=True,
     show_envvar=True,
     help="Ollama base URL for embeddings (hybrid search).",
@@ -199,7 +195,7 @@ def is_loopback(host: str) -> bool:
 @click.option(
     "--embed-model",
     envvar="AGENT_MEMORY_EMBED_MODEL",
-    default=DEFAULT_EMBED_MODEL,
+    default=ollama.DEFAULT_MODEL,
     show_default=True,
     show_envvar=True,
     help="Ollama embedding model.",
@@ -300,13 +296,10 @@ class Progress:
 @click.pass_obj
 def serve(settings: Settings) -> None:
     """Run the MCP server on stdin/stdout (creates the database on first run)."""
-    from agent_memory import db
+    from agent_memory import storage
 
     try:
-        path, version = db.check(settings.db)
-        at_head = version == db.head_revision()
-        if at_head:
-            db.probe(path)
+        at_head = storage.ready_to_serve(settings.db)
     except (DatabaseOpenError, SchemaTooNew) as exc:
         fail(str(exc))
     answered = threading.Event()
@@ -431,139 +424,6 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
     click.echo(f"re-embedded {embedded} memories with {pin.describe()}", err=True)
 
 
-EXPORT_BUFFER_BYTES = 1 << 20
-# The signals that end an export early: its temp file is removed, then the process dies of
-# the same signal (the status a shell shows as 128+N). One inherited as ignored (nohup's
-# SIGHUP) stays ignored.
-EXPORT_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-# What --output may not be: these are refused rather than renamed over or written into.
-REFUSED_OUTPUTS = {
-    stat.S_IFDIR: "a directory",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-}
-
-
-class Interrupted(BaseException):
-    """A signal from EXPORT_SIGNALS arrived: unwind (cleanup runs), then die of it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextmanager
-def dying_of_signals() -> Iterator[None]:
-    """Turn EXPORT_SIGNALS into Interrupted inside the block, then re-raise the signal."""
-    installed = [s for s in EXPORT_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
-
-    def interrupted(signum: int, _frame: object) -> None:
-        for each in installed:  # a second signal must not cut the cleanup short
-            signal.signal(each, signal.SIG_IGN)
-        raise Interrupted(signum)
-
-    previous = {s: signal.signal(s, interrupted) for s in installed}
-    try:
-        yield
-    except Interrupted as exc:
-        signal.signal(exc.signum, signal.SIG_DFL)
-        os.kill(os.getpid(), exc.signum)
-        raise  # not reached: the default action ends the process
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def is_stream(path: Path) -> bool:
-    """Whether --output names (perhaps through a link) a FIFO or a character device
-    (/dev/null, a terminal, /dev/stdout's pipe): written into, never replaced.
-
-    Raises OSError when the path cannot be looked at (a loop of links, no permission).
-    Fails (one line, exit 1) for an existing target that must be neither replaced nor
-    written into: a symbolic link to a file (replacing it would swap the link for a file,
-    or the file behind it, which may not be the user's), a block device, a socket.
-    """
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
-        return True
-    if path.is_symlink():
-        fail(f"refusing to replace {path}: it is a symbolic link; give the path of the file itself")
-    if mode is not None and not stat.S_ISREG(mode):
-        kind = REFUSED_OUTPUTS.get(stat.S_IFMT(mode), "not a regular file")
-        fail(f"refusing to replace {path}: it is {kind}")
-    return False
-
-
-def write_chunks(fd: int, produce: Callable[[Callable[[str], object]], object]):
-    """Run ``produce(write)`` into ``fd`` in chunks of EXPORT_BUFFER_BYTES.
-
-    What is pending when something fails is dropped, not flushed: after a signal, an export
-    blocked on a FIFO nobody reads must still be able to exit.
-    """
-    pending: list[bytes] = []
-    size = 0
-
-    def flush() -> None:
-        nonlocal size
-        view = memoryview(b"".join(pending))
-        pending.clear()
-        size = 0
-        while view:
-            view = view[os.write(fd, view) :]
-
-    def write(text: str) -> None:
-        nonlocal size
-        data = text.encode()
-        pending.append(data)
-        size += len(data)
-        if size >= EXPORT_BUFFER_BYTES:
-            flush()
-
-    result = produce(write)
-    flush()
-    return result
-
-
-def write_through(path: Path, produce: Callable[[Callable[[str], object]], object]):
-    """Run ``produce(write)`` straight into the FIFO or device at ``path`` (nothing renamed)."""
-    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)  # no O_CREAT, no O_TRUNC
-    try:
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
-            raise OSError(f"{path} was replaced by another kind of file while it was opened")
-        return write_chunks(fd, produce)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], object]):
-    """Run ``produce(write)`` into a private temp file beside ``path``, then rename it over.
-
-    The temp file, ``PATH.export-tmp-<pid>``, is created exclusively with mode 0600 (no
-    readable instant, never through a link) in the target's directory (so the rename is
-    atomic), synced before the rename, and removed if anything fails or a signal from
-    EXPORT_SIGNALS arrives: ``path`` is either the old file or the complete new one.
-    """
-    directory = path.resolve().parent
-    temp = f"{path}.export-tmp-{os.getpid()}"
-    fd = files.create_temp(temp)
-    try:
-        try:
-            result = write_chunks(fd, produce)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    files.fsync_directory(directory)
-    return result
-
-
 @cli.command()
 @click.option(
     "--output",
@@ -577,7 +437,9 @@ def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], ob
 def export(settings: Settings, output: Path | None) -> None:
     """Export every memory and relation as portable JSONL (format v1)."""
     try:
-        stream = output is not None and is_stream(output)
+        stream = output is not None and files.is_stream(output)
+    except files.OutputRefused as exc:
+        fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
     service = open_service(settings)
@@ -598,16 +460,19 @@ def export(settings: Settings, output: Path | None) -> None:
         return write_line
 
     def produce(write: Callable[[str], object]) -> tuple[int, int]:
-        return service.export(counted(write), settings.embed_model)
+        embedder = service.embedder
+        return service.export(counted(write), embedder.model, embedder.dimension or 0)
 
-    with dying_of_signals():
+    with files.dying_of_signals():
         try:
             if output is None:
                 stdout = sys.stdout.buffer
                 rows, links = produce(lambda text: stdout.write(text.encode()))
                 stdout.flush()
             else:
-                rows, links = (write_through if stream else write_atomically)(output, produce)  # type: ignore[misc]
+                rows, links = (files.write_through if stream else files.write_atomically)(
+                    output, produce
+                )  # type: ignore[misc]
         except StorageError as exc:
             fail(str(exc))
         except OSError as exc:
@@ -635,7 +500,7 @@ def export(settings: Settings, output: Path | None) -> None:
 @click.pass_obj
 def import_(settings: Settings, source_format: str, scope: str | None, path: Path) -> None:
     """Import memories and relations from PATH (validated whole before anything is written)."""
-    from agent_memory.service import jsonl_reader
+    from agent_memory.portable import jsonl_reader
 
     if source_format == "gsd-state":
         import_gsd(settings, path, scope)
@@ -695,7 +560,7 @@ def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
 
 def echo_import_report(report: dict[str, int]) -> None:
     """The counts on one line; then, only when secrets were redacted, how many and where."""
-    from agent_memory.service import REDACTION_COUNTS
+    from agent_memory.portable import REDACTION_COUNTS
 
     counts = {name: count for name, count in report.items() if name not in REDACTION_COUNTS}
     click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))

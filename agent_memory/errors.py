@@ -85,18 +85,33 @@ class BackupFailed(AgentMemoryError):
 
 
 class EmbedderUnavailable(AgentMemoryError):
-    """cannot re-embed: {model} at {url} did not answer{progress}; check that Ollama is running
-    and the model is pulled (ollama pull {model}), then run reembed again to go on"""
+    """cannot re-embed: {embedder} did not answer{progress}; {advice}, then run reembed again
+    to go on"""
 
-    def __init__(self, model: str, url: str, done: int = 0) -> None:
-        self.model = model
-        self.url = url
+    def __init__(self, embedder: str, advice: str, done: int = 0) -> None:
+        self.embedder = embedder
         progress = f" after {done} memories" if done else ""
         super().__init__(
-            f"cannot re-embed: {model} at {url} did not answer{progress}; check that Ollama "
-            f"is running and the model is pulled (ollama pull {model}), then run reembed "
+            f"cannot re-embed: {embedder} did not answer{progress}; {advice}, then run reembed "
             "again to go on"
         )
+
+
+class StorageFault(AgentMemoryError):
+    """a store's engine failed: {detail}
+
+    Raised by a store for anything its database engine raises, with the engine's text as
+    the detail. The service logs the detail and answers StorageError: engine text never
+    reaches a client.
+    """
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)
+
+
+class SearchTimedOut(AgentMemoryError):
+    """a search's reads ran past the time budget the service gave them, and were stopped"""
 
 
 class FormatTooNew(AgentMemoryError):

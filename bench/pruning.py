@@ -28,8 +28,8 @@ sys.path.insert(0, str(HERE))
 from run import AgentMemory, pct  # noqa: E402
 
 from agent_memory import service as service_module  # noqa: E402
-from agent_memory.db import open_database  # noqa: E402
 from agent_memory.service import MemoryService  # noqa: E402
+from agent_memory.storage import open_store  # noqa: E402
 
 import corpus  # noqa: E402
 
@@ -58,7 +58,7 @@ def main() -> None:
     system = AgentMemory(workdir)
     if not system.db.exists():
         system.load(list(corpus.developer_memories(args.size)))
-    service = MemoryService(open_database(system.db))
+    service = MemoryService(open_store(system.db))
     questions = corpus.questions(QUESTIONS)
     answers(service, questions)  # warm the page cache and the word counts
     default_idf, exact_rows = service_module.PRUNE_MAX_IDF, service_module.PRUNE_EXACT_ROWS

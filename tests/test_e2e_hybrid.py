@@ -9,8 +9,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from rest_daemon import RestDaemon
 
-from agent_memory.db import open_database
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 
 from conftest import executable, server_env
 
@@ -28,7 +28,7 @@ def params(db_path, ollama_url: str) -> StdioServerParameters:
 
 
 def test_mcp_search_finds_a_paraphrase_and_backfills_at_start(db_path, tmp_path, ollama):
-    offline = MemoryService(open_database(db_path))  # stored with no Ollama: pending
+    offline = MemoryService(open_store(db_path))  # stored with no Ollama: pending
     queued = offline.store(
         {"content": "The login page crashed on an empty password.", "type": "ERROR"}
     )["id"]

@@ -12,10 +12,11 @@ import sqlalchemy
 import waitress
 from fake_ollama import FakeOllama
 
-from agent_memory import __version__, repository, rest
-from agent_memory.db import head_revision
-from agent_memory.embedder import Embedder
+from agent_memory import __version__, rest
+from agent_memory.embedders.ollama import Ollama
 from agent_memory.rest import create_app
+from agent_memory.storage.sqlite import rows as sqlite_rows
+from agent_memory.storage.sqlite.database import head_revision
 
 from conftest import dump
 
@@ -699,7 +700,7 @@ def test_allow_remote_relaxes_both_checks(service):
 )
 def test_health_reports_the_embedder(db_path, service, models, status):
     with FakeOllama(models) as ollama:
-        service.embedder = Embedder(ollama.url, "nomic-embed-text")
+        service.embedder = Ollama(ollama.url, "nomic-embed-text")
         code, body = Client(create_app(service))("GET", "/health")
     assert code == 200
     assert body == {
@@ -711,7 +712,7 @@ def test_health_reports_the_embedder(db_path, service, models, status):
 
 
 def test_health_with_ollama_down_is_still_ok(service):
-    service.embedder = Embedder("http://127.0.0.1:9", "nomic-embed-text")
+    service.embedder = Ollama("http://127.0.0.1:9", "nomic-embed-text")
     assert Client(create_app(service))("GET", "/health")[1]["embedder"] == "unreachable"
 
 
@@ -788,9 +789,9 @@ def fail_at_row(monkeypatch):
                 raise sqlalchemy.exc.OperationalError("SELECT", {}, Exception("disk I/O zzsecret"))
             return real(row)
 
-        monkeypatch.setattr(repository, "_memory", memory)
+        monkeypatch.setattr(sqlite_rows, "memory", memory)
 
-    real = repository._memory
+    real = sqlite_rows.memory
     return arm
 
 

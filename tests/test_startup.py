@@ -1,6 +1,6 @@
 """`serve` answers its first requests before it loads SQLAlchemy and opens the engine.
 
-On a file already at head it only checks the file (db.check, db.probe) before serving; the
+On a file already at head it only checks the file (storage.ready_to_serve) before serving; the
 service is opened in a thread once the server has answered (cli.OpeningService).
 """
 
@@ -16,8 +16,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 
 from agent_memory import cli, lifecycle, mcp_server
-from agent_memory.db import open_database, probe
 from agent_memory.errors import DatabaseOpenError, StorageError
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite.database import probe
 
 from conftest import NO_OLLAMA_URL, server_env
 
@@ -48,7 +49,7 @@ def settings(db_path) -> cli.Settings:
 
 
 def test_the_engine_is_built_after_the_first_answer(db_path):
-    open_database(db_path).close()  # at head: nothing to migrate
+    open_store(db_path).close()  # at head: nothing to migrate
     done = subprocess.run(
         [sys.executable, "-c", PROBE, "--db", str(db_path), "serve"],
         capture_output=True,
@@ -74,7 +75,7 @@ def test_a_new_file_is_created_before_serving(db_path, monkeypatch):
 
 
 def test_nothing_is_opened_before_the_first_answer(db_path, monkeypatch):
-    open_database(db_path).close()
+    open_store(db_path).close()
     monkeypatch.setattr(lifecycle, "STARTUP_GRACE_SECS", 60)
     opened = []
     monkeypatch.setattr(cli, "_service", lambda s: opened.append(s) or object())
@@ -86,7 +87,7 @@ def test_nothing_is_opened_before_the_first_answer(db_path, monkeypatch):
 
 
 def test_calls_wait_for_the_opening(db_path):
-    open_database(db_path).close()
+    open_store(db_path).close()
     answered = threading.Event()
     service = cli.OpeningService(settings(db_path), answered)
     answered.set()
@@ -132,7 +133,7 @@ def test_probe_refuses_what_the_engine_could_not_open(tmp_path, make, expected):
 
 
 def test_a_file_migrated_by_a_newer_version_meanwhile_is_one_log_line(db_path, caplog):
-    open_database(db_path).close()
+    open_store(db_path).close()
     answered = threading.Event()
     answered.set()
     conn = sqlean.connect(str(db_path))  # between the probe and the opening

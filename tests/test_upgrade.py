@@ -15,9 +15,12 @@ from pathlib import Path
 import pytest
 import sqlean
 
-from agent_memory import db, migrate, repository
+from agent_memory import models
 from agent_memory.errors import BackupFailed
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite import database as db
+from agent_memory.storage.sqlite import migrate
 
 from conftest import executable, file_hashes, run_agent_memory, server_env
 
@@ -70,12 +73,11 @@ def test_every_released_revision_upgrades_to_head_intact(fixture, tmp_path):
     fresh = tmp_path / "fresh.db"
     db.open_database(fresh).close()
 
-    database = db.open_database(path)
-    service = MemoryService(database)
+    service = MemoryService(open_store(path))
     assert db.read_revision(path) == HEAD
     assert query(path, ROWS) == before
     hashed = query(path, "SELECT content, content_hash FROM memories")
-    assert [h for _, h in hashed] == [repository.content_hash(c) for c, _ in hashed]
+    assert [h for _, h in hashed] == [models.content_hash(c) for c, _ in hashed]
     assert [r["id"] for r in service.search({"query": "maven group"})["results"]] == [1]
     assert [r["id"] for r in service.search({"query": "cafe resume"})["results"]] == [4]
     new_id = service.store({"content": "stored after the upgrade", "type": "TODO"})["id"]
@@ -275,10 +277,10 @@ def test_newer_database_in_use_by_another_process_is_refused_untouched(tmp_path)
 
 OPEN_AFTER_BARRIER = """
 import logging, sys
-from agent_memory.db import open_database
+from agent_memory.storage import open_store
 logging.basicConfig(level=logging.INFO)
 sys.stdin.read(1)  # released together with the other processes
-open_database(sys.argv[1]).close()
+open_store(sys.argv[1]).close()
 """
 
 
@@ -352,7 +354,7 @@ def test_restore_steps_from_the_readme(tmp_path, monkeypatch):
     path = copy_fixture(OLD_FIXTURES[0], tmp_path)
     old_version = int(OLD_FIXTURES[0].stem[-4:])
     rows = query(path, ROWS)
-    service = MemoryService(db.open_database(path))
+    service = MemoryService(open_store(path))
     service.store({"content": "written by the newer version", "type": "TODO"})
     service.close()
     backup = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
@@ -369,11 +371,11 @@ def test_restore_steps_from_the_readme(tmp_path, monkeypatch):
         if int(script.name[:4]) > old_version:
             script.unlink()
     monkeypatch.setattr(db, "migrations_dir", lambda: old_scripts)
-    database = db.open_database(path)
-    assert database.schema_version == old_version
+    store = open_store(path)
+    assert store.schema_version == old_version
     assert query(path, ROWS) == rows
-    assert [m["content"] for m in MemoryService(database).list({})][-1] == rows[0][2]
-    database.close()
+    assert [m["content"] for m in MemoryService(store).list({})][-1] == rows[0][2]
+    store.close()
 
 
 MIXED_ROUNDS = 5

@@ -6,7 +6,7 @@ import pytest
 
 from agent_memory import wire
 from agent_memory.errors import InvalidArgument, UnknownField
-from agent_memory.service import _shown
+from agent_memory.validate import shown as _shown
 
 from conftest import dump
 

@@ -8,7 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from agent_memory import __version__, db
+from agent_memory import __version__
+from agent_memory.storage.sqlite import database as db
 
 from conftest import server_env
 
@@ -57,7 +58,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
 
     # the migration must come from the installed copy, not from this checkout
     code = (
-        "import agent_memory, agent_memory.db as db; "
+        "import agent_memory; from agent_memory.storage.sqlite import database as db; "
         "d = db.open_database(); print(agent_memory.__file__); print(db.migrations_dir()); "
         "print(d.schema_version)"
     )

@@ -1,4 +1,4 @@
-"""Opening the database file: the one function every entry point uses.
+"""Opening the SQLite file: the one function every way into a SQLite store uses.
 
 Resolve the path, connect through sqlean with sqlite-vec loaded, set the pragmas, and make
 sure the schema is at this build's head. When the file is already at head (the usual case)
@@ -40,7 +40,8 @@ WAL_AUTOCHECKPOINT_PAGES = 4_000
 WAL_SWITCH_RETRY_SECS = 0.005
 _SQLITE_BUSY = 5
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+# agent_memory/, where the wheel carries the migrations (see migrations_dir).
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
 
 
@@ -167,7 +168,7 @@ def read_revision(path: Path) -> int | None:
 
 
 def _upgrade(engine: Engine, path: Path, head: int) -> None:
-    from agent_memory import migrate  # imports Alembic: only when there is work
+    from agent_memory.storage.sqlite import migrate  # imports Alembic: only when there is work
 
     migrate.upgrade(engine, path, head)
 
