@@ -7,6 +7,7 @@ Store. Only the engine packages import database drivers.
 from __future__ import annotations
 
 import os
+
 from agent_memory.storage.base import Store
 
 
