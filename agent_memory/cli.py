@@ -34,7 +34,6 @@ from agent_memory.errors import (
 )
 
 DEFAULT_REST_PORT = 7437
-REST_THREADS = 4
 # Both servers hand the GIL between threads on every request (waitress's I/O thread and
 # workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
 # The default 5 ms switch interval added about 1 ms to each search (bench/).
@@ -346,18 +345,11 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
             "pass --allow-remote to expose it beyond localhost"
         )
     service = open_service(settings)
-    from waitress.server import create_server
-
+    from agent_memory.daemon import create_server
     from agent_memory.lifecycle import Sweeper
-    from agent_memory.rest import create_app
 
     try:
-        server = create_server(
-            create_app(service, host=host, port=port, allow_remote=allow_remote),
-            host=host,
-            port=port,
-            threads=REST_THREADS,
-        )
+        server = create_server(service, host, port, allow_remote=allow_remote)
     except OSError as exc:
         service.close()
         fail(f"cannot listen on {shown}: {exc.strerror or exc}")
@@ -370,10 +362,6 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
             "or an authenticating proxy",
             bound,
             bound_port,
-        )
-    if port == 0:  # the Host check needs the real port
-        server.application = create_app(
-            service, host=host, port=bound_port, allow_remote=allow_remote
         )
     sweeper = Sweeper(service, settings.sweep_interval)
     sweeper.start()

@@ -170,13 +170,37 @@ def openapi() -> Response:
     return Response(text, mimetype="application/json")
 
 
-def _allowed(host: str, port: int) -> tuple[set[str], set[str]]:
-    """The Host values that name this daemon, and the Origins of its own pages."""
-    names = {"localhost", f"[{host}]" if ":" in host else host}
-    if host == "localhost":
-        names |= {"127.0.0.1", "[::1]"}
-    hosts = {f"{name}:{port}" for name in names}
-    return hosts, {f"http://{h}" for h in hosts}
+def max_body_bytes(max_content_bytes: int) -> int:
+    """The largest request body taken: the app's limit and the daemon's, one figure."""
+    return max(MAX_BODY_BYTES, JSON_ESCAPE_FACTOR * max_content_bytes + BODY_SLACK_BYTES)
+
+
+class AddressGuard:
+    """Which Host and Origin headers name this daemon: the one rule of both gates.
+
+    Flask's ``before_request`` applies it to in-process clients; the daemon's parser
+    (:mod:`agent_memory.daemon`) applies it to the headers, before a body is read.
+    """
+
+    def __init__(self, host: str, port: int, allow_remote: bool) -> None:
+        names = {"localhost", f"[{host}]" if ":" in host else host}
+        if host == "localhost":
+            names |= {"127.0.0.1", "[::1]"}
+        self.hosts = {f"{name}:{port}" for name in names}
+        if port == 80:  # clients leave the default port out: "Host: 127.0.0.1"
+            self.hosts |= names
+        self.origins = {f"http://{h}" for h in self.hosts}
+        self.allow_remote = allow_remote
+
+    def refusal(self, host: str | None, origin: str | None) -> str | None:
+        """Why a request with these headers is refused (None when it is not)."""
+        if self.allow_remote:
+            return None
+        if host is None or host.lower() not in self.hosts:
+            return f"Host {host or ''!r} is not this daemon's address"
+        if origin is not None and origin.lower() not in self.origins:
+            return f"cross-site request from Origin {origin!r}"
+        return None
 
 
 def create_app(
@@ -188,25 +212,18 @@ def create_app(
 ) -> Flask:
     """The REST app over ``service``; ``host``/``port`` are where it is bound."""
     app = Flask(__name__, static_folder=None)
-    app.config["MAX_CONTENT_LENGTH"] = max(
-        MAX_BODY_BYTES, JSON_ESCAPE_FACTOR * service.max_content_bytes + BODY_SLACK_BYTES
-    )
+    app.config["MAX_CONTENT_LENGTH"] = max_body_bytes(service.max_content_bytes)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["agent_memory"] = service
-    hosts, origins = _allowed(host, port)
+    address = AddressGuard(host, port, allow_remote)
 
     @app.before_request
     def guard() -> tuple[Response, int] | None:
         log.debug("request %s %s", request.method, request.full_path.rstrip("?"))
-        if allow_remote:
-            return None
-        if request.host.lower() not in hosts:
-            return error(403, f"forbidden: Host {request.host!r} is not this daemon's address")
-        origin = request.headers.get("Origin")
-        if origin is not None and origin.lower() not in origins:
-            return error(403, f"forbidden: cross-site request from Origin {origin!r}")
-        return None
+        # The header as sent: werkzeug's request.host drops ":80", which the rule decides on.
+        reason = address.refusal(request.headers.get("Host"), request.headers.get("Origin"))
+        return None if reason is None else error(403, f"forbidden: {reason}")
 
     app.register_blueprint(api)
     _register_errors(app)
