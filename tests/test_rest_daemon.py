@@ -23,7 +23,7 @@ from rest_daemon import RestDaemon
 
 from agent_memory import daemon, rest
 from agent_memory.rest import create_app
-from agent_memory.service import DEFAULT_MAX_CONTENT_BYTES
+from agent_memory.validate import DEFAULT_MAX_CONTENT_BYTES
 
 # Every wait below is bounded by this: an answer the daemon owes comes long before it.
 CLIENT_TIMEOUT_SECS = 10
