@@ -137,6 +137,16 @@ def search() -> Response:
     return jsonify(_service().search(_body(original_route=True)))
 
 
+@api.get("/api/memories/<id>")
+def get(id: str) -> tuple[Response, int]:
+    return _found(_service().get({"id": _integer(id)}), "found")
+
+
+@api.get("/api/stats")
+def stats() -> Response:
+    return jsonify(_service().stats(dict(request.args)))
+
+
 @api.patch("/api/memories/<id>")
 def update(id: str) -> tuple[Response, int]:
     body = _body(original_route=False)

@@ -41,6 +41,10 @@ PATCH_FIELDS = ("content", "tags", "scope", "ttl_secs")
 UPDATE_FIELDS = ("id", *PATCH_FIELDS)
 # How a relation reads from its to_id's side, in expansion.
 INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caused_by": "caused"}
+# A memory shown on its own (get) lists at most this many relations, newest first; stats
+# names at most this many scopes, the largest first.
+MAX_RELATIONS = 200
+STATS_SCOPES = 50
 # A search's reads stop after this long, answered "query is too expensive" (the shape of a
 # query is bounded first, in fts.check_cost): an ordinary question takes 30 ms (p50, 66 ms
 # p99) at 100,000 memories, and a REST worker is free again within this.
@@ -57,6 +61,19 @@ def snippet(content: str) -> str:
 
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
+
+
+def _related(edge: dict[str, Any]) -> dict[str, Any]:
+    """A relation as a memory's ``related`` lists it, read from that memory's side."""
+    out = edge["direction"] == "out"
+    return {
+        "id": edge["id"],
+        "kind": edge["kind"] if out else INVERSE_KIND[edge["kind"]],
+        "direction": edge["direction"],
+        "type": edge["type"],
+        "snippet": snippet(edge["content"]),
+        "tags": edge["tags"],
+    }
 
 
 class MemoryService:
@@ -163,17 +180,7 @@ class MemoryService:
         """Attach each result's 1-hop relations (one query for the whole page; a pure read)."""
         related: dict[int, list[dict[str, Any]]] = {r["id"]: [] for r in results}
         for edge in self.db.neighbours(list(related)):
-            out = edge["direction"] == "out"
-            related[edge["self"]].append(
-                {
-                    "id": edge["id"],
-                    "kind": edge["kind"] if out else INVERSE_KIND[edge["kind"]],
-                    "direction": edge["direction"],
-                    "type": edge["type"],
-                    "snippet": snippet(edge["content"]),
-                    "tags": edge["tags"],
-                }
-            )
+            related[edge["self"]].append(_related(edge))
         for result in results:
             result["related"] = related[result["id"]]
 
@@ -205,6 +212,29 @@ class MemoryService:
             found = list(self.db.memories(filters, limit))  # bounded: expand needs a limit
             self._expand(found)
         yield from found
+
+    def get(self, args: Any) -> dict[str, Any]:
+        """One memory with every field (access_count and embedding_status too) and its
+        relations both ways, newest first (at most MAX_RELATIONS). A read: not a use."""
+        args = validate.mapping(args)
+        validate.known_fields(args, ("id",))
+        memory_id = validate.memory_id(args)
+        with self.storage("get"):
+            found = self.db.get(memory_id, MAX_RELATIONS)
+        if found is None:
+            return _not_found(memory_id, "found")
+        memory, edges = found
+        memory["related"] = [_related(edge) for edge in edges]
+        return memory
+
+    def stats(self, args: Any = None) -> dict[str, Any]:
+        """What the store holds: memories in all, per type and per scope (the largest
+        STATS_SCOPES), links, and how many memories wait for a vector."""
+        validate.known_fields(validate.mapping(args), ())
+        with self.storage("stats"):
+            found = self.db.stats(STATS_SCOPES)
+        by_scope = [{"scope": scope, "memories": n} for scope, n in found["by_scope"]]
+        return {**found, "by_scope": by_scope}
 
     def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
         """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.

@@ -274,3 +274,30 @@ def test_expiry_and_decay_run_in_batches_that_can_pause(store):
     done, _ = store.refresh_decay(T0 + 180 * 86_400)
     assert done == 1 and store.decay_refreshed_at() == T0 + 180 * 86_400
     assert next(store.memories(Filters(), None))["decay_score"] == pytest.approx(0.5)
+
+
+def test_get_reads_one_memory_with_its_relations_and_bumps_nothing(store):
+    a = store.insert(new("a", "DECISION", tags=["t"]), None)
+    b = store.insert(new("b"), vector(1))
+    store.link(b, a, "supersedes", T0 + 1, ids=(b, a))
+    memory, edges = store.get(b, relations=5)
+    assert memory["content"] == "b" and memory["access_count"] == 0
+    assert memory["embedding_status"] == 1
+    assert [(e["id"], e["kind"], e["direction"]) for e in edges] == [(a, "supersedes", "out")]
+    assert store.get(a, relations=0)[1] == []
+    assert store.get(999, relations=5) is None
+    assert next(store.memories(Filters(memory_type="TODO"), None))["last_accessed"] == T0
+
+
+def test_stats_count_per_type_and_scope(store):
+    for scope in ("kore", "kore", None):
+        store.insert(new("x", scope=scope), None)
+    store.insert(new("y", "ERROR", scope="web"), vector(1))
+    store.link(1, 2, "relates_to", T0, ids=(1, 2))
+    assert store.stats(scopes=2) == {
+        "memories": 4,
+        "by_type": {"ERROR": 1, "TODO": 3},
+        "by_scope": [("kore", 2), (None, 1)],
+        "links": 1,
+        "pending_embedding": 3,
+    }

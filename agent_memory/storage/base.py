@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from agent_memory.models import Embedding, Filters, Pin, SearchPage
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
 # Called by the sweep between two batches, outside the write lock; True means stop now.
 Pause = Callable[[], bool]
@@ -97,9 +98,22 @@ class Store(Protocol):
         """The list, newest first (created_at, then id, descending), streamed from one
         snapshot that stays open until the iterator is exhausted or closed."""
 
-    def neighbours(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+    def neighbours(
+        self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS
+    ) -> list[dict[str, Any]]:
         """Per (result, neighbour) edge: self, id, kind, direction ("out" | "in"), type,
-        content, tags; newest relation first, at most MAX_EXPANDED_LINKS per result."""
+        content, tags; newest relation first, at most ``per_result`` per result."""
+
+    def get(
+        self, memory_id: int, relations: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        """One memory (its wire fields plus access_count and embedding_status) and up to
+        ``relations`` of its edges as neighbours gives them, from one snapshot; None if no
+        such row. A read: nothing is bumped."""
+
+    def stats(self, scopes: int) -> dict[str, Any]:
+        """From one snapshot: memories, by_type {type: count}, by_scope [(scope, count)] for
+        the ``scopes`` largest scopes (None is no scope), links, pending_embedding."""
 
     def ping(self) -> None:
         """A cheap read that fails when the store cannot be read."""

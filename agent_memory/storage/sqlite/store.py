@@ -98,6 +98,18 @@ _MARK_EMBEDDED = (
 )
 _ALL_PENDING = update(memories).values(embedding_status=0)
 _EMBEDDING_COUNTS = select(func.count(), func.count().filter(memories.c.embedding_status == 0))
+_GET = select(*SELECT_MEMORY, memories.c.access_count, memories.c.embedding_status).where(
+    memories.c.id == bindparam("memory_id")
+)
+_BY_TYPE = select(memories.c.type, func.count()).group_by(memories.c.type)
+# The most used scopes first (a memory without a scope counts under null).
+_BY_SCOPE = (
+    select(memories.c.scope, func.count().label("n"))
+    .group_by(memories.c.scope)
+    .order_by(literal_column("n").desc(), memories.c.scope)
+    .limit(bindparam("top"))
+)
+_LINK_COUNT = select(func.count()).select_from(memory_links)
 _EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))
 _UNLINK = delete(memory_links).where(
     memory_links.c.from_id == bindparam("a"),
@@ -282,12 +294,45 @@ class SqliteStore:
                 yield rows.memory(row)
 
     @_guarded
-    def neighbours(self, ids: Sequence[int]) -> list[dict[str, Any]]:
+    def neighbours(
+        self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS
+    ) -> list[dict[str, Any]]:
         if not ids:
             return []
-        params = {"ids": list(ids), "per_result": MAX_EXPANDED_LINKS}
         with self._connections.read() as conn:
-            found = conn.execute(rows.NEIGHBOURS, params).all()
+            return self._neighbours(conn, ids, per_result)
+
+    @_guarded
+    def get(
+        self, memory_id: int, relations: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        with self._connections.read() as conn:
+            row = conn.execute(_GET, {"memory_id": memory_id}).one_or_none()
+            if row is None:
+                return None
+            found = rows.memory(row)
+            found.update(access_count=int(row.access_count), embedding_status=row.embedding_status)
+            return found, self._neighbours(conn, [memory_id], relations)
+
+    @_guarded
+    def stats(self, scopes: int) -> dict[str, Any]:
+        with self._connections.read() as conn:
+            total, pending = conn.execute(_EMBEDDING_COUNTS).one()
+            by_type = dict(conn.execute(_BY_TYPE).all())
+            by_scope = [(scope, n) for scope, n in conn.execute(_BY_SCOPE, {"top": scopes})]
+            links = conn.execute(_LINK_COUNT).scalar_one()
+        return {
+            "memories": int(total),
+            "by_type": by_type,
+            "by_scope": by_scope,
+            "links": int(links),
+            "pending_embedding": int(pending),
+        }
+
+    def _neighbours(
+        self, conn: sqlalchemy.Connection, ids: Sequence[int], per_result: int
+    ) -> list[dict[str, Any]]:
+        found = conn.execute(rows.NEIGHBOURS, {"ids": list(ids), "per_result": per_result})
         return [
             {
                 "self": row.self,
