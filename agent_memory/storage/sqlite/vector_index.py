@@ -26,7 +26,6 @@ sees another pin, loads again. Nothing is written: a crash leaves nothing to rep
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
@@ -73,10 +72,9 @@ _FLOATS = (
     "SELECT memory_id, vector FROM memory_vector_floats WHERE memory_id > ?"
     " ORDER BY memory_id LIMIT ?"
 )
-_FLOATS_OF = (
-    "SELECT memory_id, vector FROM memory_vector_floats"
-    " WHERE memory_id IN (SELECT value FROM json_each(?))"
-)
+_FLOATS_IN = "SELECT memory_id, vector FROM memory_vector_floats WHERE memory_id IN ({marks})"
+# SQLite takes at most 32,766 bound values in one statement.
+MAX_BOUND_IDS = 30_000
 _HIGHEST_SEQ = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'vector_changes'), 0)"
 _CHANGES = "SELECT seq, memory_id FROM vector_changes WHERE seq > ? ORDER BY seq"
 _LOWEST_SEQ = "SELECT min(seq) FROM vector_changes"
@@ -278,7 +276,7 @@ class VectorIndex:
         if lowest is None or lowest > codes.watermark + 1:
             return False
         changed = dict.fromkeys(m for _, m in conn.exec_driver_sql(_CHANGES, (codes.watermark,)))
-        present = dict(conn.exec_driver_sql(_FLOATS_OF, (json.dumps(list(changed)),)).all())
+        present = dict(_floats_of(conn, sorted(changed)))
         gone = [memory_id for memory_id in changed if memory_id not in present]
         codes.remove(np.array(gone, dtype=np.int64))
         if present:
@@ -288,6 +286,18 @@ class VectorIndex:
         if codes.dead > COMPACT_DEAD_SHARE * max(codes.rows, 1):
             codes.compact()
         return True
+
+
+def _floats_of(conn: sqlalchemy.Connection, ids: list[int]) -> list[Any]:
+    """(id, float32 blob) of these ids, in id order: sorted ids read the table's pages in
+    order (1,000 random rows: 6 ms as a JSON list in any order, 2 ms sorted in an IN list)."""
+    found: list[Any] = []
+    driver = conn.connection.driver_connection
+    for start in range(0, len(ids), MAX_BOUND_IDS):
+        chunk = ids[start : start + MAX_BOUND_IDS]
+        marks = ",".join("?" * len(chunk))
+        found += driver.execute(_FLOATS_IN.format(marks=marks), chunk).fetchall()
+    return found
 
 
 def _matrix(blobs: list[bytes], dimension: int) -> Any:
@@ -337,7 +347,7 @@ def _load(conn: sqlalchemy.Connection) -> _Codes | None:
 def _reranked(conn: sqlalchemy.Connection, query: Any, candidates: Any, limit: int) -> list[int]:
     """Candidates by exact cosine distance to ``query`` (ties by id), as this snapshot
     holds their vectors: one forgotten meanwhile is gone."""
-    found = conn.exec_driver_sql(_FLOATS_OF, (json.dumps(candidates.tolist()),)).all()
+    found = _floats_of(conn, np.sort(candidates).tolist())
     if not found:
         return []
     ids = np.array([r[0] for r in found], dtype=np.int64)
