@@ -36,6 +36,7 @@ the corpus is an unbiased sample of both repositories.
 from __future__ import annotations
 
 import argparse
+import fcntl
 import hashlib
 import json
 import os
@@ -227,6 +228,13 @@ def embed_file(texts: list[str], out: Path, *, query: bool, threads: int, log: A
     from agent_memory.embedders.local import LocalModel
 
     marker = out.with_suffix(out.suffix + ".done")
+    # One writer per file: a second job would move the marker under the first one's feet
+    # (it happened: a job left running after its files were deleted wrote its own count).
+    lock = open(out.with_suffix(out.suffix + ".lock"), "w")  # noqa: SIM115 (held to the end)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise SystemExit(f"another job is embedding into {out}") from None
     done = _read_done(marker)
     row_bytes = DIMENSION * 4
     with out.open("ab") as f:
@@ -257,6 +265,47 @@ def embed_file(texts: list[str], out: Path, *, query: bool, threads: int, log: A
     return done
 
 
+def verify(texts: list[str], out: Path, *, query: bool, sample: int, repair: bool) -> dict:
+    """Check the rows the marker vouches for: every row unit length, and a seeded sample of
+    rows equal to a fresh embedding of its text. ``repair`` re-embeds the rows that fail, in
+    place (rows below the marker are never written by ``embed``, so this is safe beside it).
+    """
+    import numpy as np
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+    from agent_memory.embedders.local import LocalModel
+
+    vectors = load_vectors(out)
+    norms = np.linalg.norm(np.asarray(vectors), axis=1)
+    bad = [int(i) for i in np.flatnonzero(np.abs(norms - 1.0) > 1e-3)]
+    model = LocalModel(num_threads=1)
+    rng = np.random.default_rng(11)
+    picked = sorted(rng.choice(len(vectors), size=min(sample, len(vectors)), replace=False))
+    fresh = model.encode_array([texts[i] for i in picked], query=query)
+    diff = np.abs(fresh - np.asarray(vectors[picked])).max(axis=1)
+    bad = sorted(set(bad) | {int(i) for i, d in zip(picked, diff, strict=True) if d > 1e-5})
+    report = {
+        "rows": len(vectors),
+        "not_unit": int((np.abs(norms - 1.0) > 1e-3).sum()),
+        "sampled": len(picked),
+        "sample_max_abs_diff": float(diff.max(initial=0.0)),
+        "bad": len(bad),
+    }
+    if repair and bad:
+        with out.open("r+b") as f:
+            for start in range(0, len(bad), 256):
+                rows = bad[start : start + 256]
+                for i, vec in zip(
+                    rows, model.encode_array([texts[i] for i in rows], query=query), strict=True
+                ):
+                    f.seek(i * DIMENSION * 4)
+                    f.write(vec.astype("<f4").tobytes())
+            f.flush()
+            os.fsync(f.fileno())
+        report["repaired"] = len(bad)
+    return report
+
+
 def load_vectors(path: Path, rows: int | None = None) -> Any:
     """The float32 rows that the progress marker vouches for (memory-mapped)."""
     import numpy as np
@@ -268,18 +317,31 @@ def load_vectors(path: Path, rows: int | None = None) -> Any:
     return np.memmap(path, dtype="<f4", mode="r", shape=(done, DIMENSION))
 
 
-def neighbour_cosines(base: Any, queries: Any, ranks: tuple[int, ...] = (1, 10, 11)) -> dict:
-    """Mean cosine of the k-th nearest neighbour of each query, exact (vectors normalised)."""
+def neighbour_cosines(
+    base: Any, queries: Any, ranks: tuple[int, ...] = (1, 10, 11), *, skip_self: bool = False
+) -> dict:
+    """Mean cosine of the k-th nearest neighbour of each query, exact (vectors normalised).
+
+    ``skip_self``: the queries are rows of ``base``; their own row (cosine 1) is not counted.
+    """
     import numpy as np
 
-    k = max(ranks)
+    k = max(ranks) + int(skip_self)
     best = np.full((len(queries), k), -np.inf, dtype=np.float32)
     step = 100_000
     for s in range(0, len(base), step):
         sims = np.asarray(base[s : s + step], dtype=np.float32) @ queries.T  # (step, q)
         top = -np.partition(-sims, k - 1, axis=0)[:k].T if len(sims) > k else sims.T
         best = -np.sort(-np.concatenate([best, top], axis=1), axis=1)[:, :k]
-    return {f"nn{r}": float(best[:, r - 1].mean()) for r in ranks}
+    return {f"nn{r}": round(float(best[:, r - 1 + int(skip_self)].mean()), 4) for r in ranks}
+
+
+def corpus_sample(real: Any, count: int = 1000, seed: int = 7) -> Any:
+    """Rows of the real set used as queries: how close a memory's nearest memories are."""
+    import numpy as np
+
+    rows = np.random.default_rng(seed).choice(len(real), size=min(count, len(real)), replace=False)
+    return np.asarray(real[np.sort(rows)], dtype=np.float32)
 
 
 def retrieval(base: Any, queries: Any, targets: list[int]) -> dict:
@@ -353,6 +415,9 @@ def main(argv: list[str] | None = None) -> int:
     p_build.add_argument("--queries", type=int, default=QUERY_COUNT)
     p_embed = sub.add_parser("embed", help="embed queries then corpus (resumable)")
     p_embed.add_argument("--threads", type=int, default=1)
+    p_verify = sub.add_parser("verify", help="check (and --repair) the embedded rows")
+    p_verify.add_argument("--sample", type=int, default=50)
+    p_verify.add_argument("--repair", action="store_true")
     sub.add_parser("stats", help="neighbour cosines and retrieval quality on real vectors")
     p_draw = sub.add_parser("draw", help="vectors around real ones, noise calibrated")
     p_draw.add_argument("--count", type=int, default=1_000_000)
@@ -377,6 +442,13 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(f"done: {done} vectors of {DIMENSION} in {cache / 'vectors.f32'}", flush=True)
         return 0
+    if args.cmd == "verify":
+        for name, field, is_query in (("queries", "query", True), ("corpus", "text", False)):
+            texts = load_texts(cache / f"{name}.jsonl", field)
+            out = cache / ("queries.f32" if is_query else "vectors.f32")
+            found = verify(texts, out, query=is_query, sample=args.sample, repair=args.repair)
+            print(name, json.dumps(found), flush=True)
+        return 0
 
     import numpy as np
 
@@ -385,7 +457,12 @@ def main(argv: list[str] | None = None) -> int:
     targets = [json.loads(line)["target"] for line in (cache / "queries.jsonl").open()]
     usable = [q for q, t in enumerate(targets) if t < len(real)]
     real_stats = neighbour_cosines(real, queries)
-    report: dict[str, Any] = {"real_vectors": len(real), "real": real_stats}
+    sample = corpus_sample(real)
+    report: dict[str, Any] = {
+        "real_vectors": len(real),
+        "real": real_stats,
+        "real_memory_to_memory": neighbour_cosines(real, sample, skip_self=True),
+    }
     if args.cmd == "stats":
         report["retrieval"] = retrieval(real, queries[usable], [targets[q] for q in usable])
         print(json.dumps(report, indent=2))
@@ -397,7 +474,11 @@ def main(argv: list[str] | None = None) -> int:
         out = cache / f"drawn-{args.count}.npy"
         drawn = draw(real, args.count, sigma, args.seed, out)
         report.update(
-            sigma=sigma, drawn_vectors=args.count, drawn=neighbour_cosines(drawn, queries)
+            sigma=sigma,
+            drawn_vectors=args.count,
+            drawn=neighbour_cosines(drawn, queries),
+            # The drawn set holds noisy copies of these rows: their own copies come first.
+            drawn_memory_to_memory=neighbour_cosines(drawn, sample),
         )
         report["drawn_path"] = str(out)
         (cache / f"drawn-{args.count}.json").write_text(json.dumps(report, indent=2) + "\n")
