@@ -97,12 +97,30 @@ def measure(threads: int, repeats: int) -> dict:
     }
 
 
+def peak_for_batch(size: int) -> dict:
+    """Peak RSS of a fresh process that loads the model and embeds one batch of ``size``."""
+    from semantic_set import MEMORIES
+
+    from agent_memory.embedders.local import LocalModel
+
+    texts = [m.content for m in MEMORIES]
+    pool = (texts * (size // len(texts) + 1))[:size]
+    model = LocalModel(num_threads=1, batch_size=size)
+    before = peak_rss_mb()
+    model.encode_array(pool, query=False)
+    return {"batch": size, "peak_before_mb": before, "peak_rss_mb": peak_rss_mb()}
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--threads", type=int)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--peak-batch", type=int, help="peak RSS of one batch, then exit")
     args = parser.parse_args()
+    if args.peak_batch:
+        print(json.dumps(peak_for_batch(args.peak_batch)))
+        return 0
     if args.threads:
         result = measure(args.threads, args.repeats)
         print(json.dumps(result))
@@ -132,6 +150,17 @@ def main() -> int:
             f"| {cpu['16']:.0f} / {cpu['64']:.0f} / {cpu['200']:.0f} "
             f"| {r['peak_rss_mb']:.0f} | {r['loadavg_1min']:.1f} |"
         )
+    print("\n| batch (1 thread, fresh process) | peak RSS before MB | peak RSS after MB |")
+    print("|---|---|---|")
+    for size in BATCHES:
+        out = subprocess.run(
+            [sys.executable, __file__, "--peak-batch", str(size)],
+            check=True,
+            capture_output=True,
+            text=True,
+        ).stdout
+        r = json.loads(out)
+        print(f"| {size} | {r['peak_before_mb']:.0f} | {r['peak_rss_mb']:.0f} |")
     return 0
 
 

@@ -137,11 +137,20 @@ def _query_candidate(c: Commit) -> bool:
     )
 
 
-def build(sources: dict[str, str], cache: Path, size: int, queries: int) -> dict[str, Any]:
-    """Write corpus.jsonl, queries.jsonl and manifest.json; return the manifest."""
+def build(
+    sources: dict[str, str],
+    cache: Path,
+    size: int,
+    queries: int,
+    pins: dict[str, str] = SOURCES,
+) -> dict[str, Any]:
+    """Write corpus.jsonl, queries.jsonl and manifest.json; return the manifest.
+
+    ``sources`` maps a source name to its git directory, ``pins`` to the commit to read from.
+    """
     commits: list[Commit] = []
     for repo, git_dir in sorted(sources.items()):
-        commits.extend(read_commits(repo, git_dir, SOURCES[repo]))
+        commits.extend(read_commits(repo, git_dir, pins[repo]))
     commits.sort(key=lambda c: _key(c.repo, c.commit))
     chosen: list[tuple[Commit, str]] = []
     seen: set[str] = set()
@@ -175,7 +184,7 @@ def build(sources: dict[str, str], cache: Path, size: int, queries: int) -> dict
     for c, _ in chosen:
         by_repo[c.repo] = by_repo.get(c.repo, 0) + 1
     manifest = {
-        "sources": {r: {"pinned": SOURCES[r], "non_merge_commits": 0} for r in sources},
+        "sources": {r: {"pinned": pins[r], "non_merge_commits": 0} for r in sources},
         "texts": len(chosen),
         "texts_by_repo": by_repo,
         "mean_chars": round(sum(len(t) for _, t in chosen) / len(chosen), 1),
