@@ -370,6 +370,42 @@ def retrieval(base: Any, queries: Any, targets: list[int]) -> dict:
     }
 
 
+def exact_topk(base: Any, queries: Any, k: int = 10) -> Any:
+    """Row numbers of each query's k nearest rows by cosine, best first (the reference)."""
+    import numpy as np
+
+    sims = queries @ np.asarray(base, dtype=np.float32).T
+    top = np.argpartition(-sims, k - 1, axis=1)[:, :k]
+    order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1)
+    return np.take_along_axis(top, order, axis=1)
+
+
+def binary_rerank_recall(
+    base: Any, queries: Any, candidates: tuple[int, ...] = (100, 500, 1000), k: int = 10
+) -> dict:
+    """recall@k against exact of: sign bits + Hamming distance for candidates, then exact
+    float32 re-rank; raw, and after subtracting the mean vector (the notes' remedy for
+    anisotropic models). A preview for the vector-search issue, on real vectors."""
+    import numpy as np
+
+    base = np.asarray(base, dtype=np.float32)
+    truth = exact_topk(base, queries, k)
+    report: dict[str, Any] = {}
+    for name, shift in (("raw", 0.0), ("centered", base.mean(axis=0))):
+        codes = np.packbits(base - shift > 0, axis=1)
+        qcodes = np.packbits(queries - shift > 0, axis=1)
+        for c in candidates:
+            hits = 0
+            for q in range(len(queries)):
+                dist = np.bitwise_count(codes ^ qcodes[q]).sum(axis=1, dtype=np.int32)
+                cand = np.argpartition(dist, c - 1)[:c]
+                sims = base[cand] @ queries[q]
+                found = cand[np.argpartition(-sims, k - 1)[:k]]
+                hits += len(set(found.tolist()) & set(truth[q].tolist()))
+            report[f"{name}_c{c}"] = round(hits / (k * len(queries)), 4)
+    return report
+
+
 def draw(real: Any, count: int, sigma: float, seed: int, out: Path | None = None) -> Any:
     """``count`` unit vectors, each a real row (round robin over a seeded permutation) plus
     N(0, sigma^2) per component, renormalised. Written to ``out`` when given."""
@@ -474,6 +510,7 @@ def main(argv: list[str] | None = None) -> int:
     }
     if args.cmd == "stats":
         report["retrieval"] = retrieval(real, queries[usable], [targets[q] for q in usable])
+        report["binary_rerank_recall@10"] = binary_rerank_recall(real, queries)
         print(json.dumps(report, indent=2))
         return 0
     if args.cmd == "draw":
@@ -488,6 +525,7 @@ def main(argv: list[str] | None = None) -> int:
             drawn=neighbour_cosines(drawn, queries),
             # The drawn set holds noisy copies of these rows: their own copies come first.
             drawn_memory_to_memory=neighbour_cosines(drawn, sample),
+            drawn_binary_rerank_recall_at_10=binary_rerank_recall(drawn, queries),
         )
         report["drawn_path"] = str(out)
         (cache / f"drawn-{args.count}.json").write_text(json.dumps(report, indent=2) + "\n")
