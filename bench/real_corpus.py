@@ -394,15 +394,16 @@ def binary_rerank_recall(
     for name, shift in (("raw", 0.0), ("centered", base.mean(axis=0))):
         codes = np.packbits(base - shift > 0, axis=1)
         qcodes = np.packbits(queries - shift > 0, axis=1)
-        for c in candidates:
-            hits = 0
-            for q in range(len(queries)):
-                dist = np.bitwise_count(codes ^ qcodes[q]).sum(axis=1, dtype=np.int32)
+        hits = dict.fromkeys(candidates, 0)
+        for q in range(len(queries)):
+            dist = np.bitwise_count(codes ^ qcodes[q]).sum(axis=1, dtype=np.int32)
+            for c in candidates:
                 cand = np.argpartition(dist, c - 1)[:c]
                 sims = base[cand] @ queries[q]
                 found = cand[np.argpartition(-sims, k - 1)[:k]]
-                hits += len(set(found.tolist()) & set(truth[q].tolist()))
-            report[f"{name}_c{c}"] = round(hits / (k * len(queries)), 4)
+                hits[c] += len(set(found.tolist()) & set(truth[q].tolist()))
+        for c in candidates:
+            report[f"{name}_c{c}"] = round(hits[c] / (k * len(queries)), 4)
     return report
 
 
@@ -436,8 +437,8 @@ def calibrate(real: Any, queries: Any, count: int, seed: int, target: dict, log:
     More noise lowers every neighbour cosine; sigma = 0 would give ten exact copies of each
     real vector, so the 1st..10th neighbours would be one and the same text.
     """
-    lo, hi = 0.0, 0.1
-    for _ in range(12):
+    lo, hi = 0.0, 0.05
+    for _ in range(10):
         mid = (lo + hi) / 2
         stats = neighbour_cosines(draw(real, count, mid, seed), queries)
         print(f"sigma {mid:.5f}: {stats}", file=log, flush=True)
