@@ -184,7 +184,7 @@ def test_another_model_never_mixes_vectors_and_searches_stay_keyword(
         assert other.db.pending(10) == [(memory_id, "stored with mxbai configured")]
         lines = [r.getMessage() for r in caplog.records if "reembed" in r.getMessage()]
         assert len(lines) == 1  # one clear line, however often it is hit
-        assert "agent-memory --embed-model mxbai-embed-large reembed" in lines[0]
+        assert "agent-memory --embedder ollama --embed-model mxbai-embed-large reembed" in lines[0]
         assert "nomic-embed-text (ollama, 768 dimensions" in lines[0]
     finally:
         other.close()

