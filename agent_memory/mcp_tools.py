@@ -315,7 +315,8 @@ TOOLS = [
             },
             ("id",),
         ),
-        {"anyOf": [_UPDATED, _not_found("updated")]},
+        # "type" at the root as well: protocol revisions before 2026-07-28 require it.
+        {"type": "object", "anyOf": [_UPDATED, _not_found("updated")]},
         destructive=True,
     ),
     _tool(
