@@ -174,8 +174,9 @@ def render_prompt(name: str, arguments: Mapping[str, str] | None) -> GetPromptRe
         raise KeyError(name)
     args = dict(arguments or {})
     validate.known_fields(args, PROMPT_ARGUMENTS)
-    task = args.get("task", "").strip()
-    scope = args.get("scope", "").strip()
+    # printable: a lone surrogate a client sent cannot be written back as UTF-8
+    task = wire.printable(args.get("task", "")).strip()
+    scope = wire.printable(args.get("scope", "")).strip()
     text = _PROTOCOL.format(
         on_task=f" on: {task}" if task else "",
         in_scope=f' and scope "{scope}"' if scope else "",

@@ -4,6 +4,8 @@ Thin like the MCP transport: turn the request into the service's arguments, call
 method, map its exceptions to status codes. Query strings and path segments arrive as
 text; numbers and booleans are converted only when they are well formed, and anything
 else is handed on as the string it was so the service rejects it with its usual message.
+Every query parameter of a memory route is handed on (see _with_query), so the service
+refuses a misspelled one instead of the route answering as if it had not been sent.
 Every error, Flask's own 404/405/413 included, is a JSON ``{"error": ...}`` body.
 Numbers are ASCII digits only, and JSON bodies are read with :func:`agent_memory.wire.loads`
 (lone surrogates kept, long integers counted) so the service names the field at fault.

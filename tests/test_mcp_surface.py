@@ -358,3 +358,10 @@ def test_completions_offer_types_and_the_scopes_in_the_store(service, stored):
         [],
         [],
     ]
+
+
+def test_prompt_arguments_are_written_back_as_valid_text():
+    """A lone surrogate in an argument is shown as its escape: the answer stays UTF-8."""
+    text = mcp_catalog.render_prompt("memory_protocol", {"task": "a\ud800b"}).messages[0]
+    assert "Before you start on: a\\ud800b:" in text.content.text
+    text.content.text.encode("utf-8")
