@@ -11,6 +11,7 @@ import ipaddress
 import json
 import logging
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
 from agent_memory import __version__, files, wire
 from agent_memory.embedders import ollama
@@ -174,7 +176,45 @@ def is_loopback(host: str) -> bool:
         return False  # any other name may resolve anywhere
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Subcommand(click.Command):
+    """A subcommand that takes the global options after its name too: `serve --db x.db`
+    is how MCP client configs are written. The options are the group's own (one definition
+    each); a value given after the subcommand wins over one given before it."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        help_option = self.get_help_option(ctx)
+        own = [p for p in super().get_params(ctx) if p is not help_option]
+        shared = _global_options(ctx, {p.name for p in own})
+        return [*own, *shared, *([help_option] if help_option else [])]
+
+    def invoke(self, ctx: click.Context) -> Any:
+        given = {}
+        for option in _global_options(ctx, {p.name for p in self.params}):
+            value = ctx.params.pop(option.name)
+            if ctx.get_parameter_source(option.name) is ParameterSource.COMMANDLINE:
+                given[option.name] = value
+        if given and ctx.parent is not None:
+            ctx.obj = settings({**ctx.parent.params, **given})
+        return super().invoke(ctx)
+
+
+def _global_options(ctx: click.Context, taken: set[Any]) -> list[click.Option]:
+    """The group's options a subcommand accepts as well (not --version, not its own)."""
+    group = ctx.parent.command if ctx.parent is not None else None
+    if group is None:
+        return []
+    return [
+        p
+        for p in group.params
+        if isinstance(p, click.Option) and p.expose_value and p.name not in taken
+    ]
+
+
+class Group(click.Group):
+    command_class = Subcommand
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
     __version__, "--version", prog_name="agent-memory", message="%(prog)s %(version)s"
 )
@@ -239,25 +279,25 @@ def is_loopback(host: str) -> bool:
     help="Log verbosity (logs always go to stderr).",
 )
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    db: Path | None,
-    ollama_url: str,
-    embed_model: str,
-    sweep_interval: int,
-    max_content_bytes: int,
-    redact: str,
-    log_level: str,
-) -> None:
-    """Persistent, typed, local memory for AI agents, in one SQLite file."""
-    configure_logging(log_level)
-    ctx.obj = Settings(
-        db=db,
-        ollama_url=ollama_url,
-        embed_model=embed_model,
-        sweep_interval=sweep_interval,
-        max_content_bytes=max_content_bytes,
-        redact=redact.lower() == "on",
+def cli(ctx: click.Context, **_options: Any) -> None:
+    """Persistent, typed, local memory for AI agents, in one SQLite file.
+
+    Global options go before or after the subcommand: `agent-memory --db x.db serve` and
+    `agent-memory serve --db x.db` are the same.
+    """
+    ctx.obj = settings(ctx.params)
+
+
+def settings(options: dict[str, Any]) -> Settings:
+    """The global options' values as Settings; logging is configured from them."""
+    configure_logging(options["log_level"])
+    return Settings(
+        db=options["db"],
+        ollama_url=options["ollama_url"],
+        embed_model=options["embed_model"],
+        sweep_interval=options["sweep_interval"],
+        max_content_bytes=options["max_content_bytes"],
+        redact=options["redact"].lower() == "on",
     )
 
 
@@ -297,6 +337,9 @@ def serve(settings: Settings) -> None:
     """Run the MCP server on stdin/stdout (creates the database on first run)."""
     from agent_memory import storage
 
+    if sys.stdin.isatty():  # started by hand: say what this is, once
+        click.echo(terminal_notice(settings.db), err=True)
+
     try:
         at_head = storage.ready_to_serve(settings.db)
     except (DatabaseOpenError, SchemaTooNew) as exc:
@@ -317,6 +360,20 @@ def serve(settings: Settings) -> None:
     finally:
         sweeper.stop()
         service.close()
+
+
+def terminal_notice(db: Path | None) -> str:
+    """The line ``serve`` prints when a person starts it in a terminal: what it is, and
+    the configuration that starts it from an MCP client (with this --db, if given)."""
+    args = ["serve", *(["--db", str(db.resolve())] if db is not None else [])]
+    entry = json.dumps({"command": "agent-memory", "args": args})
+    command = shlex.join(["claude", "mcp", "add", "--scope", "user", "agent-memory", "--"])
+    return (
+        "agent-memory serve speaks MCP (JSON-RPC) on stdin/stdout and is meant to be started "
+        f'by an MCP client, not typed into: add the server "agent-memory": {entry} to the '
+        f"client's MCP configuration (Claude Code: {command} "
+        f"{shlex.join(['agent-memory', *args])}). Ctrl-D quits."
+    )
 
 
 @cli.command("serve-rest")

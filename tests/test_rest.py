@@ -305,7 +305,7 @@ def test_delete_and_links(http, seeded, raw):
             "/api/memories/1",
             {"body": {"ttl_sec": 5}},
             400,
-            "failed to deserialize parameters: unknown field `ttl_sec`, expected one of `content`, `tags`, `scope`, `ttl_secs`",
+            "failed to deserialize parameters: unknown field `ttl_sec`, expected one of `content`, `tags`, `scope`, `ttl_secs` (did you mean `ttl_secs`?)",
         ),
         (
             "PATCH",
