@@ -23,7 +23,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from agent_memory import __version__, files, wire
+from agent_memory import __version__, embedders, files, wire
 from agent_memory.embedders import ollama
 from agent_memory.errors import (
     BackupFailed,
@@ -56,6 +56,7 @@ class Settings:
     sweep_interval: int
     max_content_bytes: int
     redact: bool = True
+    embedder: str = embedders.AUTO
 
 
 def configure_logging(level: str) -> None:
@@ -77,8 +78,21 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
         fail(str(exc))
 
 
+def choose_embedder(settings: Settings, store: Any) -> Any:  # -> Embedder | None
+    """The embedder for this store (embedders.choose), told by the pin it holds."""
+    from agent_memory.errors import StorageFault
+
+    try:
+        pin = store.pin()
+    except StorageFault as exc:  # the service reports the fault at its first use
+        log.error("cannot read the embedding pin: %s", exc.detail)
+        pin = None
+    return embedders.choose(
+        settings.embedder, pin, ollama_url=settings.ollama_url, ollama_model=settings.embed_model
+    )
+
+
 def _service(settings: Settings):  # -> MemoryService
-    from agent_memory.embedders.ollama import Ollama
     from agent_memory.service import MemoryService
     from agent_memory.storage import open_store
 
@@ -86,7 +100,7 @@ def _service(settings: Settings):  # -> MemoryService
     log.info("database %s (schema version %d)", store.location, store.schema_version)
     return MemoryService(
         store,
-        embedder=Ollama(settings.ollama_url, settings.embed_model),
+        embedder=choose_embedder(settings, store),
         max_content_bytes=settings.max_content_bytes,
         redact=settings.redact,
     )
@@ -224,6 +238,17 @@ class Group(click.Group):
     help="Database file. Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
 )
 @click.option(
+    "--embedder",
+    type=click.Choice(embedders.MODES, case_sensitive=False),
+    envvar="AGENT_MEMORY_EMBEDDER",
+    default=embedders.AUTO,
+    show_default=True,
+    show_envvar=True,
+    help="Who makes the vectors of search by meaning: auto (the database's own, else Ollama "
+    "when it answers, else the local model when installed), ollama, local, or none "
+    "(keyword search only).",
+)
+@click.option(
     "--ollama-url",
     envvar="AGENT_MEMORY_OLLAMA_URL",
     default=ollama.DEFAULT_URL,
@@ -293,6 +318,7 @@ def settings(options: dict[str, Any]) -> Settings:
     configure_logging(options["log_level"])
     return Settings(
         db=options["db"],
+        embedder=options["embedder"].lower(),
         ollama_url=options["ollama_url"],
         embed_model=options["embed_model"],
         sweep_interval=options["sweep_interval"],
@@ -342,8 +368,10 @@ def serve(settings: Settings) -> None:
 
     try:
         at_head = storage.ready_to_serve(settings.db)
+        pin = storage.quick_pin(settings.db)
     except (DatabaseOpenError, SchemaTooNew) as exc:
         fail(str(exc))
+    outlook = embedders.outlook(settings.embedder, pin, ollama_model=settings.embed_model)
     answered = threading.Event()
     # A new file or a migration is opened before the first answer, as everywhere else.
     service = OpeningService(settings, answered) if at_head else open_service(settings)
@@ -354,7 +382,7 @@ def serve(settings: Settings) -> None:
     sweeper.start()
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     try:
-        mcp_server.serve_stdio(service, answered)
+        mcp_server.serve_stdio(service, answered, outlook)
     except KeyboardInterrupt:
         pass
     finally:

@@ -194,8 +194,11 @@ def complete(service: MemoryService, params: CompleteRequestParams) -> CompleteR
     return CompleteResult(completion=Completion(values=values, has_more=False))
 
 
-def build_server(service: MemoryService, answered: threading.Event | None = None) -> Server[Any]:
-    """``answered`` is set once a client got an answer (the sweep waits for it to start)."""
+def build_server(
+    service: MemoryService, answered: threading.Event | None = None, outlook: str = ""
+) -> Server[Any]:
+    """``answered`` is set once a client got an answer (the sweep waits for it to start);
+    ``outlook`` says how searches will run (embedders.outlook), after the instructions."""
     answered = answered or threading.Event()
 
     def listing(result: Any) -> Callable[[Any, Any], Any]:
@@ -226,7 +229,7 @@ def build_server(service: MemoryService, answered: threading.Event | None = None
         version=__version__,
         title=SERVER_TITLE,
         description=SERVER_DESCRIPTION,
-        instructions=INSTRUCTIONS,
+        instructions=f"{INSTRUCTIONS} {outlook}".strip(),
         website_url=WEBSITE_URL,
         cache_hints=CACHE_HINTS,
         on_list_tools=listing(ListToolsResult(tools=TOOLS)),
@@ -361,9 +364,11 @@ def _encodable(*values: Any) -> bool:
     return all(not isinstance(v, str) or wire.printable(v) == v for v in values)
 
 
-def serve_stdio(service: MemoryService, answered: threading.Event | None = None) -> None:
+def serve_stdio(
+    service: MemoryService, answered: threading.Event | None = None, outlook: str = ""
+) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes the stream."""
-    server = build_server(service, answered)
+    server = build_server(service, answered, outlook)
 
     async def main() -> None:
         with _stdout_wire() as wire:

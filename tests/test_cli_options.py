@@ -19,6 +19,8 @@ from agent_memory.cli import cli
 from conftest import NO_OLLAMA_URL, executable, run_agent_memory, server_env
 
 GLOBALS = [
+    "--embedder",
+    "ollama",
     "--ollama-url",
     "http://127.0.0.1:9",
     "--embed-model",
@@ -72,6 +74,7 @@ def test_global_options_go_before_or_after_the_subcommand(opened, tmp_path, comm
         sweep_interval=5,
         max_content_bytes=100,
         redact=False,
+        embedder="ollama",
     )
     assert opened["level"] == logging.DEBUG
 

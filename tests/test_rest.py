@@ -703,11 +703,25 @@ def test_health_reports_the_embedder(db_path, service, models, status):
         service.embedder = Ollama(ollama.url, "nomic-embed-text")
         code, body = Client(create_app(service))("GET", "/health")
     assert code == 200
+    hybrid = status == "ready"
+    outlook = (
+        {
+            "search_mode": "hybrid",
+            "embedding": {"provider": "ollama", "model": "nomic-embed-text", "dimension": 768},
+        }
+        if hybrid
+        else {
+            "search_mode": "keyword",
+            "embedding": None,
+            "search_hint": "run `ollama pull nomic-embed-text`",
+        }
+    )
     assert body == {
         "status": "ok",
         "embedder": status,
         "schema_version": head_revision(),
         "version": __version__,
+        **outlook,
     }
 
 

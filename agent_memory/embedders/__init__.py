@@ -48,3 +48,29 @@ def choose(mode: str, stored: Pin | None, *, ollama_url: str, ollama_model: str)
         return Local()
     log.info("the local model cannot run here (%s)", reason)
     return ollama
+
+
+def outlook(mode: str, stored: Pin | None, *, ollama_model: str) -> str:
+    """One sentence for an agent on how its searches will run, known without asking Ollama
+    or loading a model (it goes into the MCP server's instructions before the first answer)."""
+    from agent_memory.embedders import local
+
+    if mode == NONE:
+        return "Search is by keyword only (search by meaning is off: --embedder none)."
+    if mode == AUTO and stored is not None:  # the pin decides
+        mode, ollama_model = stored.provider, stored.model
+    reason = local.unavailable_reason()
+    by_local = f"the local model {local.MODEL_NAME} ({local.DIMENSION} dimensions, in process)"
+    if mode == LOCAL:
+        if reason is not None:
+            return f"Search is by keyword only: {by_local} cannot run here ({reason})."
+        return f"Search is by meaning and keyword, with {by_local}."
+    if mode == AUTO and reason is None:
+        return (
+            f"Search is by meaning and keyword, with Ollama's {ollama_model} when it answers, "
+            f"else {by_local}."
+        )
+    return (
+        f"Search is by meaning and keyword when Ollama answers with {ollama_model}, else by "
+        "keyword only (search by meaning without Ollama: pip install 'agent-memory-mcp[local]')."
+    )

@@ -22,7 +22,8 @@ import logging
 import sqlalchemy
 from sqlalchemy import delete, insert, select
 
-from agent_memory.models import OLLAMA, Embedding, Pin
+from agent_memory.models import Embedding, Pin
+from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
 from agent_memory.storage.sqlite.schema import meta
 
 log = logging.getLogger(__name__)
@@ -34,9 +35,6 @@ EXACT_KNN_MAX_VECTORS = 20_000
 # anisotropic vectors (recall@10 0.22 at 100,000 through this leg): it is the fallback.
 COARSE_FACTOR = 10
 COARSE_MIN_CANDIDATES = 500
-# The pin, in meta. A pin written before providers existed has no provider key: Ollama's.
-PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
-PROVIDER_KEY = "embedding_provider"
 
 TABLES = ("memory_vector_floats", "memory_vector_bits")
 _CREATE = (
@@ -91,15 +89,7 @@ def remove(conn: sqlalchemy.Connection, memory_id: int) -> None:
 
 
 def stored_pin(conn: sqlalchemy.Connection) -> Pin | None:
-    found = {key: value for key, value in conn.execute(_READ_PIN)}
-    if not set(PIN_KEYS) <= set(found):
-        return None
-    return Pin(
-        found["embedding_model"],
-        int(found["embedding_dim"]),
-        found["embedding_prefixes"],
-        found.get(PROVIDER_KEY, OLLAMA),
-    )
+    return pin_of({key: value for key, value in conn.execute(_READ_PIN)})
 
 
 def create(conn: sqlalchemy.Connection, pin: Pin) -> None:
