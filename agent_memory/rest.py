@@ -26,7 +26,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from agent_memory import wire
+from agent_memory import web, wire
 from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
 from agent_memory.service import MemoryService
 
@@ -91,7 +91,9 @@ def store() -> tuple[Response, int]:
 @api.get("/api/memories")
 def list_memories() -> Response:
     args: dict[str, Any] = {
-        name: request.args[name] for name in ("type", "tag", "scope") if name in request.args
+        name: request.args[name]
+        for name in ("type", "tag", "scope", "before")
+        if name in request.args
     }
     if "limit" in request.args:
         args["limit"] = _integer(request.args["limit"])
@@ -236,6 +238,7 @@ def create_app(
         return None if reason is None else error(403, f"forbidden: {reason}")
 
     app.register_blueprint(api)
+    app.register_blueprint(web.page)  # the page at /, and the security headers of every answer
     _register_errors(app)
     return app
 

@@ -195,21 +195,22 @@ class MemoryService:
         filters = validate.filters(args)
         limit = validate.limit(args, None)
         expand = validate.flag(args, "expand_links")
+        before = validate.cursor(args)
         if expand and limit is None:
             raise InvalidArgument(
                 "limit is required when expand_links is true; "
                 f"pass a limit between 1 and {MAX_LIMIT}"
             )
-        return self._listed(filters, limit, expand)
+        return self._listed(filters, limit, expand, before)
 
     def _listed(
-        self, filters: Any, limit: int | None, expand: bool
+        self, filters: Any, limit: int | None, expand: bool, before: tuple[int, int] | None
     ) -> Generator[dict[str, Any], None, None]:
         with self.storage("list"):
             if not expand:
-                yield from self.db.memories(filters, limit)
+                yield from self.db.memories(filters, limit, before)
                 return
-            found = list(self.db.memories(filters, limit))  # bounded: expand needs a limit
+            found = list(self.db.memories(filters, limit, before))  # bounded: expand needs a limit
             self._expand(found)
         yield from found
 
@@ -294,7 +295,8 @@ class MemoryService:
         return {**echo, "unlinked": False, "reason": "not_found"}
 
     def health(self) -> dict[str, Any]:
-        """Liveness: the store answers a read; and whether embeddings are available."""
+        """Liveness: the store answers a read; whether embeddings are available; and which
+        database this is (an opaque id, so `agent-memory ui` can tell its own daemon)."""
         with self.storage("health"):
             self.db.ping()
         return {
@@ -302,6 +304,7 @@ class MemoryService:
             "embedder": UNREACHABLE if self.embedder is None else self.embedder.status(),
             "schema_version": self.db.schema_version,
             "version": __version__,
+            "database_id": self.db.identity,
         }
 
     # -- embeddings -----------------------------------------------------------------------
