@@ -67,7 +67,7 @@ class Page:
         return self
 
     def shown(self) -> list[int]:
-        return self.tab.evaluate(IDS_SHOWN)
+        return self.tab.evaluate(f"() => {IDS_SHOWN}")
 
     def expect_shown(self, expected: list[int]) -> None:
         """Wait until the list shows exactly these memories, in this order."""
@@ -96,12 +96,14 @@ class Page:
         return self.tab.locator(selector).inner_text()
 
     def focused(self) -> str:
-        return self.tab.evaluate("document.activeElement.id || document.activeElement.className")
+        return self.tab.evaluate(
+            "() => document.activeElement.id || document.activeElement.className"
+        )
 
     def tab_to(self, element_id: str, limit: int = 120) -> None:
         """Press Tab until the element has the focus, as a keyboard user would."""
         for _ in range(limit):
-            if self.tab.evaluate("document.activeElement.id") == element_id:
+            if self.tab.evaluate("() => document.activeElement.id") == element_id:
                 return
             self.tab.keyboard.press("Tab")
         raise AssertionError(f"Tab never reached #{element_id}")
@@ -246,10 +248,10 @@ def test_link_unlink_and_the_graph(page, daemon):
     assert [(r["id"], r["kind"], r["direction"]) for r in related] == [(old, "supersedes", "out")]
 
     nodes = "[...document.querySelectorAll('#g-nodes a')].map((a) => Number(a.dataset.id)).sort()"
-    page.tab.wait_for_function(f"{nodes}.length === 3")
-    assert page.tab.evaluate(nodes) == sorted([new, old, why])  # two hops out
+    page.tab.wait_for_function(f"() => {nodes}.length === 3")  # a function: the CSP refuses eval
+    assert page.tab.evaluate(f"() => {nodes}") == sorted([new, old, why])  # two hops out
     page.tab.check("input[name=hops][value='1']")
-    page.tab.wait_for_function(f"{nodes}.length === 2")
+    page.tab.wait_for_function(f"() => {nodes}.length === 2")
     page.tab.click(f"#g-nodes a[data-id='{old}']")  # move through the graph
     page.tab.wait_for_selector(f"#d-title:text('DECISION #{old}')")
     assert page.text("#d-related").count("#") == 2  # superseded by new, was caused by why
@@ -279,10 +281,10 @@ def test_memory_text_stays_text_and_runs_no_script(page, daemon):
     page.tab.click("#results a.item")
     page.tab.wait_for_selector(f"#d-title:text('ERROR #{m}')")
     assert page.text("#d-content") == f"xsscheck {XSS}"
-    assert page.text("#results .tags") == f"#{XSS}"
+    assert page.text("#results .tags") == XSS
     assert page.tab.locator("#d-fields").inner_text().count(XSS) == 1
     assert page.tab.locator("main img, #detail img, main script, #detail script, b").count() == 0
-    assert page.tab.evaluate("window.pwned") is None
+    assert page.tab.evaluate("() => window.pwned") is None
     assert page.dialogs == []
     # and the policy holds where the page itself would slip: no inline script, no inline style
     page.csp_reports_expected = True  # the two reports of this check
@@ -290,7 +292,7 @@ def test_memory_text_stays_text_and_runs_no_script(page, daemon):
         """() => { const s = document.createElement('script'); s.textContent = 'window.pwned = 3';
         document.body.append(s); document.body.setAttribute('style', 'display: none'); }"""
     )
-    assert page.tab.evaluate("window.pwned") is None
+    assert page.tab.evaluate("() => window.pwned") is None
     assert page.tab.locator("#q").is_visible()
 
 
@@ -318,9 +320,9 @@ def test_the_keyboard_alone_does_everything(page, daemon):
 
     page.tab_to("d-forget")
     keys.press("Enter")
-    assert page.tab.evaluate("document.activeElement.value") == "cancel"  # "Keep it" first
+    assert page.tab.evaluate("() => document.activeElement.value") == "cancel"  # "Keep it" first
     keys.press("Tab")
-    assert page.tab.evaluate("document.activeElement.value") == "forget"
+    assert page.tab.evaluate("() => document.activeElement.value") == "forget"
     keys.press("Enter")
     page.tab.wait_for_selector(f"#list-status:text('Memory #{order[0]} is forgotten.')")
     assert memory(daemon, order[0]).get("found") is False
@@ -332,7 +334,7 @@ def test_the_keyboard_alone_does_everything(page, daemon):
     page.tab.wait_for_selector(f"#d-title:text('TODO #{order[1]}')")
     keys.press("Escape")
     page.tab.wait_for_selector("#detail", state="hidden")
-    assert page.tab.evaluate("document.activeElement.dataset.id") == str(order[1])
+    assert page.tab.evaluate("() => document.activeElement.dataset.id") == str(order[1])
 
 
 class OtherSite(BaseHTTPRequestHandler):

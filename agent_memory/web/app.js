@@ -82,7 +82,11 @@ function renderItems(memories, searched) {
     const type = setText(li.querySelector(".type"), memory.type);
     type.classList.add(`t-${memory.type}`);
     setText(li.querySelector(".id"), `#${memory.id}`);
-    setText(li.querySelector(".tags"), memory.tags.map((t) => `#${t}`).join(" "));
+    li.querySelector(".tags").replaceChildren(...memory.tags.map((tag) => {
+      const chip = setText(document.createElement("span"), tag);
+      chip.className = "tag";
+      return chip;
+    }));
     setText(li.querySelector(".scope"), memory.scope === null ? "" : memory.scope);
     setText(li.querySelector(".snippet"), cut(memory.content, SNIPPET_CHARS));
     setText(li.querySelector(".decay"), `decay ${memory.decay_score.toFixed(2)}`);
@@ -108,9 +112,10 @@ async function refresh() {
   state.controller = new AbortController();
   const { signal } = state.controller;
   const searched = state.query.trim() !== "";
+  const kind = searched ? "search" : "list"; // marks for bench/web_page.py: sent -> shown
   try {
     let memories;
-    performance.mark("list:sent");
+    performance.mark(`${kind}:sent`);
     if (searched) {
       const answer = await api.search({ query: state.query, ...filters(), limit: SEARCH_LIMIT }, signal);
       if (sequence !== state.sequence) return;
@@ -126,7 +131,7 @@ async function refresh() {
       memories = page.slice(0, PAGE_SIZE);
     }
     renderItems(memories, searched);
-    performance.mark("list:shown");
+    performance.mark(`${kind}:shown`);
   } catch (error) {
     if (error.name === "AbortError" || sequence !== state.sequence) return;
     status($("list-status"), error.message, true);

@@ -53,7 +53,8 @@ export function graphOf(center, around = []) {
 function place(nodes) {
   const first = [...nodes.values()].filter((n) => n.hop === 1);
   const angle = new Map();
-  first.forEach((node, i) => angle.set(node.id, -Math.PI / 2 + (2 * Math.PI * i) / first.length));
+  // From the upper right, so that two neighbours do not stack on the center's label.
+  first.forEach((node, i) => angle.set(node.id, -Math.PI / 3 + (2 * Math.PI * i) / first.length));
   const sector = (2 * Math.PI) / Math.max(first.length, 1);
   const children = new Map();
   for (const node of nodes.values()) {
@@ -108,7 +109,8 @@ export function drawGraph(svg, graph) {
     link.append(
       element("title", {}, label),
       element("circle", { cx: node.x.toFixed(1), cy: node.y.toFixed(1), r: node.r }),
-      element("text", { x: node.x.toFixed(1), y: (node.y + node.r + 12).toFixed(1) }, `#${node.id}`),
+      element("text", { x: (node.x + node.r + 4).toFixed(1), y: (node.y + 4).toFixed(1) },
+        `#${node.id}`),
     );
     nodeLayer.append(link);
   }
