@@ -64,6 +64,8 @@ class Page:
     def open(self, fragment: str = "") -> Page:
         self.tab.goto(f"{self.url}/{fragment}")
         self.tab.wait_for_selector("#total:not(:empty)")
+        if fragment:  # a memory: opened once its title is there
+            self.tab.wait_for_selector("#d-title:not(:empty)")
         return self
 
     def shown(self) -> list[int]:
@@ -182,7 +184,7 @@ def test_browsing_pages_newest_first(page, daemon):
 def test_an_edit_persists_and_the_api_messages_show_inline(page, daemon):
     m = store(daemon, "the original text", "PATTERN", tags=["old"], scope="edit")
     page.open(f"#/m/{m}")
-    assert page.text("#d-title") == f"PATTERN #{m}"
+    page.tab.wait_for_selector(f"#d-title:text('PATTERN #{m}')")
     page.tab.fill("#e-content", "the corrected text")
     page.tab.fill("#e-tags", "new\nfixed")
     page.tab.fill("#e-scope", "")
@@ -230,7 +232,7 @@ def test_forget_asks_first_then_removes(page, daemon):
     assert m not in page.shown()
     assert page.tab.locator("#detail").is_hidden()
     page.open(f"#/m/{m}")
-    assert page.text("#d-status") == f"There is no memory #{m}."
+    page.tab.wait_for_selector(f"#d-status:text('There is no memory #{m}.')")
 
 
 def test_link_unlink_and_the_graph(page, daemon):
@@ -252,7 +254,7 @@ def test_link_unlink_and_the_graph(page, daemon):
     assert page.tab.evaluate(f"() => {nodes}") == sorted([new, old, why])  # two hops out
     page.tab.check("input[name=hops][value='1']")
     page.tab.wait_for_function(f"() => {nodes}.length === 2")
-    page.tab.click(f"#g-nodes a[data-id='{old}']")  # move through the graph
+    page.tab.click(f"#g-nodes a[data-id='{old}'] circle")  # move through the graph
     page.tab.wait_for_selector(f"#d-title:text('DECISION #{old}')")
     assert page.text("#d-related").count("#") == 2  # superseded by new, was caused by why
 
