@@ -165,14 +165,19 @@ function turn(step) {
 
 // -- counts -----------------------------------------------------------------------------
 
-function countButton(label, n, total, pressed, onClick) {
+function countButton(label, n, total, filter, value) {
   const li = document.createElement("li");
-  const button = document.createElement(onClick ? "button" : "span");
+  const button = document.createElement(filter ? "button" : "span");
   button.className = "count";
-  if (onClick) {
+  if (filter) {
     button.type = "button";
-    button.setAttribute("aria-pressed", String(pressed));
-    button.addEventListener("click", onClick);
+    button.dataset.filter = filter;
+    button.dataset.value = value;
+    button.addEventListener("click", () => {
+      const input = $(`f-${filter}`);
+      input.value = state[filter] === value ? "" : value;
+      readFilters();
+    });
   }
   const bar = document.createElement("span");
   bar.className = "bar";
@@ -186,6 +191,13 @@ function countButton(label, n, total, pressed, onClick) {
   return li;
 }
 
+// The count buttons of the filters in force are shown pressed.
+function markPressed() {
+  for (const button of document.querySelectorAll("button.count")) {
+    button.setAttribute("aria-pressed", String(state[button.dataset.filter] === button.dataset.value));
+  }
+}
+
 async function loadStats() {
   try {
     const stats = await api.stats();
@@ -193,17 +205,12 @@ async function loadStats() {
     setText($("total"), `${total.toLocaleString()} memories`);
     $("by-type").replaceChildren(...Object.entries(stats.by_type)
       .sort((a, b) => b[1] - a[1])
-      .map(([type, n]) => countButton(type, n, total, state.type === type, () => {
-        $("f-type").value = state.type === type ? "" : type;
-        readFilters();
-      })));
+      .map(([type, n]) => countButton(type, n, total, "type", type)));
     $("by-scope").replaceChildren(...stats.by_scope.map(({ scope, memories }) =>
       scope === null
-        ? countButton("(global)", memories, total, false, null)
-        : countButton(scope, memories, total, state.scope === scope, () => {
-          $("f-scope").value = state.scope === scope ? "" : scope;
-          readFilters();
-        })));
+        ? countButton("(global)", memories, total, null, null)
+        : countButton(scope, memories, total, "scope", scope)));
+    markPressed();
     $("scope-list").replaceChildren(...stats.by_scope.filter((s) => s.scope !== null)
       .map((s) => Object.assign(document.createElement("option"), { value: s.scope })));
     setText($("links-count"), `${stats.links.toLocaleString()} relations`);
@@ -229,7 +236,7 @@ function readFilters() {
   state.type = $("f-type").value;
   state.tag = $("f-tag").value.trim();
   state.scope = $("f-scope").value.trim();
-  loadStats(); // the pressed buttons follow the filters
+  markPressed();
   return restart();
 }
 
