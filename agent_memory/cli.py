@@ -23,7 +23,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from agent_memory import __version__, embedders, files, wire
+from agent_memory import __version__, embedders, files, ui, wire
 from agent_memory.embedders import ollama
 from agent_memory.errors import (
     BackupFailed,
@@ -640,6 +640,9 @@ def echo_import_report(report: dict[str, int]) -> None:
     secrets, memories = (report.get(name, 0) for name in REDACTION_COUNTS)
     if secrets:
         click.echo(f"secrets redacted: {secrets} in {memories} memories")
+
+
+cli.add_command(ui.ui)
 
 
 def main() -> None:

@@ -101,6 +101,7 @@ class JsonErrorTask(ErrorTask):
         ).encode("utf-8")
         self.status = f"{error.code} {error.reason}"
         self.response_headers.append(("Content-Type", "application/json"))
+        self.response_headers.append(("X-Content-Type-Options", "nosniff"))
         self.set_close_on_finish()
         self.content_length = len(body)
         self.write(body)

@@ -279,6 +279,12 @@ TOOLS = [
                     "description": f"At most this many (1-{MAX_LIMIT}); omit for all "
                     "(required with expand_links).",
                 },
+                "before": {
+                    "type": "string",
+                    "pattern": "^-?[0-9]+:-?[0-9]+$",
+                    "description": "The next page: CREATED_AT:ID of the last memory of the "
+                    'page before (e.g. "1767225600:42"); only older memories are listed.',
+                },
                 "expand_links": _EXPAND,
             },
         ),

@@ -28,7 +28,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from agent_memory import wire
+from agent_memory import web, wire
 from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
 from agent_memory.service import MemoryService
 
@@ -260,6 +260,7 @@ def create_app(
         return None if reason is None else error(403, f"forbidden: {reason}")
 
     app.register_blueprint(api)
+    app.register_blueprint(web.page)  # the page at /, and the security headers of every answer
     _register_errors(app)
     return app
 

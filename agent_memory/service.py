@@ -207,21 +207,22 @@ class MemoryService:
         filters = validate.filters(args)
         limit = validate.limit(args, None)
         expand = validate.flag(args, "expand_links")
+        before = validate.cursor(args)
         if expand and limit is None:
             raise InvalidArgument(
                 "limit is required when expand_links is true; "
                 f"pass a limit between 1 and {MAX_LIMIT}"
             )
-        return self._listed(filters, limit, expand)
+        return self._listed(filters, limit, expand, before)
 
     def _listed(
-        self, filters: Any, limit: int | None, expand: bool
+        self, filters: Any, limit: int | None, expand: bool, before: tuple[int, int] | None
     ) -> Generator[dict[str, Any], None, None]:
         with self.storage("list"):
             if not expand:
-                yield from self.db.memories(filters, limit)
+                yield from self.db.memories(filters, limit, before)
                 return
-            found = list(self.db.memories(filters, limit))  # bounded: expand needs a limit
+            found = list(self.db.memories(filters, limit, before))  # bounded: expand needs a limit
             self._expand(found)
         yield from found
 
@@ -321,6 +322,7 @@ class MemoryService:
             "schema_version": self.db.schema_version,
             "version": __version__,
             **self._search_outlook(status, pin),
+            "database_id": self.db.identity,
         }
 
     def _search_outlook(self, status: str, pin: Pin | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import difflib
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -260,6 +261,26 @@ def filters(args: Mapping[str, Any]) -> Filters:
         optional_string(args, "tag"),
         optional_string(args, "scope"),
     )
+
+
+_CURSOR = re.compile(r"(-?[0-9]{1,19}):(-?[0-9]{1,19})")
+
+
+def cursor(args: Mapping[str, Any], name: str = "before") -> tuple[int, int] | None:
+    """A list's keyset cursor ``"CREATED_AT:ID"``: the created_at and id of the last memory
+    of the page before (None when absent or null). Made by the client from that memory, so
+    it stays valid when that memory is forgotten meanwhile."""
+    text = optional_string(args, name)
+    if text is None:
+        return None
+    match = _CURSOR.fullmatch(text)
+    point = (int(match.group(1)), int(match.group(2))) if match else None
+    if point is None or not all(SQLITE_INT_MIN <= n <= SQLITE_INT_MAX for n in point):
+        raise InvalidArgument(
+            f'{name} must be "CREATED_AT:ID", the created_at and id of the last memory of '
+            f'the previous page, e.g. "1767225600:42" (got {shown(text)})'
+        )
+    return point
 
 
 def kind(args: Mapping[str, Any]) -> str:

@@ -15,6 +15,7 @@ from fake_ollama import FakeOllama
 from agent_memory import __version__, rest
 from agent_memory.embedders.ollama import Ollama
 from agent_memory.rest import create_app
+from agent_memory.storage import database_id
 from agent_memory.storage.sqlite import rows as sqlite_rows
 from agent_memory.storage.sqlite.database import head_revision
 
@@ -722,6 +723,7 @@ def test_health_reports_the_embedder(db_path, service, models, status):
         "schema_version": head_revision(),
         "version": __version__,
         **outlook,
+        "database_id": database_id(db_path),
     }
 
 

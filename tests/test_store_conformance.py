@@ -6,6 +6,8 @@ parametrized by engine; a new engine joins by adding its parameter.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agent_memory import ranking
@@ -91,6 +93,37 @@ def test_list_filters(store, filters, expected):
     store.insert(new("two", "ERROR", scope="kore", at=T0 + 1), None)
     store.insert(new("three", tags=["a"], at=T0 + 2), None)
     assert ids(store.memories(filters, None)) == expected
+
+
+@pytest.mark.parametrize(
+    ("filters", "before", "expected"),
+    [
+        (Filters(), (T0 + 5, 4), [3, 2, 1]),  # a tie on created_at goes on by id
+        (Filters(), (T0 + 5, 3), [2, 1]),
+        (Filters(), (T0 + 6, 0), [4, 3, 2, 1]),
+        (Filters(), (T0, 1), []),
+        (Filters(memory_type="ERROR"), (T0 + 5, 4), [3]),
+        (Filters(scope="kore"), (T0 + 5, 3), [2]),
+        (Filters(tag="a"), (T0 + 5, 4), [3, 1]),
+    ],
+)
+def test_a_list_goes_on_after_a_point(store, filters, before, expected):
+    store.insert(new("one", tags=["a"]), None)
+    store.insert(new("two", scope="kore", at=T0 + 1), None)
+    store.insert(new("three", "ERROR", tags=["a"], scope="kore", at=T0 + 5), None)
+    store.insert(new("four", "ERROR", at=T0 + 5), None)
+    assert ids(store.memories(filters, None, before)) == expected
+    assert ids(store.memories(filters, 1, before)) == expected[:1]
+
+
+def test_every_path_to_a_database_has_its_identity(store, tmp_path, monkeypatch):
+    from agent_memory.storage import database_id
+
+    (tmp_path / "link.db").symlink_to(tmp_path / "memory.db")
+    monkeypatch.chdir(tmp_path)
+    assert store.identity == database_id(tmp_path / "link.db") == database_id("memory.db")
+    assert store.identity != database_id(tmp_path / "other.db")
+    assert re.fullmatch("[0-9a-f]{16}", store.identity)  # opaque: nothing of the path
 
 
 def test_update_changes_what_it_is_given_and_counts_as_a_use(store):

@@ -20,6 +20,10 @@ HUGE = 10**4999
 LONG = wire.LongInteger(5000)  # the same integer as a transport parses it
 COUNTED = "(got an integer of 5000 digits)"
 ID_RANGE = f"between {-(2**63)} and {2**63 - 1}"
+CURSOR = (
+    'invalid argument: before must be "CREATED_AT:ID", the created_at and id of the last '
+    'memory of the previous page, e.g. "1767225600:42"'
+)
 
 STORE_CASES = [
     ({"type": "TODO"}, "invalid argument: content is required"),
@@ -128,6 +132,14 @@ LIST_CASES = [
     ({"scope": SURROGATE}, f"invalid argument: scope {UNICODE}"),
     ({"type": SURROGATE}, f"invalid argument: type {UNICODE}"),
     ({"limit": LONG}, f"invalid argument: limit must be between 1 and 200 {COUNTED}"),
+    ({"before": 5}, "invalid argument: before must be a string (got 5)"),
+    ({"before": "abc"}, f'{CURSOR} (got "abc")'),
+    ({"before": "1767225600"}, f'{CURSOR} (got "1767225600")'),
+    ({"before": "1767225600:"}, f'{CURSOR} (got "1767225600:")'),
+    ({"before": " 1:2"}, f'{CURSOR} (got " 1:2")'),
+    ({"before": "1:２"}, f'{CURSOR} (got "1:２")'),  # ASCII digits only
+    ({"before": f"1:{2**63}"}, f'{CURSOR} (got "1:{2**63}")'),
+    ({"before": SURROGATE}, f"invalid argument: before {UNICODE}"),
 ]
 
 UPDATE_CASES = [

@@ -8,7 +8,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from agent_memory import __version__
+from agent_memory import __version__, web
 from agent_memory.storage.sqlite import database as db
 
 from conftest import server_env
@@ -39,6 +39,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     assert revisions and {f"agent_memory/migrations/versions/{r}" for r in revisions} <= set(names)
     assert "agent_memory/alembic.ini" in names
     assert "agent_memory/openapi.json" in names
+    assert {f"agent_memory/web/{name}" for name in web.ASSETS} <= set(names)  # the page
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

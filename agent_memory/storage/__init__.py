@@ -25,6 +25,14 @@ def open_store(location: str | os.PathLike[str] | None = None) -> Store:
     return SqliteStore(open_database(location))
 
 
+def database_id(location: str | os.PathLike[str] | None = None) -> str:
+    """The ``identity`` the store at ``location`` (default as open_store picks it) has,
+    computed without opening it."""
+    from agent_memory.storage.sqlite import database
+
+    return database.identity(database.resolve_path(location))
+
+
 def ready_to_serve(location: str | os.PathLike[str] | None = None) -> bool:
     """Check the store at ``location`` without loading an engine: True when it can be
     opened after a server's first answer (nothing to create or migrate), False when it must

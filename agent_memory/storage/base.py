@@ -69,6 +69,10 @@ class Snapshot(Protocol):
 class Store(Protocol):
     schema_version: int
     location: str  # for logs: a path, or a URL without its password
+    # Opaque, and the same in every process that opens this database by whatever path
+    # (storage.database_id computes it without opening anything): `ui` compares it with a
+    # daemon's /health to know whether that daemon serves this database.
+    identity: str
 
     def close(self) -> None: ...
 
@@ -110,9 +114,13 @@ class Store(Protocol):
         before its cut) and the vector leg (cosine, filters after its cut), each of
         ranking.leg_size(limit). ``deadline`` is a time.monotonic() value."""
 
-    def memories(self, filters: Filters, limit: int | None) -> Iterator[dict[str, Any]]:
+    def memories(
+        self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None
+    ) -> Iterator[dict[str, Any]]:
         """The list, newest first (created_at, then id, descending), streamed from one
-        snapshot that stays open until the iterator is exhausted or closed."""
+        snapshot that stays open until the iterator is exhausted or closed. ``before``
+        (created_at, id) keeps only the rows after that point in this order: a keyset
+        page, as cheap deep in the list as at its head."""
 
     def neighbours(
         self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS

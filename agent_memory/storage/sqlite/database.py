@@ -10,6 +10,7 @@ answer and builds the engine after it.
 from __future__ import annotations
 
 import functools
+import hashlib
 import importlib.util
 import logging
 import os
@@ -41,6 +42,9 @@ WAL_AUTOCHECKPOINT_PAGES = 4_000
 WAL_SWITCH_RETRY_SECS = 0.005
 _SQLITE_BUSY = 5
 
+# Hex digits of a database's identity (64 bits): no two files a user has will share one.
+IDENTITY_HEX_CHARS = 16
+
 # agent_memory/, where the wheel carries the migrations (see migrations_dir).
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
@@ -56,6 +60,14 @@ def resolve_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / DB_FILENAME
+
+
+def identity(path: Path) -> str:
+    """An opaque name for the database file at ``path``: the same for every process and
+    every path that leads to the file (symbolic links and relative paths resolved), and
+    telling nothing of the path itself (a client of /health sees it)."""
+    real = os.path.realpath(path)
+    return hashlib.sha256(os.fsencode(real)).hexdigest()[:IDENTITY_HEX_CHARS]
 
 
 def migrations_dir() -> Path:

@@ -141,12 +141,18 @@ NEIGHBOURS = neighbours_statement()
 
 
 @functools.cache
-def list_statement(key: FilterKey, limited: bool) -> sqlalchemy.Select[Any]:
+def list_statement(key: FilterKey, limited: bool, after: bool = False) -> sqlalchemy.Select[Any]:
+    """The list, newest first; ``after``: only past (:before_created, :before_id) in that
+    order. The row-value comparison is a range on the (created_at, id) indexes, so a page
+    deep in the list reads no more rows than the first one."""
     stmt = (
         select(*SELECT_MEMORY)
         .where(*filter_clauses(key))
         .order_by(memories.c.created_at.desc(), memories.c.id.desc())
     )
+    if after:
+        point = sqlalchemy.tuple_(bindparam("before_created"), bindparam("before_id"))
+        stmt = stmt.where(sqlalchemy.tuple_(memories.c.created_at, memories.c.id) < point)
     return stmt.limit(bindparam("limit")) if limited else stmt
 
 

@@ -26,7 +26,7 @@ from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_has
 from agent_memory.storage.base import NewMemory, Pause
 from agent_memory.storage.sqlite import portable, rows, vector_index, vectors
 from agent_memory.storage.sqlite.connections import Connections
-from agent_memory.storage.sqlite.database import Database
+from agent_memory.storage.sqlite.database import Database, identity
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY
 from agent_memory.storage.sqlite.schema import memories, memory_links, meta
@@ -173,6 +173,7 @@ class SqliteStore:
         self.database = database
         self.schema_version = database.schema_version
         self.location = str(database.path)
+        self.identity = identity(database.path)
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
         self._index = VectorIndex(self._connections.read) if vector_index.available() else None
@@ -309,13 +310,16 @@ class SqliteStore:
 
     @_guarded
     def memories(
-        self, filters: Filters, limit: int | None
+        self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None
     ) -> Generator[dict[str, Any], None, None]:
         params = rows.filter_params(filters)
         if limit is not None:
             params["limit"] = limit
+        if before is not None:
+            params["before_created"], params["before_id"] = before
         with self._connections.read() as conn:
-            statement = rows.list_statement(rows.filter_key(filters), limit is not None)
+            key = rows.filter_key(filters)
+            statement = rows.list_statement(key, limit is not None, before is not None)
             for row in conn.execute(statement, params):
                 yield rows.memory(row)
 
