@@ -8,6 +8,8 @@ MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRA
 # Pinned types fade six times slower and carry double base weight.
 PINNED_TYPES = frozenset({"DECISION", "ARCHITECTURE", "CONSTRAINT"})
 LINK_KINDS = ("relates_to", "supersedes", "caused_by")
+# How a relation reads from its to_id's side.
+INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caused_by": "caused"}
 
 # SQLite's INTEGER: a signed 64-bit value. Ids, counts and timestamps beyond it cannot be
 # stored (an overflowing sum in SQL turns into a REAL).

@@ -50,9 +50,31 @@ class Snapshot(Protocol):
         """Every edge (from, to, kind, created_at) in that order."""
 
 
+class Reader(Protocol):
+    """A read-only view of a store for the session brief (``agent-memory context``), opened
+    without building what a Store needs: it must answer at every agent's start. Nothing is
+    written, not even a recency bump. Raises only StorageFault."""
+
+    def recent(
+        self, *, scope: str | None, types: Sequence[str], now: int, limit: int
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` memories of ``types`` whose scope is ``scope`` (None: those with
+        no scope), leaving out those expired at ``now`` and those another memory supersedes
+        (the to_id of a supersedes relation): the most recently used first (last_accessed,
+        then created_at, then id, descending). Wire fields, decay_score as of ``now``."""
+
+    def neighbours(
+        self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS
+    ) -> list[dict[str, Any]]:
+        """As Store.neighbours."""
+
+    def close(self) -> None: ...
+
+
 class Store(Protocol):
     schema_version: int
     location: str  # for logs: a path, or a URL without its password
+    read_only: bool  # opened for reading only (this process cannot write the file): writes fail
 
     def close(self) -> None: ...
 

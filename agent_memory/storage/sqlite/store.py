@@ -172,6 +172,7 @@ class SqliteStore:
         self.database = database
         self.schema_version = database.schema_version
         self.location = str(database.path)
+        self.read_only = database.read_only
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
 
