@@ -21,10 +21,11 @@ from typing import Any
 
 import click
 
-from agent_memory import __version__, files, wire
+from agent_memory import __version__, files
 from agent_memory.embedders import ollama
 from agent_memory.errors import (
     BackupFailed,
+    DatabaseMissing,
     DatabaseOpenError,
     EmbedderUnavailable,
     FormatTooNew,
@@ -32,6 +33,7 @@ from agent_memory.errors import (
     SchemaTooNew,
     StorageError,
 )
+from agent_memory.terminal import Integer, Progress
 
 DEFAULT_REST_PORT = 7437
 # Both servers hand the GIL between threads on every request (waitress's I/O thread and
@@ -68,19 +70,21 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
-def open_service(settings: Settings):  # -> MemoryService (imported lazily)
+def open_service(settings: Settings, *, existing: bool = False):  # -> MemoryService (lazy)
+    """``existing``: for commands that read (or change what is there): no database is
+    created, and one this process cannot write is opened read-only (storage.open_store)."""
     try:
-        return _service(settings)
-    except (DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
+        return _service(settings, existing=existing)
+    except (DatabaseMissing, DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
         fail(str(exc))
 
 
-def _service(settings: Settings):  # -> MemoryService
+def _service(settings: Settings, *, existing: bool = False):  # -> MemoryService
     from agent_memory.embedders.ollama import Ollama
     from agent_memory.service import MemoryService
     from agent_memory.storage import open_store
 
-    store = open_store(settings.db)
+    store = open_store(settings.db, existing=existing)
     log.info("database %s (schema version %d)", store.location, store.schema_version)
     return MemoryService(
         store,
@@ -141,19 +145,6 @@ class OpeningService:
         self._thread.join()
         if self._service is not None:
             self._service.close()
-
-
-class Integer(click.IntRange):
-    """click's IntRange, of ASCII digits only: int() also reads "２" (fullwidth) as 2."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if isinstance(value, str):
-            text = value.strip()
-            if not wire.INTEGER.fullmatch(text) or not isinstance(wire.integer(text), int):
-                shown = repr(value) if len(value) <= 40 else f"a value of {len(value)} characters"
-                digits = wire.MAX_INTEGER_DIGITS
-                self.fail(f"{shown} is not an integer (at most {digits} ASCII digits)", param, ctx)
-        return super().convert(value, param, ctx)
 
 
 def parse_addr(_ctx: click.Context, _param: click.Parameter, text: str) -> tuple[str, int]:
@@ -259,36 +250,6 @@ def cli(
         max_content_bytes=max_content_bytes,
         redact=redact.lower() == "on",
     )
-
-
-PROGRESS_MIN_ROWS = 2_000
-
-
-class Progress:
-    """A progress bar on stderr, only when a person watches (a terminal) and the job is big.
-
-    Nothing at all is written when stderr is not a terminal or the total is under
-    ``minimum``, so logs and pipes stay clean.
-    """
-
-    def __init__(self, label: str, minimum: int = PROGRESS_MIN_ROWS) -> None:
-        self.label = label
-        self.minimum = minimum
-        self._bar = None
-
-    def at(self, done: int, total: int) -> None:
-        if self._bar is None:
-            if total < self.minimum or not sys.stderr.isatty():
-                return
-            self._bar = click.progressbar(length=total, label=self.label, file=sys.stderr)
-            self._bar.__enter__()
-        self._bar.length = total
-        self._bar.update(done - self._bar.pos)
-
-    def close(self) -> None:
-        if self._bar is not None:
-            self._bar.__exit__(None, None, None)
-            self._bar = None
 
 
 @cli.command()
@@ -430,7 +391,7 @@ def export(settings: Settings, output: Path | None) -> None:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    service = open_service(settings)
+    service = open_service(settings, existing=True)
     bar = Progress("exporting")
 
     def counted(write: Callable[[str], object]) -> Callable[[str], object]:
@@ -534,6 +495,14 @@ def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror or exc}")
     parsed = gsd.parse(text)
+    if not parsed.sections:
+        known = ", ".join(name.title() for name in gsd.SECTIONS)
+        click.echo(f"no known GSD section in {path} (headings read: {known})", err=True)
+    if not parsed.items:  # nothing to write: the database is not even opened
+        echo_import_report(
+            {"imported": 0, "skipped duplicates": 0, "malformed lines skipped": parsed.malformed}
+        )
+        return
     service = open_service(settings)
     try:
         report = service.import_gsd(
@@ -559,3 +528,10 @@ def echo_import_report(report: dict[str, int]) -> None:
 
 def main() -> None:
     cli(prog_name="agent-memory")
+
+
+# The commands for people and agent hooks (search, list, show, store, ..., context).
+from agent_memory.commands import COMMANDS  # noqa: E402  (they use what is defined above)
+
+for _command in COMMANDS:
+    cli.add_command(_command)
