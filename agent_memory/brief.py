@@ -76,7 +76,7 @@ def recent(reader: Reader, scope: str | None, now: int) -> list[Section]:
     for where in dict.fromkeys([scope, None]):
         name = label(where)
         for title, types in (
-            (f"{name}: decisions, constraints, architecture", PINNED),
+            (f"{name}: decisions, constraints and architecture", PINNED),
             (f"{name}: recent errors", ("ERROR",)),
             (f"{name}: open todos", ("TODO",)),
         ):
@@ -151,16 +151,17 @@ def heading(section: Section) -> str:
 
 
 def header(scope: str | None, query: str | None) -> str:
-    where = f"project {label(scope)}, then global" if scope is not None else "global"
+    where = f"For project {label(scope)}, then global" if scope is not None else "Global"
     if query is None:
-        what = f"{where} memories: pinned decisions, recent errors, open todos"
-        order = "most recently used first"
+        what = "decisions, constraints and architecture, recent errors, open todos"
+        order = "the most recently used first"
     else:
-        what = f'{where} memories matching "{_cut(" ".join(query.split()), 80)}"'
-        order = "most relevant first"
+        what = f'the memories matching "{_cut(" ".join(query.split()), 80)}"'
+        order = "the most relevant first"
     return (
         "# Memory from earlier sessions (agent-memory)\n\n"
-        f"{what}; {order}. #N is the memory's id.\n"
+        f"{where}: {what}; {order}. #N is the memory's id (for memory_update, memory_link "
+        "and memory_forget).\n"
     )
 
 

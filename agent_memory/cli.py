@@ -70,21 +70,21 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
-def open_service(settings: Settings, *, existing: bool = False):  # -> MemoryService (lazy)
-    """``existing``: for commands that read (or change what is there): no database is
-    created, and one this process cannot write is opened read-only (storage.open_store)."""
+def open_service(settings: Settings, *, mode: str = "create"):  # -> MemoryService (lazy)
+    """``mode``: "existing" for a command that changes what is there, "read" for one that
+    only reads (storage.open_store)."""
     try:
-        return _service(settings, existing=existing)
+        return _service(settings, mode=mode)
     except (DatabaseMissing, DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
         fail(str(exc))
 
 
-def _service(settings: Settings, *, existing: bool = False):  # -> MemoryService
+def _service(settings: Settings, *, mode: str = "create"):  # -> MemoryService
     from agent_memory.embedders.ollama import Ollama
     from agent_memory.service import MemoryService
     from agent_memory.storage import open_store
 
-    store = open_store(settings.db, existing=existing)
+    store = open_store(settings.db, mode=mode)
     log.info("database %s (schema version %d)", store.location, store.schema_version)
     return MemoryService(
         store,
@@ -391,7 +391,7 @@ def export(settings: Settings, output: Path | None) -> None:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    service = open_service(settings, existing=True)
+    service = open_service(settings, mode="read")
     bar = Progress("exporting")
 
     def counted(write: Callable[[str], object]) -> Callable[[str], object]:

@@ -7,8 +7,8 @@ option left out is an argument left out, numbers as typed), so it validates and 
 the tool does; ``--json`` prints the tool's answer as its text (compact JSON). Otherwise a
 table or a record. Exit codes: 0; 1 for a storage or runtime failure, and for not found
 (one line); 2 for a usage error or an invalid argument. Commands that read, and those that
-change what exists, open an existing database only (storage.open_store ``existing``); only
-store creates one.
+change what exists, open an existing database only (storage.open_store modes READ, which
+reads a file it cannot write read-only, and EXISTING); only store creates one.
 
 At the default --log-level only errors are logged: a person reads the answer, and an agent
 hook's stderr is shown to people only. The module imports only click and light modules at
@@ -41,6 +41,7 @@ from agent_memory.errors import (
     StorageFault,
     UnknownField,
 )
+from agent_memory.storage.base import CREATE, EXISTING, READ
 from agent_memory.terminal import Integer
 from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT, LINK_KINDS, MAX_LIMIT, MAX_TTL_SECS
 
@@ -70,10 +71,10 @@ def _quiet(command: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _open(settings: Any, *, existing: bool = True) -> Any:  # -> MemoryService
+def _open(settings: Any, mode: str) -> Any:  # -> MemoryService
     from agent_memory.cli import open_service  # (cli registers these commands)
 
-    return open_service(settings, existing=existing)
+    return open_service(settings, mode=mode)
 
 
 @contextmanager
@@ -140,7 +141,7 @@ def _read_content(given: str | None) -> str:
         return given
     if given is None and sys.stdin.isatty():
         raise click.UsageError("give the content as an argument, or on stdin")
-    data = click.get_binary_stream("stdin").read()
+    data = sys.stdin.buffer.read()
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -203,7 +204,7 @@ def search(
         limit=_number(limit),
         expand_links=expand or None,
     )
-    service = _open(settings)
+    service = _open(settings, READ)
     with _answering(service):
         found = service.search(args)
     if as_json:
@@ -233,7 +234,7 @@ def list_(
     args = _args(
         type=memory_type, tag=tag, scope=scope, limit=_number(limit), expand_links=expand or None
     )
-    service = _open(settings)
+    service = _open(settings, READ)
     with _answering(service):
         rows = service.iter_list(args)  # bad arguments are refused here, before any output
         if as_json:  # streamed: the same text as the tool's {"memories": [...]}
@@ -254,7 +255,7 @@ def list_(
 @_quiet
 def show(settings: Any, memory_id: str, as_json: bool) -> None:
     """Show memory ID whole: every field, and its relations both ways (not a use)."""
-    service = _open(settings)
+    service = _open(settings, READ)
     with _answering(service):
         found = service.get({"id": _number(memory_id)})
     if not _not_found(found, "found", as_json, f"memory {found['id']} not found"):
@@ -296,7 +297,7 @@ def store(
         scope=scope,
         ttl_secs=_number(ttl),
     )
-    service = _open(settings, existing=False)
+    service = _open(settings, CREATE)
     with _answering(service):
         stored = service.store(args)
     if as_json:
@@ -352,7 +353,7 @@ def update(
     _either(args, "tags", list(tags) or None, no_tags, ("--tag", "--no-tags"))
     _either(args, "scope", scope, to_global, ("--scope", "--global"))
     _either(args, "ttl_secs", _number(ttl), no_expiry, ("--ttl", "--no-expiry"))
-    service = _open(settings)
+    service = _open(settings, EXISTING)
     with _answering(service):
         updated = service.update(args)
     if not _not_found(updated, "updated", as_json, f"memory {updated['id']} not found"):
@@ -366,7 +367,7 @@ def update(
 @_quiet
 def forget(settings: Any, memory_id: str, as_json: bool) -> None:
     """Delete memory ID and its relations, as the memory_forget tool."""
-    service = _open(settings)
+    service = _open(settings, EXISTING)
     with _answering(service):
         deleted = service.forget({"id": _number(memory_id)})
     if not _not_found(deleted, "deleted", as_json, f"memory {deleted['id']} not found"):
@@ -385,7 +386,7 @@ def _edge_command(name: str, verb: str, help_text: str) -> click.Command:
     @_quiet
     def edge(settings: Any, from_id: str, to_id: str, kind: str | None, as_json: bool) -> None:
         args = _args(from_id=_number(from_id), to_id=_number(to_id), kind=kind)
-        service = _open(settings)
+        service = _open(settings, EXISTING)
         with _answering(service):
             answer = getattr(service, name)(args)
         shown = f"{answer['from_id']} -[{answer['kind']}]-> {answer['to_id']}"
@@ -464,7 +465,7 @@ def context(
     finally:
         reader.close()
     if sections is None:  # by relevance: the search pipeline, recording no use
-        service = _open(settings)
+        service = _open(settings, READ)
         with _answering(service):
             sections = brief.relevant(
                 functools.partial(service.search, record_use=False), query, where, now

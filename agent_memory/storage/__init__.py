@@ -8,28 +8,33 @@ from __future__ import annotations
 
 import os
 
-from agent_memory.storage.base import Reader, Store
+from agent_memory.storage.base import CREATE, EXISTING, READ, Reader, Store
+
+__all__ = ["CREATE", "EXISTING", "READ", "Reader", "Store", "open_reader", "open_store"]
 
 
-def open_store(location: str | os.PathLike[str] | None = None, *, existing: bool = False) -> Store:
+def open_store(location: str | os.PathLike[str] | None = None, *, mode: str = CREATE) -> Store:
     """The store at ``location`` (default: $AGENT_MEMORY_DB, else the user's data dir),
-    created or migrated as needed.
+    migrated as needed; with ``mode``:
+
+    - CREATE: created when there is none;
+    - EXISTING (commands that change what is there): DatabaseMissing when there is none,
+      having created nothing;
+    - READ (commands that only read): as EXISTING, and a database this process cannot
+      write is opened read-only (``Store.read_only``).
 
     Raises DatabaseOpenError for a location that cannot be used and SchemaTooNew for a
-    database written by a newer agent-memory, which is then left untouched. ``existing``
-    (commands that read, or change what is there): DatabaseMissing when there is no
-    database, creating nothing; a database this process cannot write is opened read-only
-    (``Store.read_only``).
+    database written by a newer agent-memory, which is then left untouched.
     """
     from agent_memory.storage.sqlite.database import open_database
     from agent_memory.storage.sqlite.store import SqliteStore
 
-    return SqliteStore(open_database(location, existing=existing))
+    return SqliteStore(open_database(location, mode=mode))
 
 
 def open_reader(location: str | os.PathLike[str] | None = None) -> Reader:
     """A read-only view of the existing store at ``location`` for the session brief,
-    without the engine open_store builds. Raises as open_store with ``existing``; a
+    without the engine open_store builds. Raises as open_store in READ mode; a
     database of an older schema is migrated first (by open_store)."""
     from agent_memory.storage.sqlite.reader import open_reader as open_sqlite
 

@@ -18,6 +18,9 @@ from typing import Any, Protocol
 from agent_memory.models import Embedding, Filters, Pin, SearchPage
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
+# How open_store treats the location (see there): create a database when there is none,
+# open an existing one only, or open an existing one to read (read-only if need be).
+CREATE, EXISTING, READ = "create", "existing", "read"
 # Called by the sweep between two batches, outside the write lock; True means stop now.
 Pause = Callable[[], bool]
 # An import's outcome per record: ("imported" | "duplicate", row id) or ("expired", None).

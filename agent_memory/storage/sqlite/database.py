@@ -6,9 +6,9 @@ Alembic is never imported; the check is one read-only SELECT. SQLAlchemy is impo
 to build the engine: ``serve`` checks the file (``check`` and ``probe``) before its first
 answer and builds the engine after it.
 
-Commands that only read open an existing file only (``existing``): a missing one is
-DatabaseMissing and nothing is created; a file this user cannot write (a read-only file or
-directory) is opened read-only (``read_only_uri``).
+Commands that change what is there, or only read, open an existing file only (modes
+EXISTING and READ): a missing one is DatabaseMissing and nothing is created. To read, a file
+this user cannot write (a read-only file or directory) is opened read-only (read_only_uri).
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import sqlean
 import sqlite_vec
 
 from agent_memory.errors import BackupFailed, DatabaseMissing, DatabaseOpenError, SchemaTooNew
+from agent_memory.storage.base import CREATE, READ
 
 if TYPE_CHECKING:
     import sqlalchemy
@@ -286,21 +287,19 @@ def existing_path(path: str | os.PathLike[str] | None = None) -> Path:
     raise DatabaseMissing(resolved)
 
 
-def open_database(
-    path: str | os.PathLike[str] | None = None, *, existing: bool = False
-) -> Database:
-    """Open (creating or migrating as needed) the memory database.
+def open_database(path: str | os.PathLike[str] | None = None, *, mode: str = CREATE) -> Database:
+    """Open (creating or migrating as needed) the memory database; ``mode`` as
+    storage.open_store has it.
 
     Raises DatabaseOpenError for a file that cannot be used and SchemaTooNew for a file
-    written by a newer agent-memory, which is then left untouched. With ``existing``:
-    DatabaseMissing when there is no database (nothing is created), and a file this process
-    cannot write is opened read-only (``Database.read_only``).
+    written by a newer agent-memory, which is then left untouched; DatabaseMissing when
+    there is no database and ``mode`` is not CREATE (nothing is created).
     """
     import sqlalchemy
 
-    if existing:
+    if mode != CREATE:
         found = existing_path(path)
-        if found.is_file() and not writable(found):
+        if mode == READ and found.is_file() and not writable(found):
             return _open_read_only(found)
     resolved, current = check(path)
     head = head_revision()

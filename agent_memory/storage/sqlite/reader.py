@@ -19,6 +19,7 @@ import sqlean
 
 from agent_memory import ranking
 from agent_memory.errors import DatabaseOpenError, SchemaTooNew, StorageFault
+from agent_memory.storage.base import READ
 from agent_memory.storage.sqlite import database
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
@@ -142,6 +143,6 @@ def open_reader(location: str | os.PathLike[str] | None = None) -> SqliteReader:
         raise SchemaTooNew(version, head)
     if version != head:  # migrated (or refused) as any command would, once
         conn.close()
-        database.open_database(path, existing=True).close()
+        database.open_database(path, mode=READ).close()
         conn = _connect(path)
     return SqliteReader(conn)
