@@ -63,10 +63,14 @@ def _quiet(command: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(command)
     def run(*args: Any, **kwargs: Any) -> Any:
-        root = click.get_current_context().find_root()
+        logger, root = logging.getLogger(), click.get_current_context().find_root()
+        level = logger.level
         if root.get_parameter_source("log_level") in (None, ParameterSource.DEFAULT):
-            logging.getLogger().setLevel(logging.ERROR)
-        return command(*args, **kwargs)
+            logger.setLevel(logging.ERROR)
+        try:
+            return command(*args, **kwargs)
+        finally:
+            logger.setLevel(level)  # for whoever called it in this process (tests)
 
     return run
 
@@ -123,15 +127,27 @@ def _print_table(memories: Iterable[dict[str, Any]], related: bool = False) -> i
     return count
 
 
-def _not_found(found: dict[str, Any], flag: str, as_json: bool, message: str) -> bool:
-    """Print a not-found answer (JSON, or ``message``) and exit 1; False when it was found."""
-    if found.get(flag, True) is not False:
-        return False
-    if as_json:
-        _print_json(found)
-        sys.exit(EXIT_FAILED)
-    _stop(message, EXIT_FAILED)
-    return True
+def _answer(
+    settings: Any,
+    mode: str,
+    operation: str,
+    args: dict[str, Any],
+    show: Callable[[dict[str, Any]], None],
+    *,
+    as_json: bool,
+    missing: Callable[[dict[str, Any]], str] = lambda answer: f"memory {answer['id']} not found",
+) -> None:
+    """One service operation and its answer: as JSON, or ``show``n; a not-found answer
+    exits 1 (with ``missing``'s line, or the JSON)."""
+    service = _open(settings, mode)
+    with _answering(service):
+        answer = getattr(service, operation)(args)
+    if answer.get("reason") == "not_found":
+        if as_json:
+            _print_json(answer)
+            sys.exit(EXIT_FAILED)
+        _stop(missing(answer), EXIT_FAILED)
+    _print_json(answer) if as_json else show(answer)
 
 
 def _read_content(given: str | None) -> str:
@@ -155,10 +171,10 @@ _json_option = click.option(
 
 
 def _filters(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--type, --tag and --scope, as the tool's type, tag and scope filters."""
+    """--type, --tag and --scope: the tool's filters, passed on as ``**filters``."""
     for option in reversed(
         [
-            click.option("--type", "memory_type", metavar="TYPE", help="Only this type."),
+            click.option("--type", "type", metavar="TYPE", help="Only this type."),
             click.option("--tag", metavar="TAG", help="Only memories carrying exactly this tag."),
             click.option("--scope", metavar="SCOPE", help="Only memories of this scope."),
         ]
@@ -185,33 +201,17 @@ _expand_option = click.option(
 @click.pass_obj
 @_quiet
 def search(
-    settings: Any,
-    query: str,
-    memory_type: str | None,
-    tag: str | None,
-    scope: str | None,
-    limit: str | None,
-    expand: bool,
-    as_json: bool,
+    settings: Any, query: str, limit: str | None, expand: bool, as_json: bool, **filters: Any
 ) -> None:
     """Search memories for QUERY, best first, as the memory_search tool: words, a question
     or FTS5 syntax. The memories found count as used."""
-    args = _args(
-        query=query,
-        type=memory_type,
-        tag=tag,
-        scope=scope,
-        limit=_number(limit),
-        expand_links=expand or None,
-    )
-    service = _open(settings, READ)
-    with _answering(service):
-        found = service.search(args)
-    if as_json:
-        _print_json(found)
-        return
-    shown = _print_table(found["results"], related=expand)
-    click.echo(f"{shown} found ({found['search_mode']} search)", err=True)
+    args = _args(query=query, **filters, limit=_number(limit), expand_links=expand or None)
+
+    def found(answer: dict[str, Any]) -> None:
+        shown = _print_table(answer["results"], related=expand)
+        click.echo(f"{shown} found ({answer['search_mode']} search)", err=True)
+
+    _answer(settings, READ, "search", args, found, as_json=as_json)
 
 
 @click.command("list")
@@ -221,19 +221,9 @@ def search(
 @_json_option
 @click.pass_obj
 @_quiet
-def list_(
-    settings: Any,
-    memory_type: str | None,
-    tag: str | None,
-    scope: str | None,
-    limit: str | None,
-    expand: bool,
-    as_json: bool,
-) -> None:
+def list_(settings: Any, limit: str | None, expand: bool, as_json: bool, **filters: Any) -> None:
     """List memories, newest first, as the memory_list tool (not a use)."""
-    args = _args(
-        type=memory_type, tag=tag, scope=scope, limit=_number(limit), expand_links=expand or None
-    )
+    args = _args(**filters, limit=_number(limit), expand_links=expand or None)
     service = _open(settings, READ)
     with _answering(service):
         rows = service.iter_list(args)  # bad arguments are refused here, before any output
@@ -255,11 +245,7 @@ def list_(
 @_quiet
 def show(settings: Any, memory_id: str, as_json: bool) -> None:
     """Show memory ID whole: every field, and its relations both ways (not a use)."""
-    service = _open(settings, READ)
-    with _answering(service):
-        found = service.get({"id": _number(memory_id)})
-    if not _not_found(found, "found", as_json, f"memory {found['id']} not found"):
-        _print_json(found) if as_json else _print_record(found)
+    _answer(settings, READ, "get", {"id": _number(memory_id)}, _print_record, as_json=as_json)
 
 
 def _print_record(memory: dict[str, Any]) -> None:
@@ -297,16 +283,13 @@ def store(
         scope=scope,
         ttl_secs=_number(ttl),
     )
-    service = _open(settings, CREATE)
-    with _answering(service):
-        stored = service.store(args)
-    if as_json:
-        _print_json(stored)
-        return
-    redacted = (
-        f" (secrets redacted: {', '.join(stored['redacted'])})" if "redacted" in stored else ""
-    )
-    click.echo(f"stored memory {stored['id']}{redacted}")
+
+    def stored(answer: dict[str, Any]) -> None:
+        redacted = answer.get("redacted")
+        said = f" (secrets redacted: {', '.join(redacted)})" if redacted else ""
+        click.echo(f"stored memory {answer['id']}{said}")
+
+    _answer(settings, CREATE, "store", args, stored, as_json=as_json)
 
 
 def _either(
@@ -353,11 +336,7 @@ def update(
     _either(args, "tags", list(tags) or None, no_tags, ("--tag", "--no-tags"))
     _either(args, "scope", scope, to_global, ("--scope", "--global"))
     _either(args, "ttl_secs", _number(ttl), no_expiry, ("--ttl", "--no-expiry"))
-    service = _open(settings, EXISTING)
-    with _answering(service):
-        updated = service.update(args)
-    if not _not_found(updated, "updated", as_json, f"memory {updated['id']} not found"):
-        _print_json(updated) if as_json else _print_record(updated)
+    _answer(settings, EXISTING, "update", args, _print_record, as_json=as_json)
 
 
 @click.command()
@@ -367,11 +346,11 @@ def update(
 @_quiet
 def forget(settings: Any, memory_id: str, as_json: bool) -> None:
     """Delete memory ID and its relations, as the memory_forget tool."""
-    service = _open(settings, EXISTING)
-    with _answering(service):
-        deleted = service.forget({"id": _number(memory_id)})
-    if not _not_found(deleted, "deleted", as_json, f"memory {deleted['id']} not found"):
-        _print_json(deleted) if as_json else click.echo(f"forgot memory {deleted['id']}")
+
+    def forgot(answer: dict[str, Any]) -> None:
+        click.echo(f"forgot memory {answer['id']}")
+
+    _answer(settings, EXISTING, "forget", {"id": _number(memory_id)}, forgot, as_json=as_json)
 
 
 def _edge_command(name: str, verb: str, help_text: str) -> click.Command:
@@ -386,14 +365,19 @@ def _edge_command(name: str, verb: str, help_text: str) -> click.Command:
     @_quiet
     def edge(settings: Any, from_id: str, to_id: str, kind: str | None, as_json: bool) -> None:
         args = _args(from_id=_number(from_id), to_id=_number(to_id), kind=kind)
-        service = _open(settings, EXISTING)
-        with _answering(service):
-            answer = getattr(service, name)(args)
-        shown = f"{answer['from_id']} -[{answer['kind']}]-> {answer['to_id']}"
-        missing = answer.get("missing_id")
-        why = f"memory {missing} not found" if missing is not None else f"no relation {shown}"
-        if not _not_found(answer, f"{name}ed", as_json, why):
-            _print_json(answer) if as_json else click.echo(f"{verb} {shown}")
+
+        def shown(answer: dict[str, Any]) -> str:
+            return f"{answer['from_id']} -[{answer['kind']}]-> {answer['to_id']}"
+
+        def missing(answer: dict[str, Any]) -> str:
+            if "missing_id" in answer:
+                return f"memory {answer['missing_id']} not found"
+            return f"no relation {shown(answer)}"
+
+        def done(answer: dict[str, Any]) -> None:
+            click.echo(f"{verb} {shown(answer)}")
+
+        _answer(settings, EXISTING, name, args, done, as_json=as_json, missing=missing)
 
     return edge
 
