@@ -22,6 +22,7 @@ from typing import Any
 import click
 
 from agent_memory import __version__, files
+from agent_memory.commands import COMMANDS
 from agent_memory.embedders import ollama
 from agent_memory.errors import (
     BackupFailed,
@@ -33,6 +34,7 @@ from agent_memory.errors import (
     SchemaTooNew,
     StorageError,
 )
+from agent_memory.storage.base import CREATE, READ
 from agent_memory.terminal import Integer, Progress
 
 DEFAULT_REST_PORT = 7437
@@ -70,16 +72,16 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
-def open_service(settings: Settings, *, mode: str = "create"):  # -> MemoryService (lazy)
-    """``mode``: "existing" for a command that changes what is there, "read" for one that
-    only reads (storage.open_store)."""
+def open_service(settings: Settings, *, mode: str = CREATE):  # -> MemoryService (lazy)
+    """``mode``: EXISTING for a command that changes what is there, READ for one that only
+    reads (storage.open_store)."""
     try:
         return _service(settings, mode=mode)
     except (DatabaseMissing, DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
         fail(str(exc))
 
 
-def _service(settings: Settings, *, mode: str = "create"):  # -> MemoryService
+def _service(settings: Settings, *, mode: str = CREATE):  # -> MemoryService
     from agent_memory.embedders.ollama import Ollama
     from agent_memory.service import MemoryService
     from agent_memory.storage import open_store
@@ -391,7 +393,7 @@ def export(settings: Settings, output: Path | None) -> None:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    service = open_service(settings, mode="read")
+    service = open_service(settings, mode=READ)
     bar = Progress("exporting")
 
     def counted(write: Callable[[str], object]) -> Callable[[str], object]:
@@ -530,8 +532,5 @@ def main() -> None:
     cli(prog_name="agent-memory")
 
 
-# The commands for people and agent hooks (search, list, show, store, ..., context).
-from agent_memory.commands import COMMANDS  # noqa: E402  (they use what is defined above)
-
-for _command in COMMANDS:
+for _command in COMMANDS:  # for people and agent hooks: search, list, show, ..., context
     cli.add_command(_command)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import itertools
 import re
-import shutil
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -55,6 +54,8 @@ def one_line(text: str, width: int) -> str:
 
 
 def terminal_width() -> int:
+    import shutil  # (with bz2 and lzma: 4 ms that every other command would pay at start)
+
     return shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns
 
 
