@@ -37,6 +37,7 @@ SECTION_ROWS = 50
 # Memories linked to an ERROR shown under it, newest relation first.
 RELATED_PER_ERROR = 3
 RELATED_CHARS = 160
+TAGS_CHARS = 120
 SCOPE_SHOWN_CHARS = 60
 PINNED = ("DECISION", "CONSTRAINT", "ARCHITECTURE")
 LEFT_OUT = "Older memories were left out to keep this short: memory_search finds them."
@@ -137,7 +138,7 @@ def _cut(text: str, limit: int) -> str:
 def item(section: Section, memory: dict[str, Any]) -> str:
     """One memory as a Markdown list item (with its linked memories, for an ERROR)."""
     kind = f"{memory['type']} " if section.mixed else ""
-    tags = f" [{', '.join(memory['tags'])}]" if memory["tags"] else ""
+    tags = f" [{_cut(', '.join(memory['tags']), TAGS_CHARS)}]" if memory["tags"] else ""
     content = _cut(memory["content"].strip(), ITEM_CHARS).replace("\n", "\n  ")
     lines = [f"- #{memory['id']} {kind}{_date(memory['created_at'])}{tags}: {content}\n"]
     for r in memory.get("related", []):
@@ -165,7 +166,7 @@ def header(scope: str | None, query: str | None) -> str:
     )
 
 
-def choose(sections: Sequence[Section], budget: int, render: Callable[..., str] = item) -> bool:
+def choose(sections: Sequence[Section], budget: int) -> bool:
     """Fill each section's ``chosen`` within ``budget`` characters, a memory from each
     section in turn; a section stops at its first memory that does not fit. Returns
     whether anything was left out."""
@@ -173,7 +174,7 @@ def choose(sections: Sequence[Section], budget: int, render: Callable[..., str] 
     while active:
         for section in list(active):
             memory = section.candidates[len(section.chosen)]
-            cost = len(render(section, memory)) + (0 if section.chosen else len(heading(section)))
+            cost = len(item(section, memory)) + (0 if section.chosen else len(heading(section)))
             if cost > budget:
                 active.remove(section)
                 continue
@@ -186,12 +187,12 @@ def choose(sections: Sequence[Section], budget: int, render: Callable[..., str] 
     )
 
 
+_NOTE = f"\n{LEFT_OUT}\n"
+
+
 def _fill(sections: Sequence[Section], scope: str | None, query: str | None, limit: int) -> bool:
     """choose() within what a brief of ``limit`` characters leaves for memories."""
     return choose(sections, limit - len(header(scope, query)) - len(_NOTE))
-
-
-_NOTE = f"\n{LEFT_OUT}\n"
 
 
 def markdown(sections: Sequence[Section], scope: str | None, query: str | None, limit: int) -> str:

@@ -203,8 +203,9 @@ _expand_option = click.option(
 def search(
     settings: Any, query: str, limit: str | None, expand: bool, as_json: bool, **filters: Any
 ) -> None:
-    """Search memories for QUERY, best first, as the memory_search tool: words, a question
-    or FTS5 syntax. The memories found count as used."""
+    """Search memories, best first (memory_search).
+
+    QUERY is words, a question or FTS5 syntax. The memories found count as used."""
     args = _args(query=query, **filters, limit=_number(limit), expand_links=expand or None)
 
     def found(answer: dict[str, Any]) -> None:
@@ -222,7 +223,7 @@ def search(
 @click.pass_obj
 @_quiet
 def list_(settings: Any, limit: str | None, expand: bool, as_json: bool, **filters: Any) -> None:
-    """List memories, newest first, as the memory_list tool (not a use)."""
+    """List memories, newest first (memory_list). Not a use."""
     args = _args(**filters, limit=_number(limit), expand_links=expand or None)
     service = _open(settings, READ)
     with _answering(service):
@@ -244,7 +245,9 @@ def list_(settings: Any, limit: str | None, expand: bool, as_json: bool, **filte
 @click.pass_obj
 @_quiet
 def show(settings: Any, memory_id: str, as_json: bool) -> None:
-    """Show memory ID whole: every field, and its relations both ways (not a use)."""
+    """Show one memory whole, with its relations.
+
+    Every field of memory ID, and its relations both ways. Not a use."""
     _answer(settings, READ, "get", {"id": _number(memory_id)}, _print_record, as_json=as_json)
 
 
@@ -273,8 +276,10 @@ def store(
     ttl: str | None,
     as_json: bool,
 ) -> None:
-    """Store a memory, as the memory_store tool. CONTENT is the argument, or stdin when it
-    is left out or -. Creates the database if there is none."""
+    """Store a memory (memory_store).
+
+    CONTENT is the argument, or stdin when it is left out or -. Creates the database if
+    there is none."""
     args = _args(
         content=_read_content(content),
         type=memory_type,
@@ -328,8 +333,9 @@ def update(
     no_expiry: bool,
     as_json: bool,
 ) -> None:
-    """Patch memory ID in place, as the memory_update tool: what you give replaces, what
-    you leave out stays. Counts as a use."""
+    """Patch a memory in place (memory_update).
+
+    What you give replaces, what you leave out stays. Counts as a use."""
     args: dict[str, Any] = {"id": _number(memory_id)}
     if content is not None:
         args["content"] = _read_content(content)
@@ -345,7 +351,7 @@ def update(
 @click.pass_obj
 @_quiet
 def forget(settings: Any, memory_id: str, as_json: bool) -> None:
-    """Delete memory ID and its relations, as the memory_forget tool."""
+    """Delete a memory and its relations (memory_forget)."""
 
     def forgot(answer: dict[str, Any]) -> None:
         click.echo(f"forgot memory {answer['id']}")
@@ -385,14 +391,14 @@ def _edge_command(name: str, verb: str, help_text: str) -> click.Command:
 link = _edge_command(
     "link",
     "linked",
-    "Relate FROM_ID to TO_ID, as the memory_link tool: relates_to (see also), supersedes "
+    "Relate two memories (memory_link).\n\nKIND: relates_to (see also), supersedes "
     "(FROM_ID replaces the older TO_ID) or caused_by. Linking again changes nothing.",
 )
 unlink = _edge_command(
     "unlink",
     "unlinked",
-    "Remove a relation, as the memory_unlink tool (supersedes and caused_by in their stored "
-    "direction; relates_to from either end).",
+    "Remove a relation (memory_unlink).\n\nsupersedes and caused_by in their stored "
+    "direction; relates_to from either end.",
 )
 
 
@@ -413,7 +419,7 @@ unlink = _edge_command(
     help="The brief's length, at most (characters).",
 )
 @click.option("--missing-ok", is_flag=True, help="No database yet: print nothing, exit 0.")
-@_json_option
+@click.option("--json", "as_json", is_flag=True, help="The same memories as JSON, whole.")
 @click.pass_obj
 @_quiet
 def context(
@@ -424,15 +430,19 @@ def context(
     missing_ok: bool,
     as_json: bool,
 ) -> None:
-    """Print a brief for the start of an agent session, in Markdown: the project's pinned
-    decisions, constraints and architecture, its recent errors (with what is linked to
-    them) and open todos, then the global ones; most recently used first, each with its
-    id, within --max-chars. A read: nothing counts as used. --json: the same memories as
-    data, whole. For an agent runtime's session-start hook."""
+    """Print a brief for an agent's session start.
+
+    In Markdown: the project's pinned decisions, constraints and architecture, its recent
+    errors (with what is linked to them) and open todos, then the global ones; the most
+    recently used first, each with its id, within --max-chars. A read: nothing counts as
+    used. For an agent runtime's session-start hook."""
     from agent_memory import storage
 
     now = int(time.time())
-    where = project.scope_of(Path.cwd()) if scope == "auto" else scope
+    try:
+        where = project.scope_of(Path.cwd()) if scope == "auto" else scope
+    except OSError as exc:  # the directory was removed under the shell
+        _stop(f"cannot tell the project: {exc.strerror or exc}; pass --scope NAME", EXIT_FAILED)
     try:
         reader = storage.open_reader(settings.db)  # exists, at this schema (migrated once)
     except DatabaseMissing as exc:
