@@ -3,7 +3,8 @@ service hand each other.
 
 A memory itself travels as a plain JSON-ready dict (the wire shape of the contract: id,
 content, type, tags, source, scope, decay_score, created_at, last_accessed, expires_at), so
-that no layer converts it twice; the types here are the ones that are not on the wire.
+that no layer converts it twice; the types here are the ones that are not on the wire, and
+the shape of a related memory (``related``), which the service and the session brief share.
 """
 
 from __future__ import annotations

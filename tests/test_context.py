@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import sqlean
 from click.testing import CliRunner
 
 from agent_memory import brief
@@ -236,3 +237,22 @@ def test_context_imports_nothing_it_does_not_need(project):
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_a_database_that_cannot_be_read_is_one_line(tmp_path, service, db_path):
+    service.close()
+    newer = sqlean.connect(str(db_path))
+    newer.execute("UPDATE alembic_version SET version_num = '0099'")
+    newer.commit()
+    newer.close()
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"x" * 4096)
+    head = database.head_revision()
+    for path, message in [
+        (db_path, f"database schema is version 99 but this binary supports up to version {head}"),
+        (garbage, f"cannot open database {garbage}: file is not a database"),
+        (tmp_path, f"cannot open database {tmp_path}: is a directory"),
+    ]:
+        result = context(path)
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr.startswith(message), result.stderr
