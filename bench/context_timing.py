@@ -9,8 +9,9 @@ executable: `--version` (the floor: Python, click and the command's own imports)
 brief of one scope (what a session-start hook runs), and the brief ranked by a query (the
 search pipeline, keyword mode: the Ollama URL points at a closed port). With hyperfine on
 the PATH it runs each under hyperfine (--warmup 3, --runs RUNS, --shell=none); otherwise it
-times them itself. Prints mean, median and min per command and each one's median minus the
-floor's.
+times them itself. Prints mean, median and min wall time per command, each one's median
+minus the floor's, and the CPU time (user + system, mean): on a machine shared with other
+work the wall times swell with the load, the CPU times much less.
 """
 
 from __future__ import annotations
@@ -84,18 +85,27 @@ def with_hyperfine(commands: dict[str, list[str]], runs: int, env: dict[str, str
             stdout=subprocess.DEVNULL,
         )
         results = json.loads(Path(out.name).read_text())["results"]
-    return {name: r["times"] for name, r in zip(commands, results, strict=True)}
+    return {
+        name: (r["times"], r["user"] + r["system"])
+        for name, r in zip(commands, results, strict=True)
+    }
 
 
 def by_hand(commands: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict:
     times: dict[str, list[float]] = {name: [] for name in commands}
+    cpu: dict[str, float] = dict.fromkeys(commands, 0.0)
     for round_ in range(runs + 3):
         for name, argv in commands.items():
+            before = os.times()
             started = time.perf_counter()
             subprocess.run(argv, check=True, env=env, stdout=subprocess.DEVNULL)
+            after = os.times()
             if round_ >= 3:  # warm-up rounds
                 times[name].append(time.perf_counter() - started)
-    return times
+                cpu[name] += (after.children_user - before.children_user) + (
+                    after.children_system - before.children_system
+                )
+    return {name: (times[name], cpu[name] / runs) for name in commands}
 
 
 def main() -> None:
@@ -127,7 +137,7 @@ def main() -> None:
         brief = subprocess.run(commands["context"], env=env, capture_output=True, text=True)
         timer = with_hyperfine if shutil.which("hyperfine") else by_hand
         times = timer(commands, options.runs, env)
-    floor = statistics.median(times["--version"])
+    floor = statistics.median(times["--version"][0])
     report = {
         "count": options.count,
         "runs": options.runs,
@@ -139,16 +149,17 @@ def main() -> None:
                 "median_ms": round(1000 * statistics.median(t), 1),
                 "min_ms": round(1000 * min(t), 1),
                 "median_over_version_ms": round(1000 * (statistics.median(t) - floor), 1),
+                "cpu_ms": round(1000 * cpu, 1),
             }
-            for name, t in times.items()
+            for name, (t, cpu) in times.items()
         },
     }
     print(f"{options.count} memories, {options.runs} runs ({timer.__name__})")
-    print(f"{'command':<18}{'mean':>9}{'median':>9}{'min':>9}{'over --version':>16}")
+    print(f"{'command':<18}{'mean':>9}{'median':>9}{'min':>9}{'over --version':>16}{'cpu':>9}")
     for name, r in report["commands"].items():
         print(
             f"{name:<18}{r['mean_ms']:>7.1f}ms{r['median_ms']:>7.1f}ms{r['min_ms']:>7.1f}ms"
-            f"{r['median_over_version_ms']:>14.1f}ms"
+            f"{r['median_over_version_ms']:>14.1f}ms{r['cpu_ms']:>7.1f}ms"
         )
     if options.json:
         options.json.write_text(json.dumps(report, indent=2) + "\n")

@@ -313,6 +313,10 @@ def reader(store):
     opened.close()
 
 
+def recent(reader, scope, *types, now=T0 + 3600, limit=10, window=99):
+    return reader.recent(scope=scope, types=types, now=now, limit=limit, window=window)
+
+
 def test_the_reader_gives_the_recent_of_a_scope_leaving_out_expired_and_superseded(store, reader):
     old = store.insert(new("old decision", "DECISION", scope="kore"), None)
     newer = store.insert(new("new decision", "DECISION", scope="kore", at=T0 + 1), None)
@@ -323,8 +327,7 @@ def test_the_reader_gives_the_recent_of_a_scope_leaving_out_expired_and_supersed
     store.insert(new("other project", "DECISION", scope="billing"), None)
     store.link(newer, old, "supersedes", T0, ids=(newer, old))
     store.bump([rule], T0 + 2)
-    now = T0 + 3600
-    found = reader.recent(scope="kore", types=("DECISION", "CONSTRAINT"), now=now, limit=10)
+    found = recent(reader, "kore", "DECISION", "CONSTRAINT")
     assert ids(found) == [rule, newer]  # most recently used first
     assert found[0] == {
         "id": rule,
@@ -333,18 +336,15 @@ def test_the_reader_gives_the_recent_of_a_scope_leaving_out_expired_and_supersed
         "tags": ["t"],
         "source": None,
         "scope": "kore",
-        "decay_score": ranking.decay("CONSTRAINT", T0 + 2, now),
+        "decay_score": ranking.decay("CONSTRAINT", T0 + 2, T0 + 3600),
         "created_at": T0,
         "last_accessed": T0 + 2,
         "expires_at": None,
     }
-    assert [
-        m["content"] for m in reader.recent(scope=None, types=("CONSTRAINT",), now=now, limit=9)
-    ] == ["global rule"]
-    assert ids(reader.recent(scope="kore", types=("DECISION", "CONSTRAINT"), now=now, limit=1)) == [
-        rule
-    ]
-    assert reader.recent(scope="kore", types=("ERROR",), now=now, limit=10) == []
+    assert [m["content"] for m in recent(reader, None, "CONSTRAINT")] == ["global rule"]
+    assert ids(recent(reader, "kore", "DECISION", "CONSTRAINT", limit=1)) == [rule]
+    assert ids(recent(reader, "kore", "DECISION", "CONSTRAINT", window=1)) == [newer]  # newest
+    assert recent(reader, "kore", "ERROR") == []
 
 
 def test_the_reader_sees_relations_as_the_store_does(store, reader):
@@ -359,4 +359,4 @@ def test_the_reader_sees_relations_as_the_store_does(store, reader):
 
 def test_the_reader_sees_what_is_written_after_it_opened(store, reader):
     memory_id = store.insert(new("later", "TODO"), None)
-    assert ids(reader.recent(scope=None, types=("TODO",), now=T0, limit=5)) == [memory_id]
+    assert ids(recent(reader, None, "TODO")) == [memory_id]

@@ -59,12 +59,13 @@ class Reader(Protocol):
     written, not even a recency bump. Raises only StorageFault."""
 
     def recent(
-        self, *, scope: str | None, types: Sequence[str], now: int, limit: int
+        self, *, scope: str | None, types: Sequence[str], now: int, limit: int, window: int
     ) -> list[dict[str, Any]]:
         """Up to ``limit`` memories of ``types`` whose scope is ``scope`` (None: those with
         no scope), leaving out those expired at ``now`` and those another memory supersedes
-        (the to_id of a supersedes relation): the most recently used first (last_accessed,
-        then created_at, then id, descending). Wire fields, decay_score as of ``now``."""
+        (the to_id of a supersedes relation): of the ``window`` newest of them (created_at,
+        then id), the most recently used first (last_accessed, then created_at, then id,
+        descending). Wire fields, decay_score as of ``now``."""
 
     def neighbours(
         self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS

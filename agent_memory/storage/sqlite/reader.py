@@ -24,16 +24,22 @@ from agent_memory.storage.sqlite import database
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
 # Memories of some types in one scope (``IS``: NULL is the global scope), neither expired
-# nor superseded, the most recently used first. At 10,000 memories in one scope: ~3 ms.
+# nor superseded: of the :window newest (the memories_scope index gives them in that order,
+# and the scan stops there), the most recently used first. No index holds last_accessed: each
+# candidate is a row read, so the window bounds the cost on a large scope.
 _RECENT = """
-SELECT id, content, type, tags, source, scope, created_at, last_accessed, expires_at
-FROM memories AS m
-WHERE m.scope IS ? AND m.type IN (SELECT value FROM json_each(?))
-  AND (m.expires_at IS NULL OR m.expires_at > ?)
-  AND NOT EXISTS (
-    SELECT 1 FROM memory_links AS l WHERE l.to_id = m.id AND l.kind = 'supersedes'
-  )
-ORDER BY m.last_accessed DESC, m.created_at DESC, m.id DESC
+SELECT * FROM (
+  SELECT id, content, type, tags, source, scope, created_at, last_accessed, expires_at
+  FROM memories AS m
+  WHERE m.scope IS ? AND m.type IN (SELECT value FROM json_each(?))
+    AND (m.expires_at IS NULL OR m.expires_at > ?)
+    AND NOT EXISTS (
+      SELECT 1 FROM memory_links AS l WHERE l.to_id = m.id AND l.kind = 'supersedes'
+    )
+  ORDER BY m.created_at DESC, m.id DESC
+  LIMIT ?
+)
+ORDER BY last_accessed DESC, created_at DESC, id DESC
 LIMIT ?
 """
 # Every relation touching one of the ids (a JSON array), seen from that end, newest first.
@@ -81,9 +87,9 @@ class SqliteReader:
         self._conn.close()
 
     def recent(
-        self, *, scope: str | None, types: Sequence[str], now: int, limit: int
+        self, *, scope: str | None, types: Sequence[str], now: int, limit: int, window: int
     ) -> list[dict[str, Any]]:
-        rows = self._read(_RECENT, (scope, json.dumps(list(types)), now, limit))
+        rows = self._read(_RECENT, (scope, json.dumps(list(types)), now, window, limit))
         names = ("id", "content", "type", "tags", "source", "scope")
         found = []
         for row in rows:
