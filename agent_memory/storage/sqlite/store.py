@@ -174,6 +174,7 @@ class SqliteStore:
         self.schema_version = database.schema_version
         self.location = str(database.path)
         self.identity = identity(database.path)
+        self.read_only = database.read_only
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
         self._index = VectorIndex(self._connections.read) if vector_index.available() else None
