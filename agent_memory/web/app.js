@@ -288,7 +288,9 @@ async function drawAround(memory) {
     around = found.filter((m) => m && m.found !== false);
   }
   if (!state.memory || state.memory.id !== memory.id) return; // moved on meanwhile
-  drawGraph($("graph"), graphOf(memory, around));
+  const graph = graphOf(memory, around);
+  drawGraph($("graph"), graph);
+  setText($("graph-note"), graph.hidden ? `${graph.hidden} more not drawn: open a neighbour to see its own` : "");
 }
 
 function renderDetail(memory) {
