@@ -6,7 +6,7 @@ import { drawGraph, graphOf, MAX_FIRST_HOP } from "./graph.js";
 
 // Results as you type: a search is sent this long after the last keystroke.
 const DEBOUNCE_MS = 150;
-const PAGE_SIZE = 50;
+const PAGE_SIZE = 50; // index.html preloads the first page: /api/memories?limit=51
 const SEARCH_LIMIT = 50;
 const SNIPPET_CHARS = 240;
 const KIND_READS = { relates_to: "relates to", supersedes: "supersedes",
