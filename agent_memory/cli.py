@@ -11,6 +11,7 @@ import ipaddress
 import json
 import logging
 import re
+import shlex
 import signal
 import sys
 import threading
@@ -20,8 +21,9 @@ from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from agent_memory import __version__, files, ui, wire
+from agent_memory import __version__, embedders, files, ui, wire
 from agent_memory.embedders import ollama
 from agent_memory.errors import (
     BackupFailed,
@@ -54,6 +56,7 @@ class Settings:
     sweep_interval: int
     max_content_bytes: int
     redact: bool = True
+    embedder: str = embedders.AUTO
 
 
 def configure_logging(level: str) -> None:
@@ -75,8 +78,21 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
         fail(str(exc))
 
 
+def choose_embedder(settings: Settings, store: Any) -> Any:  # -> Embedder | None
+    """The embedder for this store (embedders.choose), told by the pin it holds."""
+    from agent_memory.errors import StorageFault
+
+    try:
+        pin = store.pin()
+    except StorageFault as exc:  # the service reports the fault at its first use
+        log.error("cannot read the embedding pin: %s", exc.detail)
+        pin = None
+    return embedders.choose(
+        settings.embedder, pin, ollama_url=settings.ollama_url, ollama_model=settings.embed_model
+    )
+
+
 def _service(settings: Settings):  # -> MemoryService
-    from agent_memory.embedders.ollama import Ollama
     from agent_memory.service import MemoryService
     from agent_memory.storage import open_store
 
@@ -84,7 +100,7 @@ def _service(settings: Settings):  # -> MemoryService
     log.info("database %s (schema version %d)", store.location, store.schema_version)
     return MemoryService(
         store,
-        embedder=Ollama(settings.ollama_url, settings.embed_model),
+        embedder=choose_embedder(settings, store),
         max_content_bytes=settings.max_content_bytes,
         redact=settings.redact,
     )
@@ -174,7 +190,50 @@ def is_loopback(host: str) -> bool:
         return False  # any other name may resolve anywhere
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+# ctx.meta key: the global options given after the subcommand's name, by name.
+GIVEN_AFTER = "agent_memory.given_after"
+
+
+class Subcommand(click.Command):
+    """A subcommand that takes the global options after its name too: `serve --db x.db`
+    is how MCP client configs are written. The options are the group's own (one definition
+    each); a value given after the subcommand wins over one given before it."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        help_option = self.get_help_option(ctx)
+        own = [p for p in super().get_params(ctx) if p is not help_option]
+        shared = _global_options(ctx, {p.name for p in own})
+        return [*own, *shared, *([help_option] if help_option else [])]
+
+    def invoke(self, ctx: click.Context) -> Any:
+        given = {}
+        for option in _global_options(ctx, {p.name for p in self.params}):
+            value = ctx.params.pop(option.name)
+            if ctx.get_parameter_source(option.name) is ParameterSource.COMMANDLINE:
+                given[option.name] = value
+        if given and ctx.parent is not None:
+            ctx.obj = settings({**ctx.parent.params, **given})
+        ctx.meta[GIVEN_AFTER] = given  # for `ui`, which starts serve-rest with them
+        return super().invoke(ctx)
+
+
+def _global_options(ctx: click.Context, taken: set[Any]) -> list[click.Option]:
+    """The group's options a subcommand accepts as well (not --version, not its own)."""
+    group = ctx.parent.command if ctx.parent is not None else None
+    if group is None:
+        return []
+    return [
+        p
+        for p in group.params
+        if isinstance(p, click.Option) and p.expose_value and p.name not in taken
+    ]
+
+
+class Group(click.Group):
+    command_class = Subcommand
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
     __version__, "--version", prog_name="agent-memory", message="%(prog)s %(version)s"
 )
@@ -182,6 +241,17 @@ def is_loopback(host: str) -> bool:
     "--db",
     type=click.Path(path_type=Path),
     help="Database file. Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
+)
+@click.option(
+    "--embedder",
+    type=click.Choice(embedders.MODES, case_sensitive=False),
+    envvar="AGENT_MEMORY_EMBEDDER",
+    default=embedders.AUTO,
+    show_default=True,
+    show_envvar=True,
+    help="Who makes the vectors of search by meaning: auto (the database's own, else Ollama "
+    "when it answers, else the local model when installed), ollama, local, or none "
+    "(keyword search only).",
 )
 @click.option(
     "--ollama-url",
@@ -239,25 +309,26 @@ def is_loopback(host: str) -> bool:
     help="Log verbosity (logs always go to stderr).",
 )
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    db: Path | None,
-    ollama_url: str,
-    embed_model: str,
-    sweep_interval: int,
-    max_content_bytes: int,
-    redact: str,
-    log_level: str,
-) -> None:
-    """Persistent, typed, local memory for AI agents, in one SQLite file."""
-    configure_logging(log_level)
-    ctx.obj = Settings(
-        db=db,
-        ollama_url=ollama_url,
-        embed_model=embed_model,
-        sweep_interval=sweep_interval,
-        max_content_bytes=max_content_bytes,
-        redact=redact.lower() == "on",
+def cli(ctx: click.Context, **_options: Any) -> None:
+    """Persistent, typed, local memory for AI agents, in one SQLite file.
+
+    Global options go before or after the subcommand: `agent-memory --db x.db serve` and
+    `agent-memory serve --db x.db` are the same.
+    """
+    ctx.obj = settings(ctx.params)
+
+
+def settings(options: dict[str, Any]) -> Settings:
+    """The global options' values as Settings; logging is configured from them."""
+    configure_logging(options["log_level"])
+    return Settings(
+        db=options["db"],
+        embedder=options["embedder"].lower(),
+        ollama_url=options["ollama_url"],
+        embed_model=options["embed_model"],
+        sweep_interval=options["sweep_interval"],
+        max_content_bytes=options["max_content_bytes"],
+        redact=options["redact"].lower() == "on",
     )
 
 
@@ -297,10 +368,15 @@ def serve(settings: Settings) -> None:
     """Run the MCP server on stdin/stdout (creates the database on first run)."""
     from agent_memory import storage
 
+    if sys.stdin.isatty():  # started by hand: say what this is, once
+        click.echo(terminal_notice(settings.db), err=True)
+
     try:
         at_head = storage.ready_to_serve(settings.db)
+        pin = storage.quick_pin(settings.db)
     except (DatabaseOpenError, SchemaTooNew) as exc:
         fail(str(exc))
+    outlook = embedders.outlook(settings.embedder, pin, ollama_model=settings.embed_model)
     answered = threading.Event()
     # A new file or a migration is opened before the first answer, as everywhere else.
     service = OpeningService(settings, answered) if at_head else open_service(settings)
@@ -311,12 +387,26 @@ def serve(settings: Settings) -> None:
     sweeper.start()
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     try:
-        mcp_server.serve_stdio(service, answered)
+        mcp_server.serve_stdio(service, answered, outlook)
     except KeyboardInterrupt:
         pass
     finally:
         sweeper.stop()
         service.close()
+
+
+def terminal_notice(db: Path | None) -> str:
+    """The line ``serve`` prints when a person starts it in a terminal: what it is, and
+    the configuration that starts it from an MCP client (with this --db, if given)."""
+    args = ["serve", *(["--db", str(db.resolve())] if db is not None else [])]
+    entry = json.dumps({"command": "agent-memory", "args": args})
+    command = shlex.join(["claude", "mcp", "add", "--scope", "user", "agent-memory", "--"])
+    return (
+        "agent-memory serve speaks MCP (JSON-RPC) on stdin/stdout and is meant to be started "
+        f'by an MCP client, not typed into: add the server "agent-memory": {entry} to the '
+        f"client's MCP configuration (Claude Code: {command} "
+        f"{shlex.join(['agent-memory', *args])}). Ctrl-D quits."
+    )
 
 
 @cli.command("serve-rest")
@@ -557,7 +647,7 @@ def echo_import_report(report: dict[str, int]) -> None:
         click.echo(f"secrets redacted: {secrets} in {memories} memories")
 
 
-cli.add_command(ui.ui)
+cli.command("ui")(ui.ui)
 
 
 def main() -> None:

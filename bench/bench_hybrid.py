@@ -37,8 +37,11 @@ import corpus  # noqa: E402
 SEARCHES = 200
 LIMIT = 10
 # Exact brute force over the float vectors (vec0's own KNN), and one stored vector's distance.
-EXACT_KNN = "SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ?"
-DISTANCE = "SELECT vec_distance_cosine(embedding, ?) FROM memory_vectors WHERE memory_id = ?"
+EXACT_KNN = (
+    "SELECT memory_id, vec_distance_cosine(vector, ?1) AS d FROM memory_vector_floats"
+    " ORDER BY d LIMIT ?2"
+)
+DISTANCE = "SELECT vec_distance_cosine(vector, ?) FROM memory_vector_floats WHERE memory_id = ?"
 TIE_EPSILON = 1e-6
 # Also reported: the share of the ten found that are within this cosine distance of the exact
 # tenth (on a templated corpus hundreds of memories can sit that close to it).

@@ -54,7 +54,7 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from fake_ollama import FakeOllama  # noqa: E402
 
 from agent_memory import __version__, jsonl  # noqa: E402
-from agent_memory.lifecycle import SWEEP_PAUSE_SECS  # noqa: E402, sweep
+from agent_memory.lifecycle import SWEEP_PAUSE_SECS, sweep  # noqa: E402
 from agent_memory.service import MemoryService  # noqa: E402
 from agent_memory.storage import open_store  # noqa: E402
 
@@ -378,7 +378,7 @@ async def sweep_under_writes(system: AgentMemory, size: int) -> dict[str, float]
     done = threading.Event()
     report: dict[str, Any] = {}
 
-    def sweep() -> None:
+    def run_sweep() -> None:
         try:
             started = time.perf_counter()
             report.update(sweep(service, pause=lambda: bool(time.sleep(SWEEP_PAUSE_SECS))))
@@ -393,7 +393,7 @@ async def sweep_under_writes(system: AgentMemory, size: int) -> dict[str, float]
         memories = corpus.developer_memories(10**9, seed=99)
         for _ in range(WARM_UP_CALLS):
             await call(client, system.store(next(memories), 0))
-        worker = threading.Thread(target=sweep)
+        worker = threading.Thread(target=run_sweep)
         worker.start()
         while not done.is_set():
             latencies.append(await call(client, system.store(next(memories), 0)))

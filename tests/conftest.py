@@ -64,10 +64,13 @@ _REAL_DATA_BEFORE = _listing(REAL_DATA_DIR)
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """No test may read or write the user's real data: each test gets its own HOME and XDG
-    directories (spawned servers inherit them), and AGENT_MEMORY_* is cleared."""
+    directories (spawned servers inherit them), and AGENT_MEMORY_* is cleared. Commands run
+    in process embed with Ollama (which is not there) unless a test chooses otherwise: the
+    local model is for the tests about it."""
     home = tmp_path_factory.mktemp("home")
     for name in [k for k in os.environ if k.startswith("AGENT_MEMORY_")]:
         monkeypatch.delenv(name)
+    monkeypatch.setenv("AGENT_MEMORY_EMBEDDER", "ollama")
     monkeypatch.setenv("HOME", str(home))
     for name, sub in (
         ("XDG_DATA_HOME", ".local/share"),
@@ -140,8 +143,12 @@ def executable() -> str:
 
 
 def server_env(**extra: str) -> dict[str, str]:
+    """The environment of a spawned agent-memory: no Ollama, and Ollama as the embedder (so
+    searches are keyword-only unless a test points it at the fake Ollama or asks for the
+    local model with AGENT_MEMORY_EMBEDDER=local)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
     env["AGENT_MEMORY_OLLAMA_URL"] = NO_OLLAMA_URL
+    env["AGENT_MEMORY_EMBEDDER"] = "ollama"
     env.update(extra)
     return env
 

@@ -8,14 +8,19 @@ import logging
 import pytest
 from fake_ollama import FakeOllama
 
-from agent_memory.embedders.base import READY, UNREACHABLE
+from agent_memory.embedders.base import MODEL_MISSING, READY, UNREACHABLE
+from agent_memory.embedders.local import Local, LocalModel
 
 from conftest import NO_OLLAMA_URL, embedder_for
 
 
-@pytest.fixture(params=["ollama"])
+@pytest.fixture(params=["ollama", "local"])
 def provider(request):
     """(a working embedder, one whose provider is not there)."""
+    if request.param == "local":
+        absent = LocalModel(check=lambda: "this CPU lacks AVX2 (injected)")
+        yield Local(), Local(absent)
+        return
     with FakeOllama() as fake:
         yield embedder_for(fake.url), embedder_for(NO_OLLAMA_URL)
 
@@ -42,8 +47,8 @@ def test_a_query_is_embedded_as_a_query_and_kept(provider):
 def test_status_and_what_to_do(provider):
     embedder, missing = provider
     assert embedder.status() == READY
-    assert missing.status() == UNREACHABLE
-    assert missing.advice(UNREACHABLE) and missing.describe() and missing.reembed_command()
+    assert missing.status() in (UNREACHABLE, MODEL_MISSING)
+    assert missing.advice(missing.status()) and missing.describe() and missing.reembed_command()
 
 
 def test_a_provider_that_is_not_there_gives_none_and_says_so_once(provider, caplog):

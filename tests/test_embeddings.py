@@ -19,7 +19,7 @@ NOMIC = Pin("nomic-embed-text", 768, "nomic")
 
 
 def vectors(raw) -> dict[int, list[float]]:
-    rows = raw.execute("SELECT memory_id, embedding FROM memory_vectors").fetchall()
+    rows = raw.execute("SELECT memory_id, vector FROM memory_vector_floats").fetchall()
     return {i: list(struct.unpack(f"<{len(b) // 4}f", b)) for i, b in rows}
 
 
@@ -47,7 +47,7 @@ def test_without_ollama_a_store_succeeds_pending(service, raw):
     memory_id = service.store({"content": "offline note", "type": "TODO"})["id"]
     assert status(raw, memory_id) == 0
     assert raw.execute(
-        "SELECT count(*) FROM sqlite_master WHERE name = 'memory_vectors'"
+        "SELECT count(*) FROM sqlite_master WHERE name = 'memory_vector_floats'"
     ).fetchone() == (0,)
 
 
@@ -60,7 +60,7 @@ def test_forget_and_ttl_expiry_take_the_vector(hybrid, raw, clock):
     clock.advance(10)
     assert sweep(hybrid)["expired"] == 1
     assert set(vectors(raw)) == {kept}
-    for table in ("memory_vector_bits", "memory_vector_int8"):
+    for table in ("memory_vector_bits", "memory_vector_floats"):
         assert raw.execute(f"SELECT memory_id FROM {table}").fetchall() == [(kept,)]
 
 
@@ -184,7 +184,7 @@ def test_another_model_never_mixes_vectors_and_searches_stay_keyword(
         assert other.db.pending(10) == [(memory_id, "stored with mxbai configured")]
         lines = [r.getMessage() for r in caplog.records if "reembed" in r.getMessage()]
         assert len(lines) == 1  # one clear line, however often it is hit
-        assert "agent-memory --embed-model mxbai-embed-large reembed" in lines[0]
+        assert "agent-memory --embedder ollama --embed-model mxbai-embed-large reembed" in lines[0]
         assert "nomic-embed-text (ollama, 768 dimensions" in lines[0]
     finally:
         other.close()

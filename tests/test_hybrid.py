@@ -238,24 +238,25 @@ def test_the_embedding_is_the_model_answer_for_the_prefixed_text(hybrid, raw):
 
     memory_id = hybrid.store({"content": DATASTORE, "type": "DECISION"})["id"]
     (blob,) = raw.execute(
-        "SELECT embedding FROM memory_vectors WHERE memory_id = ?", (memory_id,)
+        "SELECT vector FROM memory_vector_floats WHERE memory_id = ?", (memory_id,)
     ).fetchone()
     assert list(struct.unpack("<768f", blob)) == pytest.approx(embed(DATASTORE), abs=1e-6)
 
 
 def test_leg_size_is_four_times_the_limit_capped_at_800(monkeypatch, hybrid):
     seen = []
-    real = vectors.ranking
+    real = KeywordIndex.leg
 
-    def spy(conn, embedding, limit):
+    def spy(self, conn, query, *, now, limit, filters):
         seen.append(limit)
-        return real(conn, embedding, limit)
+        return real(self, conn, query, now=now, limit=limit, filters=filters)
 
-    monkeypatch.setattr(vectors, "ranking", spy)
+    monkeypatch.setattr(KeywordIndex, "leg", spy)
     for limit in (1, 10, 200):
         hybrid.search({"query": "x", "limit": limit})
     hybrid.search({"query": "x"})
     assert seen == [4, 40, 800, 4 * DEFAULT_SEARCH_LIMIT]
+    assert [ranking.leg_size(limit) for limit in (1, 10, 200, 201)] == [4, 40, 800, 800]
 
 
 def test_the_coarse_pass_over_many_vectors_agrees_with_exact_knn(hybrid, monkeypatch, raw, db_path):
@@ -275,7 +276,7 @@ def test_the_coarse_pass_over_many_vectors_agrees_with_exact_knn(hybrid, monkeyp
         distance = {
             memory_id: d
             for memory_id, d in raw.execute(
-                "SELECT memory_id, vec_distance_cosine(embedding, ?) FROM memory_vectors",
+                "SELECT memory_id, vec_distance_cosine(vector, ?) FROM memory_vector_floats",
                 (embedding.vector,),
             )
         }

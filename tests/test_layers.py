@@ -20,10 +20,10 @@ import agent_memory
 PACKAGE = Path(agent_memory.__file__).resolve().parent
 DRIVERS = {"sqlalchemy", "sqlean", "sqlite_vec", "alembic", "psycopg", "pgvector"}
 HTTP_CLIENTS = {"requests", "httpx", "urllib3", "http.client", "urllib.request", "aiohttp"}
-# Each transport's modules: the REST daemon's server (daemon.py) is part of the REST one.
-# The web page (web/) is served by the REST transport.
+# Each transport's modules: the REST daemon's server (daemon.py) and the web page (web/)
+# are part of the REST one, the MCP declarations (mcp_tools.py, mcp_catalog.py) of the MCP one.
 TRANSPORT_GROUPS = [
-    {"agent_memory.mcp_server"},
+    {"agent_memory.mcp_server", "agent_memory.mcp_tools", "agent_memory.mcp_catalog"},
     {"agent_memory.rest", "agent_memory.daemon", "agent_memory.web"},
 ]
 TRANSPORTS = set().union(*TRANSPORT_GROUPS)

@@ -133,7 +133,9 @@ def test_each_batch_is_checkpointed_outside_the_write_lock(service, clock, monke
     batches = []
     pause = lambda: batches.append(1) is None and False  # noqa: E731
     assert service.db.delete_expired(clock.now, pause)[0] == 6
-    assert locked == [False] * len(batches)  # every batch that deleted rows (not the last)
+    # A checkpoint after every batch that deleted rows (the pause follows every batch but
+    # the last, whose size depends on how long the others held the lock), none inside one.
+    assert len(locked) >= len(batches) > 0 and not any(locked)
 
 
 def test_a_sweep_told_to_stop_leaves_the_rest_to_the_next(service, clock, monkeypatch):

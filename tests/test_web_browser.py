@@ -19,7 +19,7 @@ WAIT_MS = 10_000  # for the page to show what the API already answered (a slow C
 IDS_SHOWN = "[...document.querySelectorAll('#results a.item')].map((a) => Number(a.dataset.id))"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def chromium():
     reason = browser.missing()
     if reason:

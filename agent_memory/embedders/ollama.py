@@ -76,7 +76,7 @@ class Ollama(Embedder):
         return f"check that Ollama is running and the model is pulled (ollama pull {self.model})"
 
     def reembed_command(self) -> str:
-        return f"agent-memory --embed-model {self.model} reembed"
+        return f"agent-memory --embedder ollama --embed-model {self.model} reembed"
 
     def _http(self) -> requests.Session:
         """One keep-alive session, made on first use."""

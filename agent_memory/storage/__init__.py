@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import os
 
-from agent_memory.storage.base import Store
+from agent_memory.models import Pin
+from agent_memory.storage.base import Store, pin_of
 
 
 def open_store(location: str | os.PathLike[str] | None = None) -> Store:
@@ -44,3 +45,11 @@ def ready_to_serve(location: str | os.PathLike[str] | None = None) -> bool:
         return False
     database.probe(path)
     return True
+
+
+def quick_pin(location: str | os.PathLike[str] | None = None) -> Pin | None:
+    """The embedding pin of the store at ``location``, read without loading an engine
+    (``serve`` tells its client how searches will run before its first answer)."""
+    from agent_memory.storage.sqlite import database
+
+    return pin_of(database.read_meta(database.resolve_path(location)))

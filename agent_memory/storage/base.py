@@ -15,13 +15,29 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent_memory.models import Embedding, Filters, Pin, SearchPage
+from agent_memory.models import OLLAMA, Embedding, Filters, Pin, SearchPage
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
+# The pin, as a store keeps it in key/value rows. A pin written before providers existed
+# has no provider key: its vectors came from Ollama.
+PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
+PROVIDER_KEY = "embedding_provider"
 # Called by the sweep between two batches, outside the write lock; True means stop now.
 Pause = Callable[[], bool]
 # An import's outcome per record: ("imported" | "duplicate", row id) or ("expired", None).
 Outcome = tuple[str, int | None]
+
+
+def pin_of(rows: dict[str, str]) -> Pin | None:
+    """The pin these key/value rows name; None when there is none."""
+    if not set(PIN_KEYS) <= set(rows):
+        return None
+    return Pin(
+        rows["embedding_model"],
+        int(rows["embedding_dim"]),
+        rows["embedding_prefixes"],
+        rows.get(PROVIDER_KEY, OLLAMA),
+    )
 
 
 @dataclass(frozen=True)

@@ -24,12 +24,13 @@ from agent_memory import ranking
 from agent_memory.errors import StorageFault
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
 from agent_memory.storage.base import NewMemory, Pause
-from agent_memory.storage.sqlite import portable, rows, vectors
+from agent_memory.storage.sqlite import portable, rows, vector_index, vectors
 from agent_memory.storage.sqlite.connections import Connections
 from agent_memory.storage.sqlite.database import Database, identity
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY
 from agent_memory.storage.sqlite.schema import memories, memory_links, meta
+from agent_memory.storage.sqlite.vector_index import VectorIndex
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS, SQLITE_INT_MAX
 
 # The sweep rewrites decay scores and deletes expired rows in batches, one transaction
@@ -183,9 +184,18 @@ class SqliteStore:
         self.identity = identity(database.path)
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
+        self._index = VectorIndex(self._connections.read) if vector_index.available() else None
 
     def close(self) -> None:
+        if self._index is not None:
+            self._index.wait()
         self._connections.close()
+
+    def load_vector_index(self) -> None:
+        """Load this process's vector index now (benches and tests; a search otherwise
+        loads it in the background)."""
+        if self._index is not None:
+            self._index.load()
 
     # -- memories -------------------------------------------------------------------------
 
@@ -270,7 +280,7 @@ class SqliteStore:
             other = None
             if embedding is not None:
                 leg = ranking.leg_size(limit)
-                nearest = vectors.ranking(conn, embedding, leg)
+                nearest = self._vector_leg(conn, embedding, leg)
                 if nearest is not None:
                     keyword = self._keyword.leg(conn, query, now=now, limit=leg, filters=filters)
                     found = self._rows(conn, [*dict.fromkeys([*keyword, *nearest])], now, filters)
@@ -279,6 +289,22 @@ class SqliteStore:
                 other = vectors.stored_pin(conn)
             page = self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
             return SearchPage(ranking.SEARCH_MODE_KEYWORD, page, other)
+
+    def _vector_leg(
+        self, conn: sqlalchemy.Connection, embedding: Embedding, limit: int
+    ) -> list[int] | None:
+        """The nearest ids: from this process's index once it is loaded, else by SQL; None
+        when the store is pinned to another model."""
+        stored = vectors.stored_pin(conn)
+        if stored is None:
+            return []
+        if stored != embedding.pin:
+            return None
+        if self._index is not None:
+            nearest = self._index.ranking(conn, embedding, stored, limit)
+            if nearest is not None:
+                return nearest
+        return vectors.ranking(conn, embedding, limit)
 
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
