@@ -225,8 +225,9 @@ async function loadStats() {
 async function loadHealth() {
   try {
     const health = await api.health();
-    const mode = health.embedder === "ready" ? "hybrid search" : "keyword search";
-    setText($("health"), `embedder ${health.embedder.replace("_", " ")} · ${mode} · v${health.version}`);
+    setText($("health"),
+      `${health.search_mode} search · embedder ${health.embedder.replace("_", " ")} · v${health.version}`);
+    setText($("search-hint"), health.search_hint || ""); // why keyword only, and what changes it
   } catch (error) {
     status($("health"), error.message, true);
   }
