@@ -74,6 +74,10 @@ def is_loopback(host: str) -> bool:
         return False  # any other name may resolve anywhere
 
 
+# ctx.meta key: the global options given after the subcommand's name, by name.
+GIVEN_AFTER = "agent_memory.given_after"
+
+
 class Subcommand(click.Command):
     """A subcommand that takes the global options after its name too: `serve --db x.db`
     is how MCP client configs are written. The options are the group's own (one definition
@@ -93,6 +97,7 @@ class Subcommand(click.Command):
                 given[option.name] = value
         if given and ctx.parent is not None:
             ctx.obj = wiring.settings({**ctx.parent.params, **given})
+        ctx.meta[GIVEN_AFTER] = given  # for `ui`, which starts serve-rest with them
         return super().invoke(ctx)
 
 

@@ -27,7 +27,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from agent_memory.terminal import Subcommand
+from agent_memory.terminal import GIVEN_AFTER, Subcommand
 
 DEFAULT_ADDR = "127.0.0.1:7437"  # serve-rest's default (cli.DEFAULT_REST_PORT)
 # A daemon answers /health in milliseconds; a program that accepts the connection and never
@@ -131,16 +131,21 @@ def open_browser(url: str) -> None:
 
 
 def global_args(ctx: click.Context) -> list[str]:
-    """The global options given on this command line, to start ``serve-rest`` as this
-    ``ui`` was started (values from the environment reach the child through it)."""
+    """The global options given on this command line, before ``ui`` or after it (those
+    win), to start ``serve-rest`` as this ``ui`` was started (values from the environment
+    reach the child through it)."""
     root = ctx.find_root()
+    given = {
+        name: value
+        for name, value in root.params.items()
+        if root.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    }
+    given.update(ctx.meta.get(GIVEN_AFTER, {}))
     args: list[str] = []
     for param in root.command.params:
-        if not isinstance(param, click.Option) or param.name is None or param.expose_value is False:
+        if not isinstance(param, click.Option) or param.name not in given:
             continue
-        if root.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
-            continue
-        value: Any = root.params[param.name]
+        value: Any = given[param.name]
         if param.is_flag:
             flag = param.opts[0] if value else next(iter(param.secondary_opts), None)
             args += [flag] if flag else []
