@@ -239,6 +239,22 @@ def test_context_imports_nothing_it_does_not_need(project):
     assert out.stdout.strip() == "[]"
 
 
+def test_a_keyword_brief_by_query_does_not_load_numpy(project):
+    """--query runs the search pipeline; with no vectors to search, the vector index (and
+    numpy's 0.1-0.3 s import) stays out of it."""
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from agent_memory.cli import cli\n"
+        f"args = ['--db', {str(project)!r}, '--embedder', 'none', 'context', '--query', 'wal']\n"
+        "result = CliRunner().invoke(cli, args)\n"
+        "assert result.exit_code == 0, result.output\n"
+        "print('numpy' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_a_database_that_cannot_be_read_is_one_line(tmp_path, service, db_path):
     service.close()
     newer = sqlean.connect(str(db_path))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any, TypeVar
@@ -24,13 +25,12 @@ from agent_memory import ranking
 from agent_memory.errors import StorageFault
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
 from agent_memory.storage.base import NewMemory, Pause
-from agent_memory.storage.sqlite import portable, rows, vector_index, vectors
+from agent_memory.storage.sqlite import portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections
 from agent_memory.storage.sqlite.database import Database, identity
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY
 from agent_memory.storage.sqlite.schema import memories, memory_links, meta
-from agent_memory.storage.sqlite.vector_index import VectorIndex
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS, SQLITE_INT_MAX
 
 # The sweep rewrites decay scores and deletes expired rows in batches, one transaction
@@ -185,7 +185,8 @@ class SqliteStore:
         self.read_only = database.read_only
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
-        self._index = VectorIndex(self._connections.read) if vector_index.available() else None
+        self._index: Any = None  # a vector_index.VectorIndex, made by _vector_index()
+        self._index_made = threading.Lock()
 
     def close(self) -> None:
         if self._index is not None:
@@ -195,8 +196,20 @@ class SqliteStore:
     def load_vector_index(self) -> None:
         """Load this process's vector index now (benches and tests; a search otherwise
         loads it in the background)."""
-        if self._index is not None:
-            self._index.load()
+        index = self._vector_index()
+        if index is not None:
+            index.load()
+
+    def _vector_index(self) -> Any:
+        """This process's vector index (None without numpy), made at the first search by
+        meaning: importing numpy takes 0.1-0.3 s that keyword-only commands need not pay."""
+        with self._index_made:
+            if self._index is None:
+                from agent_memory.storage.sqlite import vector_index
+
+                if vector_index.available():
+                    self._index = vector_index.VectorIndex(self._connections.read)
+            return self._index
 
     # -- memories -------------------------------------------------------------------------
 
@@ -301,8 +314,9 @@ class SqliteStore:
             return []
         if stored != embedding.pin:
             return None
-        if self._index is not None:
-            nearest = self._index.ranking(conn, embedding, stored, limit)
+        index = self._vector_index()
+        if index is not None:
+            nearest = index.ranking(conn, embedding, stored, limit)
             if nearest is not None:
                 return nearest
         return vectors.ranking(conn, embedding, limit)
