@@ -107,10 +107,17 @@ Node = Near | And | Or | Not
 
 def phrases(node: Node) -> list[tuple[Phrase, Near]]:
     """Every phrase in FTS5's order (bm25 sums over these), with the leaf it sits in."""
+    return [(phrase, leaf) for phrase, leaf, _ in phrase_paths(node)]
+
+
+def phrase_paths(
+    node: Node, above: tuple[Node, ...] = ()
+) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
+    """Every phrase in FTS5's order, with its leaf and the nodes above the leaf (root last)."""
     if isinstance(node, Near):
-        return [(phrase, node) for phrase in node.phrases]
+        return [(phrase, node, above) for phrase in node.phrases]
     children = (node.left, node.right) if isinstance(node, Not) else node.children
-    return [found for child in children for found in phrases(child)]
+    return [found for child in children for found in phrase_paths(child, (node, *above))]
 
 
 # -- Tokens and lexemes -----------------------------------------------------------------------

@@ -1,0 +1,255 @@
+"""PostgreSQL keyword ranking that gives FTS5's bm25, score for score.
+
+Why not PostgreSQL's own ranking: ``ts_rank`` and ``ts_rank_cd`` are not BM25 (no IDF), and
+the search contract ranks by FTS5's bm25 blended with decay; a team moving a memory file to
+PostgreSQL must find the same memories first. So the SQL computes FTS5's formula itself
+(fts5_aux.c: k1 = 1.2, b = 0.75, per phrase IDF = ln((N - n + 0.5) / (n + 0.5)) floored at
+1e-6, avgdl = all tokens / N), with the operations in FTS5's order so that equal scores stay
+equal and ties still fall to the smaller id.
+
+Why lexemes come from Python and not from a text search configuration: bm25 counts tokens,
+and PostgreSQL's parser does not split text where unicode61 does (``1e10``, ``v1.2``, paths,
+hex ids), its snowball porter is not FTS5's porter, and unaccent is not remove_diacritics 2.
+``document`` stores FTS5's own lexemes (agent_memory.query.lexeme) as a tsvector: positions
+are FTS5's token positions + 1, the first token carries weight A (for ``^``), and the token
+count FTS5 uses as a row's length goes in its own column, because tokens PostgreSQL cannot
+hold still count in FTS5.
+
+What a tsvector cannot hold (PostgreSQL's limits; they only touch very long memories): a
+lexeme over 2,047 bytes (left out: not searchable), a position past 16,383 (clamped, so
+phrases past there only match by chance), more than 256 positions of one lexeme (cut, so
+such a row's term frequency stops at 256), and 1 MiB of lexemes and positions in all
+(``document`` keeps the lexemes of the first tokens that fit; see TSVECTOR_MAX_BYTES).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agent_memory import query
+from agent_memory.query import Near, Node, Phrase
+
+# FTS5's bm25 parameters (fts5_aux.c) and its smallest IDF.
+BM25_K1 = 1.2
+BM25_B = 0.75
+IDF_FLOOR = 1e-6
+# PostgreSQL's tsvector limits (tsvector.h): lexeme bytes, largest position, positions kept
+# per lexeme, and the bytes of lexemes plus positions in one tsvector.
+MAX_LEXEME_BYTES = 2_047
+MAX_POSITION = 16_383
+MAX_POSITIONS = 256
+TSVECTOR_MAX_BYTES = 1_048_575
+
+# The keyword columns of the memories table (written from ``document``), and their index:
+# ``terms`` holds FTS5's lexemes with positions, ``doc_len`` FTS5's token count.
+# ``tf_overflow`` holds the true count of the lexemes whose positions the tsvector could not
+# all keep (NULL when none), so single words score exactly in any memory.
+KEYWORD_COLUMNS = "doc_len integer NOT NULL, terms tsvector NOT NULL, tf_overflow jsonb"
+# A prototype memories table with what the ranking's filters read (the later schema adds the
+# rest of the columns: decay, timestamps, embeddings).
+SCHEMA = f"""
+CREATE TABLE memories (
+    id bigint PRIMARY KEY,
+    type text NOT NULL,
+    content text NOT NULL,
+    tags jsonb NOT NULL DEFAULT '[]',
+    scope text,
+    {KEYWORD_COLUMNS}
+);
+CREATE INDEX memories_terms ON memories USING gin (terms);
+CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops);
+"""
+
+
+def _quote(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def document(content: str) -> tuple[str, int, str | None]:
+    """(the tsvector input text of ``content``'s FTS5 lexemes, FTS5's token count, the
+    tf_overflow JSON or None): bind them to ``%s::tsvector``, ``%s``, ``%s::jsonb``."""
+    found = query.tokens(content)
+    positions: dict[str, list[int]] = {}
+    counts: dict[str, int] = {}
+    size = 0
+    for position, token in enumerate(found, start=1):
+        lexeme = query.lexeme(token)
+        length = len(lexeme.encode())
+        if not lexeme or length > MAX_LEXEME_BYTES:
+            continue
+        kept = positions.get(lexeme)
+        if kept is None:
+            if size + length + 4 > TSVECTOR_MAX_BYTES:  # lexeme, count, one position
+                break
+            size += length + 2
+            kept = positions[lexeme] = []
+        counts[lexeme] = counts.get(lexeme, 0) + 1
+        clamped = min(position, MAX_POSITION)
+        if len(kept) < MAX_POSITIONS and (not kept or kept[-1] != clamped):
+            size += 2
+            kept.append(clamped)
+    text = " ".join(
+        _quote(lexeme) + ":" + ",".join(f"{p}A" if p == 1 else str(p) for p in kept)
+        for lexeme, kept in positions.items()
+    )
+    overflow = {lexeme: n for lexeme, n in counts.items() if n != len(positions[lexeme])}
+    return text, len(found), json.dumps(overflow, ensure_ascii=False) if overflow else None
+
+
+# -- Ranking ----------------------------------------------------------------------------------
+
+_F = "::float8"
+
+
+class _Sql:
+    """SQL text with its parameters, in order."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.params: list[Any] = []
+
+    def add(self, text: str, params: Sequence[Any] = ()) -> _Sql:
+        self.parts.append(text)
+        self.params.extend(params)
+        return self
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _starts(phrase: Phrase, out: _Sql) -> None:
+    """SELECT the positions where ``phrase`` starts in ``m.terms`` (a set, one column p)."""
+    for i, term in enumerate(phrase.terms):
+        if i:
+            out.add(" INTERSECT ")
+        test = "starts_with(t.lexeme, %s)" if term.prefix else "t.lexeme = %s"
+        first = " AND p = 1" if phrase.first and i == 0 else ""
+        out.add(
+            f"SELECT p - {i} FROM unnest(m.terms) t, unnest(t.positions) p WHERE {test}{first}",
+            [query.lexeme(term.token)],
+        )
+
+
+def _single_word(phrase: Phrase, leaf: Near) -> bool:
+    return len(phrase.terms) == 1 and not phrase.first and len(leaf.phrases) == 1
+
+
+def _word_frequency(phrase: Phrase, out: _Sql) -> None:
+    """An aggregate over ``unnest(m.terms) t``: one word's positions, or its true count
+    where the tsvector had to cut them."""
+    term = phrase.terms[0]
+    test = "starts_with(t.lexeme, %s)" if term.prefix else "t.lexeme = %s"
+    out.add(
+        "coalesce(sum(coalesce((m.tf_overflow ->> t.lexeme)::int, cardinality(t.positions)))"
+        f" FILTER (WHERE {test}), 0){_F}",
+        [query.lexeme(term.token)],
+    )
+
+
+def _frequency(phrase: Phrase, leaf: Near, out: _Sql) -> None:
+    """The phrase's term frequency in row m, as FTS5 counts it: its instances, and in a NEAR
+    group only those with an instance of every other phrase of the group close enough."""
+    out.add("(SELECT count(*) FROM (")
+    _starts(phrase, out)
+    out.add(") a(p)")
+    others = [other for other in leaf.phrases if other is not phrase]
+    for j, other in enumerate(others):
+        out.add(" WHERE " if j == 0 else " AND ")
+        out.add("EXISTS (SELECT 1 FROM (")
+        _starts(other, out)
+        low, high = len(other.terms) + leaf.distance, len(phrase.terms) + leaf.distance
+        out.add(f") b(q) WHERE q - a.p BETWEEN {-low} AND {high})")
+    out.add(f"){_F}")
+
+
+def _counted(above: tuple[Node, ...], out: _Sql) -> None:
+    """The condition under which FTS5 counts a phrase's instances in row m: every node above
+    its leaf (but the root, which matched) matches the row too. FTS5 reads a phrase's
+    positions only while the phrase's iterator stands on the row, and an AND or NOT that
+    does not match the row has moved its children past it."""
+    conditions = [query.to_tsquery(node) for node in above[:-1]]
+    if not conditions:
+        out.add("TRUE")
+    for i, (tsquery, params) in enumerate(conditions):
+        out.add((" AND " if i else "") + f"m.terms @@ {tsquery}", params)
+
+
+def _phrases(node: Node) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
+    """FTS5's phrases that can count in a row of the one column (see query.phrase_paths)."""
+    return [
+        (phrase, leaf, above)
+        for phrase, leaf, above in query.phrase_paths(node)
+        if leaf.columns is None or query.COLUMNS[0] in leaf.columns
+    ]
+
+
+def keyword_ranking_sql(
+    node: Node,
+    *,
+    limit: int,
+    memory_type: str | None = None,
+    tag: str | None = None,
+    scope: str | None = None,
+) -> tuple[str, list[Any]]:
+    """(SQL, parameters) listing (id, score) best first, ties by id, at most ``limit`` rows.
+
+    ``score`` is -bm25 as FTS5 computes it for the query ``node`` over the whole table (N,
+    avgdl and each phrase's IDF count every row); the filters (type, scope, a tag that is
+    one of the row's tags, exactly) apply before the cut.
+    """
+    found = _phrases(node)
+    sql = _Sql().add(
+        "WITH stats AS (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS tokens FROM memories)"
+        ", idfs AS (SELECT "
+    )
+    for i, (phrase, _, _) in enumerate(found):
+        # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
+        tsquery, params = query.phrase_tsquery(phrase)
+        hits = f"(SELECT count(*) FROM memories WHERE terms @@ {tsquery})"
+        ratio = f"ln(((stats.n - {hits}){_F} + 0.5{_F}) / ({hits}{_F} + 0.5{_F}))"
+        sql.add(", " if i else "")
+        sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {IDF_FLOOR!r}{_F} ELSE x END", [])
+        sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}", params + params)
+    sql.add(("" if found else "NULL AS none") + " FROM stats)")
+    matching, params = query.to_tsquery(node)
+    sql.add(", matched AS (SELECT id, doc_len, terms, tf_overflow FROM memories")
+    sql.add(f" WHERE terms @@ {matching}", params)
+    if memory_type is not None:
+        sql.add(" AND type = %s", [memory_type])
+    if scope is not None:
+        sql.add(" AND scope = %s", [scope])
+    if tag is not None:
+        sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
+    # Each phrase's frequency in each row, counted only where FTS5 counts it; single words
+    # in one pass over the row's lexemes.
+    sql.add("), freqs AS (SELECT m.id, m.doc_len")
+    words = _Sql()
+    for i, (phrase, leaf, above) in enumerate(found):
+        sql.add(", CASE WHEN ")
+        _counted(above, sql)
+        sql.add(" THEN ")
+        if _single_word(phrase, leaf):
+            sql.add(f"w.f{i}")
+            words.add(", " if words.parts else "")
+            _word_frequency(phrase, words)
+            words.add(f" AS f{i}")
+        else:
+            _frequency(phrase, leaf, sql)
+        sql.add(f" ELSE 0{_F} END AS f{i}")
+    sql.add(" FROM matched m")
+    if words.parts:
+        sql.add(" CROSS JOIN LATERAL (SELECT ").add(words.text(), words.params)
+        sql.add(" FROM unnest(m.terms) t) w")
+    # FTS5: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), phrase by
+    # phrase, in its order of operations; -bm25 is that score.
+    k1, b = f"{BM25_K1!r}{_F}", f"{BM25_B!r}{_F}"
+    norm = f"{k1} * (1{_F} - {b} + {b} * f.doc_len{_F} / (stats.tokens{_F} / stats.n{_F}))"
+    terms = [
+        f"idfs.idf{i} * ((f.f{i} * ({k1} + 1.0{_F})) / (f.f{i} + {norm}))"
+        for i in range(len(found))
+    ]
+    sql.add(") SELECT f.id, " + (" + ".join(terms) or f"0{_F}"))
+    sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
+    return sql.text(), sql.params

@@ -1,0 +1,174 @@
+"""The PostgreSQL keyword ranking against the SQLite app's own: the same corpus stored through
+MemoryService (FTS5) and loaded into PostgreSQL, the same queries, the same top 10 with the
+same scores (-bm25, within 1e-6)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import psycopg
+import pytest
+from test_query import bench_corpus
+
+from agent_memory import fts, query
+from agent_memory.db import open_database
+from agent_memory.repository import FtsQueryError
+from agent_memory.service import MemoryService
+from agent_memory.storage.postgres import keyword
+
+pytest_plugins = ["pg_fixtures"]
+
+MEMORIES = 3_000
+TOP = 10
+TOLERANCE = 1e-6
+EDGE_CASES = [
+    ("DECISION", "Café au lait: the naïve résumé parser was RENAMED to resume_parser.", []),
+    ("DECISION", "cafe naive resume: the parser runs, ran and is running again", ["parser"]),
+    ("PATTERN", "Running runners run; the runner runs faster than running.", ["run"]),
+    ("ERROR", "sqlite-vec 0.1.6 fails on v1.2.3 with 1e10 rows and hex 0e84b5ff", ["sqlite"]),
+    ("TODO", "TODO: auth token refresh; what's the auth story? AUTH-1234", ["auth"]),
+    ("CONSTRAINT", "as is us os a i: short words stay as they are", []),
+    ("ARCHITECTURE", "Kafka kafka KAFKA kafka consumer consumer producer", ["kafka"]),
+    ("DECISION", "Straße Łódź Ångström ЖУК Ελλάδα İstanbul 東京 ＡＢＣ x² ½", []),
+    ("PATTERN", "—", []),
+    ("ERROR", "decided decided decided to decide on the decision", ["decide"]),
+    ("TODO", "Decided: first token is decided, then advisory lock then lock advisory", []),
+    ("DECISION", "assembly assemblies apologies autospecced hopefulness electrical", []),
+    ("PATTERN", " ".join(["postgres"] * 300) + " redis", ["long"]),
+    ("ARCHITECTURE", "the the the the the the the the kafka", []),
+]
+QUERIES = [
+    # single words
+    "kafka", "postgres", "auth", "sqlite", "TypeError", "deadlock", "the", "decided",
+    # several words
+    "kafka billing", "redis cache", "auth service", "postgres migration worker",
+    # phrases
+    '"advisory lock"', '"the auth service"', "retry+with+jitter", '"lock advisory"',
+    '"decided to decide"',
+    # prefixes
+    "post*", "invoic*", "ca*", '"deadlock under" *', "run*", "decid*",
+    # AND / OR / NOT, precedence, parentheses
+    "kafka AND billing", "kafka OR redis", "kafka NOT billing", "(kafka OR redis) AND cache",
+    "kafka OR redis AND cache", "redis NOT cache OR kafka", "kafka billing OR redis cache",
+    "(auth OR billing) NOT (kafka OR redis)",
+    # accents and case
+    "café", "CAFE", "naïve", "résumé", "Straße", "łódź", "ελλάδα", "жук", "東京", "ａｂｃ",
+    # stemming
+    "running", "runs", "runner", "validated", "validation", "assemblies", "apology",
+    "hopeful", "electric",
+    # first token, column filters, NEAR
+    "^decided", "^TODO", "^in", "content:kafka", "{content}: redis", "-content:kafka OR redis",
+    "NEAR(kafka billing, 5)", "NEAR(redis cache)", "NEAR(advisory lock, 0)",
+    "NEAR(move to, 3)", 'NEAR("advisory lock" lock, 2)',
+    # words FTS5 indexes its own way
+    "1e10", "0e84b5ff", "v1", "x²", "as", "is", "resume_parser",
+    # questions and labels: not FTS5, so the plain-language retry
+    "what did we decide about the maven release?", "sqlite-vec", "TODO: auth", "AUTH-1234",
+    "what's the auth story?", "src/auth/service_12.py", "it's 1e10, isn't it?",
+    # matches nothing
+    "zzzzzz", '""', "kafka AND zzzzzz",
+]  # fmt: skip
+FILTERS = [
+    {"memory_type": "DECISION"},
+    {"scope": "billing"},
+    {"tag": "kafka"},
+    {"tag": "auth", "memory_type": "TODO"},
+]
+
+
+def corpus_records() -> list[dict]:
+    records = list(bench_corpus().developer_memories(MEMORIES - len(EDGE_CASES)))
+    for memory_type, content, tags in EDGE_CASES:
+        records.append({"content": content, "type": memory_type, "tags": tags, "scope": None})
+    return records
+
+
+@pytest.fixture
+def both(tmp_path: Path, pg: psycopg.Connection):
+    """(the SQLite app's service, a PostgreSQL connection) holding the same memories."""
+    service = MemoryService(open_database(tmp_path / "memory.db"), clock=lambda: 1_767_225_600.0)
+    for record in corpus_records():
+        service.store(record)
+    with service.repo.engine.connect() as conn:
+        rows = conn.exec_driver_sql("SELECT id, type, content, tags, scope FROM memories").all()
+    pg.execute(keyword.SCHEMA)
+    with pg.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO memories (id, type, content, tags, scope, terms, doc_len, tf_overflow)"
+            " VALUES (%s, %s, %s, %s::jsonb, %s, %s::tsvector, %s, %s::jsonb)",
+            [(i, t, c, tags, s, *keyword.document(c)) for i, t, c, tags, s in rows],
+        )
+    pg.execute("ANALYZE memories")
+    yield service, pg
+    service.close()
+
+
+def sqlite_top(service: MemoryService, text: str, filters: dict) -> list[tuple[int, float]]:
+    """The app's keyword ranking: raw FTS5 first, the OR of the words when FTS5 refuses."""
+    try:
+        return service.repo.keyword_ranking(text, limit=TOP, **filters)
+    except FtsQueryError:
+        retry = fts.or_of_words(text)
+        return service.repo.keyword_ranking(retry, limit=TOP, **filters) if retry else []
+
+
+def postgres_top(pg: psycopg.Connection, text: str, filters: dict) -> list[tuple[int, float]]:
+    tree = query.search_tree(text)
+    if tree is None:
+        return []
+    statement, params = keyword.keyword_ranking_sql(tree, limit=TOP, **filters)
+    return [(int(i), float(s)) for i, s in pg.execute(statement, params)]
+
+
+def same(a: list[tuple[int, float]], b: list[tuple[int, float]]) -> bool:
+    return [i for i, _ in a] == [i for i, _ in b] and all(
+        abs(x - y) <= TOLERANCE for (_, x), (_, y) in zip(a, b, strict=True)
+    )
+
+
+def test_postgres_ranks_like_fts5(both, capsys):
+    service, pg = both
+    asked = mismatched = 0
+    report = []
+    times = []
+    for text in QUERIES:
+        for filters in [{}, *FILTERS]:
+            expected = sqlite_top(service, text, filters)
+            began = time.perf_counter()
+            got = postgres_top(pg, text, filters)
+            times.append((time.perf_counter() - began, text))
+            asked += 1
+            if not same(expected, got):
+                mismatched += 1
+                report.append(json.dumps([text, filters, expected[:3], got[:3]]))
+    times.sort()
+    with capsys.disabled():
+        print(
+            f"\nparity: {asked} queries, {mismatched} mismatched; PostgreSQL query time"
+            f" p50 {times[len(times) // 2][0] * 1000:.1f} ms, max {times[-1][0] * 1000:.1f} ms"
+            f" ({times[-1][1]})"
+        )
+        for line in report:
+            print(line)
+    assert mismatched == 0
+
+
+def test_documents_keep_fts5s_token_count_and_lexemes():
+    text, count, overflow = keyword.document("Running runs, RAN: the_runner 1e10")
+    assert (count, overflow) == (6, None)
+    assert text == "'run':1A,2 'ran':3 'the':4 'runner':5 '1e10':6"
+
+
+def test_documents_count_what_a_tsvector_cannot_hold():
+    text, count, overflow = keyword.document("word " * 300 + "end")
+    assert count == 301
+    assert overflow == '{"word": 300}'
+    assert text.count(",") == keyword.MAX_POSITIONS - 1
+
+
+def test_a_wordless_query_ranks_nothing(pg: psycopg.Connection):
+    pg.execute(keyword.SCHEMA)
+    statement, params = keyword.keyword_ranking_sql(query.parse('""'), limit=5)
+    assert pg.execute(statement, params).fetchall() == []
