@@ -5,11 +5,15 @@ same scores (-bm25, within 1e-6)."""
 from __future__ import annotations
 
 import json
+import random
 import time
 from pathlib import Path
 
 import psycopg
 import pytest
+import sqlean
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_query import bench_corpus
 
 from agent_memory import fts, query
@@ -172,3 +176,77 @@ def test_a_wordless_query_ranks_nothing(pg: psycopg.Connection):
     pg.execute(keyword.SCHEMA)
     statement, params = keyword.keyword_ranking_sql(query.parse('""'), limit=5)
     assert pg.execute(statement, params).fetchall() == []
+
+
+# A dense corpus (eight words, every pair of words co-occurs) where every operator matters.
+DENSE_WORDS = ["a", "b", "c", "d", "e", "f", "g", "h"]
+LEAVES = ["a", "b", "c", "d", "e*", '"a b"', '"c d e"', "^a", "^b+c", "f", "g h", "content:b",
+          '"d"*', '{content}: "b c"', "c+d*", "hello", "café"]  # fmt: skip
+OPERATORS = [" AND ", " OR ", " NOT ", " "]
+
+
+def dense_corpus() -> list[str]:
+    rng = random.Random(5)
+    docs = [" ".join(rng.choices(DENSE_WORDS, k=rng.randint(1, 30))) for _ in range(300)]
+    return [*docs, "hello café", "Café a b", "h"]
+
+
+def dense_tables(pg: psycopg.Connection) -> sqlean.Connection:
+    """The dense corpus in an FTS5 table (memory) and in this test's PostgreSQL database."""
+    docs = dense_corpus()
+    fts5 = sqlean.connect(":memory:")
+    fts5.execute(
+        "CREATE VIRTUAL TABLE t USING fts5(content,"
+        " tokenize = 'porter unicode61 remove_diacritics 2')"
+    )
+    fts5.executemany("INSERT INTO t (rowid, content) VALUES (?, ?)", enumerate(docs, 1))
+    pg.execute(keyword.SCHEMA)
+    with pg.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO memories (id, type, content, terms, doc_len, tf_overflow)"
+            " VALUES (%s, 'DECISION', %s, %s::tsvector, %s, %s::jsonb)",
+            [(i, text, *keyword.document(text)) for i, text in enumerate(docs, 1)],
+        )
+    return fts5
+
+
+def fts5_ranking(conn: sqlean.Connection, text: str) -> list[tuple[int, float]]:
+    return conn.execute(
+        "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid", (text,)
+    ).fetchall()
+
+
+def assert_ranks_like_fts5(pg: psycopg.Connection, text: str) -> None:
+    if pg.execute("SELECT to_regclass('memories')").fetchone()[0] is None:
+        DENSE[:] = [dense_tables(pg)]
+    expected = fts5_ranking(DENSE[0], text)
+    statement, params = keyword.keyword_ranking_sql(query.parse(text), limit=1_000)
+    got = [(int(i), float(s)) for i, s in pg.execute(statement, params)]
+    assert same(expected, got), (text, expected[:5], got[:5])
+
+
+DENSE: list[sqlean.Connection] = []
+_operand = st.sampled_from(LEAVES) | st.tuples(
+    st.sampled_from(LEAVES), st.sampled_from(OPERATORS), st.sampled_from(LEAVES)
+).map(lambda t: f"({t[0]}{t[1]}{t[2]})" if t[1] != " " else f"{t[0]} {t[2]}")
+SETTINGS = settings(
+    max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+)
+
+
+@SETTINGS
+@given(st.tuples(_operand, st.sampled_from(OPERATORS), _operand))
+def test_generated_boolean_queries_rank_like_fts5(pg, parts):
+    left, op, right = parts
+    if op == " " and (left.startswith("(") or right.startswith("(")):
+        op = " AND "  # FTS5 has no implicit AND next to parentheses
+    assert_ranks_like_fts5(pg, f"{left}{op}{right}")
+
+
+_near_phrase = st.sampled_from(["a", "b", "c", '"a b"', "c+d*", "e*", '"d e f"', "a"])
+
+
+@SETTINGS
+@given(st.lists(_near_phrase, min_size=2, max_size=4), st.integers(0, 6))
+def test_generated_near_groups_rank_like_fts5(pg, group, distance):
+    assert_ranks_like_fts5(pg, f"NEAR({' '.join(group)}, {distance})")

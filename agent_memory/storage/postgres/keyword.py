@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory import query
-from agent_memory.query import Near, Node, Phrase
+from agent_memory.query import And, Near, Node, Not, Phrase
 
 # FTS5's bm25 parameters (fts5_aux.c) and its smallest IDF.
 BM25_K1 = 1.2
@@ -148,20 +148,87 @@ def _word_frequency(phrase: Phrase, out: _Sql) -> None:
     )
 
 
-def _frequency(phrase: Phrase, leaf: Near, out: _Sql) -> None:
-    """The phrase's term frequency in row m, as FTS5 counts it: its instances, and in a NEAR
-    group only those with an instance of every other phrase of the group close enough."""
-    out.add("(SELECT count(*) FROM (")
-    _starts(phrase, out)
-    out.add(") a(p)")
+def _near_positions(phrase: Phrase, leaf: Near, out: _Sql) -> None:
+    """SELECT the starts of ``phrase`` that take part in a match of its NEAR group (a(p)).
+
+    FTS5 (fts5ExprNearIsMatch): instances match when each starts no more than its length +
+    N tokens before the last of them starts. So a start p of this phrase takes part when
+    some start M in [p, p + its length + N] (p itself, or another phrase's) has, for every
+    other phrase, a start in [M - that phrase's length - N, M].
+    """
     others = [other for other in leaf.phrases if other is not phrase]
-    for j, other in enumerate(others):
-        out.add(" WHERE " if j == 0 else " AND ")
-        out.add("EXISTS (SELECT 1 FROM (")
+    reach = len(phrase.terms) + leaf.distance
+    out.add("SELECT a.p FROM (")
+    _starts(phrase, out)
+    out.add(") a(p) WHERE EXISTS (SELECT 1 FROM (SELECT a.p")
+    for other in others:
+        out.add(" UNION ALL (")
         _starts(other, out)
-        low, high = len(other.terms) + leaf.distance, len(phrase.terms) + leaf.distance
-        out.add(f") b(q) WHERE q - a.p BETWEEN {-low} AND {high})")
-    out.add(f"){_F}")
+        out.add(")")
+    out.add(f") c(top) WHERE c.top BETWEEN a.p AND a.p + {reach}")
+    for other in others:
+        out.add(" AND EXISTS (SELECT 1 FROM (")
+        _starts(other, out)
+        out.add(f") b(q) WHERE b.q BETWEEN c.top - {len(other.terms) + leaf.distance} AND c.top)")
+    out.add(")")
+
+
+def _frequency(phrase: Phrase, leaf: Near, out: _Sql) -> None:
+    """The phrase's term frequency in row m as FTS5 counts it: its instances, and in a NEAR
+    group only those that take part in a match of the group."""
+    out.add("(SELECT count(*) FROM (")
+    if len(leaf.phrases) > 1:
+        _near_positions(phrase, leaf, out)
+    else:
+        _starts(phrase, out)
+    out.add(f") a(p)){_F}")
+
+
+def _has_near(node: Node) -> bool:
+    if isinstance(node, Near):
+        return len(node.phrases) > 1
+    children = (node.left, node.right) if isinstance(node, Not) else node.children
+    return any(_has_near(child) for child in children)
+
+
+def _loosened(node: Node) -> Node:
+    """``node`` with each NEAR group as the AND of its phrases: a tsquery that the GIN index
+    answers and that every row FTS5 matches passes (``_matches`` then decides)."""
+    if isinstance(node, Near):
+        if len(node.phrases) < 2:
+            return node
+        return And(tuple(Near((p,), node.distance, node.columns) for p in node.phrases))
+    if isinstance(node, Not):
+        # Excluding fewer rows loosens too: an exclusion with a NEAR group in it is left out.
+        left = _loosened(node.left)
+        return left if _has_near(node.right) else Not(left, node.right)
+    return type(node)(tuple(_loosened(child) for child in node.children))
+
+
+def _matches(node: Node, out: _Sql) -> None:
+    """SQL true when row m matches ``node`` as FTS5 matches it (NEAR groups included)."""
+    if not _has_near(node):
+        tsquery, params = query.to_tsquery(node)
+        out.add(f"m.terms @@ {tsquery}", params)
+    elif isinstance(node, Near):
+        if node.columns is not None and query.COLUMNS[0] not in node.columns:
+            out.add("FALSE")
+            return
+        out.add("EXISTS (")
+        _near_positions(node.phrases[0], node, out)
+        out.add(")")
+    elif isinstance(node, Not):
+        out.add("(")
+        _matches(node.left, out)
+        out.add(" AND NOT ")
+        _matches(node.right, out)
+        out.add(")")
+    else:
+        out.add("(")
+        for i, child in enumerate(node.children):
+            out.add((" AND " if isinstance(node, And) else " OR ") if i else "")
+            _matches(child, out)
+        out.add(")")
 
 
 def _counted(above: tuple[Node, ...], out: _Sql) -> None:
@@ -169,11 +236,11 @@ def _counted(above: tuple[Node, ...], out: _Sql) -> None:
     its leaf (but the root, which matched) matches the row too. FTS5 reads a phrase's
     positions only while the phrase's iterator stands on the row, and an AND or NOT that
     does not match the row has moved its children past it."""
-    conditions = [query.to_tsquery(node) for node in above[:-1]]
-    if not conditions:
+    if len(above) < 2:
         out.add("TRUE")
-    for i, (tsquery, params) in enumerate(conditions):
-        out.add((" AND " if i else "") + f"m.terms @@ {tsquery}", params)
+    for i, node in enumerate(above[:-1]):
+        out.add(" AND " if i else "")
+        _matches(node, out)
 
 
 def _phrases(node: Node) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
@@ -213,9 +280,12 @@ def keyword_ranking_sql(
         sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {IDF_FLOOR!r}{_F} ELSE x END", [])
         sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}", params + params)
     sql.add(("" if found else "NULL AS none") + " FROM stats)")
-    matching, params = query.to_tsquery(node)
-    sql.add(", matched AS (SELECT id, doc_len, terms, tf_overflow FROM memories")
+    matching, params = query.to_tsquery(_loosened(node))
+    sql.add(", matched AS (SELECT id, doc_len, terms, tf_overflow FROM memories m")
     sql.add(f" WHERE terms @@ {matching}", params)
+    if _has_near(node):
+        sql.add(" AND ")
+        _matches(node, sql)
     if memory_type is not None:
         sql.add(" AND type = %s", [memory_type])
     if scope is not None:
