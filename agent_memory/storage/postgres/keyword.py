@@ -44,9 +44,10 @@ TSVECTOR_MAX_BYTES = 1_048_575
 
 # The keyword columns of the memories table (written from ``document``), and their index:
 # ``terms`` holds FTS5's lexemes with positions, ``doc_len`` FTS5's token count.
-# ``tf_overflow`` holds the true count of the lexemes whose positions the tsvector could not
-# all keep (NULL when none), so single words score exactly in any memory.
-KEYWORD_COLUMNS = "doc_len integer NOT NULL, terms tsvector NOT NULL, tf_overflow jsonb"
+# ``tf`` maps each lexeme to its count: a single word's frequency is one jsonb lookup (reading
+# it from the tsvector costs an unnest per row, 26 us), and stays exact where the tsvector
+# had to cut positions.
+KEYWORD_COLUMNS = "doc_len integer NOT NULL, terms tsvector NOT NULL, tf jsonb NOT NULL"
 # A prototype memories table with what the ranking's filters read (the later schema adds the
 # rest of the columns: decay, timestamps, embeddings).
 SCHEMA = f"""
@@ -68,34 +69,40 @@ def _quote(lexeme: str) -> str:
 
 
 def document(content: str) -> tuple[str, int, str | None]:
-    """(the tsvector input text of ``content``'s FTS5 lexemes, FTS5's token count, the
-    tf_overflow JSON or None): bind them to ``%s::tsvector``, ``%s``, ``%s::jsonb``."""
+    """(the tsvector input text of ``content``'s FTS5 lexemes, FTS5's token count, the tf
+    JSON): bind them to ``%s::tsvector``, ``%s``, ``%s::jsonb``."""
     found = query.tokens(content)
     positions: dict[str, list[int]] = {}
     counts: dict[str, int] = {}
-    size = 0
+    lexemes: dict[str, str] = {}  # token -> lexeme: a long memory repeats its words
+    size: int | None = 0
     for position, token in enumerate(found, start=1):
-        lexeme = query.lexeme(token)
+        lexeme = lexemes.get(token)
+        if lexeme is None:
+            lexeme = lexemes[token] = query.lexeme(token)
         length = len(lexeme.encode())
         if not lexeme or length > MAX_LEXEME_BYTES:
             continue
-        kept = positions.get(lexeme)
-        if kept is None:
-            if size + length + 4 > TSVECTOR_MAX_BYTES:  # lexeme, count, one position
-                break
-            size += length + 2
-            kept = positions[lexeme] = []
         counts[lexeme] = counts.get(lexeme, 0) + 1
+        kept = positions.get(lexeme)
+        if kept is None and size is not None:
+            # PostgreSQL's count (tsvectorin): the lexeme, padded to 2 bytes, a position
+            # count, 2 bytes a position.
+            cost = length + length % 2 + 2
+            if size + cost + 2 > TSVECTOR_MAX_BYTES:
+                size = None  # full: later lexemes are counted, not indexed
+                continue
+            size += cost
+            kept = positions[lexeme] = []
         clamped = min(position, MAX_POSITION)
-        if len(kept) < MAX_POSITIONS and (not kept or kept[-1] != clamped):
-            size += 2
+        if kept is not None and len(kept) < MAX_POSITIONS and (not kept or kept[-1] != clamped):
+            size = None if size is None else size + 2
             kept.append(clamped)
     text = " ".join(
         _quote(lexeme) + ":" + ",".join(f"{p}A" if p == 1 else str(p) for p in kept)
         for lexeme, kept in positions.items()
     )
-    overflow = {lexeme: n for lexeme, n in counts.items() if n != len(positions[lexeme])}
-    return text, len(found), json.dumps(overflow, ensure_ascii=False) if overflow else None
+    return text, len(found), json.dumps(counts, ensure_ascii=False)
 
 
 # -- Ranking ----------------------------------------------------------------------------------
@@ -137,15 +144,16 @@ def _single_word(phrase: Phrase, leaf: Near) -> bool:
 
 
 def _word_frequency(phrase: Phrase, out: _Sql) -> None:
-    """An aggregate over ``unnest(m.terms) t``: one word's positions, or its true count
-    where the tsvector had to cut them."""
+    """One word's count in row m (of every word it is a prefix of, for ``abc*``)."""
     term = phrase.terms[0]
-    test = "starts_with(t.lexeme, %s)" if term.prefix else "t.lexeme = %s"
-    out.add(
-        "coalesce(sum(coalesce((m.tf_overflow ->> t.lexeme)::int, cardinality(t.positions)))"
-        f" FILTER (WHERE {test}), 0){_F}",
-        [query.lexeme(term.token)],
-    )
+    if term.prefix:
+        out.add(
+            "(SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(m.tf)"
+            f" WHERE starts_with(key, %s)){_F}",
+            [query.lexeme(term.token)],
+        )
+    else:
+        out.add(f"coalesce((m.tf ->> %s)::int, 0){_F}", [query.lexeme(term.token)])
 
 
 def _near_positions(phrase: Phrase, leaf: Near, out: _Sql) -> None:
@@ -269,19 +277,22 @@ def keyword_ranking_sql(
     found = _phrases(node)
     sql = _Sql().add(
         "WITH stats AS (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS tokens FROM memories)"
-        ", idfs AS (SELECT "
+        ", hits AS MATERIALIZED (SELECT "
     )
     for i, (phrase, _, _) in enumerate(found):
-        # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
         tsquery, params = query.phrase_tsquery(phrase)
-        hits = f"(SELECT count(*) FROM memories WHERE terms @@ {tsquery})"
-        ratio = f"ln(((stats.n - {hits}){_F} + 0.5{_F}) / ({hits}{_F} + 0.5{_F}))"
         sql.add(", " if i else "")
-        sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {IDF_FLOOR!r}{_F} ELSE x END", [])
-        sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}", params + params)
-    sql.add(("" if found else "NULL AS none") + " FROM stats)")
+        sql.add(f"(SELECT count(*) FROM memories WHERE terms @@ {tsquery}) AS h{i}", params)
+    sql.add(("" if found else "NULL AS none") + "), idfs AS MATERIALIZED (SELECT ")
+    for i in range(len(found)):
+        # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
+        ratio = f"ln(((stats.n - hits.h{i}){_F} + 0.5{_F}) / (hits.h{i}{_F} + 0.5{_F}))"
+        sql.add(", " if i else "")
+        sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {IDF_FLOOR!r}{_F} ELSE x END")
+        sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}")
+    sql.add(("" if found else "NULL AS none") + " FROM stats, hits)")
     matching, params = query.to_tsquery(_loosened(node))
-    sql.add(", matched AS (SELECT id, doc_len, terms, tf_overflow FROM memories m")
+    sql.add(", matched AS (SELECT id, doc_len, terms, tf FROM memories m")
     sql.add(f" WHERE terms @@ {matching}", params)
     if _has_near(node):
         sql.add(" AND ")
@@ -292,26 +303,21 @@ def keyword_ranking_sql(
         sql.add(" AND scope = %s", [scope])
     if tag is not None:
         sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
-    # Each phrase's frequency in each row, counted only where FTS5 counts it; single words
-    # in one pass over the row's lexemes.
+    # Each phrase's frequency in each row, counted only where FTS5 counts it. A phrase's
+    # positions are only read from rows that contain it (one tsvector lookup first).
     sql.add("), freqs AS (SELECT m.id, m.doc_len")
-    words = _Sql()
     for i, (phrase, leaf, above) in enumerate(found):
         sql.add(", CASE WHEN ")
         _counted(above, sql)
-        sql.add(" THEN ")
         if _single_word(phrase, leaf):
-            sql.add(f"w.f{i}")
-            words.add(", " if words.parts else "")
-            _word_frequency(phrase, words)
-            words.add(f" AS f{i}")
+            sql.add(" THEN ")
+            _word_frequency(phrase, sql)
         else:
+            tsquery, params = query.phrase_tsquery(phrase)
+            sql.add(f" AND m.terms @@ {tsquery} THEN ", params)
             _frequency(phrase, leaf, sql)
         sql.add(f" ELSE 0{_F} END AS f{i}")
     sql.add(" FROM matched m")
-    if words.parts:
-        sql.add(" CROSS JOIN LATERAL (SELECT ").add(words.text(), words.params)
-        sql.add(" FROM unnest(m.terms) t) w")
     # FTS5: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), phrase by
     # phrase, in its order of operations; -bm25 is that score.
     k1, b = f"{BM25_K1!r}{_F}", f"{BM25_B!r}{_F}"
