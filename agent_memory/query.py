@@ -8,8 +8,9 @@ the backend. So ``parse`` accepts exactly the texts FTS5 accepts (the grammar of
 with its precedences, the checks FTS5 makes while building the tree, its parser's 100-entry
 stack and its 256-deep tree limit) and raises ``QuerySyntaxError`` where FTS5 raises; the tests
 hold it to SQLite's own answers on many hand-written and generated queries. The one deliberate
-difference: a query starting with ``*`` is an FTS5 "special query" (``*reads``, ``*id`` return
-a counter, not a search), refused here as a syntax error so it takes the plain-language retry.
+difference: ``*reads`` and ``*id`` are FTS5 "special queries" (a counter row, not a search);
+``parse`` refuses them too, and ``search_tree`` gives None for them, as the SQLite app finds
+nothing for them.
 
 Terms keep the token text as written; ``lexeme`` turns a token into what FTS5's ``porter
 unicode61 remove_diacritics 2`` tokenizer stores (unicode61's character tables are measured from
@@ -24,7 +25,6 @@ queries get theirs from here.
 from __future__ import annotations
 
 import re
-from bisect import bisect_right
 from dataclasses import dataclass
 
 from agent_memory import unicode61
@@ -105,11 +105,6 @@ class Not:
 Node = Near | And | Or | Not
 
 
-def phrases(node: Node) -> list[tuple[Phrase, Near]]:
-    """Every phrase in FTS5's order (bm25 sums over these), with the leaf it sits in."""
-    return [(phrase, leaf) for phrase, leaf, _ in phrase_paths(node)]
-
-
 def phrase_paths(
     node: Node, above: tuple[Node, ...] = ()
 ) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
@@ -135,10 +130,6 @@ def _char_class(runs: tuple[int, ...], extra: frozenset[int] = frozenset()) -> s
 # A token starts at a token character and goes on through token characters and diacritics.
 _STARTS = _char_class(unicode61.TOKEN_RUNS)
 _TOKEN = re.compile(f"[{_STARTS}][{_STARTS}{_char_class((), unicode61.DIACRITICS)}]*")
-
-
-def is_token_char(char: str) -> bool:
-    return bisect_right(unicode61.TOKEN_RUNS, ord(char)) % 2 == 1
 
 
 def tokens(text: str) -> list[str]:
@@ -599,8 +590,19 @@ def parse(text: str, columns: tuple[str, ...] = COLUMNS) -> Node:
     """The tree of an FTS5 MATCH expression; QuerySyntaxError where FTS5 raises."""
     text = text.split("\x00", 1)[0]  # FTS5 reads a C string
     if text.startswith("*"):
-        raise QuerySyntaxError(f"unknown special query: {text[1:].split(' ', 1)[0]}")
+        directive = text[1:].lstrip(" ").split(" ", 1)[0]
+        if is_special(text):
+            raise QuerySyntaxError(f"special query: {directive} (not a search)")
+        raise QuerySyntaxError(f"unknown special query: {directive}")
     return _Parser(text, columns).parse()
+
+
+def is_special(text: str) -> bool:
+    """FTS5 answers ``*reads`` and ``*id`` (any case, words after them ignored) with a counter
+    row, not a search: the SQLite app's keyword search finds nothing for them."""
+    text = text.split("\x00", 1)[0]
+    directive = text[1:].lstrip(" ").split(" ", 1)[0].lower()
+    return text.startswith("*") and directive in ("reads", "id")
 
 
 def or_of_words(text: str) -> Node | None:
@@ -616,7 +618,10 @@ def or_of_words(text: str) -> Node | None:
 
 
 def search_tree(text: str) -> Node | None:
-    """The query as FTS5 reads it or, when FTS5 would refuse it, its plain-language retry."""
+    """The query as FTS5 reads it or, when FTS5 would refuse it, its plain-language retry;
+    None when nothing can match (no words, or an FTS5 special query)."""
+    if is_special(text):
+        return None
     try:
         return parse(text)
     except QuerySyntaxError:
@@ -680,8 +685,12 @@ def tsquery_lexeme(term: Term, first: bool = False) -> str:
     and weight A for a phrase's first term under ``^`` (the document's first token carries
     weight A, see storage/postgres/keyword.py). Lexemes are letters and digits only; quotes
     and backslashes are escaped anyway."""
-    text = lexeme(term.token).replace("\\", "\\\\").replace("'", "''")
-    flags = ("*" if term.prefix else "") + ("A" if first else "")
+    return _tsquery_text(lexeme(term.token), term.prefix, first)
+
+
+def _tsquery_text(word: str, prefix: bool = False, first: bool = False) -> str:
+    text = word.replace("\\", "\\\\").replace("'", "''")
+    flags = ("*" if prefix else "") + ("A" if first else "")
     return f"'{text}'" + (f":{flags}" if flags else "")
 
 
@@ -738,25 +747,61 @@ def _tsq_leaf(node: Near, column: str) -> _Sql:
         return None
     if len(node.phrases) == 1:
         return phrase_tsquery(node.phrases[0])
-    rendered = [phrase_tsquery(phrase) for phrase in node.phrases]
     if not 0 <= node.distance <= NEAR_SPELLED_MAX:
+        rendered = [phrase_tsquery(phrase) for phrase in node.phrases]
         return "(" + " && ".join(sql for sql, _ in rendered) + ")", [
             p for _, ps in rendered for p in ps
         ]
     pairs = []
-    for i in range(len(rendered)):
-        for j in range(i + 1, len(rendered)):
-            pairs.append(_near_pair(rendered[i], rendered[j], node.distance))
+    for i in range(len(node.phrases)):
+        for j in range(i + 1, len(node.phrases)):
+            pairs.append(_near_pair(node.phrases[i], node.phrases[j], node.distance))
     return "(" + " && ".join(sql for sql, _ in pairs) + ")", [p for _, ps in pairs for p in ps]
 
 
-def _near_pair(
-    a: tuple[str, list[str]], b: tuple[str, list[str]], distance: int
-) -> tuple[str, list[str]]:
-    """``A`` and ``B`` at most ``distance`` tokens apart, in either order."""
+def _near_pair(a: Phrase, b: Phrase, distance: int) -> tuple[str, list[str]]:
+    """``A`` and ``B`` at most ``distance`` tokens apart, in either order, overlaps included.
+
+    ``A <k> B``: B starts k - 1 tokens after A ends (k = 0: on A's last token). B starting
+    further inside A (or A inside B) is the one phrase of both, where their lexemes agree.
+    """
     alternatives, params = [], []
+    first, second = phrase_tsquery(a), phrase_tsquery(b)
     for k in range(distance + 2):
-        for (left, lp), (right, rp) in ((a, b), (b, a)):
+        for (left, lp), (right, rp) in ((first, second), (second, first)):
             alternatives.append(f"tsquery_phrase({left}, {right}, {k})")
             params += lp + rp
+    for offset in range(2 - len(b.terms), len(a.terms) - 1):  # where B starts, from A's start
+        merged = _overlap(a, b, offset)
+        if merged is not None:
+            alternatives.append("(" + " <-> ".join(["%s::tsquery"] * len(merged)) + ")")
+            params += merged
     return "(" + " || ".join(alternatives) + ")", params
+
+
+def _overlap(a: Phrase, b: Phrase, offset: int) -> list[str] | None:
+    """The tsquery terms of A and B laid over each other with B ``offset`` tokens after A's
+    start; None where their lexemes cannot both stand on a token."""
+    slots: dict[int, list[Term]] = {}
+    for at, term in enumerate(a.terms):
+        slots.setdefault(at, []).append(term)
+    for at, term in enumerate(b.terms):
+        slots.setdefault(offset + at, []).append(term)
+    out = []
+    for at in sorted(slots):
+        terms = [(lexeme(t.token), t.prefix) for t in slots[at]]
+        exact = {lex for lex, prefix in terms if not prefix}
+        prefixes = [lex for lex, prefix in terms if prefix]
+        if len(exact) > 1:
+            return None
+        if exact:
+            word = exact.pop()
+            if not all(word.startswith(p) for p in prefixes):
+                return None
+            out.append(_tsquery_text(word))
+        else:
+            longest = max(prefixes, key=len)
+            if not all(longest.startswith(p) for p in prefixes):
+                return None
+            out.append(_tsquery_text(longest, prefix=True))
+    return out

@@ -256,3 +256,69 @@ _near_phrase = st.sampled_from(["a", "b", "c", '"a b"', "c+d*", "e*", '"d e f"',
 @given(st.lists(_near_phrase, min_size=2, max_size=4), st.integers(0, 6))
 def test_generated_near_groups_rank_like_fts5(pg, group, distance):
     assert_ranks_like_fts5(pg, f"NEAR({' '.join(group)}, {distance})")
+
+
+def test_a_memory_past_the_tsvector_limit_is_stored_and_still_counted(pg: psycopg.Connection):
+    """600 distinct 2,000-byte words: 1.2 MB of lexemes, past the 1 MiB a tsvector holds."""
+    content = " ".join(f"{i:05d}" + "x" * 1990 for i in range(600))
+    text, count, tf = keyword.document(content)
+    pg.execute(keyword.SCHEMA)
+    pg.execute(
+        "INSERT INTO memories (id, type, content, terms, doc_len, tf)"
+        " VALUES (1, 'DECISION', %s, %s::tsvector, %s, %s::jsonb)",
+        (content, text, count, tf),
+    )
+    indexed = pg.execute("SELECT length(terms) FROM memories").fetchone()[0]
+    assert count == len(json.loads(tf)) == 600
+    assert 500 < indexed < 600
+
+
+def fts5_rows(conn: sqlean.Connection, text: str) -> set[int]:
+    return {rowid for (rowid,) in conn.execute("SELECT rowid FROM t WHERE t MATCH ?", (text,))}
+
+
+def postgres_rows(pg: psycopg.Connection, where: str, params: list) -> set[int]:
+    return {i for (i,) in pg.execute(f"SELECT id FROM memories m WHERE {where}", params)}
+
+
+_near_leaf = st.tuples(st.lists(_near_phrase, min_size=2, max_size=3), st.integers(0, 4)).map(
+    lambda t: f"NEAR({' '.join(t[0])}, {t[1]})"
+)
+
+
+@SETTINGS
+@given(st.tuples(_near_leaf | _operand, st.sampled_from(OPERATORS[:3]), _near_leaf | _operand))
+def test_nested_near_groups_match_the_rows_fts5_matches(pg, parts):
+    """Scores may differ here (see keyword.py: FTS5 counts phrases parked on a row); the rows
+    that match may not."""
+    text = "".join(parts)
+    assert_ranks_like_fts5(pg, "a")  # loads the corpus
+    statement, params = keyword.keyword_ranking_sql(query.parse(text), limit=1_000)
+    got = {int(i) for i, _ in pg.execute(statement, params)}
+    assert got == fts5_rows(DENSE[0], text), text
+
+
+_pair_phrase = st.sampled_from(["a", "b", "e*", '"a b"', '"a b c"', "b+c*", '"c d"', "b*", "a+a"])
+
+
+@SETTINGS
+@given(_pair_phrase, _pair_phrase, st.integers(0, 5))
+def test_the_tsquery_of_a_near_pair_matches_fts5s_rows(pg, left, right, distance):
+    """to_tsquery alone (no exact check): two phrases near each other, overlaps included."""
+    text = f"NEAR({left} {right}, {distance})"
+    assert_ranks_like_fts5(pg, "a")
+    tsquery, params = query.to_tsquery(query.parse(text))
+    assert postgres_rows(pg, f"terms @@ {tsquery}", params) == fts5_rows(DENSE[0], text), text
+
+
+def test_the_tsquery_of_longer_near_groups_is_looser_than_fts5(pg):
+    assert_ranks_like_fts5(pg, "a")
+    for text in ["NEAR(a b c, 2)", "NEAR(a b, 40)", 'NEAR("a b c" b, 1)']:
+        tsquery, params = query.to_tsquery(query.parse(text))
+        assert postgres_rows(pg, f"terms @@ {tsquery}", params) >= fts5_rows(DENSE[0], text)
+
+
+def test_queries_that_match_nothing_render_as_a_null_tsquery():
+    for text in ['""', "-content:a", 'a AND ""', '"" OR -content:b', '"" NOT a']:
+        assert query.to_tsquery(query.parse(text)) == ("NULL::tsquery", [])
+    assert query.to_tsquery(query.parse('a NOT ""'))[1] == ["'a'"]

@@ -103,7 +103,8 @@ HAND_WRITTEN = [
     "*", " *", "*reads", "a OR *", "(*)", "a AND", "AND a", "NOT a", "a NOT", "a OR", "OR",
     "a OR OR b", "a,b", "a}", "{a", "-a", "a -b", "a-b", '"a""b"', '"a"b', 'a"b"', '"open',
     "a\x0cb", "a\x0bb", "a\x1ab", "a\x00 OR", "\x00", "a\tb\nc\rd", "a\u00a0b", "é", "_",
-    "a_b", "é:x", "café", "CAFE", "naive", "résumé", "running", "runs*",
+    "a_b", "é:x", "café", "CAFE", "naive", "résumé", "running", "runs*", "content:(a NOT b)",
+    'content:("" OR a)', "-content:(a OR b) OR c",
     "what vector store do we use?", "sqlite-vec", "TODO: auth", "it's", "x_y OR sqlite",
 ]  # fmt: skip
 
@@ -116,9 +117,13 @@ def test_parse_refuses_exactly_what_fts5_refuses_and_keeps_its_meaning():
 
 
 def test_special_queries_are_refused_though_fts5_answers_them():
-    assert fts5_answer("*reads") != "unknown special query: reads"
-    assert refused("*reads") == "unknown special query: reads"
+    for text in ["*reads", "*ID", "* reads more"]:
+        assert FTS.execute("SELECT rowid FROM t WHERE t MATCH ?", (text,)).fetchall() == [(0,)]
+        assert refused(text) is not None
+        assert query.search_tree(text) is None
     assert refused("*") == "unknown special query: "
+    assert refused("*x y") == "unknown special query: x"
+    assert query.search_tree("*x y") == query.or_of_words("x y")
 
 
 def test_parser_stack_and_tree_depth_limits_match_fts5():

@@ -10,16 +10,27 @@ equal and ties still fall to the smaller id.
 Why lexemes come from Python and not from a text search configuration: bm25 counts tokens,
 and PostgreSQL's parser does not split text where unicode61 does (``1e10``, ``v1.2``, paths,
 hex ids), its snowball porter is not FTS5's porter, and unaccent is not remove_diacritics 2.
-``document`` stores FTS5's own lexemes (agent_memory.query.lexeme) as a tsvector: positions
-are FTS5's token positions + 1, the first token carries weight A (for ``^``), and the token
-count FTS5 uses as a row's length goes in its own column, because tokens PostgreSQL cannot
-hold still count in FTS5.
+``document`` stores FTS5's own lexemes (agent_memory.query.lexeme): a tsvector for matching
+(GIN) and phrase positions (FTS5's token positions + 1, the first token at weight A for
+``^``), a jsonb map of each lexeme's count (a word's frequency in one lookup), and FTS5's
+token count as the row's length.
+
+What FTS5 counts in a row is not only "the phrase occurs": it reads a phrase's positions
+while the phrase's iterator stands on the row, so a phrase under an AND or NOT that does not
+match the row counts nothing (``_counted``), and a NEAR group counts only the instances that
+take part in a match (``_near_positions``, fts5ExprNearIsMatch's rule). Not reproduced: in
+nested queries FTS5 sometimes counts a phrase whose iterator is parked on the row without
+matching it (with a NEAR group holding a multi-word phrase, even positions left over from an
+earlier row). That changes scores, never which rows match.
 
 What a tsvector cannot hold (PostgreSQL's limits; they only touch very long memories): a
-lexeme over 2,047 bytes (left out: not searchable), a position past 16,383 (clamped, so
-phrases past there only match by chance), more than 256 positions of one lexeme (cut, so
-such a row's term frequency stops at 256), and 1 MiB of lexemes and positions in all
-(``document`` keeps the lexemes of the first tokens that fit; see TSVECTOR_MAX_BYTES).
+lexeme over 2,047 bytes (left out: not searchable), a position past 16,383 (clamped: phrases
+and NEAR past there match by chance), more than 256 positions of one lexeme (cut), and 1 MiB
+of lexemes and positions in all. 1 MiB of prose (5,000 distinct words) needs 110 KB, but 1 MiB
+of distinct words, hex ids or base64 needs 1.1 to 1.4 MB, which PostgreSQL refuses;
+``document`` then indexes the lexemes of the first tokens that fit and still counts every
+token in ``tf`` and ``doc_len``, so single words keep their exact scores. Exact phrases at any
+size would take an inverted index table (memory, lexeme, positions[]) instead of a tsvector.
 """
 
 from __future__ import annotations
@@ -68,14 +79,19 @@ def _quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def document(content: str) -> tuple[str, int, str | None]:
+def document(content: str) -> tuple[str, int, str]:
     """(the tsvector input text of ``content``'s FTS5 lexemes, FTS5's token count, the tf
-    JSON): bind them to ``%s::tsvector``, ``%s``, ``%s::jsonb``."""
+    JSON): bind them to ``%s::tsvector``, ``%s``, ``%s::jsonb``.
+
+    Once the tsvector is full (TSVECTOR_MAX_BYTES), later tokens are still counted (tf and
+    the token count) but no longer indexed.
+    """
     found = query.tokens(content)
     positions: dict[str, list[int]] = {}
     counts: dict[str, int] = {}
     lexemes: dict[str, str] = {}  # token -> lexeme: a long memory repeats its words
-    size: int | None = 0
+    size = 0  # PostgreSQL's count (tsvectorin): each lexeme padded to 2 bytes, a position
+    full = False  # count, 2 bytes a position
     for position, token in enumerate(found, start=1):
         lexeme = lexemes.get(token)
         if lexeme is None:
@@ -84,20 +100,18 @@ def document(content: str) -> tuple[str, int, str | None]:
         if not lexeme or length > MAX_LEXEME_BYTES:
             continue
         counts[lexeme] = counts.get(lexeme, 0) + 1
+        if full:
+            continue
         kept = positions.get(lexeme)
-        if kept is None and size is not None:
-            # PostgreSQL's count (tsvectorin): the lexeme, padded to 2 bytes, a position
-            # count, 2 bytes a position.
-            cost = length + length % 2 + 2
-            if size + cost + 2 > TSVECTOR_MAX_BYTES:
-                size = None  # full: later lexemes are counted, not indexed
-                continue
-            size += cost
-            kept = positions[lexeme] = []
+        cost = 2 if kept is not None else length + length % 2 + 4
         clamped = min(position, MAX_POSITION)
-        if kept is not None and len(kept) < MAX_POSITIONS and (not kept or kept[-1] != clamped):
-            size = None if size is None else size + 2
-            kept.append(clamped)
+        if kept is not None and (len(kept) == MAX_POSITIONS or kept[-1] == clamped):
+            continue
+        if size + cost > TSVECTOR_MAX_BYTES:
+            full = True
+            continue
+        size += cost
+        positions.setdefault(lexeme, []).append(clamped)
     text = " ".join(
         _quote(lexeme) + ":" + ",".join(f"{p}A" if p == 1 else str(p) for p in kept)
         for lexeme, kept in positions.items()
