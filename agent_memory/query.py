@@ -43,6 +43,9 @@ PORTER_MAX_BYTES = 64
 NEAR_SPELLED_MAX = 32
 # The column the PostgreSQL backend searches (FTS5's table has this one column too).
 COLUMNS = ("content",)
+# PostgreSQL's longest lexeme (tsvector.h), in bytes: longer words are not stored, so a term
+# that long matches nothing there (FTS5 keeps tokens up to MAX_TOKEN_BYTES).
+MAX_LEXEME_BYTES = 2_047
 
 _WORD = re.compile(r"\w+")
 
@@ -742,8 +745,15 @@ def phrase_tsquery(phrase: Phrase) -> tuple[str, list[str]]:
     return "(" + " <-> ".join(["%s::tsquery"] * len(params)) + ")", params
 
 
+def storable(phrase: Phrase) -> bool:
+    """Whether PostgreSQL can hold every lexeme of the phrase (else it matches nothing)."""
+    return all(len(lexeme(term.token).encode()) <= MAX_LEXEME_BYTES for term in phrase.terms)
+
+
 def _tsq_leaf(node: Near, column: str) -> _Sql:
     if not node.phrases or (node.columns is not None and column not in node.columns):
+        return None
+    if not all(storable(phrase) for phrase in node.phrases):
         return None
     if len(node.phrases) == 1:
         return phrase_tsquery(node.phrases[0])

@@ -184,6 +184,21 @@ def test_a_wordless_query_ranks_nothing(pg: psycopg.Connection):
     assert pg.execute(statement, params).fetchall() == []
 
 
+def test_a_word_too_long_for_postgresql_matches_nothing(pg: psycopg.Connection):
+    pg.execute(keyword.SCHEMA)
+    long_word = "x" * 3_000
+    text, count, tf = keyword.document(f"short {long_word}")
+    pg.execute(
+        "INSERT INTO memories (id, type, content, terms, doc_len, tf)"
+        " VALUES (1, 'TODO', 'short', %s::tsvector, %s, %s::jsonb)",
+        (text, count, tf),
+    )
+    for words in [long_word, f"{long_word} OR short", f"NEAR(short {long_word})"]:
+        statement, params = keyword.keyword_ranking_sql(query.parse(words), limit=5)
+        found = [i for i, _ in pg.execute(statement, params)]
+        assert found == ([1] if "OR" in words else []), words
+
+
 # A dense corpus (eight words, every pair of words co-occurs) where every operator matters.
 DENSE_WORDS = ["a", "b", "c", "d", "e", "f", "g", "h"]
 LEAVES = ["a", "b", "c", "d", "e*", '"a b"', '"c d e"', "^a", "^b+c", "f", "g h", "content:b",

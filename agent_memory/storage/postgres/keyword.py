@@ -46,9 +46,9 @@ from agent_memory.query import And, Near, Node, Not, Phrase
 BM25_K1 = 1.2
 BM25_B = 0.75
 IDF_FLOOR = 1e-6
-# PostgreSQL's tsvector limits (tsvector.h): lexeme bytes, largest position, positions kept
-# per lexeme, and the bytes of lexemes plus positions in one tsvector.
-MAX_LEXEME_BYTES = 2_047
+# PostgreSQL's tsvector limits (tsvector.h): largest position, positions kept per lexeme,
+# and the bytes of lexemes plus positions in one tsvector (for lexeme bytes see
+# query.MAX_LEXEME_BYTES).
 MAX_POSITION = 16_383
 MAX_POSITIONS = 256
 TSVECTOR_MAX_BYTES = 1_048_575
@@ -97,7 +97,7 @@ def document(content: str) -> tuple[str, int, str]:
         if lexeme is None:
             lexeme = lexemes[token] = query.lexeme(token)
         length = len(lexeme.encode())
-        if not lexeme or length > MAX_LEXEME_BYTES:
+        if not lexeme or length > query.MAX_LEXEME_BYTES:
             continue
         counts[lexeme] = counts.get(lexeme, 0) + 1
         if full:
@@ -266,11 +266,12 @@ def _counted(above: tuple[Node, ...], out: _Sql) -> None:
 
 
 def _phrases(node: Node) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
-    """FTS5's phrases that can count in a row of the one column (see query.phrase_paths)."""
+    """FTS5's phrases that can count in a row of the one column (see query.phrase_paths);
+    a phrase with a lexeme too long to store counts nothing."""
     return [
         (phrase, leaf, above)
         for phrase, leaf, above in query.phrase_paths(node)
-        if leaf.columns is None or query.COLUMNS[0] in leaf.columns
+        if (leaf.columns is None or query.COLUMNS[0] in leaf.columns) and query.storable(phrase)
     ]
 
 
