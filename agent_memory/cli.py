@@ -10,21 +10,21 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import os
 import re
+import shlex
 import signal
-import stat
 import sys
 import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import click
+from click.core import ParameterSource
 
-from agent_memory import __version__, files, wire
+from agent_memory import __version__, embedders, files, ui, wire
+from agent_memory.embedders import ollama
 from agent_memory.errors import (
     BackupFailed,
     DatabaseOpenError,
@@ -35,16 +35,13 @@ from agent_memory.errors import (
     StorageError,
 )
 
-DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_REST_PORT = 7437
-REST_THREADS = 4
 # Both servers hand the GIL between threads on every request (waitress's I/O thread and
 # workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
 # The default 5 ms switch interval added about 1 ms to each search (bench/).
 SWITCH_INTERVAL_SECS = 0.0005
 # serve opens its service this long after its first answer (see OpeningService).
 OPEN_AFTER_ANSWER_SECS = 0.1
-DEFAULT_EMBED_MODEL = "nomic-embed-text"
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -59,6 +56,7 @@ class Settings:
     sweep_interval: int
     max_content_bytes: int
     redact: bool = True
+    embedder: str = embedders.AUTO
 
 
 def configure_logging(level: str) -> None:
@@ -80,16 +78,29 @@ def open_service(settings: Settings):  # -> MemoryService (imported lazily)
         fail(str(exc))
 
 
-def _service(settings: Settings):  # -> MemoryService
-    from agent_memory.db import open_database
-    from agent_memory.embedder import Embedder
-    from agent_memory.service import MemoryService
+def choose_embedder(settings: Settings, store: Any) -> Any:  # -> Embedder | None
+    """The embedder for this store (embedders.choose), told by the pin it holds."""
+    from agent_memory.errors import StorageFault
 
-    database = open_database(settings.db)
-    log.info("database %s (schema version %d)", database.path, database.schema_version)
+    try:
+        pin = store.pin()
+    except StorageFault as exc:  # the service reports the fault at its first use
+        log.error("cannot read the embedding pin: %s", exc.detail)
+        pin = None
+    return embedders.choose(
+        settings.embedder, pin, ollama_url=settings.ollama_url, ollama_model=settings.embed_model
+    )
+
+
+def _service(settings: Settings):  # -> MemoryService
+    from agent_memory.service import MemoryService
+    from agent_memory.storage import open_store
+
+    store = open_store(settings.db)
+    log.info("database %s (schema version %d)", store.location, store.schema_version)
     return MemoryService(
-        database,
-        embedder=Embedder(settings.ollama_url, settings.embed_model),
+        store,
+        embedder=choose_embedder(settings, store),
         max_content_bytes=settings.max_content_bytes,
         redact=settings.redact,
     )
@@ -100,7 +111,7 @@ class OpeningService:
 
     Importing SQLAlchemy and building the engine take about a third of a second, which the
     first answers (initialize, tools/list) do not need; the file was already checked
-    (``db.check`` and ``db.probe``), so a bad file still stops ``serve`` before it answers.
+    (``storage.ready_to_serve``), so a bad file still stops ``serve`` before it answers.
     The opening starts OPEN_AFTER_ANSWER_SECS after that answer (begun at once, its imports
     had delayed the answer on its way out by about 150 ms), or at once when a call needs
     the service. Any attribute waits for the opening; if it failed, a call gets the
@@ -179,7 +190,45 @@ def is_loopback(host: str) -> bool:
         return False  # any other name may resolve anywhere
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class Subcommand(click.Command):
+    """A subcommand that takes the global options after its name too: `serve --db x.db`
+    is how MCP client configs are written. The options are the group's own (one definition
+    each); a value given after the subcommand wins over one given before it."""
+
+    def get_params(self, ctx: click.Context) -> list[click.Parameter]:
+        help_option = self.get_help_option(ctx)
+        own = [p for p in super().get_params(ctx) if p is not help_option]
+        shared = _global_options(ctx, {p.name for p in own})
+        return [*own, *shared, *([help_option] if help_option else [])]
+
+    def invoke(self, ctx: click.Context) -> Any:
+        given = {}
+        for option in _global_options(ctx, {p.name for p in self.params}):
+            value = ctx.params.pop(option.name)
+            if ctx.get_parameter_source(option.name) is ParameterSource.COMMANDLINE:
+                given[option.name] = value
+        if given and ctx.parent is not None:
+            ctx.obj = settings({**ctx.parent.params, **given})
+        return super().invoke(ctx)
+
+
+def _global_options(ctx: click.Context, taken: set[Any]) -> list[click.Option]:
+    """The group's options a subcommand accepts as well (not --version, not its own)."""
+    group = ctx.parent.command if ctx.parent is not None else None
+    if group is None:
+        return []
+    return [
+        p
+        for p in group.params
+        if isinstance(p, click.Option) and p.expose_value and p.name not in taken
+    ]
+
+
+class Group(click.Group):
+    command_class = Subcommand
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(
     __version__, "--version", prog_name="agent-memory", message="%(prog)s %(version)s"
 )
@@ -189,9 +238,20 @@ def is_loopback(host: str) -> bool:
     help="Database file. Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
 )
 @click.option(
+    "--embedder",
+    type=click.Choice(embedders.MODES, case_sensitive=False),
+    envvar="AGENT_MEMORY_EMBEDDER",
+    default=embedders.AUTO,
+    show_default=True,
+    show_envvar=True,
+    help="Who makes the vectors of search by meaning: auto (the database's own, else Ollama "
+    "when it answers, else the local model when installed), ollama, local, or none "
+    "(keyword search only).",
+)
+@click.option(
     "--ollama-url",
     envvar="AGENT_MEMORY_OLLAMA_URL",
-    default=DEFAULT_OLLAMA_URL,
+    default=ollama.DEFAULT_URL,
     show_default=True,
     show_envvar=True,
     help="Ollama base URL for embeddings (hybrid search).",
@@ -199,7 +259,7 @@ def is_loopback(host: str) -> bool:
 @click.option(
     "--embed-model",
     envvar="AGENT_MEMORY_EMBED_MODEL",
-    default=DEFAULT_EMBED_MODEL,
+    default=ollama.DEFAULT_MODEL,
     show_default=True,
     show_envvar=True,
     help="Ollama embedding model.",
@@ -244,25 +304,26 @@ def is_loopback(host: str) -> bool:
     help="Log verbosity (logs always go to stderr).",
 )
 @click.pass_context
-def cli(
-    ctx: click.Context,
-    db: Path | None,
-    ollama_url: str,
-    embed_model: str,
-    sweep_interval: int,
-    max_content_bytes: int,
-    redact: str,
-    log_level: str,
-) -> None:
-    """Persistent, typed, local memory for AI agents, in one SQLite file."""
-    configure_logging(log_level)
-    ctx.obj = Settings(
-        db=db,
-        ollama_url=ollama_url,
-        embed_model=embed_model,
-        sweep_interval=sweep_interval,
-        max_content_bytes=max_content_bytes,
-        redact=redact.lower() == "on",
+def cli(ctx: click.Context, **_options: Any) -> None:
+    """Persistent, typed, local memory for AI agents, in one SQLite file.
+
+    Global options go before or after the subcommand: `agent-memory --db x.db serve` and
+    `agent-memory serve --db x.db` are the same.
+    """
+    ctx.obj = settings(ctx.params)
+
+
+def settings(options: dict[str, Any]) -> Settings:
+    """The global options' values as Settings; logging is configured from them."""
+    configure_logging(options["log_level"])
+    return Settings(
+        db=options["db"],
+        embedder=options["embedder"].lower(),
+        ollama_url=options["ollama_url"],
+        embed_model=options["embed_model"],
+        sweep_interval=options["sweep_interval"],
+        max_content_bytes=options["max_content_bytes"],
+        redact=options["redact"].lower() == "on",
     )
 
 
@@ -300,15 +361,17 @@ class Progress:
 @click.pass_obj
 def serve(settings: Settings) -> None:
     """Run the MCP server on stdin/stdout (creates the database on first run)."""
-    from agent_memory import db
+    from agent_memory import storage
+
+    if sys.stdin.isatty():  # started by hand: say what this is, once
+        click.echo(terminal_notice(settings.db), err=True)
 
     try:
-        path, version = db.check(settings.db)
-        at_head = version == db.head_revision()
-        if at_head:
-            db.probe(path)
+        at_head = storage.ready_to_serve(settings.db)
+        pin = storage.quick_pin(settings.db)
     except (DatabaseOpenError, SchemaTooNew) as exc:
         fail(str(exc))
+    outlook = embedders.outlook(settings.embedder, pin, ollama_model=settings.embed_model)
     answered = threading.Event()
     # A new file or a migration is opened before the first answer, as everywhere else.
     service = OpeningService(settings, answered) if at_head else open_service(settings)
@@ -319,12 +382,26 @@ def serve(settings: Settings) -> None:
     sweeper.start()
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     try:
-        mcp_server.serve_stdio(service, answered)
+        mcp_server.serve_stdio(service, answered, outlook)
     except KeyboardInterrupt:
         pass
     finally:
         sweeper.stop()
         service.close()
+
+
+def terminal_notice(db: Path | None) -> str:
+    """The line ``serve`` prints when a person starts it in a terminal: what it is, and
+    the configuration that starts it from an MCP client (with this --db, if given)."""
+    args = ["serve", *(["--db", str(db.resolve())] if db is not None else [])]
+    entry = json.dumps({"command": "agent-memory", "args": args})
+    command = shlex.join(["claude", "mcp", "add", "--scope", "user", "agent-memory", "--"])
+    return (
+        "agent-memory serve speaks MCP (JSON-RPC) on stdin/stdout and is meant to be started "
+        f'by an MCP client, not typed into: add the server "agent-memory": {entry} to the '
+        f"client's MCP configuration (Claude Code: {command} "
+        f"{shlex.join(['agent-memory', *args])}). Ctrl-D quits."
+    )
 
 
 @cli.command("serve-rest")
@@ -353,18 +430,11 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
             "pass --allow-remote to expose it beyond localhost"
         )
     service = open_service(settings)
-    from waitress.server import create_server
-
+    from agent_memory.daemon import create_server
     from agent_memory.lifecycle import Sweeper
-    from agent_memory.rest import create_app
 
     try:
-        server = create_server(
-            create_app(service, host=host, port=port, allow_remote=allow_remote),
-            host=host,
-            port=port,
-            threads=REST_THREADS,
-        )
+        server = create_server(service, host, port, allow_remote=allow_remote)
     except OSError as exc:
         service.close()
         fail(f"cannot listen on {shown}: {exc.strerror or exc}")
@@ -377,10 +447,6 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
             "or an authenticating proxy",
             bound,
             bound_port,
-        )
-    if port == 0:  # the Host check needs the real port
-        server.application = create_app(
-            service, host=host, port=bound_port, allow_remote=allow_remote
         )
     sweeper = Sweeper(service, settings.sweep_interval)
     sweeper.start()
@@ -431,139 +497,6 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
     click.echo(f"re-embedded {embedded} memories with {pin.describe()}", err=True)
 
 
-EXPORT_BUFFER_BYTES = 1 << 20
-# The signals that end an export early: its temp file is removed, then the process dies of
-# the same signal (the status a shell shows as 128+N). One inherited as ignored (nohup's
-# SIGHUP) stays ignored.
-EXPORT_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
-# What --output may not be: these are refused rather than renamed over or written into.
-REFUSED_OUTPUTS = {
-    stat.S_IFDIR: "a directory",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFSOCK: "a socket",
-}
-
-
-class Interrupted(BaseException):
-    """A signal from EXPORT_SIGNALS arrived: unwind (cleanup runs), then die of it."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-@contextmanager
-def dying_of_signals() -> Iterator[None]:
-    """Turn EXPORT_SIGNALS into Interrupted inside the block, then re-raise the signal."""
-    installed = [s for s in EXPORT_SIGNALS if signal.getsignal(s) is not signal.SIG_IGN]
-
-    def interrupted(signum: int, _frame: object) -> None:
-        for each in installed:  # a second signal must not cut the cleanup short
-            signal.signal(each, signal.SIG_IGN)
-        raise Interrupted(signum)
-
-    previous = {s: signal.signal(s, interrupted) for s in installed}
-    try:
-        yield
-    except Interrupted as exc:
-        signal.signal(exc.signum, signal.SIG_DFL)
-        os.kill(os.getpid(), exc.signum)
-        raise  # not reached: the default action ends the process
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, handler)
-
-
-def is_stream(path: Path) -> bool:
-    """Whether --output names (perhaps through a link) a FIFO or a character device
-    (/dev/null, a terminal, /dev/stdout's pipe): written into, never replaced.
-
-    Raises OSError when the path cannot be looked at (a loop of links, no permission).
-    Fails (one line, exit 1) for an existing target that must be neither replaced nor
-    written into: a symbolic link to a file (replacing it would swap the link for a file,
-    or the file behind it, which may not be the user's), a block device, a socket.
-    """
-    try:
-        mode = os.stat(path).st_mode
-    except FileNotFoundError:
-        mode = None
-    if mode is not None and (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
-        return True
-    if path.is_symlink():
-        fail(f"refusing to replace {path}: it is a symbolic link; give the path of the file itself")
-    if mode is not None and not stat.S_ISREG(mode):
-        kind = REFUSED_OUTPUTS.get(stat.S_IFMT(mode), "not a regular file")
-        fail(f"refusing to replace {path}: it is {kind}")
-    return False
-
-
-def write_chunks(fd: int, produce: Callable[[Callable[[str], object]], object]):
-    """Run ``produce(write)`` into ``fd`` in chunks of EXPORT_BUFFER_BYTES.
-
-    What is pending when something fails is dropped, not flushed: after a signal, an export
-    blocked on a FIFO nobody reads must still be able to exit.
-    """
-    pending: list[bytes] = []
-    size = 0
-
-    def flush() -> None:
-        nonlocal size
-        view = memoryview(b"".join(pending))
-        pending.clear()
-        size = 0
-        while view:
-            view = view[os.write(fd, view) :]
-
-    def write(text: str) -> None:
-        nonlocal size
-        data = text.encode()
-        pending.append(data)
-        size += len(data)
-        if size >= EXPORT_BUFFER_BYTES:
-            flush()
-
-    result = produce(write)
-    flush()
-    return result
-
-
-def write_through(path: Path, produce: Callable[[Callable[[str], object]], object]):
-    """Run ``produce(write)`` straight into the FIFO or device at ``path`` (nothing renamed)."""
-    fd = os.open(path, os.O_WRONLY | os.O_NOCTTY | os.O_CLOEXEC)  # no O_CREAT, no O_TRUNC
-    try:
-        mode = os.fstat(fd).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)):
-            raise OSError(f"{path} was replaced by another kind of file while it was opened")
-        return write_chunks(fd, produce)
-    finally:
-        os.close(fd)
-
-
-def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], object]):
-    """Run ``produce(write)`` into a private temp file beside ``path``, then rename it over.
-
-    The temp file, ``PATH.export-tmp-<pid>``, is created exclusively with mode 0600 (no
-    readable instant, never through a link) in the target's directory (so the rename is
-    atomic), synced before the rename, and removed if anything fails or a signal from
-    EXPORT_SIGNALS arrives: ``path`` is either the old file or the complete new one.
-    """
-    directory = path.resolve().parent
-    temp = f"{path}.export-tmp-{os.getpid()}"
-    fd = files.create_temp(temp)
-    try:
-        try:
-            result = write_chunks(fd, produce)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(temp, path)
-    except BaseException:
-        Path(temp).unlink(missing_ok=True)
-        raise
-    files.fsync_directory(directory)
-    return result
-
-
 @cli.command()
 @click.option(
     "--output",
@@ -577,7 +510,9 @@ def write_atomically(path: Path, produce: Callable[[Callable[[str], object]], ob
 def export(settings: Settings, output: Path | None) -> None:
     """Export every memory and relation as portable JSONL (format v1)."""
     try:
-        stream = output is not None and is_stream(output)
+        stream = output is not None and files.is_stream(output)
+    except files.OutputRefused as exc:
+        fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
     service = open_service(settings)
@@ -598,16 +533,19 @@ def export(settings: Settings, output: Path | None) -> None:
         return write_line
 
     def produce(write: Callable[[str], object]) -> tuple[int, int]:
-        return service.export(counted(write), settings.embed_model)
+        embedder = service.embedder
+        return service.export(counted(write), embedder.model, embedder.dimension or 0)
 
-    with dying_of_signals():
+    with files.dying_of_signals():
         try:
             if output is None:
                 stdout = sys.stdout.buffer
                 rows, links = produce(lambda text: stdout.write(text.encode()))
                 stdout.flush()
             else:
-                rows, links = (write_through if stream else write_atomically)(output, produce)  # type: ignore[misc]
+                rows, links = (files.write_through if stream else files.write_atomically)(
+                    output, produce
+                )  # type: ignore[misc]
         except StorageError as exc:
             fail(str(exc))
         except OSError as exc:
@@ -635,7 +573,7 @@ def export(settings: Settings, output: Path | None) -> None:
 @click.pass_obj
 def import_(settings: Settings, source_format: str, scope: str | None, path: Path) -> None:
     """Import memories and relations from PATH (validated whole before anything is written)."""
-    from agent_memory.service import jsonl_reader
+    from agent_memory.portable import jsonl_reader
 
     if source_format == "gsd-state":
         import_gsd(settings, path, scope)
@@ -695,13 +633,16 @@ def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
 
 def echo_import_report(report: dict[str, int]) -> None:
     """The counts on one line; then, only when secrets were redacted, how many and where."""
-    from agent_memory.service import REDACTION_COUNTS
+    from agent_memory.portable import REDACTION_COUNTS
 
     counts = {name: count for name, count in report.items() if name not in REDACTION_COUNTS}
     click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))
     secrets, memories = (report.get(name, 0) for name in REDACTION_COUNTS)
     if secrets:
         click.echo(f"secrets redacted: {secrets} in {memories} memories")
+
+
+cli.add_command(ui.ui)
 
 
 def main() -> None:

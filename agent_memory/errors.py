@@ -28,13 +28,28 @@ class InvalidType(InvalidArgument):
 
 
 class UnknownField(AgentMemoryError):
-    """failed to deserialize parameters: unknown field `{field}`, expected one of {expected}"""
+    """failed to deserialize parameters: unknown field `{field}`, expected one of {expected}
+    (did you mean `{suggestion}`?)
 
-    def __init__(self, field: str, expected: tuple[str, ...]) -> None:
+    serde's wording, as the original tool answered an unknown field; the hint is ours and
+    only there when a known field is close to the one sent.
+    """
+
+    def __init__(
+        self, field: str, expected: tuple[str, ...], suggestion: str | None = None
+    ) -> None:
         self.field = field
+        self.suggestion = suggestion
         names = ", ".join(f"`{name}`" for name in expected)
+        if not expected:
+            known = "there are no fields"
+        elif len(expected) == 1:
+            known = f"expected {names}"
+        else:
+            known = f"expected one of {names}"
+        hint = f" (did you mean `{suggestion}`?)" if suggestion else ""
         super().__init__(
-            f"failed to deserialize parameters: unknown field `{field}`, expected one of {names}"
+            f"failed to deserialize parameters: unknown field `{field}`, {known}{hint}"
         )
 
 
@@ -85,18 +100,33 @@ class BackupFailed(AgentMemoryError):
 
 
 class EmbedderUnavailable(AgentMemoryError):
-    """cannot re-embed: {model} at {url} did not answer{progress}; check that Ollama is running
-    and the model is pulled (ollama pull {model}), then run reembed again to go on"""
+    """cannot re-embed: {embedder} did not answer{progress}; {advice}, then run reembed again
+    to go on"""
 
-    def __init__(self, model: str, url: str, done: int = 0) -> None:
-        self.model = model
-        self.url = url
+    def __init__(self, embedder: str, advice: str, done: int = 0) -> None:
+        self.embedder = embedder
         progress = f" after {done} memories" if done else ""
         super().__init__(
-            f"cannot re-embed: {model} at {url} did not answer{progress}; check that Ollama "
-            f"is running and the model is pulled (ollama pull {model}), then run reembed "
+            f"cannot re-embed: {embedder} did not answer{progress}; {advice}, then run reembed "
             "again to go on"
         )
+
+
+class StorageFault(AgentMemoryError):
+    """a store's engine failed: {detail}
+
+    Raised by a store for anything its database engine raises, with the engine's text as
+    the detail. The service logs the detail and answers StorageError: engine text never
+    reaches a client.
+    """
+
+    def __init__(self, detail: str) -> None:
+        self.detail = detail
+        super().__init__(detail)
+
+
+class SearchTimedOut(AgentMemoryError):
+    """a search's reads ran past the time budget the service gave them, and were stopped"""
 
 
 class FormatTooNew(AgentMemoryError):

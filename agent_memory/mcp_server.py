@@ -1,11 +1,13 @@
 """The MCP stdio transport: the official SDK's low-level ``Server`` over the service.
 
-Thin by design: parse the tool call, hand the raw arguments to one service method, map
-the service's exceptions to MCP. The low-level server does not validate arguments
-against the schemas below (the service does, with the contract's messages), and it
-would turn a stray exception into an error carrying its raw text, so every failure is
-mapped here before it can leave. The SDK's stdin reader drops, unanswered, every line its
-JSON parser refuses; ``_Answering`` reads those again (see there).
+Thin by design: parse the request, hand the raw arguments to one service method, map the
+service's exceptions to MCP. What the server offers is declared in mcp_tools.py (the
+tools and their schemas) and mcp_catalog.py (resources, the prompt); listing it needs no
+database. The low-level server does not validate arguments against the schemas (the
+service does, with the contract's messages), and it would turn a stray exception into an
+error carrying its raw text, so every failure is mapped here before it can leave. The
+SDK's stdin reader drops, unanswered, every line its JSON parser refuses; ``_Answering``
+reads those again (see there).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 
 import anyio
 from mcp.server import Server
+from mcp.server.caching import CacheHint
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.shared.message import SessionMessage
@@ -31,27 +34,31 @@ from mcp.types import (
     PARSE_ERROR,
     CallToolRequestParams,
     CallToolResult,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
     ErrorData,
+    GetPromptRequestParams,
+    GetPromptResult,
     JSONRPCError,
     JSONRPCRequest,
+    ListPromptsResult,
+    ListResourcesResult,
+    ListResourceTemplatesResult,
     ListToolsResult,
+    PromptReference,
+    ReadResourceRequestParams,
+    ReadResourceResult,
     TextContent,
-    Tool,
+    TextResourceContents,
     jsonrpc_message_adapter,
 )
 from pydantic import ValidationError
 
-from agent_memory import __version__, wire
+from agent_memory import __version__, mcp_catalog, wire
 from agent_memory.errors import InvalidArgument, StorageError, UnknownField
-from agent_memory.vocabulary import (
-    DEFAULT_SEARCH_LIMIT,
-    LINK_KINDS,
-    MAX_EXPANDED_LINKS,
-    MAX_LIMIT,
-    MAX_TTL_SECS,
-    MEMORY_TYPES,
-    SNIPPET_CHARS,
-)
+from agent_memory.mcp_tools import TOOLS
+from agent_memory.vocabulary import MEMORY_TYPES
 
 if TYPE_CHECKING:  # the service (and SQLAlchemy) may load after the first answer
     from agent_memory.service import MemoryService
@@ -59,178 +66,35 @@ if TYPE_CHECKING:  # the service (and SQLAlchemy) may load after the first answe
 log = logging.getLogger(__name__)
 
 SERVER_NAME = "agent-memory"
+SERVER_TITLE = "Agent Memory"
+SERVER_DESCRIPTION = (
+    "Persistent, typed memory for AI agents in one local SQLite file, shared by every "
+    "agent runtime on this machine."
+)
+WEBSITE_URL = "https://github.com/UnityInFlow/agent-memory"
 # Outgoing JSON-RPC lines are encoded and written this many characters at a time.
 WIRE_SLICE_CHARS = 1024 * 1024
 INSTRUCTIONS = (
     "Persistent memory shared by every agent on this machine. Before starting work, "
     "memory_search for decisions, constraints and known errors about the task; after "
     "deciding something, fixing an error or finding a pattern, memory_store it with the "
-    "right type and a few tags so the next session can recall it."
+    "right type and a few tags so the next session can recall it. The memory_protocol "
+    "prompt has the full routine; memory://recent and memory://stats give an overview."
 )
-
-_TYPE = {"type": "string", "enum": list(MEMORY_TYPES), "description": "Memory category."}
-_TAGS = {"type": "array", "items": {"type": "string"}}
-_ID = {"type": "integer", "description": "Memory id, as returned by memory_store."}
-_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
-_TTL = {"type": ["integer", "null"], "minimum": 1, "maximum": MAX_TTL_SECS}
-_EXPAND = {
-    "type": "boolean",
-    "description": f"Attach each result's related memories (1 hop, up to {MAX_EXPANDED_LINKS}, "
-    f"newest relation first) as related: [{{id, kind, direction, type, snippet, tags}}]; "
-    f"snippet is the first {SNIPPET_CHARS} characters. Default false.",
+# The tool, resource and prompt listings never change while a server runs: clients may
+# keep them this long (protocol 2026-07-28 result caching). Reads are never cached.
+LISTING_TTL_MS = 60 * 60 * 1000
+_LISTING = CacheHint(ttl_ms=LISTING_TTL_MS, scope="public")
+CACHE_HINTS: dict[Any, CacheHint] = {
+    method: _LISTING
+    for method in (
+        "server/discover",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "prompts/list",
+    )
 }
-_EDGE = {
-    "type": "object",
-    "properties": {
-        "from_id": {"type": "integer"},
-        "to_id": {"type": "integer"},
-        "kind": {
-            "type": "string",
-            "enum": list(LINK_KINDS),
-            "description": "relates_to (symmetric see-also), supersedes (from_id replaces the "
-            "older to_id) or caused_by (from_id was caused by to_id).",
-        },
-    },
-    "required": ["from_id", "to_id", "kind"],
-}
-_FILTERS = {
-    "type": _TYPE,
-    "tag": {"type": "string", "description": "Only memories carrying exactly this tag."},
-    "scope": {"type": "string", "description": "Only memories in this scope (e.g. a project)."},
-}
-
-TOOLS = [
-    Tool(
-        name="memory_store",
-        description=(
-            "Persist a typed memory and return its id. Types: DECISION (a choice made and "
-            "why), PATTERN (a way of doing things here), ERROR (a failure and its fix), TODO, "
-            "ARCHITECTURE (how the system is built), CONSTRAINT (a rule that must hold). "
-            "DECISION, ARCHITECTURE and CONSTRAINT fade six times slower in ranking. Set "
-            "ttl_secs for facts that stop being true (the memory is removed after that). "
-            "Secrets in content (private keys, API keys, tokens, JWTs, password= values) are "
-            "replaced by [redacted:KIND] markers before storing; the answer then lists their "
-            "kinds in redacted."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "content": {"type": "string", "description": "The memory text; non-empty."},
-                "type": _TYPE,
-                "tags": {**_TAGS, "description": "Labels for exact-match filtering."},
-                "source": {"type": ["string", "null"], "description": "Where it came from."},
-                "scope": {
-                    "type": ["string", "null"],
-                    "description": "A project or area; omit for a global memory.",
-                },
-                "ttl_secs": {
-                    **_TTL,
-                    "description": f"Expire after this many seconds (1-{MAX_TTL_SECS}); "
-                    "omit or null for never.",
-                },
-            },
-            "required": ["content", "type"],
-        },
-    ),
-    Tool(
-        name="memory_search",
-        description=(
-            "Search memories, best first. When a local Ollama embeds, by meaning and keywords "
-            "together (search_mode hybrid: paraphrases and exact terms both surface); "
-            "otherwise by keyword (search_mode keyword). Both are weighted by recency decay. "
-            "Plain questions work (punctuation is fine) and so does FTS5 syntax "
-            '(sqlite AND vec, "exact phrase", vec*). Returns {search_mode, results}; each '
-            "result carries a freshly computed decay_score. Returned memories count as used."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "query": {"type": "string", "description": "Words, a question or FTS5 syntax."},
-                **_FILTERS,
-                "limit": {
-                    **_LIMIT,
-                    "description": f"Results to return (1-{MAX_LIMIT}, default "
-                    f"{DEFAULT_SEARCH_LIMIT}).",
-                },
-                "expand_links": _EXPAND,
-            },
-            "required": ["query"],
-        },
-    ),
-    Tool(
-        name="memory_list",
-        description=(
-            "List memories newest first, optionally filtered by type, exact tag and scope. "
-            "Returns {memories: [...]}. Listing does not count as use."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                **_FILTERS,
-                "limit": {
-                    **_LIMIT,
-                    "description": f"At most this many (1-{MAX_LIMIT}); omit for all "
-                    "(required with expand_links).",
-                },
-                "expand_links": _EXPAND,
-            },
-        },
-    ),
-    Tool(
-        name="memory_update",
-        description=(
-            "Patch a memory in place by id (JSON merge-patch): a field you send replaces the "
-            "old value, a field you omit stays, null clears tags (to []), scope (to global) "
-            "or ttl_secs (never expire). content cannot be null or empty; type and source "
-            "cannot change. Unknown fields are rejected. Returns the updated memory plus "
-            "embedding_status (1: new content embedded, 0: embedding pending) and, when "
-            "secrets in content were replaced, redacted (as for memory_store); or "
-            "{updated: false, reason: not_found}. Counts as a use."
-        ),
-        input_schema={
-            "type": "object",
-            "properties": {
-                "id": _ID,
-                "content": {"type": "string", "description": "New text; re-indexed."},
-                "tags": {"type": ["array", "null"], "items": {"type": "string"}},
-                "scope": {"type": ["string", "null"]},
-                "ttl_secs": {
-                    **_TTL,
-                    "description": "New lifetime counted from now; null removes the expiry.",
-                },
-            },
-            "required": ["id"],
-            "additionalProperties": False,
-        },
-    ),
-    Tool(
-        name="memory_link",
-        description=(
-            "Record a typed relation from_id -[kind]-> to_id between two memories: relates_to, "
-            "supersedes (a newer decision replacing an older one) or caused_by (an error and "
-            "its cause). Idempotent: repeating it is a success. Unknown ids answer linked: "
-            "false with reason not_found and the missing_id."
-        ),
-        input_schema=_EDGE,
-    ),
-    Tool(
-        name="memory_unlink",
-        description=(
-            "Remove a relation. supersedes and caused_by must be given in their stored "
-            "direction; relates_to can be removed from either end. Answers unlinked: true, or "
-            "unlinked: false with reason not_found when there is no such relation."
-        ),
-        input_schema=_EDGE,
-    ),
-    Tool(
-        name="memory_forget",
-        description=(
-            "Delete a memory by id, with every relation touching it. Returns {id, deleted: "
-            "true}, or deleted: false with reason not_found for an unknown id."
-        ),
-        input_schema={"type": "object", "properties": {"id": _ID}, "required": ["id"]},
-    ),
-]
 
 
 def _method(name: str) -> Callable[[MemoryService, Any], Any]:
@@ -246,29 +110,21 @@ _OPERATIONS: dict[str, tuple[str, Callable[[MemoryService, Any], Any]]] = {
 _OPERATIONS["memory_list"] = ("list", lambda svc, args: {"memories": svc.list(args)})
 
 
-def _result(payload: dict[str, Any], *, is_error: bool = False) -> CallToolResult:
-    text = json.dumps(payload, ensure_ascii=False)
-    return CallToolResult(
-        content=[TextContent(type="text", text=text)],
-        structured_content=None if is_error else payload,
-        is_error=is_error,
-    )
+def _text(payload: Any) -> str:
+    return json.dumps(payload, ensure_ascii=False)
 
 
-def call_tool(service: MemoryService, name: str, arguments: Any) -> CallToolResult:
-    """Run one tool call; every failure leaves as a mapped MCP error, never raw text."""
-    entry = _OPERATIONS.get(name)
-    if entry is None:
-        raise MCPError(INVALID_PARAMS, f"unknown tool: {wire.printable(str(name))}")
-    operation, method = entry
+@contextmanager
+def _mapped(operation: str) -> Iterator[None]:
+    """The service's exceptions as MCP errors; anything else as the generic internal one."""
     try:
-        return _result(method(service, arguments))
+        yield
     except InvalidArgument as exc:
         raise MCPError(INVALID_PARAMS, str(exc)) from exc
-    except UnknownField as exc:
-        return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
     except StorageError as exc:
         raise MCPError(INTERNAL_ERROR, str(exc)) from exc
+    except (MCPError, UnknownField):
+        raise  # already mapped, or a tool result (see call_tool)
     except Exception as exc:
         log.exception("%s: unexpected failure", operation)
         raise MCPError(
@@ -277,24 +133,115 @@ def call_tool(service: MemoryService, name: str, arguments: Any) -> CallToolResu
         ) from exc
 
 
-def build_server(service: MemoryService, answered: threading.Event | None = None) -> Server[Any]:
-    """``answered`` is set once a client got an answer (the sweep waits for it to start)."""
+def call_tool(service: MemoryService, name: str, arguments: Any) -> CallToolResult:
+    """Run one tool call; every failure leaves as a mapped MCP error, never raw text. An
+    unknown argument is a tool result with isError, which the agent reads and corrects."""
+    entry = _OPERATIONS.get(name)
+    if entry is None:
+        raise MCPError(INVALID_PARAMS, f"unknown tool: {wire.printable(str(name))}")
+    operation, method = entry
+    try:
+        with _mapped(operation):
+            payload = method(service, arguments)
+    except UnknownField as exc:
+        return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
+    return CallToolResult(
+        content=[TextContent(type="text", text=_text(payload))], structured_content=payload
+    )
+
+
+def read_resource(service: MemoryService, uri: str) -> ReadResourceResult:
+    """One resource as JSON text. A memory that does not exist, like a URI that names no
+    resource, is -32602 (the protocol's resource-not-found)."""
+    try:
+        operation, args = mcp_catalog.resource_call(uri)
+    except mcp_catalog.UnknownResource as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
+    with _mapped(operation):
+        payload = getattr(service, operation)(args)
+    if operation == "get" and payload.get("found") is False:
+        raise MCPError(INVALID_PARAMS, f"resource not found: no memory has id {payload['id']}")
+    contents = TextResourceContents(uri=uri, mime_type=mcp_catalog.JSON, text=_text(payload))
+    return ReadResourceResult(contents=[contents])
+
+
+def get_prompt(name: str, arguments: dict[str, str] | None) -> GetPromptResult:
+    try:
+        return mcp_catalog.render_prompt(name, arguments)
+    except KeyError:
+        shown = wire.printable(name)
+        raise MCPError(INVALID_PARAMS, f"unknown prompt: {shown}") from None
+    except UnknownField as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
+
+
+def complete(service: MemoryService, params: CompleteRequestParams) -> CompleteResult:
+    """Values for a resource template's or the prompt's argument: memory types, and the
+    scopes in the store (the largest first, as stats names them)."""
+    ref = params.ref
+    kind, name = (
+        ("ref/prompt", ref.name) if isinstance(ref, PromptReference) else ("ref/resource", ref.uri)
+    )
+    source = mcp_catalog.completion_source(kind, name, params.argument.name)
+    candidates: list[str] = []
+    if source == "type":
+        candidates = list(MEMORY_TYPES)
+    elif source == "scope":
+        with _mapped("stats"):
+            stats = service.stats()
+        candidates = [row["scope"] for row in stats["by_scope"] if row["scope"] is not None]
+    values = mcp_catalog.completions(candidates, params.argument.value)
+    return CompleteResult(completion=Completion(values=values, has_more=False))
+
+
+def build_server(
+    service: MemoryService, answered: threading.Event | None = None, outlook: str = ""
+) -> Server[Any]:
+    """``answered`` is set once a client got an answer (the sweep waits for it to start);
+    ``outlook`` says how searches will run (embedders.outlook), after the instructions."""
     answered = answered or threading.Event()
 
-    async def list_tools(_ctx: Any, _params: Any) -> ListToolsResult:
-        answered.set()
-        return ListToolsResult(tools=TOOLS)
+    def listing(result: Any) -> Callable[[Any, Any], Any]:
+        async def handler(_ctx: Any, _params: Any) -> Any:
+            answered.set()
+            return result
+
+        return handler
 
     async def on_call_tool(_ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         answered.set()
         return call_tool(service, params.name, params.arguments)
 
+    async def on_read_resource(_ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+        answered.set()
+        return read_resource(service, params.uri)
+
+    async def on_get_prompt(_ctx: Any, params: GetPromptRequestParams) -> GetPromptResult:
+        answered.set()
+        return get_prompt(params.name, params.arguments)
+
+    async def on_completion(_ctx: Any, params: CompleteRequestParams) -> CompleteResult:
+        answered.set()
+        return complete(service, params)
+
     return Server(
         SERVER_NAME,
         version=__version__,
-        instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
+        title=SERVER_TITLE,
+        description=SERVER_DESCRIPTION,
+        instructions=f"{INSTRUCTIONS} {outlook}".strip(),
+        website_url=WEBSITE_URL,
+        cache_hints=CACHE_HINTS,
+        on_list_tools=listing(ListToolsResult(tools=TOOLS)),
         on_call_tool=on_call_tool,
+        on_list_resources=listing(ListResourcesResult(resources=mcp_catalog.RESOURCES)),
+        on_list_resource_templates=listing(
+            ListResourceTemplatesResult(resource_templates=mcp_catalog.RESOURCE_TEMPLATES)
+        ),
+        on_read_resource=on_read_resource,
+        on_list_prompts=listing(ListPromptsResult(prompts=mcp_catalog.PROMPTS)),
+        on_get_prompt=on_get_prompt,
+        on_completion=on_completion,
     )
 
 
@@ -417,9 +364,11 @@ def _encodable(*values: Any) -> bool:
     return all(not isinstance(v, str) or wire.printable(v) == v for v in values)
 
 
-def serve_stdio(service: MemoryService, answered: threading.Event | None = None) -> None:
+def serve_stdio(
+    service: MemoryService, answered: threading.Event | None = None, outlook: str = ""
+) -> None:
     """Serve MCP over this process's stdin/stdout until the client closes the stream."""
-    server = build_server(service, answered)
+    server = build_server(service, answered, outlook)
 
     async def main() -> None:
         with _stdout_wire() as wire:

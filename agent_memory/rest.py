@@ -4,6 +4,8 @@ Thin like the MCP transport: turn the request into the service's arguments, call
 method, map its exceptions to status codes. Query strings and path segments arrive as
 text; numbers and booleans are converted only when they are well formed, and anything
 else is handed on as the string it was so the service rejects it with its usual message.
+Every query parameter of a memory route is handed on (see _with_query), so the service
+refuses a misspelled one instead of the route answering as if it had not been sent.
 Every error, Flask's own 404/405/413 included, is a JSON ``{"error": ...}`` body.
 Numbers are ASCII digits only, and JSON bodies are read with :func:`agent_memory.wire.loads`
 (lone surrogates kept, long integers counted) so the service names the field at fault.
@@ -26,7 +28,7 @@ from typing import Any
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from agent_memory import wire
+from agent_memory import web, wire
 from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
 from agent_memory.service import MemoryService
 
@@ -42,6 +44,8 @@ BODY_SLACK_BYTES = 1024 * 1024
 # than this is one piece): the daemon holds one piece, not the whole answer.
 STREAM_CHUNK_CHARS = 256 * 1024
 _BOOLEANS = {"true": True, "false": False}
+# Query parameters read as integers when they are well formed (else handed on as text).
+_INTEGER_ARGS = frozenset({"limit", "id", "from_id", "to_id", "ttl_secs"})
 
 api = Blueprint("api", __name__)
 Rows = Generator[dict[str, Any], None, None]
@@ -79,26 +83,46 @@ def _body(*, original_route: bool) -> Any:
         raise BadBody(400, f"malformed JSON body: {exc}") from exc
 
 
+def _query_value(name: str, text: str) -> Any:
+    if name in _INTEGER_ARGS:
+        return _integer(text)
+    if name == "expand_links":
+        return _BOOLEANS.get(text, text)
+    return text
+
+
+def _with_query(args: Any) -> Any:
+    """The route's own arguments (from its path or body) plus the query string's, for the
+    service to check: a name no operation takes is refused there, never ignored. A name
+    sent twice in the query arrives as a list (refused as such); one both in the query and
+    in the path or body is refused here."""
+    if not request.args or not isinstance(args, dict):
+        return args  # a body that is no object: the service refuses it as it is
+    merged = dict(args)
+    for name, texts in request.args.lists():
+        if name in merged:
+            raise BadBody(
+                400,
+                f"invalid argument: {name} is given twice, in the query string and the "
+                "path or body",
+            )
+        values = [_query_value(name, text) for text in texts]
+        merged[name] = values[0] if len(values) == 1 else values
+    return merged
+
+
 def _found(payload: dict[str, Any], flag: str, status: int = 200) -> tuple[Response, int]:
     return jsonify(payload), (status if payload.get(flag, True) else 404)
 
 
 @api.post("/api/memories")
 def store() -> tuple[Response, int]:
-    return jsonify(_service().store(_body(original_route=True))), 201
+    return jsonify(_service().store(_with_query(_body(original_route=True)))), 201
 
 
 @api.get("/api/memories")
 def list_memories() -> Response:
-    args: dict[str, Any] = {
-        name: request.args[name] for name in ("type", "tag", "scope") if name in request.args
-    }
-    if "limit" in request.args:
-        args["limit"] = _integer(request.args["limit"])
-    if "expand_links" in request.args:
-        text = request.args["expand_links"]
-        args["expand_links"] = _BOOLEANS.get(text, text)
-    pieces = _json_array(_service().iter_list(args), current_app.json.dumps)
+    pieces = _json_array(_service().iter_list(_with_query({})), current_app.json.dumps)
     first = next(pieces)  # the first page is read here: a fault in it is an ordinary 500
     return Response(itertools.chain((first,), pieces), mimetype="application/json")
 
@@ -134,29 +158,39 @@ def _json_array(rows: Rows, dumps: Callable[..., str]) -> Iterator[str]:
 
 @api.post("/api/search")
 def search() -> Response:
-    return jsonify(_service().search(_body(original_route=True)))
+    return jsonify(_service().search(_with_query(_body(original_route=True))))
+
+
+@api.get("/api/memories/<id>")
+def get(id: str) -> tuple[Response, int]:
+    return _found(_service().get(_with_query({"id": _integer(id)})), "found")
+
+
+@api.get("/api/stats")
+def stats() -> Response:
+    return jsonify(_service().stats(_with_query({})))
 
 
 @api.patch("/api/memories/<id>")
 def update(id: str) -> tuple[Response, int]:
-    body = _body(original_route=False)
+    body = _with_query(_body(original_route=False))
     return _found(_service().update(body, path_id=_integer(id)), "updated")
 
 
 @api.delete("/api/memories/<id>")
 def forget(id: str) -> tuple[Response, int]:
-    return _found(_service().forget({"id": _integer(id)}), "deleted")
+    return _found(_service().forget(_with_query({"id": _integer(id)})), "deleted")
 
 
 @api.post("/api/links")
 def link() -> tuple[Response, int]:
-    return _found(_service().link(_body(original_route=False)), "linked")
+    return _found(_service().link(_with_query(_body(original_route=False))), "linked")
 
 
 @api.delete("/api/links/<from_id>/<to_id>/<kind>")
 def unlink(from_id: str, to_id: str, kind: str) -> tuple[Response, int]:
     args = {"from_id": _integer(from_id), "to_id": _integer(to_id), "kind": kind}
-    return _found(_service().unlink(args), "unlinked")
+    return _found(_service().unlink(_with_query(args)), "unlinked")
 
 
 @api.get("/health")
@@ -170,13 +204,37 @@ def openapi() -> Response:
     return Response(text, mimetype="application/json")
 
 
-def _allowed(host: str, port: int) -> tuple[set[str], set[str]]:
-    """The Host values that name this daemon, and the Origins of its own pages."""
-    names = {"localhost", f"[{host}]" if ":" in host else host}
-    if host == "localhost":
-        names |= {"127.0.0.1", "[::1]"}
-    hosts = {f"{name}:{port}" for name in names}
-    return hosts, {f"http://{h}" for h in hosts}
+def max_body_bytes(max_content_bytes: int) -> int:
+    """The largest request body taken: the app's limit and the daemon's, one figure."""
+    return max(MAX_BODY_BYTES, JSON_ESCAPE_FACTOR * max_content_bytes + BODY_SLACK_BYTES)
+
+
+class AddressGuard:
+    """Which Host and Origin headers name this daemon: the one rule of both gates.
+
+    Flask's ``before_request`` applies it to in-process clients; the daemon's parser
+    (:mod:`agent_memory.daemon`) applies it to the headers, before a body is read.
+    """
+
+    def __init__(self, host: str, port: int, allow_remote: bool) -> None:
+        names = {"localhost", f"[{host}]" if ":" in host else host}
+        if host == "localhost":
+            names |= {"127.0.0.1", "[::1]"}
+        self.hosts = {f"{name}:{port}" for name in names}
+        if port == 80:  # clients leave the default port out: "Host: 127.0.0.1"
+            self.hosts |= names
+        self.origins = {f"http://{h}" for h in self.hosts}
+        self.allow_remote = allow_remote
+
+    def refusal(self, host: str | None, origin: str | None) -> str | None:
+        """Why a request with these headers is refused (None when it is not)."""
+        if self.allow_remote:
+            return None
+        if host is None or host.lower() not in self.hosts:
+            return f"Host {host or ''!r} is not this daemon's address"
+        if origin is not None and origin.lower() not in self.origins:
+            return f"cross-site request from Origin {origin!r}"
+        return None
 
 
 def create_app(
@@ -188,27 +246,21 @@ def create_app(
 ) -> Flask:
     """The REST app over ``service``; ``host``/``port`` are where it is bound."""
     app = Flask(__name__, static_folder=None)
-    app.config["MAX_CONTENT_LENGTH"] = max(
-        MAX_BODY_BYTES, JSON_ESCAPE_FACTOR * service.max_content_bytes + BODY_SLACK_BYTES
-    )
+    app.config["MAX_CONTENT_LENGTH"] = max_body_bytes(service.max_content_bytes)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["agent_memory"] = service
-    hosts, origins = _allowed(host, port)
+    address = AddressGuard(host, port, allow_remote)
 
     @app.before_request
     def guard() -> tuple[Response, int] | None:
         log.debug("request %s %s", request.method, request.full_path.rstrip("?"))
-        if allow_remote:
-            return None
-        if request.host.lower() not in hosts:
-            return error(403, f"forbidden: Host {request.host!r} is not this daemon's address")
-        origin = request.headers.get("Origin")
-        if origin is not None and origin.lower() not in origins:
-            return error(403, f"forbidden: cross-site request from Origin {origin!r}")
-        return None
+        # The header as sent: werkzeug's request.host drops ":80", which the rule decides on.
+        reason = address.refusal(request.headers.get("Host"), request.headers.get("Origin"))
+        return None if reason is None else error(403, f"forbidden: {reason}")
 
     app.register_blueprint(api)
+    app.register_blueprint(web.page)  # the page at /, and the security headers of every answer
     _register_errors(app)
     return app
 

@@ -8,6 +8,23 @@ MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRA
 # Pinned types fade six times slower and carry double base weight.
 PINNED_TYPES = frozenset({"DECISION", "ARCHITECTURE", "CONSTRAINT"})
 LINK_KINDS = ("relates_to", "supersedes", "caused_by")
+# How a relation reads from its to_id's side, in a memory's related list.
+INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caused_by": "caused"}
+
+# The arguments each operation takes, in the order the MCP tools list them; any other
+# argument is refused (an agent that misspells ``tags`` must learn it, not get a memory
+# without tags). REST's update takes the id from its path.
+ARGUMENTS: dict[str, tuple[str, ...]] = {
+    "store": ("content", "type", "tags", "source", "scope", "ttl_secs"),
+    "search": ("query", "type", "tag", "scope", "limit", "expand_links"),
+    "list": ("type", "tag", "scope", "limit", "before", "expand_links"),
+    "update": ("id", "content", "tags", "scope", "ttl_secs"),
+    "link": ("from_id", "to_id", "kind"),
+    "unlink": ("from_id", "to_id", "kind"),
+    "forget": ("id",),
+    "get": ("id",),
+    "stats": (),
+}
 
 # SQLite's INTEGER: a signed 64-bit value. Ids, counts and timestamps beyond it cannot be
 # stored (an overflowing sum in SQL turns into a REAL).

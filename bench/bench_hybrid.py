@@ -26,27 +26,32 @@ sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parent / "tests"))
 from fake_ollama import FakeOllama  # noqa: E402
 
-from agent_memory.db import open_database  # noqa: E402
-from agent_memory.embedder import Embedder  # noqa: E402
+from agent_memory.embedders.ollama import Ollama  # noqa: E402
 from agent_memory.service import MemoryService  # noqa: E402
+from agent_memory.storage import open_store  # noqa: E402
+from agent_memory.storage.sqlite import vectors as sqlite_vectors  # noqa: E402
+from agent_memory.storage.sqlite.database import create_engine  # noqa: E402
 
 import corpus  # noqa: E402
 
 SEARCHES = 200
 LIMIT = 10
 # Exact brute force over the float vectors (vec0's own KNN), and one stored vector's distance.
-EXACT_KNN = "SELECT memory_id, distance FROM memory_vectors WHERE embedding MATCH ? AND k = ?"
-DISTANCE = "SELECT vec_distance_cosine(embedding, ?) FROM memory_vectors WHERE memory_id = ?"
+EXACT_KNN = (
+    "SELECT memory_id, vec_distance_cosine(vector, ?1) AS d FROM memory_vector_floats"
+    " ORDER BY d LIMIT ?2"
+)
+DISTANCE = "SELECT vec_distance_cosine(vector, ?) FROM memory_vector_floats WHERE memory_id = ?"
 TIE_EPSILON = 1e-6
 # Also reported: the share of the ten found that are within this cosine distance of the exact
 # tenth (on a templated corpus hundreds of memories can sit that close to it).
 NEAR_EPSILON = 0.01
 
 
-class Precomputed(Embedder):
+class Precomputed(Ollama):
     """Answers queries from vectors made beforehand: searches are timed without Ollama."""
 
-    def __init__(self, real: Embedder, vectors: dict) -> None:
+    def __init__(self, real: Ollama, vectors: dict) -> None:
         super().__init__(real.url, real.model)
         self._vectors = vectors
 
@@ -64,13 +69,13 @@ def run(size: int, workdir: Path) -> dict:
     out: dict = {"size": size}
     reused = path.exists()
     if not reused:
-        loader = MemoryService(open_database(path))
+        loader = MemoryService(open_store(path))
         for memory in corpus.memories(size):
             loader.store(memory)
         loader.close()
     with FakeOllama() as ollama:
-        embedder = Embedder(ollama.url, "nomic-embed-text")
-        svc = MemoryService(open_database(path), embedder=embedder)
+        embedder = Ollama(ollama.url, "nomic-embed-text")
+        svc = MemoryService(open_store(path), embedder=embedder)
         if not reused:
             start = time.perf_counter()
             while svc.backfill():
@@ -85,7 +90,8 @@ def run(size: int, workdir: Path) -> dict:
         out["embed_query_p50_ms"] = statistics.median(embed_ms)
         svc.close()
 
-    svc = MemoryService(open_database(path), embedder=Precomputed(embedder, vectors))
+    svc = MemoryService(open_store(path), embedder=Precomputed(embedder, vectors))
+    engine = create_engine(path)
     try:
         svc.search({"query": queries[0], "limit": LIMIT})  # warm the page cache
         timings: dict[str, list[float]] = {"keywords": [], "questions": [], "vector_leg": []}
@@ -96,20 +102,21 @@ def run(size: int, workdir: Path) -> dict:
                 (time.perf_counter() - t) * 1000
             )
             assert answer["search_mode"] == "hybrid"
-            t = time.perf_counter()
-            svc.repo.vector_ranking(vectors[q], limit=4 * LIMIT)
-            timings["vector_leg"].append((time.perf_counter() - t) * 1000)
+            with engine.connect() as conn, conn.begin():
+                t = time.perf_counter()
+                sqlite_vectors.ranking(conn, vectors[q], 4 * LIMIT)
+                timings["vector_leg"].append((time.perf_counter() - t) * 1000)
         for name, values in timings.items():
             out[f"{name}_p50_ms"] = statistics.median(values)
             out[f"{name}_p99_ms"] = pct(values, 0.99)
         hits = near = 0
         sample = queries[:40]
-        with svc.database.engine.connect() as conn:
+        with engine.connect() as conn, conn.begin():
             raw = conn.connection.driver_connection
             for q in sample:
                 vector = vectors[q].vector
                 cut = max(d for _, d in raw.execute(EXACT_KNN, (vector, LIMIT)))
-                approx = svc.repo.vector_ranking(vectors[q], limit=LIMIT)
+                approx = sqlite_vectors.ranking(conn, vectors[q], LIMIT)
                 found = [raw.execute(DISTANCE, (vector, i)).fetchone()[0] for i in approx]
                 # a hit: as near as the exact tenth (equal distances are interchangeable)
                 hits += sum(d <= cut + TIE_EPSILON for d in found)
@@ -119,6 +126,7 @@ def run(size: int, workdir: Path) -> dict:
         out["db_mb"] = path.stat().st_size / 1e6
     finally:
         svc.close()
+        engine.dispose()
     return out
 
 

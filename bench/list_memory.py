@@ -32,8 +32,8 @@ from typing import IO
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from agent_memory.db import open_database
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 
 MIB = 1024 * 1024
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
@@ -64,7 +64,7 @@ def launch(args: list[str], **kwargs: int) -> subprocess.Popen:
 
 
 def fill(db: Path, count: int, size: int) -> None:
-    svc = MemoryService(open_database(db), max_content_bytes=size)
+    svc = MemoryService(open_store(db), max_content_bytes=size)
     try:
         for i in range(count):
             text = " ".join(f"{WORDS[(i + j) % len(WORDS)]}{j % 997}" for j in range(size // 6))

@@ -27,9 +27,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run import AgentMemory, pct  # noqa: E402
 
-from agent_memory import service as service_module  # noqa: E402
-from agent_memory.db import open_database  # noqa: E402
 from agent_memory.service import MemoryService  # noqa: E402
+from agent_memory.storage import open_store  # noqa: E402
+from agent_memory.storage.sqlite import keyword  # noqa: E402
 
 import corpus  # noqa: E402
 
@@ -58,12 +58,12 @@ def main() -> None:
     system = AgentMemory(workdir)
     if not system.db.exists():
         system.load(list(corpus.developer_memories(args.size)))
-    service = MemoryService(open_database(system.db))
+    service = MemoryService(open_store(system.db))
     questions = corpus.questions(QUESTIONS)
     answers(service, questions)  # warm the page cache and the word counts
-    default_idf, exact_rows = service_module.PRUNE_MAX_IDF, service_module.PRUNE_EXACT_ROWS
-    service_module.PRUNE_MAX_IDF = -1.0  # no word is that light: every word is searched
-    service_module.PRUNE_EXACT_ROWS = 10**12  # and every matching row is scored
+    default_idf, exact_rows = keyword.PRUNE_MAX_IDF, keyword.PRUNE_EXACT_ROWS
+    keyword.PRUNE_MAX_IDF = -1.0  # no word is that light: every word is searched
+    keyword.PRUNE_EXACT_ROWS = 10**12  # and every matching row is scored
     kept = workdir / "reference.json"  # the slow part, reused with --keep
     if kept.exists():
         reference, timings = json.loads(kept.read_text())
@@ -77,10 +77,10 @@ def main() -> None:
     settings = [(float(t), None) for t in args.thresholds.split(",")]
     settings += [(default_idf, float(share)) for share in args.shares.split(",")]
     for threshold, share in settings:
-        service_module.PRUNE_MAX_IDF = threshold
+        keyword.PRUNE_MAX_IDF = threshold
         if share is not None:
-            service_module.PRUNE_EXACT_ROWS = exact_rows
-            service_module.PRUNE_SCORED_SHARE = share
+            keyword.PRUNE_EXACT_ROWS = exact_rows
+            keyword.PRUNE_SCORED_SHARE = share
         pages, timings = answers(service, questions)
         same = sum(p == r for p, r in zip(pages, reference, strict=True)) / len(pages)
         overlap = statistics.mean(

@@ -20,9 +20,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run import AgentMemory, pct  # noqa: E402
 
-from agent_memory.db import open_database  # noqa: E402
 from agent_memory.errors import InvalidArgument  # noqa: E402
 from agent_memory.service import MemoryService  # noqa: E402
+from agent_memory.storage import open_store  # noqa: E402
 
 import corpus  # noqa: E402
 
@@ -69,7 +69,7 @@ def main() -> None:
     system = AgentMemory(workdir)
     if not system.db.exists():
         system.load(list(corpus.developer_memories(args.size)))
-    service = MemoryService(open_database(system.db))
+    service = MemoryService(open_store(system.db))
     print(f"{args.size:,} memories, query bounds: {BOUNDED}\n")
     print("| query | bytes | seconds | answer |")
     print("|---|---:|---:|---|")

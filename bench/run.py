@@ -54,9 +54,9 @@ sys.path.insert(0, str(HERE.parent / "tests"))
 from fake_ollama import FakeOllama  # noqa: E402
 
 from agent_memory import __version__, jsonl  # noqa: E402
-from agent_memory.db import open_database  # noqa: E402
-from agent_memory.lifecycle import SWEEP_PAUSE_SECS  # noqa: E402
+from agent_memory.lifecycle import SWEEP_PAUSE_SECS, sweep  # noqa: E402
 from agent_memory.service import MemoryService  # noqa: E402
+from agent_memory.storage import open_store  # noqa: E402
 
 import corpus  # noqa: E402
 
@@ -222,8 +222,8 @@ class AgentMemory(Floor):
         conn.close()
         # A file in use was swept within the hour: servers started on it leave decay alone
         # (the sweep itself is measured apart, in sweep_under_writes).
-        service = MemoryService(open_database(self.db))
-        service.repo.materialize_decay(now)
+        service = MemoryService(open_store(self.db))
+        service.db.refresh_decay(now)
         service.close()
 
     def files(self) -> list[Path]:
@@ -374,14 +374,14 @@ async def session(system: System, size: int, fresh: list[dict]) -> dict[str, flo
 async def sweep_under_writes(system: AgentMemory, size: int) -> dict[str, float]:
     """The sweep in process (clock two hours ahead: the 1% TTL rows expire) while another
     process stores through MCP as fast as it can; the slowest of those stores."""
-    service = MemoryService(open_database(system.db), clock=lambda: time.time() + 7200)
+    service = MemoryService(open_store(system.db), clock=lambda: time.time() + 7200)
     done = threading.Event()
     report: dict[str, Any] = {}
 
-    def sweep() -> None:
+    def run_sweep() -> None:
         try:
             started = time.perf_counter()
-            report.update(service.sweep(pause=lambda: bool(time.sleep(SWEEP_PAUSE_SECS))))
+            report.update(sweep(service, pause=lambda: bool(time.sleep(SWEEP_PAUSE_SECS))))
             report["secs"] = time.perf_counter() - started
         finally:
             done.set()
@@ -393,7 +393,7 @@ async def sweep_under_writes(system: AgentMemory, size: int) -> dict[str, float]
         memories = corpus.developer_memories(10**9, seed=99)
         for _ in range(WARM_UP_CALLS):
             await call(client, system.store(next(memories), 0))
-        worker = threading.Thread(target=sweep)
+        worker = threading.Thread(target=run_sweep)
         worker.start()
         while not done.is_set():
             latencies.append(await call(client, system.store(next(memories), 0)))

@@ -12,7 +12,7 @@ connection = context.config.attributes.get("connection")
 if connection is None:  # pragma: no cover - developer CLI path
     import os
 
-    from agent_memory import db
+    from agent_memory.storage.sqlite import database as db
 
     url = context.config.get_main_option("sqlalchemy.url") or ""
     path = os.environ.get("AGENT_MEMORY_DB") or url.removeprefix("sqlite:///") or None

@@ -11,16 +11,21 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 import sqlean
 import sqlite_vec
 from fake_ollama import FakeOllama
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
 
-from agent_memory.db import open_database
-from agent_memory.embedder import Embedder
+from agent_memory.embedders.ollama import Ollama
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite.database import create_engine
 
 START = 1_767_225_600  # 2026-01-01T00:00:00Z
 # Port 9 (discard) on loopback: nothing listens, so a spawned server finds no Ollama, even
@@ -59,10 +64,13 @@ _REAL_DATA_BEFORE = _listing(REAL_DATA_DIR)
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch):
     """No test may read or write the user's real data: each test gets its own HOME and XDG
-    directories (spawned servers inherit them), and AGENT_MEMORY_* is cleared."""
+    directories (spawned servers inherit them), and AGENT_MEMORY_* is cleared. Commands run
+    in process embed with Ollama (which is not there) unless a test chooses otherwise: the
+    local model is for the tests about it."""
     home = tmp_path_factory.mktemp("home")
     for name in [k for k in os.environ if k.startswith("AGENT_MEMORY_")]:
         monkeypatch.delenv(name)
+    monkeypatch.setenv("AGENT_MEMORY_EMBEDDER", "ollama")
     monkeypatch.setenv("HOME", str(home))
     for name, sub in (
         ("XDG_DATA_HOME", ".local/share"),
@@ -93,7 +101,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def service(db_path: Path, clock: Clock):
-    svc = MemoryService(open_database(db_path), clock=clock)
+    svc = MemoryService(open_store(db_path), clock=clock)
     yield svc
     svc.close()
 
@@ -104,16 +112,16 @@ def ollama():
         yield fake
 
 
-def embedder_for(url: str, model: str = "nomic-embed-text") -> Embedder:
+def embedder_for(url: str, model: str = "nomic-embed-text") -> Ollama:
     """No retry window, so tests see each switch of the fake at once; timeouts generous
     enough for the pure-Python fake embedding a batch on a busy machine."""
-    return Embedder(url, model, connect_timeout=5.0, read_timeout=60.0, retry_after=0.0)
+    return Ollama(url, model, connect_timeout=5.0, read_timeout=60.0, retry_after=0.0)
 
 
 @pytest.fixture
 def hybrid(db_path: Path, clock: Clock, ollama: FakeOllama):
     """A service whose embedder is the fake Ollama: searches are hybrid."""
-    svc = MemoryService(open_database(db_path), clock=clock, embedder=embedder_for(ollama.url))
+    svc = MemoryService(open_store(db_path), clock=clock, embedder=embedder_for(ollama.url))
     yield svc
     svc.close()
 
@@ -135,8 +143,12 @@ def executable() -> str:
 
 
 def server_env(**extra: str) -> dict[str, str]:
+    """The environment of a spawned agent-memory: no Ollama, and Ollama as the embedder (so
+    searches are keyword-only unless a test points it at the fake Ollama or asks for the
+    local model with AGENT_MEMORY_EMBEDDER=local)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
     env["AGENT_MEMORY_OLLAMA_URL"] = NO_OLLAMA_URL
+    env["AGENT_MEMORY_EMBEDDER"] = "ollama"
     env.update(extra)
     return env
 
@@ -179,3 +191,50 @@ def dump(db_path: Path) -> list[tuple]:
         return conn.execute("SELECT * FROM memories ORDER BY id").fetchall()
     finally:
         conn.close()
+
+
+class WriteWatch:
+    """The write transactions of every SQLite store in this process, seen through
+    SQLAlchemy's public connection events: how many are open now, and an action run with the
+    driver connection at the start of each (to inject a fault into the writer)."""
+
+    def __init__(self) -> None:
+        self.open = 0
+        self.action: Callable[[sqlean.Connection], object] | None = None
+
+    @staticmethod
+    def _writing(conn) -> bool:
+        return bool(conn.get_execution_options().get("sqlite_write"))
+
+    def begin(self, conn) -> None:
+        if self._writing(conn):
+            self.open += 1
+            if self.action is not None:
+                self.action(conn.connection.driver_connection)
+
+    def end(self, conn) -> None:
+        if self._writing(conn):
+            self.open -= 1
+
+
+@pytest.fixture
+def writes():
+    watch = WriteWatch()
+    hooks = (("begin", watch.begin), ("commit", watch.end), ("rollback", watch.end))
+    for name, hook in hooks:
+        event.listen(Engine, name, hook)
+    yield watch
+    for name, hook in hooks:
+        event.remove(Engine, name, hook)
+
+
+@contextmanager
+def reading(db_path: Path):
+    """A read snapshot of the file through a SQLite store's own engine (sqlite-vec, pragmas):
+    for tests of the SQLite store's modules (keyword.py, vectors.py) on their own."""
+    engine = create_engine(db_path)
+    try:
+        with engine.connect() as conn, conn.begin():
+            yield conn
+    finally:
+        engine.dispose()

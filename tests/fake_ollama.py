@@ -11,7 +11,8 @@ Switches, set on the instance while it runs: ``down`` (every request gets 503),
 ``models`` (what /api/tags lists; a model not listed gets 404 from /api/embed),
 ``dimension`` (answer vectors of another size), ``hold`` (an Event that /api/embed waits
 on before answering: a slow Ollama), ``fail_after`` (embed requests answered before
-it starts failing with 503), ``on_embed`` (called inside the request, before the answer).
+it starts failing with 503), ``on_embed`` (called inside the request, before the answer),
+``answer`` (a JSON value /api/embed sends instead of the vectors: a malformed answer).
 """
 
 from __future__ import annotations
@@ -76,6 +77,7 @@ class FakeOllama:
         self.hold: threading.Event | None = None
         self.fail_after: int | None = None
         self.on_embed: Callable[[list[str]], None] | None = None
+        self.answer: object = None
         self.requests: list[tuple[str, dict]] = []
         self.embedded: list[str] = []  # every input text /api/embed answered, in order
         fake = self
@@ -119,6 +121,9 @@ class FakeOllama:
                         fake.on_embed(texts)
                     if fake.hold is not None:
                         fake.hold.wait()
+                    if fake.answer is not None:
+                        self._send(200, fake.answer)
+                        return
                     vectors = [embed(t, fake.dimension) for t in texts]
                     fake.embedded.extend(texts)
                     self._send(200, {"model": payload["model"], "embeddings": vectors})

@@ -19,7 +19,7 @@ import pytest
 import sqlean
 
 from agent_memory import jsonl
-from agent_memory.db import head_revision
+from agent_memory.storage.sqlite.database import head_revision
 
 from conftest import check_consistent, dump, executable, run_agent_memory, server_env
 

@@ -12,8 +12,9 @@ import pytest
 import sqlean
 from sqlalchemy import inspect
 
-from agent_memory import db, schema
 from agent_memory.errors import DatabaseOpenError, SchemaTooNew
+from agent_memory.storage.sqlite import database as db
+from agent_memory.storage.sqlite import schema
 
 from conftest import file_hashes
 
@@ -60,7 +61,7 @@ def test_every_connection_has_the_pragmas_and_sqlite_vec(db_path):
 def test_new_file_is_created_at_head(db_path):
     from alembic.script import ScriptDirectory
 
-    from agent_memory.migrate import alembic_config
+    from agent_memory.storage.sqlite.migrate import alembic_config
 
     database = db.open_database(db_path)
     database.close()
@@ -87,6 +88,7 @@ def test_fts_index_and_triggers_exist(db_path):
         "memories_fts_delete",
         "memories_fts_update",
         "memories_content_hash_stale",
+        "vector_changes_pruned",
     }
     conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
     conn.close()
@@ -94,8 +96,8 @@ def test_fts_index_and_triggers_exist(db_path):
 
 def _imports_after_open(path: Path) -> bool:
     code = (
-        "import sys; from agent_memory.db import open_database; "
-        f"open_database({str(path)!r}).close(); print('alembic' in sys.modules)"
+        "import sys; from agent_memory.storage import open_store; "
+        f"open_store({str(path)!r}).close(); print('alembic' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return out.stdout.strip() == "True"

@@ -9,10 +9,10 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from rest_daemon import RestDaemon
 
-from agent_memory.db import open_database
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 
-from conftest import executable, server_env
+from conftest import embedder_for, executable, server_env
 
 DEADLINE_SECS = 60
 DATASTORE = "We chose PostgreSQL as our datastore."
@@ -28,7 +28,7 @@ def params(db_path, ollama_url: str) -> StdioServerParameters:
 
 
 def test_mcp_search_finds_a_paraphrase_and_backfills_at_start(db_path, tmp_path, ollama):
-    offline = MemoryService(open_database(db_path))  # stored with no Ollama: pending
+    offline = MemoryService(open_store(db_path))  # stored with no Ollama: pending
     queued = offline.store(
         {"content": "The login page crashed on an empty password.", "type": "ERROR"}
     )["id"]
@@ -97,3 +97,49 @@ def test_without_ollama_the_servers_stay_keyword(db_path):
         assert answer["search_mode"] == "keyword" and len(answer["results"]) == 1
         assert daemon.stop() == 0
     assert any("Ollama unreachable" in line for line in daemon.stderr_lines)
+
+
+def test_two_servers_each_with_an_index_see_each_others_vectors(db_path, tmp_path, ollama):
+    """Each serve process keeps its own vector index: a memory stored, changed or forgotten
+    through one is found (or not) by meaning through the other at its next search."""
+    seed = MemoryService(open_store(db_path), embedder=embedder_for(ollama.url))
+    for i in range(30):
+        seed.store({"content": f"note {i} about the deploy pipeline", "type": "PATTERN"})
+    seed.close()
+    errlog = (tmp_path / "reader.log").open("w+")
+
+    def loaded() -> bool:
+        errlog.seek(0)
+        return "vector index: 30 vectors" in errlog.read()
+
+    async def top(client, query: str) -> list[int]:
+        answer = await client.call_tool("memory_search", {"query": query, "limit": 3})
+        assert answer.structured_content["search_mode"] == "hybrid"
+        return [r["id"] for r in answer.structured_content["results"]]
+
+    async def main():
+        async with (
+            Client(params(db_path, ollama.url)) as writer,
+            Client(stdio_client(params(db_path, ollama.url), errlog=errlog)) as reader,
+        ):
+            deadline = time.monotonic() + DEADLINE_SECS
+            while not loaded() and time.monotonic() < deadline:  # real round trips
+                await top(reader, "deploy")
+            assert loaded()
+            stored = await writer.call_tool(
+                "memory_store", {"content": DATASTORE, "type": "DECISION"}
+            )
+            memory_id = stored.structured_content["id"]
+            found = await top(reader, PARAPHRASE)
+            await writer.call_tool(
+                "memory_update", {"id": memory_id, "content": "Redis caches sessions."}
+            )
+            by_new, by_old = await top(reader, "memoize"), await top(reader, PARAPHRASE)
+            await writer.call_tool("memory_forget", {"id": memory_id})
+            gone = await top(reader, "memoize")
+            return memory_id, found, by_new, by_old, gone
+
+    memory_id, found, by_new, by_old, gone = anyio.run(main)
+    assert found[0] == memory_id
+    assert by_new[0] == memory_id and memory_id not in by_old
+    assert memory_id not in gone

@@ -12,8 +12,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from agent_memory.db import open_database
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 
 from conftest import Clock, executable, run_agent_memory, server_env
 
@@ -105,12 +105,12 @@ def test_two_servers_share_one_file(db_path):
 
 def test_sweep_runs_at_start(db_path):
     past = Clock(int(time.time()) - 3600)
-    database = open_database(db_path)
-    MemoryService(database, clock=past).store(
+    store = open_store(db_path)
+    MemoryService(store, clock=past).store(
         {"content": "expired an hour ago", "type": "TODO", "ttl_secs": 60}
     )
-    MemoryService(database).store({"content": "still here", "type": "TODO"})
-    database.close()
+    MemoryService(store).store({"content": "still here", "type": "TODO"})
+    store.close()
 
     async def main():
         async with Client(params(db_path)) as client:
@@ -199,7 +199,7 @@ def test_unusable_database_is_one_line_and_exit_1(db_path, setup, expected):
     if setup == "garbage":
         db_path.write_bytes(b"not a database " * 200)
     elif setup == "newer":
-        open_database(db_path).close()
+        open_store(db_path).close()
         import sqlean
 
         conn = sqlean.connect(str(db_path))
@@ -247,7 +247,7 @@ def test_relations_end_to_end(db_path, raw):
 
 def test_a_list_longer_than_a_wire_slice_arrives_whole(db_path):
     """One JSON-RPC line of several MiB with multi-byte text, written a slice at a time."""
-    svc = MemoryService(open_database(db_path))
+    svc = MemoryService(open_store(db_path))
     contents = [f"{i} é\u2603\U0001f600 " * 80_000 for i in range(3)]  # 960 kB of UTF-8 each
     for content in contents:
         svc.store({"content": content, "type": "TODO"})

@@ -12,8 +12,8 @@ import sqlean
 from mcp import Client, StdioServerParameters
 from rest_daemon import RestDaemon
 
-from agent_memory.db import open_database
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 
 from conftest import executable, run_agent_memory, server_env
 
@@ -149,8 +149,8 @@ def test_costly_searches_do_not_starve_the_daemon(db_path):
     # Issue 18: four ~600-byte searches held all four REST threads for seconds and /health
     # waited. Now the costly shapes are refused before they run, and any search stops at
     # service.SEARCH_BUDGET_SECS, so /health is answered while they are in flight.
-    service = MemoryService(open_database(db_path))
-    with service.repo.bulk():
+    service = MemoryService(open_store(db_path))
+    with service.db.bulk():
         for i in range(3_000):
             service.store({"content": f"the memo {i} of the many", "type": "TODO"})
     service.close()

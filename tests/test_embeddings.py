@@ -8,9 +8,10 @@ import struct
 import pytest
 from fake_ollama import embed
 
-from agent_memory.db import open_database
-from agent_memory.embedder import Pin
+from agent_memory.lifecycle import sweep
+from agent_memory.models import Pin
 from agent_memory.service import BACKFILL_BATCH_ROWS, MemoryService
+from agent_memory.storage import open_store
 
 from conftest import embedder_for
 
@@ -18,7 +19,7 @@ NOMIC = Pin("nomic-embed-text", 768, "nomic")
 
 
 def vectors(raw) -> dict[int, list[float]]:
-    rows = raw.execute("SELECT memory_id, embedding FROM memory_vectors").fetchall()
+    rows = raw.execute("SELECT memory_id, vector FROM memory_vector_floats").fetchall()
     return {i: list(struct.unpack(f"<{len(b) // 4}f", b)) for i, b in rows}
 
 
@@ -37,15 +38,16 @@ def test_a_store_writes_its_vector_and_pins_the_model(hybrid, raw):
         "embedding_model": "nomic-embed-text",
         "embedding_dim": "768",
         "embedding_prefixes": "nomic",
+        "embedding_provider": "ollama",
     }
-    assert hybrid.repo.pin() == NOMIC
+    assert hybrid.db.pin() == NOMIC
 
 
 def test_without_ollama_a_store_succeeds_pending(service, raw):
     memory_id = service.store({"content": "offline note", "type": "TODO"})["id"]
     assert status(raw, memory_id) == 0
     assert raw.execute(
-        "SELECT count(*) FROM sqlite_master WHERE name = 'memory_vectors'"
+        "SELECT count(*) FROM sqlite_master WHERE name = 'memory_vector_floats'"
     ).fetchone() == (0,)
 
 
@@ -56,9 +58,9 @@ def test_forget_and_ttl_expiry_take_the_vector(hybrid, raw, clock):
     assert set(vectors(raw)) == {kept, forgotten, expiring}
     hybrid.forget({"id": forgotten})
     clock.advance(10)
-    assert hybrid.sweep()["expired"] == 1
+    assert sweep(hybrid)["expired"] == 1
     assert set(vectors(raw)) == {kept}
-    for table in ("memory_vector_bits", "memory_vector_int8"):
+    for table in ("memory_vector_bits", "memory_vector_floats"):
         assert raw.execute(f"SELECT memory_id FROM {table}").fetchall() == [(kept,)]
 
 
@@ -78,7 +80,7 @@ def test_update_while_ollama_is_down_leaves_it_pending_with_no_stale_vector(hybr
     assert updated["embedding_status"] == 0
     assert memory_id not in vectors(raw)  # the old meaning no longer matches by vector
     ollama.down = False
-    assert hybrid.sweep()["embedded"] == 1
+    assert sweep(hybrid)["embedded"] == 1
     assert vectors(raw)[memory_id] == pytest.approx(embed("Redis caches sessions."), abs=1e-6)
 
 
@@ -98,9 +100,9 @@ def test_backfill_after_an_outage(hybrid, raw, ollama):
         for i in range(3)
     ]
     assert hybrid.search({"query": "database pick"})["search_mode"] == "keyword"
-    assert hybrid.sweep()["embedded"] == 0  # still down: nothing, and no error
+    assert sweep(hybrid)["embedded"] == 0  # still down: nothing, and no error
     ollama.down = False
-    assert hybrid.sweep()["embedded"] == 3
+    assert sweep(hybrid)["embedded"] == 3
     assert [status(raw, i) for i in ids] == [1, 1, 1]
     answer = hybrid.search({"query": "which database to pick"})
     assert answer["search_mode"] == "hybrid" and len(answer["results"]) == 3
@@ -111,9 +113,9 @@ def test_backfill_takes_at_most_one_batch_per_tick(hybrid, ollama):
     for i in range(BACKFILL_BATCH_ROWS + 2):
         hybrid.store({"content": f"note {i}", "type": "TODO"})
     ollama.down = False
-    assert hybrid.sweep()["embedded"] == BACKFILL_BATCH_ROWS
-    assert hybrid.sweep()["embedded"] == 2
-    assert hybrid.sweep()["embedded"] == 0
+    assert sweep(hybrid)["embedded"] == BACKFILL_BATCH_ROWS
+    assert sweep(hybrid)["embedded"] == 2
+    assert sweep(hybrid)["embedded"] == 0
 
 
 @pytest.mark.parametrize("race", ["edited", "forgotten"])
@@ -126,16 +128,16 @@ def test_a_row_changed_while_its_batch_is_in_flight_keeps_no_old_vector(hybrid, 
     def meanwhile(_texts):
         ollama.on_embed = None
         if race == "edited":  # an edit through another process, made while Ollama was down
-            hybrid.repo.update_memory(racing, {"content": "new text about redis"}, hybrid.now())
+            hybrid.db.update(racing, {"content": "new text about redis"}, hybrid.now(), None)
         else:
-            hybrid.repo.delete_memory(racing)
+            hybrid.db.delete(racing)
 
     ollama.on_embed = meanwhile
-    assert hybrid.sweep()["embedded"] == 1  # only the untouched row
+    assert sweep(hybrid)["embedded"] == 1  # only the untouched row
     assert set(vectors(raw)) == {other}
     if race == "edited":
         assert status(raw, racing) == 0
-        assert hybrid.sweep()["embedded"] == 1  # the next tick embeds the current text
+        assert sweep(hybrid)["embedded"] == 1  # the next tick embeds the current text
         assert vectors(raw)[racing] == pytest.approx(embed("new text about redis"), abs=1e-6)
 
 
@@ -149,7 +151,7 @@ def test_an_edit_with_ollama_up_during_a_backfill_wins(hybrid, raw, ollama):
         hybrid.update({"id": racing, "content": "new text"})  # embeds it (nested request)
 
     ollama.on_embed = meanwhile
-    assert hybrid.sweep()["embedded"] == 0
+    assert sweep(hybrid)["embedded"] == 0
     assert vectors(raw)[racing] == pytest.approx(embed("new text"), abs=1e-6)
 
 
@@ -160,12 +162,12 @@ def test_another_model_never_mixes_vectors_and_searches_stay_keyword(
     db_path, clock, ollama, caplog
 ):
     ollama.models = ["nomic-embed-text:latest", "mxbai-embed-large:latest"]
-    first = MemoryService(open_database(db_path), clock=clock, embedder=embedder_for(ollama.url))
+    first = MemoryService(open_store(db_path), clock=clock, embedder=embedder_for(ollama.url))
     first.store({"content": "pinned to nomic", "type": "TODO"})
     first.close()
 
     other = MemoryService(
-        open_database(db_path), clock=clock, embedder=embedder_for(ollama.url, "mxbai-embed-large")
+        open_store(db_path), clock=clock, embedder=embedder_for(ollama.url, "mxbai-embed-large")
     )
     try:
         with caplog.at_level(logging.WARNING):
@@ -177,13 +179,13 @@ def test_another_model_never_mixes_vectors_and_searches_stay_keyword(
             asked = ollama.embed_requests()
             assert other.backfill() == 0
             assert ollama.embed_requests() == asked  # it does not even ask
-        assert other.repo.pin() == NOMIC
-        assert other.repo.rows([memory_id], now=other.now())  # stored all the same
-        assert other.repo.pending(10) == [(memory_id, "stored with mxbai configured")]
+        assert other.db.pin() == NOMIC
+        assert [m["id"] for m in other.list({})] == [memory_id, 1]  # stored all the same
+        assert other.db.pending(10) == [(memory_id, "stored with mxbai configured")]
         lines = [r.getMessage() for r in caplog.records if "reembed" in r.getMessage()]
         assert len(lines) == 1  # one clear line, however often it is hit
-        assert "agent-memory --embed-model mxbai-embed-large reembed" in lines[0]
-        assert "nomic-embed-text (768 dimensions" in lines[0]
+        assert "agent-memory --embedder ollama --embed-model mxbai-embed-large reembed" in lines[0]
+        assert "nomic-embed-text (ollama, 768 dimensions" in lines[0]
     finally:
         other.close()
 
@@ -191,15 +193,15 @@ def test_another_model_never_mixes_vectors_and_searches_stay_keyword(
 def test_a_same_named_model_of_another_dimension_is_a_mismatch_too(db_path, clock, ollama):
     ollama.models = ["custom-embed:latest"]
     svc = MemoryService(
-        open_database(db_path), clock=clock, embedder=embedder_for(ollama.url, "custom-embed")
+        open_store(db_path), clock=clock, embedder=embedder_for(ollama.url, "custom-embed")
     )
     try:
         svc.store({"content": "768 dimensions", "type": "TODO"})
         ollama.dimension = 384
         memory_id = svc.store({"content": "384 dimensions", "type": "TODO"})["id"]
         assert svc.search({"query": "dimensions"})["search_mode"] == "keyword"
-        assert svc.repo.pending(10) == [(memory_id, "384 dimensions")]
-        assert svc.repo.pin() == Pin("custom-embed", 768, "none")
+        assert svc.db.pending(10) == [(memory_id, "384 dimensions")]
+        assert svc.db.pin() == Pin("custom-embed", 768, "none")
     finally:
         svc.close()
 
@@ -208,8 +210,8 @@ def test_a_wrong_dimension_for_nomic_is_refused_as_a_failed_embed(hybrid, ollama
     ollama.dimension = 384
     with caplog.at_level(logging.WARNING):
         memory_id = hybrid.store({"content": "x", "type": "TODO"})["id"]
-    assert hybrid.repo.pin() is None
-    assert hybrid.repo.pending(10) == [(memory_id, "x")]
+    assert hybrid.db.pin() is None
+    assert hybrid.db.pending(10) == [(memory_id, "x")]
     assert "should give 768 dimensions, got 384" in caplog.text
 
 
@@ -245,9 +247,9 @@ def test_health_shows_the_embedder_status(hybrid, ollama, models, down, expected
         [1, 2],
     ],
 )
-def test_a_malformed_answer_is_a_failed_embed(answer):
-    from agent_memory.embedder import Embedder
-
-    embedder = Embedder("http://127.0.0.1:9", "nomic-embed-text")
-    with pytest.raises(ValueError):
-        embedder._checked(answer, 1)
+def test_a_malformed_answer_is_a_failed_embed(ollama, answer, caplog):
+    ollama.answer = answer
+    embedder = embedder_for(ollama.url)
+    with caplog.at_level(logging.WARNING):
+        assert embedder.embed_documents(["x"]) is None
+    assert "cannot embed with nomic-embed-text at" in caplog.text

@@ -17,14 +17,16 @@ from click.testing import CliRunner
 
 from agent_memory import __version__
 from agent_memory.cli import cli
-from agent_memory.db import head_revision
+from agent_memory.embedders.ollama import known_dimension
+from agent_memory.storage.sqlite.database import head_revision
 
 from conftest import START, executable, run_agent_memory, server_env
 
 
 def export_lines(svc, model: str = "nomic-embed-text") -> list[str]:
+    """The export, with ``model`` as the configured embedder's (and its known dimension)."""
     out: list[str] = []
-    svc.export(out.append, model)
+    svc.export(out.append, model, known_dimension(model) or 0)
     return out
 
 
@@ -140,13 +142,13 @@ def test_an_interrupted_export_leaves_the_old_file_and_no_temp(
     real = MemoryService.export
     seen = []
 
-    def interrupted(self, write, model):
+    def interrupted(self, write, model, dimension):
         def half(text):
             write(text)
             seen.append(stat.S_IMODE(os.stat(f"{target}.export-tmp-{os.getpid()}").st_mode))
             raise KeyboardInterrupt  # Ctrl-C after the first line
 
-        return real(self, half, model)
+        return real(self, half, model, dimension)
 
     monkeypatch.setattr(MemoryService, "export", interrupted)
     result = invoke(db_path, "--output", str(target))

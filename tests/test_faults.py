@@ -15,9 +15,12 @@ import pytest
 import sqlean
 from sqlalchemy import event
 
-from agent_memory.db import open_database
 from agent_memory.errors import StorageError
+from agent_memory.lifecycle import sweep
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite.database import open_database
+from agent_memory.storage.sqlite.store import SqliteStore
 
 from conftest import run_agent_memory, server_env
 
@@ -25,7 +28,7 @@ GENERIC = "{} failed due to a storage error (details are in the server log)"
 
 
 def seeded(db_path: Path, clock) -> list[str]:
-    service = MemoryService(open_database(db_path), clock=clock)
+    service = MemoryService(open_store(db_path), clock=clock)
     contents = [f"kept memory {i} about the fault" for i in range(20)]
     for content in contents:
         service.store({"content": content, "type": "DECISION"})
@@ -43,7 +46,7 @@ def service_with(db_path: Path, clock, *pragmas: str) -> MemoryService:
             dbapi_conn.execute(pragma)
 
     event.listen(database.engine, "connect", on_connect)
-    return MemoryService(database, clock=clock)
+    return MemoryService(SqliteStore(database), clock=clock)
 
 
 def test_a_full_database_refuses_writes_and_keeps_reading(db_path, clock, caplog):
@@ -65,7 +68,7 @@ def test_a_full_database_refuses_writes_and_keeps_reading(db_path, clock, caplog
         assert len(service.list({})) >= len(contents)
     finally:
         service.close()
-    assert {m["content"] for m in MemoryService(open_database(db_path)).list({})} >= set(contents)
+    assert {m["content"] for m in MemoryService(open_store(db_path)).list({})} >= set(contents)
 
 
 def test_a_read_only_file_refuses_writes_and_keeps_reading(db_path, clock, caplog):
@@ -90,7 +93,7 @@ def test_a_read_only_file_refuses_writes_and_keeps_reading(db_path, clock, caplo
         # A search still answers; only its recency bump cannot be written, and is dropped.
         assert service.search({"query": "kept", "limit": 5})["results"]
         assert "could not record the use of its results" in caplog.text
-        report = service.sweep()
+        report = sweep(service)
         assert report["expired"] == 0 and report["decayed"] == 0
     finally:
         service.close()
@@ -124,7 +127,7 @@ def test_a_corrupt_index_gives_the_generic_message_and_the_rows_stay(db_path, cl
     contents = seeded(db_path, clock)
     # Provoked by overwriting the FTS5 index's data pages with garbage.
     corrupt(db_path, "memories_fts_data")
-    service = MemoryService(open_database(db_path), clock=clock)
+    service = MemoryService(open_store(db_path), clock=clock)
     caplog.set_level(logging.ERROR)
     try:
         with pytest.raises(StorageError) as raised:

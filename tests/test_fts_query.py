@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import fts, repository
+from agent_memory import fts
 from agent_memory import service as service_module
 from agent_memory.errors import InvalidArgument
+from agent_memory.storage.sqlite import connections
 
 
 @pytest.mark.parametrize(
@@ -137,7 +138,7 @@ def test_a_search_past_its_time_budget_is_refused_and_frees_the_connection(
     # SQLite's progress handler interrupts the statement at the first look past the
     # deadline; here the deadline has passed before the first statement runs.
     monkeypatch.setattr(service_module, "SEARCH_BUDGET_SECS", 0.0)
-    monkeypatch.setattr(repository, "PROGRESS_STEPS", 1)
+    monkeypatch.setattr(connections, "PROGRESS_STEPS", 1)
     with pytest.raises(InvalidArgument, match="query is too expensive: a search must finish"):
         service.search({"query": "vec*"})
     monkeypatch.setattr(service_module, "SEARCH_BUDGET_SECS", 2.0)

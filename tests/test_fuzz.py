@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 from agent_memory import mcp_server
 from agent_memory.cli import cli
 from agent_memory.errors import AgentMemoryError
-from agent_memory.service import jsonl_reader
+from agent_memory.portable import jsonl_reader
 
 from conftest import dump, executable, server_env
 

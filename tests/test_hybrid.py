@@ -8,12 +8,18 @@ import shutil
 import pytest
 from fake_ollama import embed
 
-from agent_memory import service as service_module
-from agent_memory.db import open_database
-from agent_memory.embedder import Embedder
-from agent_memory.service import MemoryService, rrf
+from agent_memory import ranking
+from agent_memory.embedders.ollama import Ollama
+from agent_memory.lifecycle import sweep
+from agent_memory.models import Filters
+from agent_memory.ranking import rrf
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite import vectors
+from agent_memory.storage.sqlite.keyword import KeywordIndex
+from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT
 
-from conftest import NO_OLLAMA_URL, embedder_for
+from conftest import NO_OLLAMA_URL, embedder_for, reading
 
 DATASTORE = "We chose PostgreSQL as our datastore."
 PARAPHRASE = "which relational database did the team pick"
@@ -60,18 +66,20 @@ def test_rrf_second_in_both_beats_first_in_one():
     assert scores[2] > scores[1] > scores[4]
 
 
-def test_the_order_is_rrf_of_the_two_legs_times_decay_ties_by_id(hybrid, clock):
+def test_the_order_is_rrf_of_the_two_legs_times_decay_ties_by_id(hybrid, clock, db_path):
     fill(hybrid)
     for i in range(12):
         hybrid.store({"content": f"database note {i} about storage", "type": "PATTERN"})
         clock.advance(86_400)
     query, limit = "database pick", 5
     leg = min(4 * limit, 800)
-    keyword = [i for i, _ in hybrid.repo.keyword_ranking(query, limit=leg)]
-    vector = hybrid.repo.vector_ranking(hybrid.embedder.embed_query(query), limit=leg)
-    rows = hybrid.repo.rows(list({*keyword, *vector}), now=hybrid.now())
+    with reading(db_path) as conn:
+        now = hybrid.now()
+        keyword = KeywordIndex().leg(conn, query, now=now, limit=leg, filters=Filters())
+        vector = vectors.ranking(conn, hybrid.embedder.embed_query(query), leg)
+    decay = {m["id"]: ranking.decay(m["type"], m["last_accessed"], now) for m in hybrid.list({})}
     fused = rrf([keyword, vector])
-    expected = sorted(fused, key=lambda i: (-fused[i] * rows[i]["decay_score"], i))[:limit]
+    expected = sorted(fused, key=lambda i: (-fused[i] * decay[i], i))[:limit]
     assert ids_of(hybrid.search({"query": query, "limit": limit})) == expected
 
 
@@ -91,9 +99,10 @@ def test_an_empty_hybrid_answer_is_still_hybrid(hybrid):
 
 
 @pytest.mark.parametrize("query", ["", "?!", "*"])
-def test_a_wordless_query_answers_from_the_vector_leg_alone(hybrid, query):
+def test_a_wordless_query_answers_from_the_vector_leg_alone(hybrid, query, db_path):
     fill(hybrid)
-    nearest = hybrid.repo.vector_ranking(hybrid.embedder.embed_query(query), limit=8)
+    with reading(db_path) as conn:
+        nearest = vectors.ranking(conn, hybrid.embedder.embed_query(query), 8)
     answer = hybrid.search({"query": query, "limit": 2})
     assert answer["search_mode"] == "hybrid"
     assert ids_of(answer) == nearest[:2]
@@ -150,23 +159,19 @@ def test_queries_and_documents_carry_their_task_prefixes(hybrid, ollama):
     assert ollama.embedded == [f"search_document: {DATASTORE}", f"search_query: {PARAPHRASE}"]
 
 
-def test_no_ollama_call_is_made_while_the_write_lock_is_held(hybrid, ollama):
+def test_no_ollama_call_is_made_while_a_write_is_open(hybrid, ollama, writes):
     free = []
-    lock = hybrid.repo._write_lock
 
     def check(_texts):
-        acquired = lock.acquire(blocking=False)
-        free.append(acquired)
-        if acquired:
-            lock.release()
+        free.append(writes.open == 0)
 
     ollama.on_embed = check
     memory_id = hybrid.store({"content": DATASTORE, "type": "DECISION"})["id"]
     hybrid.update({"id": memory_id, "content": "We chose SQLite."})
     hybrid.search({"query": PARAPHRASE})
     hybrid.update({"id": memory_id, "tags": ["x"]})
-    hybrid.repo.update_memory(memory_id, {"content": "pending again"}, hybrid.now())
-    hybrid.sweep()
+    hybrid.db.update(memory_id, {"content": "pending again"}, hybrid.now(), None)
+    sweep(hybrid)
     assert free == [True] * 4
 
 
@@ -188,16 +193,14 @@ def test_without_embeddings_the_answer_is_the_keyword_answer_byte_for_byte(
     embedder, tmp_path, clock, ollama
 ):
     first = tmp_path / "a.db"
-    with_vectors = MemoryService(
-        open_database(first), clock=clock, embedder=embedder_for(ollama.url)
-    )
+    with_vectors = MemoryService(open_store(first), clock=clock, embedder=embedder_for(ollama.url))
     fill(with_vectors)
     with_vectors.close()
     second = tmp_path / "b.db"
     shutil.copyfile(first, second)
     ollama.down = True
-    keyword = MemoryService(open_database(first), clock=clock)
-    fallback = MemoryService(open_database(second), clock=clock, embedder=embedder(ollama))
+    keyword = MemoryService(open_store(first), clock=clock)
+    fallback = MemoryService(open_store(second), clock=clock, embedder=embedder(ollama))
     try:
         for query in QUERIES:
             for args in ({}, {"type": "ERROR"}, {"limit": 1}):
@@ -214,8 +217,8 @@ def test_a_slow_ollama_times_out_and_is_left_alone_for_a_while(db_path, clock, o
     import threading
 
     ollama.hold = threading.Event()  # answers only when released
-    embedder = Embedder(ollama.url, "nomic-embed-text", read_timeout=0.2, retry_after=3600)
-    svc = MemoryService(open_database(db_path), clock=clock, embedder=embedder)
+    embedder = Ollama(ollama.url, "nomic-embed-text", read_timeout=0.2, retry_after=3600)
+    svc = MemoryService(open_store(db_path), clock=clock, embedder=embedder)
     try:
         first = svc.store({"content": DATASTORE, "type": "DECISION"})["id"]
         asked = ollama.embed_requests()
@@ -235,29 +238,28 @@ def test_the_embedding_is_the_model_answer_for_the_prefixed_text(hybrid, raw):
 
     memory_id = hybrid.store({"content": DATASTORE, "type": "DECISION"})["id"]
     (blob,) = raw.execute(
-        "SELECT embedding FROM memory_vectors WHERE memory_id = ?", (memory_id,)
+        "SELECT vector FROM memory_vector_floats WHERE memory_id = ?", (memory_id,)
     ).fetchone()
     assert list(struct.unpack("<768f", blob)) == pytest.approx(embed(DATASTORE), abs=1e-6)
 
 
 def test_leg_size_is_four_times_the_limit_capped_at_800(monkeypatch, hybrid):
     seen = []
-    real = hybrid.repo.vector_ranking
+    real = KeywordIndex.leg
 
-    def spy(embedding, *, limit):
+    def spy(self, conn, query, *, now, limit, filters):
         seen.append(limit)
-        return real(embedding, limit=limit)
+        return real(self, conn, query, now=now, limit=limit, filters=filters)
 
-    monkeypatch.setattr(hybrid.repo, "vector_ranking", spy)
+    monkeypatch.setattr(KeywordIndex, "leg", spy)
     for limit in (1, 10, 200):
         hybrid.search({"query": "x", "limit": limit})
     hybrid.search({"query": "x"})
-    assert seen == [4, 40, 800, 4 * service_module.DEFAULT_SEARCH_LIMIT]
+    assert seen == [4, 40, 800, 4 * DEFAULT_SEARCH_LIMIT]
+    assert [ranking.leg_size(limit) for limit in (1, 10, 200, 201)] == [4, 40, 800, 800]
 
 
-def test_the_coarse_pass_over_many_vectors_agrees_with_exact_knn(hybrid, monkeypatch, raw):
-    from agent_memory import repository
-
+def test_the_coarse_pass_over_many_vectors_agrees_with_exact_knn(hybrid, monkeypatch, raw, db_path):
     fill(hybrid)
     words = ["database", "cache", "login", "rollout", "vector", "pytest", "crash", "latency"]
     for i in range(60):
@@ -265,15 +267,16 @@ def test_the_coarse_pass_over_many_vectors_agrees_with_exact_knn(hybrid, monkeyp
         hybrid.store({"content": text, "type": "TODO"})
     for query in [PARAPHRASE, "slow cache", "auth crash", "ship vectors"]:
         embedding = hybrid.embedder.embed_query(query)
-        exact = hybrid.repo.vector_ranking(embedding, limit=10)
-        monkeypatch.setattr(repository, "EXACT_KNN_MAX_VECTORS", 0)
-        monkeypatch.setattr(repository, "COARSE_MIN_CANDIDATES", 20)  # so the cut matters
-        coarse = hybrid.repo.vector_ranking(embedding, limit=10)
-        monkeypatch.undo()
+        with reading(db_path) as conn:
+            exact = vectors.ranking(conn, embedding, 10)
+            monkeypatch.setattr(vectors, "EXACT_KNN_MAX_VECTORS", 0)
+            monkeypatch.setattr(vectors, "COARSE_MIN_CANDIDATES", 20)  # so the cut matters
+            coarse = vectors.ranking(conn, embedding, 10)
+            monkeypatch.undo()
         distance = {
             memory_id: d
             for memory_id, d in raw.execute(
-                "SELECT memory_id, vec_distance_cosine(embedding, ?) FROM memory_vectors",
+                "SELECT memory_id, vec_distance_cosine(vector, ?) FROM memory_vector_floats",
                 (embedding.vector,),
             )
         }

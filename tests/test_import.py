@@ -12,12 +12,15 @@ from click.testing import CliRunner
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from agent_memory import repository
-from agent_memory import service as service_module
+from agent_memory import models, portable
 from agent_memory.cli import cli
-from agent_memory.db import open_database
 from agent_memory.errors import StorageError
-from agent_memory.service import MemoryService, jsonl_reader
+from agent_memory.portable import jsonl_reader
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite import connections
+from agent_memory.storage.sqlite import portable as sqlite_portable
+from agent_memory.storage.sqlite import store as sqlite_store
 
 from conftest import START, Clock, check_consistent, dump
 
@@ -36,7 +39,7 @@ REPORT_ZERO = dict.fromkeys(
 
 def exported(svc) -> list[dict]:
     lines: list[str] = []
-    svc.export(lines.append, "nomic-embed-text")
+    svc.export(lines.append, "nomic-embed-text", 768)
     return [json.loads(line) for line in lines]
 
 
@@ -80,7 +83,7 @@ def report_of(result) -> dict[str, int]:
 
 @pytest.fixture
 def export_file(tmp_path):
-    source = MemoryService(open_database(tmp_path / "source.db"), clock=Clock())
+    source = MemoryService(open_store(tmp_path / "source.db"), clock=Clock())
     fill(source)
     records = exported(source)
     source.close()
@@ -115,12 +118,12 @@ def test_round_trip_into_an_empty_database(export_file, tmp_path):
         "4 rows pending embedding — the sweep backfills them on the next serve/serve-rest "
         "start (128 per tick)",
     ]
-    svc = MemoryService(open_database(target), clock=Clock(START + 500))
+    svc = MemoryService(open_store(target), clock=Clock(START + 500))
     try:
         again = exported(svc)
         assert normalized(again) == normalized(records)
         assert {r["last_accessed"] for r in again if r["record"] == "memory"} != {START}
-        assert svc.repo.embedding_counts() == (4, 4)  # all pending, Ollama never asked
+        assert svc.db.embedding_counts() == (4, 4)  # all pending, Ollama never asked
     finally:
         svc.close()
 
@@ -128,11 +131,11 @@ def test_round_trip_into_an_empty_database(export_file, tmp_path):
 def test_a_batch_split_over_several_statements_keeps_keys_and_order(
     export_file, tmp_path, monkeypatch
 ):
-    monkeypatch.setattr(repository, "IMPORT_ROWS_PER_STATEMENT", 3)  # 4 rows: 3 + 1
+    monkeypatch.setattr(sqlite_portable, "IMPORT_ROWS_PER_STATEMENT", 3)  # 4 rows: 3 + 1
     path, records = export_file
     target = tmp_path / "target.db"
     assert invoke(target, "--from", "jsonl", str(path)).exit_code == 0
-    svc = MemoryService(open_database(target), clock=Clock(START + 500))
+    svc = MemoryService(open_store(target), clock=Clock(START + 500))
     try:
         assert normalized(exported(svc)) == normalized(records)
         assert svc.search({"query": "gap"})["results"][0]["content"] == "after the gap"
@@ -142,45 +145,38 @@ def test_a_batch_split_over_several_statements_keeps_keys_and_order(
 
 @pytest.mark.parametrize("merged", [True, False])
 def test_an_import_leaves_the_index_merged(export_file, tmp_path, monkeypatch, merged):
-    monkeypatch.setattr(service_module, "IMPORT_BATCH_ROWS", 1)  # a segment per row
+    monkeypatch.setattr(portable, "IMPORT_BATCH_ROWS", 1)  # a segment per row
     path, _ = export_file
-    svc = MemoryService(open_database(tmp_path / "target.db"), clock=Clock())
+    svc = MemoryService(open_store(tmp_path / "target.db"), clock=Clock())
     try:
         if not merged:
-            monkeypatch.setattr(svc.repo, "merge_index", lambda: 0)
+            monkeypatch.setattr(svc.db, "after_import", lambda: 0)
         reader = jsonl_reader(path)
         reader.check()
         assert svc.import_jsonl(reader)["imported"] == 4
         monkeypatch.undo()
-        steps = svc.repo.merge_index()  # one step that finds nothing to do, if merged
+        steps = svc.db.after_import()  # one step that finds nothing to do, if merged
         assert (steps == 1) == merged
         assert svc.search({"query": "gap"})["results"][0]["content"] == "after the gap"
     finally:
         svc.close()
 
 
-def writer_cache_kib(svc) -> int:
-    driver = svc.repo._writer_connection().connection.driver_connection
-    return -driver.execute("PRAGMA cache_size").fetchone()[0]
-
-
-def test_an_import_runs_with_a_larger_writer_cache_and_gives_it_back(export_file, tmp_path):
+def test_an_import_runs_with_a_larger_writer_cache_and_gives_it_back(export_file, tmp_path, writes):
     path, _ = export_file
-    svc = MemoryService(open_database(tmp_path / "target.db"), clock=Clock())
+    svc = MemoryService(open_store(tmp_path / "target.db"), clock=Clock())
     try:
         reader = jsonl_reader(path)
         reader.check()
-        during = []
-        real = svc.repo.import_memories
-
-        def spy(batch, now):
-            during.append(writer_cache_kib(svc))
-            return real(batch, now)
-
-        svc.repo.import_memories = spy
+        seen = []
+        writes.action = lambda driver: seen.append(
+            -driver.execute("PRAGMA cache_size").fetchone()[0]
+        )
         assert svc.import_jsonl(reader)["imported"] == 4
-        assert during == [repository.BULK_CACHE_KIB]
-        assert writer_cache_kib(svc) == repository.DEFAULT_CACHE_KIB
+        svc.store({"content": "after the import", "type": "TODO"})
+        # the import's writes (a batch of memories, one of links, the index merge's steps)
+        assert set(seen[:-1]) == {connections.BULK_CACHE_KIB}
+        assert seen[-1] == connections.DEFAULT_CACHE_KIB  # the store after it
     finally:
         svc.close()
 
@@ -202,7 +198,7 @@ def test_re_running_an_import_is_a_no_op(export_file, tmp_path):
 def test_into_a_populated_database_keys_never_become_ids(export_file, tmp_path):
     path, _ = export_file
     target = tmp_path / "target.db"
-    svc = MemoryService(open_database(target))
+    svc = MemoryService(open_store(target))
     for i in range(6):  # ids 1..6 exist, equal to every key in the file
         svc.store({"content": f"pre-existing {i}", "type": "TODO"})
     svc.store({"content": "We chose SQLite.", "type": "DECISION"})  # same identity as key 1
@@ -214,7 +210,7 @@ def test_into_a_populated_database_keys_never_become_ids(export_file, tmp_path):
         "skipped duplicates": 1,
         "links imported": 3,
     }
-    svc = MemoryService(open_database(target))
+    svc = MemoryService(open_store(target))
     try:
         related = {m["id"]: m["related"] for m in svc.list({"limit": 200, "expand_links": True})}
         assert all(related[i] == [] for i in range(1, 7))  # no pre-existing row gained an edge
@@ -251,7 +247,7 @@ def test_expired_rows_are_skipped_and_their_links_dropped(tmp_path):
         **REPORT_ZERO, "imported": 2, "skipped duplicates": 1, "skipped expired": 1,
         "links imported": 1, "links dropped": 2,
     }  # fmt: skip
-    svc = MemoryService(open_database(tmp_path / "t.db"))
+    svc = MemoryService(open_store(tmp_path / "t.db"))
     try:
         rows = {m["content"]: m for m in svc.list({})}
         assert set(rows) == {"kept", "twin"}
@@ -266,8 +262,9 @@ def test_expired_rows_are_skipped_and_their_links_dropped(tmp_path):
 def test_the_duplicate_key_is_exactly_type_content_and_source(tmp_path, monkeypatch, hashing):
     """Rows are looked up by a hash of their content; only an exact match is a duplicate."""
     if hashing != "real":
-        monkeypatch.setattr(repository, "content_hash", lambda content: 7)
-    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+        for module in (sqlite_store, sqlite_portable):
+            monkeypatch.setattr(module, "content_hash", lambda content: 7)
+    svc = MemoryService(open_store(tmp_path / "t.db"), clock=Clock())
     svc.store({"content": "same text", "type": "DECISION"})
     svc.store({"content": "same text", "type": "DECISION", "source": "chat"})
     svc.close()
@@ -298,7 +295,7 @@ def test_rows_written_by_code_older_than_the_hash_are_still_duplicates(tmp_path)
     """A server that opened the file before revision 0005 keeps running: its rows carry no
     hash, and its content edits leave the old one behind (the trigger resets it)."""
     path = tmp_path / "t.db"
-    svc = MemoryService(open_database(path), clock=Clock())
+    svc = MemoryService(open_store(path), clock=Clock())
     edited = svc.store({"content": "before the edit", "type": "TODO"})["id"]
     svc.close()
     old = sqlean.connect(str(path))  # plain SQL, as that code wrote it: no content_hash
@@ -334,11 +331,11 @@ def test_rows_written_by_code_older_than_the_hash_are_still_duplicates(tmp_path)
         rows = conn.execute("SELECT content, content_hash FROM memories").fetchall()
     finally:
         conn.close()
-    assert [h for _, h in rows] == [repository.content_hash(c) for c, _ in rows]
+    assert [h for _, h in rows] == [models.content_hash(c) for c, _ in rows]
 
 
 def test_an_updated_memory_is_found_by_its_new_content(tmp_path):
-    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    svc = MemoryService(open_store(tmp_path / "t.db"), clock=Clock())
     memory_id = svc.store({"content": "first words", "type": "TODO"})["id"]
     svc.update({"id": memory_id, "content": "second words"})
     records = exported(svc)
@@ -647,7 +644,7 @@ UNSTORABLE = [
 def empty_database(tmp_path_factory):
     """A database at head with no memories, copied by each test (creating one costs more)."""
     path = tmp_path_factory.mktemp("empty") / "empty.db"
-    MemoryService(open_database(path)).close()
+    MemoryService(open_store(path)).close()
     return path
 
 
@@ -737,7 +734,7 @@ def test_a_disk_full_during_the_write_leaves_no_row_and_one_line(
     scratch, target = tmp_path / "scratch.db", tmp_path / "t.db"
     shutil.copyfile(empty_database, scratch)
     shutil.copyfile(empty_database, target)
-    good_file(tmp_path / "batch.jsonl", service_module.IMPORT_BATCH_ROWS)
+    good_file(tmp_path / "batch.jsonl", portable.IMPORT_BATCH_ROWS)
     assert invoke(scratch, "--from", "jsonl", str(tmp_path / "batch.jsonl")).exit_code == 0
     empty, one_batch = page_count(empty_database), page_count(scratch)
     path = tmp_path / "in.jsonl"
@@ -760,30 +757,32 @@ def test_a_disk_full_during_the_write_leaves_no_row_and_one_line(
     assert report_of(invoke(target, "--from", "jsonl", str(path)))["imported"] == GOOD_ROWS
 
 
-def test_a_failed_import_into_a_populated_database_leaves_it_as_it_was(tmp_path):
+def test_a_failed_import_into_a_populated_database_leaves_it_as_it_was(tmp_path, writes):
     """Rows it inserted go, with their links; so do the links it added between rows that
     were there before; a link that was there before stays, and so do those rows."""
     db = tmp_path / "t.db"
-    svc = MemoryService(open_database(db), clock=Clock())
+    svc = MemoryService(open_store(db), clock=Clock())
     for key in range(1, 31):  # the file's first 30 records are these rows
         svc.store({"content": f"good row {key}", "type": "TODO", "tags": ["t"]})
     svc.link({"from_id": 1, "to_id": 2, "kind": "relates_to"})
     before = (dump(db), links_of(db))
     rows = 1_200
     pairs = [(k, k + 1) for k in range(1, 30, 2)]  # 15 links between rows there before
-    pairs += [(k, k + 1) for k in range(31, rows)][: 2 * service_module.IMPORT_BATCH_ROWS - 15]
+    pairs += [(k, k + 1) for k in range(31, rows)][: 2 * portable.IMPORT_BATCH_ROWS - 15]
     header = header_record(rows=rows, links=len(pairs), schema_version=5)
     links = [{**good_link(), "from": a, "to": b} for a, b in pairs]
     path = tmp_path / "in.jsonl"
     write(path, [header, *(good_memory(key) for key in range(1, rows + 1)), *links])
     reader = jsonl_reader(path)
     reader.check()
-    driver = svc.repo._writer_connection().connection.driver_connection
+
+    def full(driver) -> None:
+        pages = driver.execute("PRAGMA page_count").fetchone()[0]
+        driver.execute(f"PRAGMA max_page_count = {pages}")
 
     def progress(done: int, total: int) -> None:
-        if done == rows + service_module.IMPORT_BATCH_ROWS:  # the first batch of links is in
-            pages = driver.execute("PRAGMA page_count").fetchone()[0]
-            driver.execute(f"PRAGMA max_page_count = {pages}")  # and the disk is full now
+        if done == rows + portable.IMPORT_BATCH_ROWS:  # the first batch of links is in
+            writes.action = full  # and the disk is full from the next write on
 
     try:
         with pytest.raises(StorageError):
@@ -803,14 +802,14 @@ def links_of(path) -> list[tuple]:
 
 
 def test_an_interrupt_during_the_write_takes_the_import_out_and_goes_on(tmp_path):
-    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    svc = MemoryService(open_store(tmp_path / "t.db"), clock=Clock())
     path = tmp_path / "in.jsonl"
     good_file(path, GOOD_ROWS)
     reader = jsonl_reader(path)
     reader.check()
 
     def progress(done: int, total: int) -> None:
-        if done == 2 * service_module.IMPORT_BATCH_ROWS:
+        if done == 2 * portable.IMPORT_BATCH_ROWS:
             raise KeyboardInterrupt  # Ctrl-C, after two batches were committed
 
     try:
@@ -821,19 +820,18 @@ def test_an_interrupt_during_the_write_takes_the_import_out_and_goes_on(tmp_path
         svc.close()
 
 
-def test_when_the_fault_outlasts_the_import_the_log_says_what_is_left(tmp_path, caplog):
+def test_when_the_fault_outlasts_the_import_the_log_says_what_is_left(tmp_path, caplog, writes):
     """The file turned read-only after the first batch: nothing can be taken out either, and
     the log says so; a re-run, once the fault is gone, completes the import."""
-    svc = MemoryService(open_database(tmp_path / "t.db"), clock=Clock())
+    svc = MemoryService(open_store(tmp_path / "t.db"), clock=Clock())
     path = tmp_path / "in.jsonl"
     good_file(path, GOOD_ROWS)
     reader = jsonl_reader(path)
     reader.check()
-    driver = svc.repo._writer_connection().connection.driver_connection
 
     def progress(done: int, total: int) -> None:
-        if done == service_module.IMPORT_BATCH_ROWS:
-            driver.execute("PRAGMA query_only = 1")  # SQLITE_READONLY from the next write on
+        if done == portable.IMPORT_BATCH_ROWS:  # SQLITE_READONLY from the next write on
+            writes.action = lambda driver: driver.execute("PRAGMA query_only = 1")
 
     try:
         with pytest.raises(StorageError):
@@ -841,7 +839,7 @@ def test_when_the_fault_outlasts_the_import_the_log_says_what_is_left(tmp_path, 
         assert "the 1000 memories and 0 links it had written could not be taken out" in (
             caplog.text
         )
-        driver.execute("PRAGMA query_only = 0")
+        writes.action = lambda driver: driver.execute("PRAGMA query_only = 0")
         reader.check()
         report = svc.import_jsonl(reader)
         assert (report["imported"], report["skipped duplicates"]) == (GOOD_ROWS - 1000, 1000)

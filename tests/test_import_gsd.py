@@ -7,8 +7,8 @@ from click.testing import CliRunner
 
 from agent_memory import gsd
 from agent_memory.cli import cli
-from agent_memory.db import open_database
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 
 FRESH_TEMPLATE = """# Project State
 
@@ -165,7 +165,7 @@ def test_cli_import_scopes_to_the_project_and_re_running_is_a_no_op(tmp_path):
     assert result.stdout == "imported: 8, skipped duplicates: 0, malformed lines skipped: 0\n"
     result = invoke(db_path, str(state))
     assert result.stdout == "imported: 0, skipped duplicates: 8, malformed lines skipped: 0\n"
-    svc = MemoryService(open_database(db_path))
+    svc = MemoryService(open_store(db_path))
     try:
         memories = svc.list({})
         assert {m["scope"] for m in memories} == {"kore-runtime"}

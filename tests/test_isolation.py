@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agent_memory.db import resolve_path
+from agent_memory.storage.sqlite.database import resolve_path
 
 from conftest import REAL_DATA_DIR, run_agent_memory, server_env
 

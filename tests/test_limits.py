@@ -12,17 +12,16 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from agent_memory import db
-from agent_memory import service as service_module
 from agent_memory.cli import Settings, cli, open_service
 from agent_memory.errors import InvalidArgument
 from agent_memory.rest import MAX_BODY_BYTES, create_app
-from agent_memory.service import (
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.validate import (
     DEFAULT_MAX_CONTENT_BYTES,
     MAX_LABEL_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
-    MemoryService,
 )
 
 from conftest import dump
@@ -62,7 +61,7 @@ def test_content_is_measured_in_utf8_bytes(service, db_path, content, accepted):
 
 
 def test_the_limit_is_configurable_and_applies_to_updates(db_path, clock):
-    small = MemoryService(db.open_database(db_path), clock=clock, max_content_bytes=10)
+    small = MemoryService(open_store(db_path), clock=clock, max_content_bytes=10)
     try:
         small.store({"content": "0123456789", "type": "TODO"})
         before = dump(db_path)
@@ -164,8 +163,7 @@ def test_a_full_mib_of_control_characters_fits_through_rest(service):
 
 def test_a_new_database_file_is_private(tmp_path):
     path = tmp_path / "new.db"
-    database = db.open_database(path)
-    svc = service_module.MemoryService(database)
+    svc = MemoryService(open_store(path))
     svc.store({"content": "x", "type": "TODO"})  # makes the -wal and -shm
     try:
         for suffix in ("", "-wal", "-shm"):
@@ -177,7 +175,7 @@ def test_a_new_database_file_is_private(tmp_path):
 
 def test_an_existing_file_keeps_its_mode(tmp_path):
     path = tmp_path / "shared.db"
-    db.open_database(path).close()
+    open_store(path).close()
     path.chmod(0o640)
-    db.open_database(path).close()
+    open_store(path).close()
     assert stat.S_IMODE(path.stat().st_mode) == 0o640

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.errors import InvalidArgument
+from agent_memory.lifecycle import sweep
 
 from conftest import dump
 
@@ -211,7 +212,7 @@ def test_ttl_expiry_removes_relations_too(three, raw, clock):
     three.link({"from_id": 2, "to_id": short, "kind": "relates_to"})
     three.link({"from_id": 2, "to_id": 1, "kind": "supersedes"})
     clock.advance(10)
-    assert three.sweep()["expired"] == 1
+    assert sweep(three)["expired"] == 1
     assert [row[:3] for row in links(raw)] == [(2, 1, "supersedes")]
 
 
@@ -300,7 +301,7 @@ def test_expansion_is_a_pure_read(three, db_path, clock):
 
 def test_expansion_fetches_a_page_in_one_query(three, monkeypatch):
     calls = []
-    original = three.repo.neighbours
-    monkeypatch.setattr(three.repo, "neighbours", lambda ids: calls.append(ids) or original(ids))
+    original = three.db.neighbours
+    monkeypatch.setattr(three.db, "neighbours", lambda ids: calls.append(ids) or original(ids))
     three.list({"limit": 50, "expand_links": True})
     assert calls == [[3, 2, 1]]

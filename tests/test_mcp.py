@@ -146,7 +146,7 @@ def test_unknown_update_field_is_a_tool_error_result(service, db_path):
     assert result.is_error is True
     assert result.content[0].text == (
         "failed to deserialize parameters: unknown field `ttl_sec`, "
-        "expected one of `id`, `content`, `tags`, `scope`, `ttl_secs`"
+        "expected one of `id`, `content`, `tags`, `scope`, `ttl_secs` (did you mean `ttl_secs`?)"
     )
     assert dump(db_path) == before
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from test_mcp import run
 
+from agent_memory.lifecycle import sweep
+
 from conftest import dump
 
 
@@ -87,7 +89,7 @@ def test_expiry_and_forget_take_their_edges_over_mcp(service, raw, clock):
     assert results[-1].structured_content == {"id": 3, "deleted": True}
     assert edges(raw) == [(1, 2, "supersedes")]
     clock.advance(5)
-    service.sweep()
+    sweep(service)
     assert edges(raw) == []
 
 

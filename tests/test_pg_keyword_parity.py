@@ -17,10 +17,11 @@ from hypothesis import strategies as st
 from test_query import bench_corpus
 
 from agent_memory import fts, query
-from agent_memory.db import open_database
-from agent_memory.repository import FtsQueryError
+from agent_memory.models import Filters
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword
+from agent_memory.storage.sqlite.keyword import FtsQueryError, Run
 
 pytest_plugins = ["pg_fixtures"]
 
@@ -92,10 +93,10 @@ def corpus_records() -> list[dict]:
 @pytest.fixture
 def both(tmp_path: Path, pg: psycopg.Connection):
     """(the SQLite app's service, a PostgreSQL connection) holding the same memories."""
-    service = MemoryService(open_database(tmp_path / "memory.db"), clock=lambda: 1_767_225_600.0)
+    service = MemoryService(open_store(tmp_path / "memory.db"), clock=lambda: 1_767_225_600.0)
     for record in corpus_records():
         service.store(record)
-    with service.repo.engine.connect() as conn:
+    with service.db.database.engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT id, type, content, tags, scope FROM memories").all()
     pg.execute(keyword.SCHEMA)
     with pg.cursor() as cur:
@@ -110,12 +111,15 @@ def both(tmp_path: Path, pg: psycopg.Connection):
 
 
 def sqlite_top(service: MemoryService, text: str, filters: dict) -> list[tuple[int, float]]:
-    """The app's keyword ranking: raw FTS5 first, the OR of the words when FTS5 refuses."""
-    try:
-        return service.repo.keyword_ranking(text, limit=TOP, **filters)
-    except FtsQueryError:
-        retry = fts.or_of_words(text)
-        return service.repo.keyword_ranking(retry, limit=TOP, **filters) if retry else []
+    """The app's keyword ranking (the hybrid leg's: ids by -bm25, filters before the cut):
+    raw FTS5 first, the OR of the words when FTS5 refuses."""
+    with service.db.database.engine.connect() as conn:
+        run = Run(conn, now=1_767_225_600, filters=Filters(**filters), page=False)
+        try:
+            return run(text, TOP, None)
+        except FtsQueryError:
+            retry = fts.or_of_words(text)
+            return run(retry, TOP, None) if retry else []
 
 
 def postgres_top(pg: psycopg.Connection, text: str, filters: dict) -> list[tuple[int, float]]:

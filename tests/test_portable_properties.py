@@ -10,10 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory.db import open_database
 from agent_memory.errors import FormatTooNew, InvalidArgument
-from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
-from agent_memory.service import MemoryService, jsonl_reader
+from agent_memory.portable import jsonl_reader
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.vocabulary import LINK_KINDS, MEMORY_TYPES
 
 from conftest import Clock
 
@@ -39,13 +40,13 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 
 def export_lines(svc) -> list[str]:
     lines: list[str] = []
-    svc.export(lines.append, "nomic-embed-text")
+    svc.export(lines.append, "nomic-embed-text", 768)
     return lines
 
 
 def build(directory: Path, corpus) -> list[str]:
     memories, links = corpus
-    svc = MemoryService(open_database(directory / "a.db"), clock=Clock())
+    svc = MemoryService(open_store(directory / "a.db"), clock=Clock())
     try:
         ids = [svc.store(m)["id"] for m in memories]
         for a, b, kind in links:
@@ -59,7 +60,7 @@ def build(directory: Path, corpus) -> list[str]:
 def import_file(path: Path, db: Path) -> dict[str, int]:
     reader = jsonl_reader(path)
     reader.check()
-    svc = MemoryService(open_database(db), clock=Clock())
+    svc = MemoryService(open_store(db), clock=Clock())
     try:
         return svc.import_jsonl(reader)
     finally:
@@ -76,7 +77,7 @@ def test_a_valid_corpus_survives_the_round_trip(corpus):
         path.write_text("".join(first), encoding="utf-8")
         report = import_file(path, directory / "b.db")
         assert report["imported"] == len(corpus[0])
-        svc = MemoryService(open_database(directory / "b.db"), clock=Clock())
+        svc = MemoryService(open_store(directory / "b.db"), clock=Clock())
         try:
             second = export_lines(svc)
         finally:

@@ -17,9 +17,10 @@ from mcp import Client
 
 from agent_memory import gsd, jsonl, mcp_server
 from agent_memory.cli import cli
-from agent_memory.db import open_database
+from agent_memory.portable import jsonl_reader
 from agent_memory.redact import PATTERNS, redact
-from agent_memory.service import MemoryService, jsonl_reader
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 
 _RNG = random.Random(18)
 ALNUM = string.ascii_letters + string.digits
@@ -234,7 +235,7 @@ def test_store_without_a_secret_answers_as_before(service):
 
 
 def test_the_size_limit_applies_to_the_content_as_sent(db_path):
-    svc = MemoryService(open_database(db_path), max_content_bytes=40)
+    svc = MemoryService(open_store(db_path), max_content_bytes=40)
     try:
         with pytest.raises(Exception, match="at most 40 bytes"):
             svc.store({"content": "x " + GITHUB, "type": "PATTERN"})  # 42 bytes, 25 redacted
@@ -251,7 +252,7 @@ def test_update_redacts_new_content_and_says_so(service, raw):
 
 
 def test_redact_off_stores_the_text_as_sent(db_path):
-    svc = MemoryService(open_database(db_path), redact=False)
+    svc = MemoryService(open_store(db_path), redact=False)
     try:
         assert svc.store({"content": GITHUB, "type": "PATTERN"}) == {"id": 1}
         assert svc.list({})[0]["content"] == GITHUB
@@ -353,7 +354,7 @@ def test_cli_redact_flag_and_env(tmp_path, args, env, stored, line):
     )
     assert result.exit_code == 0, result.output
     assert (line in result.stdout) if line else ("secrets redacted" not in result.stdout)
-    svc = MemoryService(open_database(db_path))
+    svc = MemoryService(open_store(db_path))
     try:
         assert svc.list({})[0]["content"] == stored
     finally:

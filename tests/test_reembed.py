@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from agent_memory.db import open_database
-from agent_memory.embedder import Pin
+from agent_memory.models import Pin
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 
 from conftest import NO_OLLAMA_URL, embedder_for
 
@@ -20,7 +20,7 @@ TEXTS = [f"memory number {i} about the datastore" for i in range(5)]
 def pinned(db_path, ollama):
     """Five memories with nomic-embed-text vectors."""
     ollama.models = ["nomic-embed-text:latest", "mxbai-embed-large:latest"]
-    svc = MemoryService(open_database(db_path), embedder=embedder_for(ollama.url))
+    svc = MemoryService(open_store(db_path), embedder=embedder_for(ollama.url))
     for text in TEXTS:
         svc.store({"content": text, "type": "TODO"})
     svc.close()
@@ -36,9 +36,9 @@ def reembed(db_path, url, *args, model="mxbai-embed-large"):
 
 
 def state(db_path, ollama, model="mxbai-embed-large"):
-    svc = MemoryService(open_database(db_path), embedder=embedder_for(ollama.url, model))
+    svc = MemoryService(open_store(db_path), embedder=embedder_for(ollama.url, model))
     try:
-        return svc.repo.pin(), svc.repo.embedding_counts(), svc
+        return svc.db.pin(), svc.db.embedding_counts(), svc
     finally:
         svc.close()
 
@@ -48,15 +48,13 @@ def test_reembed_moves_every_memory_to_the_configured_model(pinned, ollama):
     result = reembed(pinned, ollama.url)
     assert result.exit_code == 0, result.output
     assert (
-        "re-embedded 5 memories with mxbai-embed-large (768 dimensions, none prefixes)"
+        "re-embedded 5 memories with mxbai-embed-large (ollama, 768 dimensions, none prefixes)"
         in result.stderr
     )
     pin, counts, _ = state(pinned, ollama)
     assert pin == MXBAI and counts == (5, 0)
     assert sorted(ollama.embedded[before + 1 :]) == sorted(TEXTS)  # no nomic prefixes now
-    svc = MemoryService(
-        open_database(pinned), embedder=embedder_for(ollama.url, "mxbai-embed-large")
-    )
+    svc = MemoryService(open_store(pinned), embedder=embedder_for(ollama.url, "mxbai-embed-large"))
     try:
         assert svc.search({"query": "datastore"})["search_mode"] == "hybrid"
     finally:
@@ -92,7 +90,7 @@ def test_reembed_on_an_up_to_date_database_does_nothing_unless_asked(pinned, oll
 
 
 def test_reembed_pins_a_database_that_has_no_vectors_yet(db_path, ollama):
-    svc = MemoryService(open_database(db_path))  # no Ollama: every row pending
+    svc = MemoryService(open_store(db_path))  # no Ollama: every row pending
     for text in TEXTS:
         svc.store({"content": text, "type": "TODO"})
     svc.close()

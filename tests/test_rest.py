@@ -12,10 +12,12 @@ import sqlalchemy
 import waitress
 from fake_ollama import FakeOllama
 
-from agent_memory import __version__, repository, rest
-from agent_memory.db import head_revision
-from agent_memory.embedder import Embedder
+from agent_memory import __version__, rest
+from agent_memory.embedders.ollama import Ollama
 from agent_memory.rest import create_app
+from agent_memory.storage import database_id
+from agent_memory.storage.sqlite import rows as sqlite_rows
+from agent_memory.storage.sqlite.database import head_revision
 
 from conftest import dump
 
@@ -304,7 +306,7 @@ def test_delete_and_links(http, seeded, raw):
             "/api/memories/1",
             {"body": {"ttl_sec": 5}},
             400,
-            "failed to deserialize parameters: unknown field `ttl_sec`, expected one of `content`, `tags`, `scope`, `ttl_secs`",
+            "failed to deserialize parameters: unknown field `ttl_sec`, expected one of `content`, `tags`, `scope`, `ttl_secs` (did you mean `ttl_secs`?)",
         ),
         (
             "PATCH",
@@ -699,19 +701,34 @@ def test_allow_remote_relaxes_both_checks(service):
 )
 def test_health_reports_the_embedder(db_path, service, models, status):
     with FakeOllama(models) as ollama:
-        service.embedder = Embedder(ollama.url, "nomic-embed-text")
+        service.embedder = Ollama(ollama.url, "nomic-embed-text")
         code, body = Client(create_app(service))("GET", "/health")
     assert code == 200
+    hybrid = status == "ready"
+    outlook = (
+        {
+            "search_mode": "hybrid",
+            "embedding": {"provider": "ollama", "model": "nomic-embed-text", "dimension": 768},
+        }
+        if hybrid
+        else {
+            "search_mode": "keyword",
+            "embedding": None,
+            "search_hint": "run `ollama pull nomic-embed-text`",
+        }
+    )
     assert body == {
         "status": "ok",
         "embedder": status,
         "schema_version": head_revision(),
         "version": __version__,
+        **outlook,
+        "database_id": database_id(db_path),
     }
 
 
 def test_health_with_ollama_down_is_still_ok(service):
-    service.embedder = Embedder("http://127.0.0.1:9", "nomic-embed-text")
+    service.embedder = Ollama("http://127.0.0.1:9", "nomic-embed-text")
     assert Client(create_app(service))("GET", "/health")[1]["embedder"] == "unreachable"
 
 
@@ -788,9 +805,9 @@ def fail_at_row(monkeypatch):
                 raise sqlalchemy.exc.OperationalError("SELECT", {}, Exception("disk I/O zzsecret"))
             return real(row)
 
-        monkeypatch.setattr(repository, "_memory", memory)
+        monkeypatch.setattr(sqlite_rows, "memory", memory)
 
-    real = repository._memory
+    real = sqlite_rows.memory
     return arm
 
 

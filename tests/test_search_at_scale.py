@@ -1,9 +1,9 @@
 """The shortcuts keyword search takes on large databases, and what they give up.
 
 Two give the answer of the plain query (issue 8): an unfiltered search ranks candidates in
-the index alone and blends decay into them (repository.KEYWORD_CANDIDATES), and the
-OR-of-words retry leaves out words too common to matter (service.PRUNE_MAX_IDF). The third,
-on files past service.PRUNE_EXACT_ROWS whose kept words match more than PRUNE_SCORED_SHARE
+the index alone and blends decay into them (keyword.KEYWORD_CANDIDATES), and the
+OR-of-words retry leaves out words too common to matter (keyword.PRUNE_MAX_IDF). The third,
+on files past keyword.PRUNE_EXACT_ROWS whose kept words match more than PRUNE_SCORED_SHARE
 of the rows, scores only the rows of the rarest words: its pages are the plain query's when
 those rows hold them, and a test shows when they do not.
 The reference here is the query the contract describes, written out in SQL: every row
@@ -17,9 +17,12 @@ import random
 
 import pytest
 
-from agent_memory import decay, fts, repository
-from agent_memory import service as service_module
-from agent_memory.schema import PINNED_TYPES
+from agent_memory import fts, ranking
+from agent_memory.models import Filters
+from agent_memory.storage.sqlite import keyword
+from agent_memory.vocabulary import PINNED_TYPES
+
+from conftest import reading
 
 DAY = 86_400
 WORDS = ["sqlite", "kafka", "retry", "cache", "schema", "docker", "oauth", "billing"]
@@ -35,7 +38,7 @@ def reference(raw, match: str, now: int, limit: int) -> list[int]:
 
     def score(memory_type: str, last: int, bm25: float) -> float:
         pinned = memory_type in PINNED_TYPES
-        half = decay.PINNED_HALF_LIFE_SECS if pinned else decay.HALF_LIFE_SECS
+        half = ranking.PINNED_HALF_LIFE_SECS if pinned else ranking.HALF_LIFE_SECS
         return math.exp(-math.log(2) * max(now - last, 0) / half) - bm25
 
     ranked = sorted(rows, key=lambda r: (-score(r[1], r[2], r[3]), r[0]))
@@ -59,7 +62,7 @@ def ids(found: list[dict]) -> list[int]:
 @pytest.fixture
 def small_candidates(monkeypatch):
     """A candidate window small enough that 300 rows run past it."""
-    monkeypatch.setattr(repository, "KEYWORD_CANDIDATES", 40)
+    monkeypatch.setattr(keyword, "KEYWORD_CANDIDATES", 40)
 
 
 @pytest.mark.parametrize("repeats", [False, True], ids=["varied", "near-ties"])
@@ -90,15 +93,15 @@ def test_filtered_searches_take_the_full_query(service, clock, raw, small_candid
 @pytest.fixture
 def pruning(monkeypatch):
     """Pruning from the first row on, and a record of every MATCH the search runs."""
-    monkeypatch.setattr(service_module, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
     seen: list[str] = []
-    original = repository.Repository.keyword_search
+    original = keyword.Run.__call__
 
-    def spy(self, match, **kwargs):
+    def spy(self, match, n, within):
         seen.append(match)
-        return original(self, match, **kwargs)
+        return original(self, match, n, within)
 
-    monkeypatch.setattr(repository.Repository, "keyword_search", spy)
+    monkeypatch.setattr(keyword.Run, "__call__", spy)
     return seen
 
 
@@ -146,11 +149,11 @@ def test_common_words_count_when_a_fresh_row_could_outscore_the_rest(service, cl
 
 def test_few_rows_search_every_word(service, clock, raw, monkeypatch):
     calls: list[str] = []
-    original = repository.Repository.keyword_search
+    original = keyword.Run.__call__
     monkeypatch.setattr(
-        repository.Repository,
-        "keyword_search",
-        lambda self, match, **kw: calls.append(match) or original(self, match, **kw),
+        keyword.Run,
+        "__call__",
+        lambda self, match, n, within: calls.append(match) or original(self, match, n, within),
     )
     fill(service, clock, 50)
     service.search({"query": "the sqlite cache?", "limit": 3})
@@ -160,22 +163,26 @@ def test_few_rows_search_every_word(service, clock, raw, monkeypatch):
 @pytest.mark.parametrize(("rows", "hits"), [(100, 0), (100, 50), (100, 51), (100, 100), (7, 3)])
 def test_idf_is_fts5s(rows, hits):
     expected = math.log((rows - hits + 0.5) / (hits + 0.5))
-    assert repository.bm25_idf(rows, hits) == (expected if expected > 0 else 1e-6)
+    assert keyword.bm25_idf(rows, hits) == (expected if expected > 0 else 1e-6)
 
 
 def test_a_count_above_the_rows_of_an_older_snapshot_is_held_to_them():
     # Another thread's newer count against this thread's older row count (soak finding).
-    assert repository.bm25_idf(100, 150) == repository.bm25_idf(100, 100) == 1e-6
+    assert keyword.bm25_idf(100, 150) == keyword.bm25_idf(100, 100) == 1e-6
 
 
-def test_word_rows_count_rows_and_cache_them(service, clock, raw):
+def test_word_rows_count_rows_and_cache_them(service, clock, raw, db_path, monkeypatch):
+    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
     fill(service, clock, 40)
-    rows, hits = service.repo.word_rows(["the", "sqlite", "absent"], clock())
+    index = keyword.KeywordIndex()
+    with reading(db_path) as conn:
+        rows, hits = index.word_rows(conn, ["the", "sqlite", "absent"], clock.now)
     assert rows == 40
     assert hits["the"] == 40 and hits["absent"] == 0
     assert hits["sqlite"] == phrase_rows(raw, "sqlite") > 0
     service.store({"content": "absent no more", "type": "TODO"})  # 41 rows: under the drift?
-    assert service.repo.word_rows(["absent"], clock())[1]["absent"] == 1
+    with reading(db_path) as conn:
+        assert index.word_rows(conn, ["absent"], clock.now)[1]["absent"] == 1
     # 1/40 rows is more than FREQUENCY_CACHE_DRIFT: counted again
 
 
@@ -222,7 +229,7 @@ def test_a_pruned_page_is_in_the_full_querys_order(service, clock, raw, pruning)
 def test_a_tie_the_best_rows_cannot_settle_takes_the_full_query(
     service, clock, raw, pruning, monkeypatch
 ):
-    monkeypatch.setattr(service_module, "PRUNE_RESCORE_ROWS", 0)
+    monkeypatch.setattr(keyword, "PRUNE_RESCORE_ROWS", 0)
     the_in_443_of_1000(service)
     service.store({"content": "vec alpha beta gamma delta", "type": "TODO"})
     service.store({"content": "vec the the the the", "type": "TODO"})
@@ -232,12 +239,14 @@ def test_a_tie_the_best_rows_cannot_settle_takes_the_full_query(
 
 
 @pytest.mark.parametrize("word", ["the", "sqlite", "note", "x", "absent"])
-def test_term_scores_are_what_bm25_gives_the_word(service, clock, raw, word):
+def test_term_scores_are_what_bm25_gives_the_word(service, clock, raw, word, db_path, monkeypatch):
+    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
     fill(service, clock, 120)
     service.store({"content": "sqlite sqlite sqlite x x the", "type": "TODO"})
     all_ids = [row[0] for row in raw.execute("SELECT id FROM memories")]
-    rows, hits = service.repo.word_rows([word], clock())
-    got = service.repo.term_scores(all_ids, {word: repository.bm25_idf(rows, hits[word])})
+    with reading(db_path) as conn:
+        rows, hits = keyword.KeywordIndex().word_rows(conn, [word], clock.now)
+        got = keyword.term_scores(conn, all_ids, {word: keyword.bm25_idf(rows, hits[word])})
     expected = dict.fromkeys(all_ids, 0.0)
     expected.update(
         raw.execute(
@@ -250,27 +259,28 @@ def test_term_scores_are_what_bm25_gives_the_word(service, clock, raw, word):
     assert any(got.values()) == (word != "absent")
 
 
-def test_term_scores_of_no_rows_or_no_words_are_empty(service, clock):
+def test_term_scores_of_no_rows_or_no_words_are_empty(service, clock, db_path):
     fill(service, clock, 3)
-    assert service.repo.term_scores([], {"the": 1.0}) == {}
-    assert service.repo.term_scores([1, 2], {}) == {1: 0.0, 2: 0.0}
+    with reading(db_path) as conn:
+        assert keyword.term_scores(conn, [], {"the": 1.0}) == {}
+        assert keyword.term_scores(conn, [1, 2], {}) == {1: 0.0, 2: 0.0}
 
 
 @pytest.fixture
 def scored(monkeypatch):
     """The rarest words' restriction from 100 rows on, with at most a sixth of the rows
     scored, and each search's (match, within)."""
-    monkeypatch.setattr(service_module, "PRUNE_MIN_ROWS", 1)
-    monkeypatch.setattr(service_module, "PRUNE_EXACT_ROWS", 100)
-    monkeypatch.setattr(service_module, "PRUNE_SCORED_SHARE", 1 / 6)
+    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(keyword, "PRUNE_EXACT_ROWS", 100)
+    monkeypatch.setattr(keyword, "PRUNE_SCORED_SHARE", 1 / 6)
     seen: list[tuple[str, str | None]] = []
-    original = repository.Repository.keyword_search
+    original = keyword.Run.__call__
 
-    def spy(self, match, **kwargs):
-        seen.append((match, kwargs.get("within")))
-        return original(self, match, **kwargs)
+    def spy(self, match, n, within):
+        seen.append((match, within))
+        return original(self, match, n, within)
 
-    monkeypatch.setattr(repository.Repository, "keyword_search", spy)
+    monkeypatch.setattr(keyword.Run, "__call__", spy)
     return seen
 
 
@@ -298,10 +308,10 @@ def zebras(service, clock, count: int) -> list[int]:
     ],
 )
 def test_the_rarest_words_that_fit_the_scored_rows(hits, expected):
-    assert service_module._rarest(list(hits), hits, 50) == expected
+    assert keyword.rarest(list(hits), hits, 50) == expected
 
 
-def test_only_rows_matching_within_are_scored_with_every_word(service, clock, raw):
+def test_only_rows_matching_within_are_scored_with_every_word(service, clock, raw, db_path):
     fill(service, clock, 120)
     match, within = '"sqlite" OR "cache" OR "note"', '"sqlite"'
     full = dict(
@@ -314,22 +324,22 @@ def test_only_rows_matching_within_are_scored_with_every_word(service, clock, ra
         r[0]
         for r in raw.execute("SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?", (within,))
     }
-    ranked = service.repo.keyword_ranking(match, limit=200, within=within)
-    assert {i for i, _ in ranked} == sqlite_rows and len(sqlite_rows) < len(full)
-    assert all(score == full[i] for i, score in ranked)  # bm25 over every word of match
-    found = service.repo.keyword_search(match, now=clock.now, limit=200, within=within)
-    assert {m["id"] for m, _ in found} == sqlite_rows
     todo = {
         i
         for i in sqlite_rows
         if raw.execute("SELECT type FROM memories WHERE id = ?", (i,)).fetchone()[0] == "TODO"
     }
-    filtered = service.repo.keyword_ranking(match, limit=200, within=within, memory_type="TODO")
-    assert {i for i, _ in filtered} == todo
-    found = service.repo.keyword_search(
-        match, now=clock.now, limit=200, within=within, memory_type="TODO"
-    )
-    assert {m["id"] for m, _ in found} == todo
+    with reading(db_path) as conn:
+
+        def run(page: bool, filters: Filters = Filters()) -> list:  # noqa: B008 (frozen)
+            return keyword.Run(conn, now=clock.now, filters=filters, page=page)(match, 200, within)
+
+        ranked = run(page=False)
+        assert {i for i, _ in ranked} == sqlite_rows and len(sqlite_rows) < len(full)
+        assert all(score == full[i] for i, score in ranked)  # bm25 over every word of match
+        assert {m["id"] for m, _ in run(page=True)} == sqlite_rows
+        assert {i for i, _ in run(page=False, filters=Filters(memory_type="TODO"))} == todo
+        assert {m["id"] for m, _ in run(page=True, filters=Filters(memory_type="TODO"))} == todo
 
 
 def test_many_matches_score_only_the_rows_of_the_rarest_words(service, clock, raw, scored):
@@ -367,33 +377,23 @@ def test_past_the_scored_rows_a_row_without_the_rarest_words_is_not_ranked(
     question = "the zebra sqlite cache?"
     assert reference(raw, fts.or_of(fts.words(question)), clock.now, 1) == [fresh]
     assert ids(service.search({"query": question, "limit": 1})["results"]) == [old]
-    service_module.PRUNE_SCORED_SHARE = 1.0  # (monkeypatched: restored after the test)
+    keyword.PRUNE_SCORED_SHARE = 1.0  # (monkeypatched: restored after the test)
     assert ids(service.search({"query": question, "limit": 1})["results"]) == [fresh]
 
 
-def test_the_hybrid_keyword_leg_is_restricted_too(service, clock, monkeypatch):
-    monkeypatch.setattr(service_module, "PRUNE_MIN_ROWS", 1)
-    monkeypatch.setattr(service_module, "PRUNE_EXACT_ROWS", 100)
-    monkeypatch.setattr(service_module, "PRUNE_SCORED_SHARE", 1 / 6)
-    seen = []
-    original = repository.Repository.keyword_ranking
-    monkeypatch.setattr(
-        repository.Repository,
-        "keyword_ranking",
-        lambda self, match, **kw: seen.append(kw.get("within")) or original(self, match, **kw),
-    )
+def test_the_hybrid_keyword_leg_is_restricted_too(service, clock, scored, db_path):
     made = zebras(service, clock, 3)
-
-    def run(match, n, within):
-        return service.repo.keyword_ranking(match, limit=n, within=within)
-
-    found = service._match("the zebra sqlite cache?", run, 3, ceiling=0.0)
-    assert sorted(i for i, _ in found) == sorted(made)
-    assert seen[-1] == '"zebra"'
+    with reading(db_path) as conn:
+        index = keyword.KeywordIndex()
+        found = index.leg(
+            conn, "the zebra sqlite cache?", now=clock.now, limit=3, filters=Filters()
+        )
+    assert sorted(found) == sorted(made)
+    assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
 
 
 def test_up_to_the_scored_rows_every_row_is_scored(service, clock, scored, monkeypatch):
-    monkeypatch.setattr(service_module, "PRUNE_EXACT_ROWS", 303)  # the rows zebras() makes
+    monkeypatch.setattr(keyword, "PRUNE_EXACT_ROWS", 303)  # the rows zebras() makes
     zebras(service, clock, 3)
     service.search({"query": "the zebra sqlite cache?", "limit": 3})
     assert all(within is None for _, within in scored)
@@ -411,7 +411,7 @@ def test_the_candidates_of_a_restricted_search_are_the_rarest_words_rows(
     service, clock, raw, scored, small_candidates
 ):
     # 40 candidates, 60 rows with "zebra": the restricted page comes through the ranking
-    # in the index (repository._candidates_page), from rows with "zebra" only, although a
+    # in the index (keyword.Run._candidates_page), from rows with "zebra" only, although a
     # fresh short row without it tops the full query.
     made = zebras(service, clock, 60)
     fresh = service.store({"content": "sqlite cache", "type": "TODO"})["id"]
@@ -437,8 +437,8 @@ def test_a_nul_in_content_leaves_the_pruned_page_the_full_querys(service, clock,
     # Issue 18: past PRUNE_MIN_ROWS, "common" (in 45% of rows) is left out and added back
     # by term_scores; SQL length() stopped at the NUL, so the row after it seemed to hold
     # "common" many times and the shortcut's page (2102) differed from the full query's.
-    with service.repo.bulk():
-        for i in range(service_module.PRUNE_MIN_ROWS + 100):
+    with service.db.bulk():
+        for i in range(keyword.PRUNE_MIN_ROWS + 100):
             word = "common" if i % 20 < 9 else "other"
             service.store({"content": f"{word} filler{i}", "type": "TODO"})
     plain = service.store({"content": "zebra common common f1", "type": "TODO"})["id"]

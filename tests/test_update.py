@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from agent_memory.lifecycle import sweep
+
 from conftest import dump
 
 DAY = 86_400
@@ -95,5 +97,5 @@ def test_expired_but_unswept_memory_can_still_be_updated(service, clock, memory)
     assert service.list({})[0]["id"] == memory["id"]
     updated = service.update({"id": memory["id"], "ttl_secs": None})
     assert updated["expires_at"] is None
-    assert service.sweep()["expired"] == 0
+    assert sweep(service)["expired"] == 0
     assert len(service.list({})) == 1

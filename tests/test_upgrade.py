@@ -8,16 +8,21 @@ import os
 import re
 import shutil
 import stat
+import struct
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 import sqlean
+import sqlite_vec
 
-from agent_memory import db, migrate, repository
+from agent_memory import models
 from agent_memory.errors import BackupFailed
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite import database as db
+from agent_memory.storage.sqlite import migrate
 
 from conftest import executable, file_hashes, run_agent_memory, server_env
 
@@ -70,12 +75,11 @@ def test_every_released_revision_upgrades_to_head_intact(fixture, tmp_path):
     fresh = tmp_path / "fresh.db"
     db.open_database(fresh).close()
 
-    database = db.open_database(path)
-    service = MemoryService(database)
+    service = MemoryService(open_store(path))
     assert db.read_revision(path) == HEAD
     assert query(path, ROWS) == before
     hashed = query(path, "SELECT content, content_hash FROM memories")
-    assert [h for _, h in hashed] == [repository.content_hash(c) for c, _ in hashed]
+    assert [h for _, h in hashed] == [models.content_hash(c) for c, _ in hashed]
     assert [r["id"] for r in service.search({"query": "maven group"})["results"]] == [1]
     assert [r["id"] for r in service.search({"query": "cafe resume"})["results"]] == [4]
     new_id = service.store({"content": "stored after the upgrade", "type": "TODO"})["id"]
@@ -275,10 +279,10 @@ def test_newer_database_in_use_by_another_process_is_refused_untouched(tmp_path)
 
 OPEN_AFTER_BARRIER = """
 import logging, sys
-from agent_memory.db import open_database
+from agent_memory.storage import open_store
 logging.basicConfig(level=logging.INFO)
 sys.stdin.read(1)  # released together with the other processes
-open_database(sys.argv[1]).close()
+open_store(sys.argv[1]).close()
 """
 
 
@@ -352,7 +356,7 @@ def test_restore_steps_from_the_readme(tmp_path, monkeypatch):
     path = copy_fixture(OLD_FIXTURES[0], tmp_path)
     old_version = int(OLD_FIXTURES[0].stem[-4:])
     rows = query(path, ROWS)
-    service = MemoryService(db.open_database(path))
+    service = MemoryService(open_store(path))
     service.store({"content": "written by the newer version", "type": "TODO"})
     service.close()
     backup = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
@@ -369,11 +373,11 @@ def test_restore_steps_from_the_readme(tmp_path, monkeypatch):
         if int(script.name[:4]) > old_version:
             script.unlink()
     monkeypatch.setattr(db, "migrations_dir", lambda: old_scripts)
-    database = db.open_database(path)
-    assert database.schema_version == old_version
+    store = open_store(path)
+    assert store.schema_version == old_version
     assert query(path, ROWS) == rows
-    assert [m["content"] for m in MemoryService(database).list({})][-1] == rows[0][2]
-    database.close()
+    assert [m["content"] for m in MemoryService(store).list({})][-1] == rows[0][2]
+    store.close()
 
 
 MIXED_ROUNDS = 5
@@ -403,3 +407,52 @@ def test_mcp_server_and_rest_daemon_started_together_on_an_old_file(tmp_path, ro
         (OLD_FIXTURES[0].stem[-4:],)
     ]
     assert query(path, ROWS) == query(OLD_FIXTURES[0], ROWS)
+
+
+# The vector tables as revisions 0003-0005 made them with a pin (vectors.py of that day).
+PINNED_0005 = (
+    "CREATE VIRTUAL TABLE memory_vectors USING vec0("
+    "memory_id integer primary key, embedding float[8] distance_metric=cosine)",
+    "CREATE TABLE memory_vector_bits (memory_id INTEGER PRIMARY KEY, bits BLOB NOT NULL)",
+    "CREATE TABLE memory_vector_int8 (memory_id INTEGER PRIMARY KEY, vector BLOB NOT NULL)",
+    "CREATE TRIGGER memory_vectors_delete AFTER DELETE ON memories BEGIN"
+    " DELETE FROM memory_vectors WHERE memory_id = old.id;"
+    " DELETE FROM memory_vector_bits WHERE memory_id = old.id;"
+    " DELETE FROM memory_vector_int8 WHERE memory_id = old.id; END",
+    "INSERT INTO meta (key, value) VALUES ('embedding_model', 'toy'), ('embedding_dim', '8'),"
+    " ('embedding_prefixes', 'none')",
+)
+
+
+def test_a_pinned_file_keeps_its_vectors_as_plain_floats(tmp_path):
+    path = copy_fixture(FIXTURES / "memory-0005.db", tmp_path)
+    conn = sqlean.connect(str(path))
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    for ddl in PINNED_0005:
+        conn.execute(ddl)
+    vectors = {i: struct.pack("<8f", *[float(i == j) for j in range(8)]) for i in (1, 2, 3)}
+    for memory_id, blob in vectors.items():
+        conn.execute("INSERT INTO memory_vectors VALUES (?, ?)", (memory_id, blob))
+        conn.execute(
+            "INSERT INTO memory_vector_bits VALUES (?, vec_quantize_binary(?))", (memory_id, blob)
+        )
+        conn.execute("INSERT INTO memory_vector_int8 VALUES (?, ?)", (memory_id, b"\0" * 8))
+    conn.commit()
+    conn.close()
+    store = open_store(path)
+    try:
+        assert store.pin() == models.Pin("toy", 8, "none")
+        assert store.embedding_counts() == (4, 4)  # the fixture's rows were never embedded
+    finally:
+        store.close()
+    assert dict(query(path, "SELECT memory_id, vector FROM memory_vector_floats")) == vectors
+    tables = {name for (name,) in query(path, "SELECT name FROM sqlite_master")}
+    assert {"memory_vectors", "memory_vector_int8"}.isdisjoint(tables)
+    assert query(path, "SELECT count(*) FROM vector_changes") == [(0,)]
+    conn = sqlean.connect(str(path))
+    with conn:  # the new triggers take the vector out, logged
+        conn.execute("DELETE FROM memories WHERE id = 2")
+    conn.close()
+    assert [i for (i,) in query(path, "SELECT memory_id FROM memory_vector_floats")] == [1, 3]
+    assert query(path, "SELECT memory_id FROM vector_changes") == [(2,)]

@@ -8,7 +8,8 @@ import sys
 import zipfile
 from pathlib import Path
 
-from agent_memory import __version__, db
+from agent_memory import __version__, web
+from agent_memory.storage.sqlite import database as db
 
 from conftest import server_env
 
@@ -38,6 +39,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     assert revisions and {f"agent_memory/migrations/versions/{r}" for r in revisions} <= set(names)
     assert "agent_memory/alembic.ini" in names
     assert "agent_memory/openapi.json" in names
+    assert {f"agent_memory/web/{name}" for name in web.ASSETS} <= set(names)  # the page
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
@@ -57,7 +59,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
 
     # the migration must come from the installed copy, not from this checkout
     code = (
-        "import agent_memory, agent_memory.db as db; "
+        "import agent_memory; from agent_memory.storage.sqlite import database as db; "
         "d = db.open_database(); print(agent_memory.__file__); print(db.migrations_dir()); "
         "print(d.schema_version)"
     )

@@ -1,4 +1,4 @@
-"""Opening the database file: the one function every entry point uses.
+"""Opening the SQLite file: the one function every way into a SQLite store uses.
 
 Resolve the path, connect through sqlean with sqlite-vec loaded, set the pragmas, and make
 sure the schema is at this build's head. When the file is already at head (the usual case)
@@ -9,16 +9,18 @@ answer and builds the engine after it.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+import importlib.util
 import logging
 import os
 import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import sqlean
-import sqlite_vec
 
 from agent_memory.errors import BackupFailed, DatabaseOpenError, SchemaTooNew
 
@@ -40,7 +42,11 @@ WAL_AUTOCHECKPOINT_PAGES = 4_000
 WAL_SWITCH_RETRY_SECS = 0.005
 _SQLITE_BUSY = 5
 
-PACKAGE_DIR = Path(__file__).resolve().parent
+# Hex digits of a database's identity (64 bits): no two files a user has will share one.
+IDENTITY_HEX_CHARS = 16
+
+# agent_memory/, where the wheel carries the migrations (see migrations_dir).
+PACKAGE_DIR = Path(__file__).resolve().parents[2]
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
 
 
@@ -54,6 +60,14 @@ def resolve_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     import platformdirs
 
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / DB_FILENAME
+
+
+def identity(path: Path) -> str:
+    """An opaque name for the database file at ``path``: the same for every process and
+    every path that leads to the file (symbolic links and relative paths resolved), and
+    telling nothing of the path itself (a client of /health sees it)."""
+    real = os.path.realpath(path)
+    return hashlib.sha256(os.fsencode(real)).hexdigest()[:IDENTITY_HEX_CHARS]
 
 
 def migrations_dir() -> Path:
@@ -91,12 +105,23 @@ def _switch_to_wal(dbapi_conn: sqlean.Connection) -> None:
             time.sleep(WAL_SWITCH_RETRY_SECS)
 
 
+@functools.cache
+def vec0_path() -> str:
+    """sqlite-vec's loadable extension, found without importing the package: its __init__
+    imports numpy when numpy is installed (0.1-0.2 s), which serve's first answer does not
+    need."""
+    spec = importlib.util.find_spec("sqlite_vec")
+    if spec is None or spec.origin is None:
+        raise sqlean.OperationalError("the sqlite-vec package is not installed")
+    return os.path.join(os.path.dirname(spec.origin), "vec0")
+
+
 def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
     # We issue BEGIN ourselves (see _on_begin), so the driver must not.
     dbapi_conn.isolation_level = None
     dbapi_conn.enable_load_extension(True)
     try:
-        sqlite_vec.load(dbapi_conn)
+        dbapi_conn.load_extension(vec0_path())
     except sqlean.OperationalError as exc:  # a broken install: say what is missing
         raise sqlean.OperationalError(
             f"cannot load sqlite-vec ({exc}); reinstall agent-memory-mcp"
@@ -133,14 +158,31 @@ def create_engine(path: Path) -> Engine:
 
 
 def read_revision(path: Path) -> int | None:
-    """The schema version stored in the file, None for a new file; changes nothing on disk.
+    """The schema version stored in the file, None for a new file; changes nothing on disk."""
+    rows = _peek(path, "SELECT version_num FROM alembic_version")
+    if not rows:
+        return None
+    try:
+        return int(rows[0][0])
+    except (TypeError, ValueError) as exc:
+        raise DatabaseOpenError(path, f"unrecognised schema version {rows[0][0]!r}") from exc
+
+
+def read_meta(path: Path) -> dict[str, str]:
+    """The file's ``meta`` table (the embedding pin among it), read as read_revision reads."""
+    return dict(_peek(path, "SELECT key, value FROM meta"))
+
+
+def _peek(path: Path, sql: str) -> list[Any]:
+    """``sql``'s rows, read without SQLAlchemy and changing nothing on disk; [] for a new
+    file or a missing table.
 
     A file with no -wal beside it is read as immutable, so SQLite creates no -wal or -shm
     and takes no lock; one with a -wal (another process has it open) is read normally,
-    read-only, so the newest committed version is seen.
+    read-only, so the newest committed state is seen.
     """
     if not path.exists() or path.stat().st_size == 0:
-        return None
+        return []
     live = Path(f"{path}-wal").exists()
     uri = f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
     try:
@@ -149,25 +191,19 @@ def read_revision(path: Path) -> int | None:
         raise DatabaseOpenError(path, str(exc)) from exc
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        row = conn.execute("SELECT version_num FROM alembic_version").fetchone()
+        return conn.execute(sql).fetchall()
     except sqlean.OperationalError as exc:
         if "no such table" in str(exc):
-            return None
+            return []
         raise DatabaseOpenError(path, str(exc)) from exc
     except sqlean.DatabaseError as exc:
         raise DatabaseOpenError(path, str(exc)) from exc
     finally:
         conn.close()
-    if row is None:
-        return None
-    try:
-        return int(row[0])
-    except (TypeError, ValueError) as exc:
-        raise DatabaseOpenError(path, f"unrecognised schema version {row[0]!r}") from exc
 
 
 def _upgrade(engine: Engine, path: Path, head: int) -> None:
-    from agent_memory import migrate  # imports Alembic: only when there is work
+    from agent_memory.storage.sqlite import migrate  # imports Alembic: only when there is work
 
     migrate.upgrade(engine, path, head)
 

@@ -34,8 +34,9 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Engine
 
-from agent_memory import db, files
+from agent_memory import files
 from agent_memory.errors import BackupFailed, SchemaTooNew
+from agent_memory.storage.sqlite import database as db
 
 log = logging.getLogger(__name__)
 

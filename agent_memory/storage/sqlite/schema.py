@@ -1,7 +1,7 @@
 """SQLAlchemy Core definitions of the plain tables, as the newest migration leaves them.
 
 The FTS5 index (``memories_fts``), the vec0 vector table (``memory_vectors``) and their
-triggers are raw SQL in the migrations and the repository; SQLAlchemy has no notion of
+triggers are raw SQL in the migrations and the store; SQLAlchemy has no notion of
 virtual tables. The migrations do not
 import this module: a revision must keep describing the schema of its own day.
 """
@@ -9,8 +9,6 @@ import this module: a revision must keep describing the schema of its own day.
 from __future__ import annotations
 
 from sqlalchemy import Column, Float, ForeignKey, Integer, MetaData, Table, Text
-
-from agent_memory.vocabulary import LINK_KINDS, MEMORY_TYPES, PINNED_TYPES  # noqa: F401
 
 metadata = MetaData()
 
@@ -30,7 +28,7 @@ memories = Table(
     Column("last_accessed", Integer, nullable=False),
     Column("expires_at", Integer),
     Column("embedding_status", Integer, nullable=False),  # 1: vector made from this content
-    Column("content_hash", Integer, nullable=False),  # repository.content_hash(content)
+    Column("content_hash", Integer, nullable=False),  # models.content_hash(content)
 )
 
 memory_links = Table(

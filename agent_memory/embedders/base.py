@@ -1,0 +1,163 @@
+"""The embedder seam: texts in, vectors of one pinned model out, or None; never an exception.
+
+One abstract batch method, as llm's ``EmbeddingModel`` has: a provider implements
+``_vectors`` (and its status and advice); this base turns a failure into None with one log
+line, leaves a failing provider alone for a while (so that stores and searches do not each
+wait for it), and keeps the vectors of repeated queries. The service calls an embedder
+before it takes a store's write lock, never while holding it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from abc import ABC, abstractmethod
+from collections import OrderedDict
+from collections.abc import Sequence
+
+from agent_memory.models import Embedding, Pin
+
+log = logging.getLogger(__name__)
+
+# Statuses, as /health states them.
+READY = "ready"
+MODEL_MISSING = "model_missing"
+UNREACHABLE = "unreachable"
+# A failing provider is not asked again for this long (the sweep's backfill asks anyway).
+RETRY_AFTER_SECS = 30.0
+# Query vectors kept, most recently used first: agents repeat their questions.
+QUERY_CACHE_SIZE = 256
+
+
+_SAID = {MODEL_MISSING: "has no model", UNREACHABLE: "unreachable for"}
+
+
+class EmbedFailed(Exception):
+    """The provider could not give a vector for every text; the message says why."""
+
+
+class Embedder(ABC):
+    """What the service needs of an embedding provider.
+
+    ``provider``, ``model`` and ``prefixes`` name what this embedder's vectors would be
+    pinned as; ``pin`` is set once it has answered (with the dimension it answered in).
+    """
+
+    provider: str
+    title: str  # the provider as a person knows it: "Ollama"
+    model: str
+    prefixes: str
+    dimension: int | None = None  # when known before the first answer
+
+    def __init__(self, *, retry_after: float = RETRY_AFTER_SECS) -> None:
+        self.pin: Pin | None = None
+        self._retry_after = retry_after
+        self._down_until = 0.0  # monotonic; a failure opens this window
+        self._failing = False  # so that an outage is logged once, not per call
+        self._queries: OrderedDict[str, Embedding] = OrderedDict()
+        self._queries_lock = threading.Lock()
+
+    # -- what a provider implements ---------------------------------------------------------
+
+    @abstractmethod
+    def _vectors(self, texts: list[str], *, query: bool) -> list[Embedding]:
+        """One vector per text, in order, made with this embedder's pin; EmbedFailed if not."""
+
+    @abstractmethod
+    def status(self) -> str:
+        """READY, MODEL_MISSING or UNREACHABLE, asked now."""
+
+    @abstractmethod
+    def describe(self) -> str:
+        """Which model, where: for logs and messages."""
+
+    @abstractmethod
+    def advice(self, status: str) -> str:
+        """What a person can do when the embedder is not READY (a clause, no full stop)."""
+
+    @abstractmethod
+    def reembed_command(self) -> str:
+        """The command that moves a database to this embedder's vectors."""
+
+    def close(self) -> None:  # noqa: B027 - providers with nothing to release keep this
+        """Release what the provider holds (a session, a model)."""
+
+    # -- what the service calls -------------------------------------------------------------
+
+    def serves(self, pin: Pin) -> bool:
+        """Whether vectors pinned as ``pin`` are this embedder's (any dimension it learns)."""
+        return (pin.provider, pin.model, pin.prefixes) == (self.provider, self.model, self.prefixes)
+
+    def embed_documents(
+        self, texts: Sequence[str], *, probe: bool = False
+    ) -> list[Embedding] | None:
+        """Vectors for texts to store, in order; None when they cannot all be made.
+
+        ``probe`` asks even inside the window after a failure (the backfill and reembed do,
+        so vectors come back within one sweep of the provider coming back).
+        """
+        return self._embed(list(texts), query=False, probe=probe)
+
+    def embed_query(self, text: str) -> Embedding | None:
+        with self._queries_lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+        made = self._embed([text], query=True, probe=False)
+        if not made:
+            return None
+        with self._queries_lock:
+            self._queries[text] = made[0]
+            while len(self._queries) > QUERY_CACHE_SIZE:
+                self._queries.popitem(last=False)
+        return made[0]
+
+    def _embed(self, texts: list[str], *, query: bool, probe: bool) -> list[Embedding] | None:
+        if not texts:
+            return []
+        if not probe and time.monotonic() < self._down_until:
+            return None
+        try:
+            made = self._vectors(texts, query=query)
+        except EmbedFailed as exc:
+            self._failed(str(exc))
+            return None
+        if self._failing:
+            self._failing = False
+            log.info("%s answers again: embedding", self.describe())
+        self._down_until = 0.0
+        if made and self.pin != made[0].pin:
+            self.pin = made[0].pin
+            with self._queries_lock:
+                self._queries.clear()
+        return made
+
+    def _failed(self, detail: str) -> None:
+        self._down_until = time.monotonic() + self._retry_after
+        if not self._failing:
+            self._failing = True
+            log.warning(
+                "cannot embed with %s (%s): storing without vectors and searching by keyword; "
+                "the sweep embeds what is pending once it answers",
+                self.describe(),
+                detail,
+            )
+        else:
+            log.debug("embedding still failing: %s", detail)
+
+    def report(self) -> str:
+        """Log, once at start, whether searches can be hybrid and what to do if not."""
+        status = self.status()
+        if status == READY:
+            log.info("embedder ready: %s; searches are hybrid", self.describe())
+        else:
+            log.warning(
+                "%s %s %s: searches are keyword-only (%s)",
+                self.title,
+                _SAID.get(status, status),
+                self.describe(),
+                self.advice(status),
+            )
+        return status

@@ -1,0 +1,204 @@
+"""The Store seam: every operation the service needs of a storage engine, and what each
+one promises. A store is built for one database and shared by a process's threads.
+
+Every write is one transaction; every read is one snapshot (a search with its retries and
+shortcuts included). Arguments arrive validated by the service. A store raises only
+StorageFault (the engine failed; the detail is for the log, never for a client) and
+SearchTimedOut (a search's reads passed their deadline). Engines and drivers are imported
+only by the store that uses them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from agent_memory.models import OLLAMA, Embedding, Filters, Pin, SearchPage
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS
+
+# The pin, as a store keeps it in key/value rows. A pin written before providers existed
+# has no provider key: its vectors came from Ollama.
+PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
+PROVIDER_KEY = "embedding_provider"
+# Called by the sweep between two batches, outside the write lock; True means stop now.
+Pause = Callable[[], bool]
+# An import's outcome per record: ("imported" | "duplicate", row id) or ("expired", None).
+Outcome = tuple[str, int | None]
+
+
+def pin_of(rows: dict[str, str]) -> Pin | None:
+    """The pin these key/value rows name; None when there is none."""
+    if not set(PIN_KEYS) <= set(rows):
+        return None
+    return Pin(
+        rows["embedding_model"],
+        int(rows["embedding_dim"]),
+        rows["embedding_prefixes"],
+        rows.get(PROVIDER_KEY, OLLAMA),
+    )
+
+
+@dataclass(frozen=True)
+class NewMemory:
+    memory_type: str
+    content: str
+    tags: Sequence[str]
+    source: str | None
+    scope: str | None
+    now: int
+    expires_at: int | None
+
+
+class Snapshot(Protocol):
+    """The whole database as of one read: counts, pin and rows agree with each other."""
+
+    def counts(self) -> tuple[int, int]:
+        """(memories, links)."""
+
+    def pin(self) -> Pin | None: ...
+
+    def memories(self) -> Iterator[dict[str, Any]]:
+        """Every memory (expired ones too) in id order, with the export's columns."""
+
+    def links(self) -> Iterator[tuple[int, int, str, int]]:
+        """Every edge (from, to, kind, created_at) in that order."""
+
+
+class Store(Protocol):
+    schema_version: int
+    location: str  # for logs: a path, or a URL without its password
+    # Opaque, and the same in every process that opens this database by whatever path
+    # (storage.database_id computes it without opening anything): `ui` compares it with a
+    # daemon's /health to know whether that daemon serves this database.
+    identity: str
+
+    def close(self) -> None: ...
+
+    # -- memories -------------------------------------------------------------------------
+    def insert(self, memory: NewMemory, embedding: Embedding | None) -> int:
+        """A new row, and its vector in the same transaction when ``embedding`` fits the
+        pin (a database with no pin yet is pinned to it); else the row is pending."""
+
+    def update(
+        self, memory_id: int, changes: dict[str, Any], now: int, embedding: Embedding | None
+    ) -> dict[str, Any] | None:
+        """Apply ``changes`` (content, tags, scope, expires_at) and count it as a use; None
+        if no such row. New content replaces the vector in the same transaction (with
+        ``embedding`` when it fits, else the row is pending). The result carries
+        ``embedding_status``."""
+
+    def delete(self, memory_id: int) -> bool:
+        """Remove a row with its vector and links; whether it was there."""
+
+    def bump(self, ids: Sequence[int], now: int) -> None:
+        """The recency bump of returned search results: last_accessed = now, access_count
+        + 1 (saturating at the largest 64-bit integer)."""
+
+    def search(
+        self,
+        query: str,
+        embedding: Embedding | None,
+        *,
+        now: int,
+        limit: int,
+        filters: Filters,
+        deadline: float | None = None,
+    ) -> SearchPage:
+        """One page of results, read in one snapshot, decay_score as of ``now``.
+
+        Keyword mode (no embedding, or one of another pin, given back as ``other_pin``):
+        ``decay - bm25`` descending, ties by id, filters before the cut; the query as FTS5
+        syntax, else its words OR-ed. Hybrid: ranking.fuse of the keyword leg (bm25, filters
+        before its cut) and the vector leg (cosine, filters after its cut), each of
+        ranking.leg_size(limit). ``deadline`` is a time.monotonic() value."""
+
+    def memories(
+        self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None
+    ) -> Iterator[dict[str, Any]]:
+        """The list, newest first (created_at, then id, descending), streamed from one
+        snapshot that stays open until the iterator is exhausted or closed. ``before``
+        (created_at, id) keeps only the rows after that point in this order: a keyset
+        page, as cheap deep in the list as at its head."""
+
+    def neighbours(
+        self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS
+    ) -> list[dict[str, Any]]:
+        """Per (result, neighbour) edge: self, id, kind, direction ("out" | "in"), type,
+        content, tags; newest relation first, at most ``per_result`` per result."""
+
+    def get(
+        self, memory_id: int, relations: int
+    ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
+        """One memory (its wire fields plus access_count and embedding_status) and up to
+        ``relations`` of its edges as neighbours gives them, from one snapshot; None if no
+        such row. A read: nothing is bumped."""
+
+    def stats(self, scopes: int) -> dict[str, Any]:
+        """From one snapshot: memories, by_type {type: count}, by_scope [(scope, count)] for
+        the ``scopes`` largest scopes (None is no scope), links, pending_embedding."""
+
+    def ping(self) -> None:
+        """A cheap read that fails when the store cannot be read."""
+
+    # -- relations ------------------------------------------------------------------------
+    def link(self, a: int, b: int, kind: str, now: int, *, ids: tuple[int, int]) -> int | None:
+        """Store the edge a -[kind]-> b unless present (a repeat keeps its created_at);
+        return the first of ``ids`` that does not exist, writing nothing then."""
+
+    def unlink(self, a: int, b: int, kind: str) -> bool: ...
+
+    # -- embeddings -----------------------------------------------------------------------
+    def pin(self) -> Pin | None: ...
+
+    def pending(self, limit: int) -> list[tuple[int, str]]:
+        """Rows whose vector is missing or stale, oldest first: (id, content)."""
+
+    def write_vectors(self, made: Sequence[tuple[int, str, Embedding]]) -> int:
+        """Store backfilled vectors, given as (id, the text it was made from, embedding),
+        skipping a row edited or forgotten meanwhile; how many were written."""
+
+    def repin(self, pin: Pin) -> None:
+        """Start over with another model: drop every vector, pin ``pin``, all pending."""
+
+    def embedding_counts(self) -> tuple[int, int]:
+        """(rows, rows pending embedding)."""
+
+    # -- import and export ----------------------------------------------------------------
+    def import_memories(self, batch: Sequence[dict[str, Any]], now: int) -> list[Outcome]:
+        """Insert a batch of export records in one transaction. A record already present on
+        (type, content, source) is not inserted (its id is the existing row's), nor a
+        repeat inside the batch; an expired one is skipped. The batch's new rows take
+        consecutive ids."""
+
+    def import_links(
+        self, edges: Sequence[tuple[int, int, str, int]]
+    ) -> list[tuple[int, int, str]]:
+        """Insert (a, b, kind, created_at) edges in one transaction; the new ones, once each."""
+
+    def remove_imported(
+        self, ranges: Sequence[tuple[int, int]], edges: Sequence[tuple[int, int, str]]
+    ) -> int:
+        """Take a failed import out in one transaction: its rows by (first, last) id range
+        with their links, and the edges it added between older rows; rows removed."""
+
+    def after_import(self) -> int:
+        """Whatever the engine's indexes want after a bulk load (short transactions)."""
+
+    def bulk(self) -> AbstractContextManager[None]:
+        """Around a long run of import batches."""
+
+    def snapshot(self) -> AbstractContextManager[Snapshot]: ...
+
+    # -- the sweep ------------------------------------------------------------------------
+    def delete_expired(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        """Remove rows with expires_at <= now in batches that each hold the write lock
+        briefly; (rows removed, the longest hold in seconds). ``pause`` runs between
+        batches, outside the lock; True stops early."""
+
+    def refresh_decay(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        """Rewrite every stored decay_score, in batches as delete_expired."""
+
+    def decay_refreshed_at(self) -> int | None:
+        """When any process last finished refresh_decay on this database."""

@@ -1,0 +1,449 @@
+"""Keyword search in a SQLite store: FTS5's bm25, the plain-language retry, and every
+shortcut that makes a question cheap on a large file, in one place and one read snapshot.
+
+A keyword page ranks by ``score = decay - bm25`` (bm25 is negative in FTS5: lower is
+better), ties by id; the keyword leg of a hybrid search ranks by bm25 alone. The query runs
+as FTS5 syntax first; only if FTS5 cannot parse it, once more as its words quoted and
+OR-ed (fts.or_of_words). That retry is where questions land ("what vector store do we
+use?"), and where the shortcuts apply, each of them exact unless said otherwise:
+
+1. Candidates: an unfiltered page ranks the best KEYWORD_CANDIDATES rows by bm25 in the
+   index alone, then blends decay into those only. Decay lies in (0, MAX_DECAY], so a row
+   past the candidates scores at most the last candidate's -bm25 + MAX_DECAY: when the
+   page's last score beats that, the page is the full query's.
+2. Pruning: words in more than about 44% of rows (bm25 IDF at most PRUNE_MAX_IDF: "the",
+   "we") are left out of the OR when the other words alone decide the page: their bm25
+   share is added back to the best rows (term_scores, FTS5's own arithmetic) and the page
+   is taken only when no row past it could catch up (see _decided).
+3. Restriction (past PRUNE_EXACT_ROWS memories, not exact): when the kept words match many
+   rows, only rows matching the rarest of them are scored (see rarest).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy
+import sqlean
+from sqlalchemy import bindparam, func, literal_column, select
+
+from agent_memory import fts
+from agent_memory.models import Filters
+from agent_memory.ranking import MAX_DECAY
+from agent_memory.storage.sqlite import rows
+from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
+from agent_memory.storage.sqlite.schema import memories
+
+log = logging.getLogger(__name__)
+
+# An unfiltered keyword search ranks the best KEYWORD_CANDIDATES rows by bm25 in the index
+# alone (no join to memories for every match), then blends decay into those only.
+KEYWORD_CANDIDATES = 1_000
+# Words of IDF at most PRUNE_MAX_IDF (in more than about 44% of rows) may be left out of the
+# retry's OR. Below PRUNE_MIN_ROWS memories every word is searched: there that is as fast
+# or faster (bench corpus, in process, p50 of 200 questions: 3.0 against 3.8-5.2 ms at
+# 1,000 memories, 6.6 against 5.7-6.2 at 2,000, 18 against 8.5-12 at 5,000).
+PRUNE_MAX_IDF = 0.25
+PRUNE_MIN_ROWS = 2_000
+# On a file of more than PRUNE_EXACT_ROWS memories, when the words kept are found in more
+# than PRUNE_SCORED_SHARE of the rows in all (counted per word), bm25 is computed only for
+# the rows that match the rarest of them: the other words still count in those rows'
+# scores, but a row matching none of the rarest words is not ranked. The page can differ
+# from the full query's (measured in bench/pruning.py); up to PRUNE_EXACT_ROWS memories the
+# answer is always the full query's.
+PRUNE_EXACT_ROWS = 20_000
+PRUNE_SCORED_SHARE = 0.1
+# When rows past a pruned page nearly tie with its last ones, this many more rows are
+# scored with the left-out words added back.
+PRUNE_RESCORE_ROWS = 200
+# FTS5's bm25 parameters (fixed in SQLite): term-frequency saturation and length weight.
+BM25_K1 = 1.2
+BM25_B = 0.75
+# One query term adds at most idf * (k1 + 1) to a row's bm25 score.
+BM25_TERM_MAX = BM25_K1 + 1
+# Document frequencies of query words are reused for this long, and while the number of
+# indexed rows moves by less than this fraction: counting a word in every row costs 8 ms
+# at 100,000 rows, and common words repeat.
+FREQUENCY_CACHE_SECS = 60
+FREQUENCY_CACHE_DRIFT = 0.01
+FREQUENCY_CACHE_WORDS = 4_096
+# SQLite's generic SQLITE_ERROR: what a MATCH expression FTS5 cannot parse raises (busy,
+# I/O, full and corrupt databases have codes of their own).
+_SQLITE_ERROR = 1
+
+_FTS = sqlalchemy.table("memories_fts", sqlalchemy.column("rowid"))
+_BM25 = sqlalchemy.literal_column("bm25(memories_fts)")
+# A query "within" another MATCH expression scores only the rows that match it too. The
+# unary + keeps SQLite from handing the IN to FTS5 as a rowid constraint, which FTS5
+# answers with one seek per id (28 s instead of 40 ms for 8,000 ids at 100,000 memories);
+# as a filter, bm25() runs for those rows only.
+_WITHIN = sqlalchemy.text(
+    "+memories_fts.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :within)"
+)
+_PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
+# FTS5's "averages" record (rowid 1 of its data table) starts with the number of rows
+# indexed, the N of bm25's IDF, then their total length in tokens; a phrase's row count is
+# its n.
+_AVERAGES = "SELECT block FROM memories_fts_data WHERE id = 1"
+_PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
+# Per row among a JSON array of ids: how often the phrase occurs (highlight() inserts one
+# character before each occurrence). FTS5 walks the phrase's rows once (about 7 ns a row)
+# and highlights only the ids; bm25() would have counted the phrase's rows all over again
+# for every id. Lengths are counted in bytes: length() of text stops at a NUL, which FTS5
+# indexes past (issue 18). _DOC_SIZES gives those rows' lengths in tokens (bm25's D).
+_OCCURRENCES = (
+    "SELECT rowid, length(CAST(highlight(memories_fts, 0, 'x', '') AS BLOB))"
+    " - length(CAST(content AS BLOB)) "
+    "FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
+)
+_DOC_SIZES = "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))"
+
+
+class FtsQueryError(Exception):
+    """FTS5 could not parse the MATCH expression"""
+
+    def __init__(self, error: sqlean.OperationalError) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _matching(within: bool) -> list[Any]:
+    """WHERE clauses: the rows matching :match (and :within, when ``within``)."""
+    match = literal_column("memories_fts").op("MATCH")(bindparam("match"))
+    return [match, _WITHIN] if within else [match]
+
+
+@functools.cache
+def _page_statement(key: FilterKey, within: bool) -> sqlalchemy.Select[Any]:
+    current = rows.decay_sql()
+    score = (current - _BM25).label("score")
+    return (
+        select(*SELECT_MEMORY, current.label("current_decay"), score)
+        .select_from(_FTS.join(memories, memories.c.id == _FTS.c.rowid))
+        .where(*_matching(within), *rows.filter_clauses(key))
+        .order_by(score.desc(), memories.c.id.asc())
+        .limit(bindparam("limit"))
+    )
+
+
+@functools.cache
+def _leg_statement(key: FilterKey, within: bool) -> sqlalchemy.Select[Any]:
+    """(id, bm25) by bm25 alone (best first, ties by id): the keyword leg of a hybrid search.
+
+    With no filter, the index alone answers: no join to memories for every match (at
+    100,000 memories a keyword's leg fell from 21 ms to 6 ms).
+    """
+    if not any(key):
+        return (
+            select(_FTS.c.rowid, _BM25)
+            .where(*_matching(within))
+            .order_by(_BM25.asc(), _FTS.c.rowid.asc())
+            .limit(bindparam("limit"))
+        )
+    return (
+        select(memories.c.id, _BM25)
+        .select_from(_FTS.join(memories, memories.c.id == _FTS.c.rowid))
+        .where(*_matching(within), *rows.filter_clauses(key))
+        .order_by(_BM25.asc(), memories.c.id.asc())
+        .limit(bindparam("limit"))
+    )
+
+
+@functools.cache
+def _candidates_statement(within: bool) -> sqlalchemy.Select[Any]:
+    """The best :cut rows by bm25 from the index alone, then decay blended into those only.
+
+    Each row also carries how many candidates there were and the last one's bm25, which
+    tell whether the page is decided (see _candidates_page). At 100,000 memories joining
+    every match to its row had cost half of a question's time.
+    """
+    ranked = (
+        select(_FTS.c.rowid.label("rid"), _BM25.label("b"))
+        .where(*_matching(within))
+        .order_by(_BM25.asc(), _FTS.c.rowid.asc())
+        .limit(bindparam("cut"))
+        .cte("ranked")  # used three times: SQLite materializes it once
+    )
+    current = rows.decay_sql()
+    score = (current - ranked.c.b).label("score")
+    return (
+        select(
+            *SELECT_MEMORY,
+            current.label("current_decay"),
+            score,
+            select(func.count()).select_from(ranked).scalar_subquery().label("candidates"),
+            select(func.max(ranked.c.b)).scalar_subquery().label("worst"),
+        )
+        .select_from(ranked.join(memories, memories.c.id == ranked.c.rid))
+        .order_by(score.desc(), memories.c.id.asc())
+        .limit(bindparam("limit"))
+    )
+
+
+def bm25_idf(rows_indexed: int, hits: int) -> float:
+    """The IDF FTS5's bm25 gives a phrase found in ``hits`` of ``rows_indexed`` rows.
+
+    A cached count can exceed a row count read in a newer snapshot after deletes: it is
+    held to ``rows_indexed`` (found by the soak: a math domain error one search in 20,000).
+    """
+    hits = min(hits, rows_indexed)
+    idf = math.log((rows_indexed - hits + 0.5) / (hits + 0.5))
+    return idf if idf > 0 else 1e-6
+
+
+def _varints(blob: bytes, count: int) -> list[int]:
+    """The first ``count`` of the variable-length integers SQLite wrote one after another."""
+    values, at = [], 0
+    while len(values) < count:
+        value = 0
+        for i in range(9):
+            byte = blob[at] if at < len(blob) else 0
+            at += 1
+            if i == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if byte < 0x80:
+                break
+        values.append(value)
+    return values
+
+
+def rarest(kept: list[str], hits: Mapping[str, int], budget: float) -> str | None:
+    """The OR of the rarest kept words: the rarest found, and more while their rows number
+    at most ``budget``; None when that is all of them, or their rows all fit."""
+    rarest = sorted(set(kept), key=lambda w: (hits[w], w))
+    if sum(hits[w] for w in rarest) <= budget:
+        return None
+    chosen, total = [], 0
+    for word in rarest:
+        if total and total + hits[word] > budget:
+            break
+        chosen.append(word)
+        total += hits[word]
+    return fts.or_of(chosen) if len(chosen) < len(rarest) else None
+
+
+def _ident(item: Any) -> int:
+    """A ranked item's id: a memory (a page) or an id (a leg)."""
+    return item if isinstance(item, int) else item["id"]
+
+
+class Run:
+    """One search's statements on its snapshot: with ``page``, memories by decay - bm25
+    (decay_score as of ``now``), else ids by bm25 alone; filters before the cut."""
+
+    def __init__(
+        self, conn: sqlalchemy.Connection, *, now: int, filters: Filters, page: bool
+    ) -> None:
+        self.conn = conn
+        self.page = page
+        self.key = rows.filter_key(filters)
+        self.params = (
+            {**rows.filter_params(filters), "now": now} if page else rows.filter_params(filters)
+        )
+
+    @property
+    def ceiling(self) -> float:
+        """The most a row matching none of the words searched can score: its decay."""
+        return MAX_DECAY if self.page else 0.0
+
+    def __call__(self, match: str, n: int, within: str | None) -> list[tuple[Any, float]]:
+        """(item, score) best first, at most ``n``; FtsQueryError when FTS5 cannot parse."""
+        self._probe(match)
+        params = {**self.params, "match": match, "limit": n}
+        if within is not None:
+            params["within"] = within
+        if not self.page:
+            found = self.conn.execute(_leg_statement(self.key, within is not None), params)
+            return [(memory_id, -bm25) for memory_id, bm25 in found]
+        found = None if any(self.key) else self._candidates_page(params)
+        if found is None:
+            found = self.conn.execute(_page_statement(self.key, within is not None), params).all()
+        return [(rows.with_decay(row), row.score) for row in found]
+
+    def _probe(self, match: str) -> None:
+        """Asked on the driver connection: a statement refused through SQLAlchemy costs
+        0.3 ms of exception wrapping, twenty times the probe."""
+        try:
+            self.conn.connection.driver_connection.execute(_PROBE, (match,)).fetchall()
+        except sqlean.OperationalError as exc:
+            if exc.sqlite_errorcode == _SQLITE_ERROR:
+                raise FtsQueryError(exc) from exc
+            raise
+
+    def _candidates_page(self, params: dict[str, Any]) -> list[Any] | None:
+        """An unfiltered page from the bm25 candidates, or None when they cannot tell."""
+        cut = max(KEYWORD_CANDIDATES, params["limit"])
+        if indexed_rows(self.conn) <= cut:  # every row a candidate: the plain query is cheaper
+            return None
+        found = self.conn.execute(
+            _candidates_statement("within" in params), {**params, "cut": cut}
+        ).all()
+        if not found or found[0].candidates < cut:
+            return found
+        if len(found) == params["limit"] and found[-1].score > MAX_DECAY - found[0].worst:
+            return found
+        return None
+
+
+def indexed_rows(conn: sqlalchemy.Connection) -> int:
+    """The row count FTS5 keeps in its averages record (what bm25 counts as N)."""
+    block = conn.exec_driver_sql(_AVERAGES).scalar()
+    return _varints(block, 1)[0] if block else 0
+
+
+class KeywordIndex:
+    """The FTS5 index as a search sees it; keeps the word counts the shortcuts reuse."""
+
+    def __init__(self) -> None:
+        self._frequencies: dict[str, tuple[int, int, int]] = {}  # word -> (n, N, when)
+
+    def page(
+        self, conn: sqlalchemy.Connection, query: str, *, now: int, limit: int, filters: Filters
+    ) -> list[dict[str, Any]]:
+        """The keyword mode's page: memories by decay - bm25, decay_score as of ``now``."""
+        run = Run(conn, now=now, filters=filters, page=True)
+        return [memory for memory, _ in self._match(run, query, limit, now)]
+
+    def leg(
+        self, conn: sqlalchemy.Connection, query: str, *, now: int, limit: int, filters: Filters
+    ) -> list[int]:
+        """The keyword leg of a hybrid search: ids by bm25, filters applied before the cut."""
+        run = Run(conn, now=now, filters=filters, page=False)
+        return [memory_id for memory_id, _ in self._match(run, query, limit, now)]
+
+    def _match(self, run: Run, query: str, limit: int, now: int) -> list[Any]:
+        """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty."""
+        try:
+            return run(query, limit, None)
+        except FtsQueryError as exc:
+            log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
+        words = fts.words(query)
+        if not words:
+            return []
+        try:
+            found = self._pruned(run, words, limit, now)
+            return found if found is not None else run(fts.or_of(words), limit, None)
+        except FtsQueryError as exc:
+            raise exc.error from None  # quoted words always parse: the database is at fault
+
+    def _pruned(self, run: Run, words: list[str], limit: int, now: int) -> list[Any] | None:
+        """The OR of the words that carry weight decides the page, when it can; else None.
+
+        Words of IDF at most PRUNE_MAX_IDF are left out and added back to the best rows
+        (see _decided). When the words kept match many rows, first only the rows that match
+        their rarest words are scored (rarest), then, if those cannot decide the page,
+        every row the kept words match.
+        """
+        if len(set(words)) < 2:
+            return None
+        total, hits = self.word_rows(run.conn, words, now)
+        if total < PRUNE_MIN_ROWS:
+            return None
+        weights: dict[str, float] = {}  # left-out word -> its IDF times its repeats
+        for word in words:
+            idf = bm25_idf(total, hits[word])
+            if idf <= PRUNE_MAX_IDF:
+                weights[word] = weights.get(word, 0.0) + idf
+        kept = [w for w in words if w not in weights]
+        if not kept:
+            return None
+        match = fts.or_of(kept)
+        within = None
+        if total > PRUNE_EXACT_ROWS:
+            within = rarest(kept, hits, PRUNE_SCORED_SHARE * total)
+        if within is not None:
+            page = self._decided(run, match, within, limit, weights)
+            if page is not None:
+                return page
+        if not weights:
+            return None  # without a restriction, this would be the full query
+        return self._decided(run, match, None, limit, weights)
+
+    def _decided(
+        self, run: Run, match: str, within: str | None, limit: int, weights: dict[str, float]
+    ) -> list[Any] | None:
+        """The page of ``match`` with the left-out words (``weights``) added back, or None.
+
+        The left-out words add at most ``bound`` (BM25_TERM_MAX x their IDFs) to a row's
+        score: a row past the best ``n`` scores at most the next one's score plus that, and
+        a row matching only those words the run's ceiling plus that. The best ``n`` rows get
+        the left-out words added back (term_scores); when the ``limit``-th of them still
+        beats every row past them, it is the page, in the full query's order. First with
+        n = limit; when rows past the page nearly tie with it, once more with
+        PRUNE_RESCORE_ROWS more rows.
+        """
+        if not weights:
+            found = run(match, limit, within)
+            return found if len(found) >= limit else None
+        bound = BM25_TERM_MAX * sum(weights.values())
+        for n in (limit, limit + PRUNE_RESCORE_ROWS):
+            found = run(match, n + 1, within)
+            if len(found) < limit:
+                return None  # rows matching only the left-out words are needed to fill it
+            added = term_scores(run.conn, [_ident(item) for item, _ in found[:n]], weights)
+            exact = sorted(
+                ((item, score + added[_ident(item)]) for item, score in found[:n]),
+                key=lambda pair: (-pair[1], _ident(pair[0])),
+            )
+            if exact[limit - 1][1] > max([run.ceiling] + [s for _, s in found[n:]]) + bound:
+                return exact[:limit]
+            if len(found) <= n:
+                return None  # every match was seen: only the ceiling stands in the way
+        return None
+
+    def word_rows(
+        self, conn: sqlalchemy.Connection, words: Sequence[str], now: int
+    ) -> tuple[int, dict[str, int]]:
+        """(rows indexed, how many rows match each word as the phrase ``"word"``).
+
+        Counts are cached (FREQUENCY_CACHE_SECS); below PRUNE_MIN_ROWS rows none is counted.
+        """
+        total = indexed_rows(conn)
+        hits: dict[str, int] = {}
+        if total < PRUNE_MIN_ROWS:
+            return total, hits
+        for word in set(words):
+            cached = self._frequencies.get(word)
+            if (
+                cached is None
+                or now - cached[2] > FREQUENCY_CACHE_SECS
+                or abs(total - cached[1]) > FREQUENCY_CACHE_DRIFT * cached[1]
+            ):
+                found = conn.exec_driver_sql(_PHRASE_ROWS, (f'"{word}"',)).scalar_one()
+                if len(self._frequencies) >= FREQUENCY_CACHE_WORDS:
+                    self._frequencies.clear()
+                cached = self._frequencies[word] = (found, total, now)
+            hits[word] = cached[0]
+        return total, hits
+
+
+def term_scores(
+    conn: sqlalchemy.Connection, ids: Sequence[int], weights: dict[str, float]
+) -> dict[int, float]:
+    """What the words would add to each row's -bm25, were they in the query.
+
+    bm25 is a sum over the query's phrases of ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
+    b * D / avgdl))``; ``weights`` gives each word's idf (times its repeats in the query),
+    the rest is read here as FTS5 reads it.
+    """
+    added = dict.fromkeys(ids, 0.0)
+    if not ids or not weights:
+        return added
+    key = json.dumps(list(ids))
+    total, tokens = _varints(conn.exec_driver_sql(_AVERAGES).scalar() or b"", 2)
+    avgdl = tokens / total  # bm25's own arithmetic, in its order, from here on
+    norm = {
+        memory_id: BM25_K1 * (1 - BM25_B + BM25_B * _varints(size, 1)[0] / avgdl)
+        for memory_id, size in conn.exec_driver_sql(_DOC_SIZES, (key,))
+    }
+    for word, weight in weights.items():
+        for memory_id, tf in conn.exec_driver_sql(_OCCURRENCES, (f'"{word}"', key)):
+            added[memory_id] += weight * ((tf * (BM25_K1 + 1.0)) / (tf + norm[memory_id]))
+    return added

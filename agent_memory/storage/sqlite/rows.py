@@ -1,0 +1,164 @@
+"""How SQLite statements read memories: the columns, the filters, decay in SQL, and the
+reads built from them (a list, rows by id, relations).
+
+Shared by the store and the keyword search, so that a memory has one shape and one decay
+wherever it is read.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+import sqlalchemy
+from sqlalchemy import bindparam, func, literal_column, select
+
+from agent_memory import ranking
+from agent_memory.models import Filters
+from agent_memory.storage.sqlite.schema import memories, memory_links
+from agent_memory.vocabulary import PINNED_TYPES
+
+MEMORY_COLUMNS = (
+    "id",
+    "content",
+    "type",
+    "tags",
+    "source",
+    "scope",
+    "decay_score",
+    "created_at",
+    "last_accessed",
+    "expires_at",
+)
+SELECT_MEMORY = [memories.c[name] for name in MEMORY_COLUMNS]
+
+
+def decay_sql() -> sqlalchemy.ColumnElement[float]:
+    """ranking.decay at ``:now``, evaluated per row by SQLite.
+
+    Written as ``exp(age * rate)`` with the rate folded into a constant per type: a search
+    computes it for every matching row, and the division cost a third of the time (measured
+    at 10,000 rows: 15.8 ms -> 12.9 ms for a question that matches them all).
+    """
+    pinned = sorted(PINNED_TYPES)
+    rate = sqlalchemy.case(
+        (
+            memories.c.type.in_([literal_column(f"'{t}'") for t in pinned]),
+            literal_column(repr(ranking.decay_rate(pinned[0]))),
+        ),
+        else_=literal_column(repr(ranking.decay_rate("TODO"))),
+    )
+    age = func.max(bindparam("now") - memories.c.last_accessed, literal_column("0"))
+    return func.exp(age * rate)
+
+
+def memory(row: sqlalchemy.Row[Any]) -> dict[str, Any]:
+    """A memory as the wire shows it, from a row selected with SELECT_MEMORY first."""
+    out = dict(zip(MEMORY_COLUMNS, row, strict=False))
+    out["tags"] = json.loads(out["tags"])
+    return out
+
+
+def with_decay(row: sqlalchemy.Row[Any]) -> dict[str, Any]:
+    """A memory whose decay_score is the row's ``current_decay`` (decay as of the query)."""
+    out = memory(row)
+    out["decay_score"] = row.current_decay
+    return out
+
+
+FilterKey = tuple[bool, bool, bool]
+
+
+def filter_key(filters: Filters) -> FilterKey:
+    """Which filters are set: statements are built (and cached) per combination."""
+    return (filters.memory_type is not None, filters.tag is not None, filters.scope is not None)
+
+
+def filter_params(filters: Filters) -> dict[str, Any]:
+    params = {"type": filters.memory_type, "tag": filters.tag, "scope": filters.scope}
+    return {name: value for name, value in params.items() if value is not None}
+
+
+@functools.cache
+def filter_clauses(key: FilterKey) -> tuple[Any, ...]:
+    """WHERE clauses bound to :type, :tag and :scope; a tag matches a whole tag exactly."""
+    by_type, by_tag, by_scope = key
+    clauses: list[Any] = []
+    if by_type:
+        clauses.append(memories.c.type == bindparam("type"))
+    if by_scope:
+        clauses.append(memories.c.scope == bindparam("scope"))
+    if by_tag:
+        each = func.json_each(memories.c.tags).table_valued("value")
+        clauses.append(select(1).select_from(each).where(each.c.value == bindparam("tag")).exists())
+    return tuple(clauses)
+
+
+def neighbours_statement() -> sqlalchemy.Select[Any]:
+    """Every relation touching any of :ids, seen from that end, newest first, cut per result."""
+    ids = bindparam("ids", expanding=True)
+    links = memory_links.c
+
+    def seen_from(end: Any, other: Any, direction: str) -> sqlalchemy.Select[Any]:
+        return select(
+            end.label("self"),
+            other.label("other"),
+            links.kind,
+            literal_column(f"'{direction}'").label("direction"),
+            links.created_at,
+        ).where(end.in_(ids))
+
+    edges = sqlalchemy.union_all(
+        seen_from(links.from_id, links.to_id, "out"), seen_from(links.to_id, links.from_id, "in")
+    ).subquery("edges")
+    rank = (
+        func.row_number()
+        .over(
+            partition_by=edges.c.self,
+            order_by=(edges.c.created_at.desc(), edges.c.other.desc(), edges.c.kind),
+        )
+        .label("rank")
+    )
+    ranked = select(edges, rank).subquery("ranked")
+    return (
+        select(
+            ranked.c.self,
+            ranked.c.other,
+            ranked.c.kind,
+            ranked.c.direction,
+            memories.c.type,
+            memories.c.content,
+            memories.c.tags,
+        )
+        .join_from(ranked, memories, memories.c.id == ranked.c.other)
+        .where(ranked.c.rank <= bindparam("per_result"))
+        .order_by(ranked.c.self, ranked.c.rank)
+    )
+
+
+NEIGHBOURS = neighbours_statement()
+
+
+@functools.cache
+def list_statement(key: FilterKey, limited: bool, after: bool = False) -> sqlalchemy.Select[Any]:
+    """The list, newest first; ``after``: only past (:before_created, :before_id) in that
+    order. The row-value comparison is a range on the (created_at, id) indexes, so a page
+    deep in the list reads no more rows than the first one."""
+    stmt = (
+        select(*SELECT_MEMORY)
+        .where(*filter_clauses(key))
+        .order_by(memories.c.created_at.desc(), memories.c.id.desc())
+    )
+    if after:
+        point = sqlalchemy.tuple_(bindparam("before_created"), bindparam("before_id"))
+        stmt = stmt.where(sqlalchemy.tuple_(memories.c.created_at, memories.c.id) < point)
+    return stmt.limit(bindparam("limit")) if limited else stmt
+
+
+@functools.cache
+def rows_statement(key: FilterKey) -> sqlalchemy.Select[Any]:
+    """The rows among :ids that pass the filters, with their decay as of :now."""
+    return select(*SELECT_MEMORY, decay_sql().label("current_decay")).where(
+        memories.c.id.in_(bindparam("ids", expanding=True)), *filter_clauses(key)
+    )

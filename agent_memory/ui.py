@@ -1,0 +1,196 @@
+"""``agent-memory ui``: this database's web page, in the browser.
+
+The page is served by the REST daemon (``serve-rest``, see :mod:`agent_memory.web`). ``ui``
+first asks ``--addr`` whether a daemon there serves this database: its ``/health`` names the
+database it serves by an opaque id (:func:`agent_memory.storage.database_id`: the same for
+every path to one file, and telling nothing of the path). If one does, ``ui`` prints the
+page's address, opens it and exits. If not, it starts ``serve-rest`` with the same global
+options, at ``--addr`` when nothing listens there, else on a free port, and runs it in the
+foreground until Ctrl-C (or SIGTERM), like any server started from a terminal.
+
+Its imports wait for the command: every other command loads this module with cli.py.
+
+The address goes to stdout, alone on its line, for scripts; everything else to stderr. The
+browser is opened only when there is one to open (a display, macOS, Windows, or $BROWSER),
+so ``ui`` on a server or in a test never waits on a text-mode browser.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+import threading
+from typing import Any
+
+import click
+from click.core import ParameterSource
+
+DEFAULT_ADDR = "127.0.0.1:7437"  # serve-rest's default (cli.DEFAULT_REST_PORT)
+# A daemon answers /health in milliseconds; a program that accepts the connection and never
+# answers is not one, and ui then starts its own elsewhere.
+PROBE_TIMEOUT_SECS = 2.0
+LISTENING = re.compile(r"REST listening on (\S+):(\d+)$")
+FREE, OURS, OTHER = "free", "ours", "other"
+
+
+def _parse_addr(ctx: click.Context, param: click.Parameter, text: str) -> tuple[str, int]:
+    from agent_memory.cli import parse_addr
+
+    return parse_addr(ctx, param, text)
+
+
+@click.command("ui")
+@click.option(
+    "--addr",
+    default=DEFAULT_ADDR,
+    show_default=True,
+    metavar="HOST:PORT",
+    callback=_parse_addr,
+    help="Where to look for the daemon, and to start it when none serves this database "
+    "there (loopback only; port 0: always start one on a free port).",
+)
+@click.option(
+    "--browser/--no-browser",
+    default=True,
+    show_default=True,
+    help="Open the page in the browser, when there is one.",
+)
+@click.pass_context
+def ui(ctx: click.Context, addr: tuple[str, int], browser: bool) -> None:
+    """Open the web page of this database: browse, search, edit, link and forget memories.
+
+    Uses the REST daemon already serving this database at --addr, or starts one (in the
+    foreground: Ctrl-C stops it).
+    """
+    from agent_memory import storage
+    from agent_memory.cli import fail, is_loopback
+
+    host, port = addr
+    if not is_loopback(host):
+        fail(f"ui serves the page on a loopback address only (got {host}); use serve-rest")
+    found = probe(host, port, storage.database_id(ctx.obj.db)) if port else OTHER
+    if found == OURS:
+        url = page_url(host, port)
+        click.echo(f"the daemon at {host}:{port} serves this database", err=True)
+        click.echo(url)
+        if browser:
+            open_browser(url)
+        return
+    if found == OTHER and port:
+        click.echo(f"{host}:{port} serves something else: starting on a free port", err=True)
+    sys.exit(serve(ctx, host, port if found == FREE else 0, browser))
+
+
+def probe(host: str, port: int, database_id: str) -> str:
+    """OURS when a daemon at host:port serves this database, FREE when nothing listens
+    there, OTHER for anything else (another database, another program, no answer)."""
+    import http.client
+    import json
+
+    connection = http.client.HTTPConnection(host, port, timeout=PROBE_TIMEOUT_SECS)
+    try:
+        connection.request("GET", "/health", headers={"Accept": "application/json"})
+        response = connection.getresponse()
+        health = json.loads(response.read(64 * 1024))
+    except ConnectionRefusedError:
+        return FREE
+    except (OSError, http.client.HTTPException, ValueError):
+        return OTHER
+    finally:
+        connection.close()
+    ours = response.status == 200 and isinstance(health, dict)
+    return OURS if ours and health.get("database_id") == database_id else OTHER
+
+
+def page_url(host: str, port: int) -> str:
+    return f"http://{f'[{host}]' if ':' in host else host}:{port}/"
+
+
+def has_browser() -> bool:
+    """Whether opening a browser can show the page to someone (and cannot take over the
+    terminal, as a text-mode browser found on a headless machine would)."""
+    if os.environ.get("BROWSER"):
+        return True
+    if sys.platform in ("darwin", "win32"):
+        return True
+    return bool(os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
+
+
+def open_browser(url: str) -> None:
+    import webbrowser
+
+    if not has_browser():
+        click.echo("no browser to open here: visit the address above", err=True)
+    elif not webbrowser.open(url):
+        click.echo("could not open a browser: visit the address above", err=True)
+
+
+def global_args(ctx: click.Context) -> list[str]:
+    """The global options given on this command line, to start ``serve-rest`` as this
+    ``ui`` was started (values from the environment reach the child through it)."""
+    root = ctx.find_root()
+    args: list[str] = []
+    for param in root.command.params:
+        if not isinstance(param, click.Option) or param.name is None or param.expose_value is False:
+            continue
+        if root.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
+            continue
+        value: Any = root.params[param.name]
+        if param.is_flag:
+            flag = param.opts[0] if value else next(iter(param.secondary_opts), None)
+            args += [flag] if flag else []
+        else:
+            for item in value if param.multiple else [value]:
+                args += [param.opts[0], str(item)]
+    return args
+
+
+def serve(ctx: click.Context, host: str, port: int, browser: bool) -> int:
+    """Run ``serve-rest`` at host:port until it stops; its exit status."""
+    import subprocess
+
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    command = [sys.executable, "-m", "agent_memory", *global_args(ctx), "serve-rest"]
+    # Its own session: Ctrl-C reaches ui alone, which passes it on once (a second SIGINT
+    # while the daemon finishes its requests would cut them short).
+    child = subprocess.Popen(
+        [*command, "--addr", shown],
+        stdin=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    assert child.stderr is not None
+    previous = {
+        signum: signal.signal(signum, lambda signum, _frame: child.send_signal(signum))
+        for signum in (signal.SIGINT, signal.SIGTERM)
+    }
+    try:
+        for line in child.stderr:
+            sys.stderr.write(line)
+            match = LISTENING.match(line.strip())
+            if match:
+                bound_host, bound_port = match.group(1).strip("[]"), int(match.group(2))
+                break
+        else:
+            return child.wait() or 1
+        threading.Thread(target=_relay, args=(child.stderr,), daemon=True).start()
+        url = page_url(bound_host, bound_port)
+        click.echo(url)
+        click.echo("serving the page until Ctrl-C", err=True)
+        if browser:
+            threading.Thread(target=open_browser, args=(url,), daemon=True).start()
+        return child.wait()
+    finally:
+        if child.poll() is None:
+            child.terminate()
+            child.wait()
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _relay(stream: Any) -> None:
+    for line in stream:
+        sys.stderr.write(line)

@@ -1,0 +1,63 @@
+// The REST API, as the page uses it: the same routes, bodies and messages as any client.
+// A request body is always JSON (the daemon refuses anything else on its writes).
+
+export class ApiError extends Error {
+  constructor(status, message) {
+    super(message);
+    this.status = status;
+  }
+}
+
+// A not-found answer ({..., reason: "not_found"}) is a result, not an error.
+async function call(method, path, body, signal) {
+  const init = { method, headers: { Accept: "application/json" }, signal };
+  if (body !== undefined) {
+    init.headers["Content-Type"] = "application/json";
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  let data = null;
+  try {
+    data = await response.json();
+  } catch {
+    throw new ApiError(response.status, `the daemon answered HTTP ${response.status}`);
+  }
+  if (!response.ok && !(response.status === 404 && data && data.reason === "not_found")) {
+    throw new ApiError(response.status, (data && data.error) || `HTTP ${response.status}`);
+  }
+  return data;
+}
+
+function query(params) {
+  const search = new URLSearchParams();
+  for (const [name, value] of Object.entries(params)) {
+    if (value !== undefined && value !== null && value !== "") search.set(name, String(value));
+  }
+  const text = search.toString();
+  return text ? `?${text}` : "";
+}
+
+export const api = {
+  list: (params, signal) => call("GET", `/api/memories${query(params)}`, undefined, signal),
+  search: (body, signal) => call("POST", "/api/search", body, signal),
+  get: (id) => call("GET", `/api/memories/${encodeURIComponent(id)}`),
+  stats: () => call("GET", "/api/stats"),
+  health: () => call("GET", "/health"),
+  update: (id, patch) => call("PATCH", `/api/memories/${encodeURIComponent(id)}`, patch),
+  forget: (id) => call("DELETE", `/api/memories/${encodeURIComponent(id)}`),
+  link: (edge) => call("POST", "/api/links", edge),
+  unlink: ({ from_id, to_id, kind }) =>
+    call("DELETE", `/api/links/${from_id}/${to_id}/${encodeURIComponent(kind)}`),
+};
+
+// A relation as stored (from_id -[kind]-> to_id), from an entry of a memory's `related`
+// list, which reads it from that memory's side.
+const STORED_KIND = { relates_to: "relates_to", superseded_by: "supersedes", caused: "caused_by",
+  supersedes: "supersedes", caused_by: "caused_by" };
+
+export function storedEdge(selfId, related) {
+  const kind = STORED_KIND[related.kind];
+  return related.direction === "out"
+    ? { from_id: selfId, to_id: related.id, kind }
+    : { from_id: related.id, to_id: selfId, kind };
+}

@@ -1,0 +1,179 @@
+"""Global options before or after the subcommand (`agent-memory serve --db x.db` is what
+MCP client configs hold), and what ``serve`` says when a person starts it in a terminal."""
+
+from __future__ import annotations
+
+import logging
+import os
+import pty
+import select
+import subprocess
+import time
+
+import pytest
+from click.testing import CliRunner
+
+from agent_memory import cli as cli_module
+from agent_memory.cli import cli
+
+from conftest import NO_OLLAMA_URL, executable, run_agent_memory, server_env
+
+GLOBALS = [
+    "--embedder",
+    "ollama",
+    "--ollama-url",
+    "http://127.0.0.1:9",
+    "--embed-model",
+    "other",
+    "--sweep-interval",
+    "5",
+    "--max-content-bytes",
+    "100",
+    "--redact",
+    "off",
+    "--log-level",
+    "debug",
+]
+# Each subcommand with the arguments of its own it needs; the service is never opened.
+COMMANDS = [
+    ["serve"],
+    ["serve-rest", "--addr", "127.0.0.1:0"],
+    ["reembed", "--batch", "2"],
+    ["export"],
+    ["import", "--from", "gsd-state", "{tmp}/STATE.md"],
+]
+
+
+@pytest.fixture
+def opened(monkeypatch):
+    """The Settings each command opens its service with (and the log level then)."""
+    seen = {}
+
+    def fake_open(settings):
+        seen.update(settings=settings, level=logging.getLogger().level)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(cli_module, "open_service", fake_open)
+    return seen
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=lambda c: c[0])
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_global_options_go_before_or_after_the_subcommand(opened, tmp_path, command, where):
+    (tmp_path / "STATE.md").write_text("## Decisions\n- one\n")
+    options = ["--db", str(tmp_path / "m.db"), *GLOBALS]
+    command = [arg.replace("{tmp}", str(tmp_path)) for arg in command]
+    args = [*options, *command] if where == "before" else [*command, *options]
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    settings = opened["settings"]
+    assert settings == cli_module.Settings(
+        db=tmp_path / "m.db",
+        ollama_url="http://127.0.0.1:9",
+        embed_model="other",
+        sweep_interval=5,
+        max_content_bytes=100,
+        redact=False,
+        embedder="ollama",
+    )
+    assert opened["level"] == logging.DEBUG
+
+
+def test_a_value_after_the_subcommand_wins(opened, tmp_path):
+    args = ["--db", str(tmp_path / "a.db"), "--sweep-interval", "7", "serve", "--db"]
+    result = CliRunner().invoke(
+        cli, [*args, str(tmp_path / "b.db")], env={"AGENT_MEMORY_EMBED_MODEL": "from-env"}
+    )
+    assert result.exit_code == 0, result.output
+    settings = opened["settings"]
+    # --db from after the subcommand; the rest as before it, or from the environment
+    assert (settings.db, settings.sweep_interval, settings.embed_model) == (
+        tmp_path / "b.db",
+        7,
+        "from-env",
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "shown"),
+    [
+        (["serve", "--sweep-interval", "0"], "--sweep-interval"),
+        (["serve", "--log-level", "loud"], "--log-level"),
+        (["export", "--redact", "maybe"], "--redact"),
+        (["serve", "--version"], "No such option '--version'"),
+    ],
+)
+def test_a_bad_global_option_after_the_subcommand_is_a_usage_error(opened, args, shown):
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2
+    assert shown in result.output
+    assert opened == {}
+
+
+def test_subcommand_help_lists_the_global_options():
+    result = CliRunner().invoke(cli, ["serve", "--help"])
+    assert result.exit_code == 0
+    for option in ("--db", "--ollama-url", "--sweep-interval", "--log-level", "AGENT_MEMORY_DB"):
+        assert option in result.output
+    assert result.output.rstrip().endswith("Show this message and exit.")
+
+
+def test_the_real_executable_takes_db_after_serve(tmp_path):
+    db = tmp_path / "after.db"
+    done = run_agent_memory("serve", "--db", str(db), "--ollama-url", NO_OLLAMA_URL)
+    assert done.returncode == 0, done.stderr
+    assert db.exists()
+    assert "meant to be started by an MCP client" not in done.stderr  # stdin is no terminal
+
+
+# -- a terminal -----------------------------------------------------------------------------
+
+NOTICE = "agent-memory serve speaks MCP (JSON-RPC) on stdin/stdout"
+DEADLINE_SECS = 60
+
+
+def _read_until(fd: int, needle: bytes, deadline: float) -> bytes:
+    """What ``fd`` gives until ``needle`` appeared (or the stream ended, or time ran out)."""
+    seen = b""
+    while needle not in seen and time.monotonic() < deadline:
+        ready, _, _ = select.select([fd], [], [], deadline - time.monotonic())
+        if not ready:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        seen += chunk
+    return seen
+
+
+def test_serve_on_a_terminal_says_once_what_it_is(tmp_path):
+    db = tmp_path / "tty.db"
+    master, slave = pty.openpty()
+    process = subprocess.Popen(
+        [executable(), "serve", "--db", str(db)],
+        stdin=slave,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(),
+    )
+    os.close(slave)
+    try:
+        deadline = time.monotonic() + DEADLINE_SECS
+        said = _read_until(process.stderr.fileno(), NOTICE.encode(), deadline)
+        os.write(master, b"\x04")  # Ctrl-D: end of input, the server stops
+        out, err = process.communicate(timeout=DEADLINE_SECS)
+    finally:
+        os.close(master)
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    stderr = (said + err).decode()
+    assert process.returncode == 0, stderr
+    assert out == b""  # stdout carries JSON-RPC only
+    lines = [line for line in stderr.splitlines() if NOTICE in line]
+    assert len(lines) == 1
+    assert f'"args": ["serve", "--db", "{db.resolve()}"]' in lines[0]
+    assert (
+        f"claude mcp add --scope user agent-memory -- agent-memory serve --db {db.resolve()}"
+        in lines[0]
+    )

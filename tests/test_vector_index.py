@@ -1,0 +1,161 @@
+"""Each process's in-memory vector index (storage/sqlite/vector_index.py): the same nearest
+memories as an exact scan, and never a memory the database no longer holds.
+
+Two stores on one file stand for two processes here (each keeps its own index); the end-to-
+end test at the bottom runs two real ``agent-memory serve`` processes.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from agent_memory.models import Embedding, Filters, Pin
+from agent_memory.storage import open_store
+from agent_memory.storage.base import NewMemory
+from agent_memory.storage.sqlite import vector_index, vectors
+
+T0 = 1_767_225_600
+DIMENSION = 256
+PIN = Pin("toy", DIMENSION, "none")
+
+
+def unit(rng: np.random.Generator, n: int) -> np.ndarray:
+    """Anisotropic vectors, as a real model's are: a shared direction plus noise."""
+    base = rng.normal(size=DIMENSION).astype(np.float32)
+    x = base + 0.6 * rng.normal(size=(n, DIMENSION)).astype(np.float32)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def embedding(vector: np.ndarray) -> Embedding:
+    return Embedding(PIN, vector.astype("<f4").tobytes())
+
+
+def fill(store, matrix: np.ndarray) -> list[int]:
+    return [
+        store.insert(NewMemory("TODO", f"memory {i}", [], None, None, T0, None), embedding(v))
+        for i, v in enumerate(matrix)
+    ]
+
+
+def nearest(store, query: np.ndarray, limit: int = 10) -> list[int]:
+    page = store.search("", embedding(query), now=T0, limit=limit, filters=Filters())
+    return [m["id"] for m in page.results]
+
+
+def exact(ids: list[int], matrix: np.ndarray, query: np.ndarray, limit: int) -> list[int]:
+    distance = 1.0 - matrix @ query
+    order = np.lexsort((ids, distance))
+    return [ids[i] for i in order[:limit]]
+
+
+@pytest.fixture
+def small(monkeypatch):
+    """Thresholds small enough that a few hundred vectors go through every stage."""
+    monkeypatch.setattr(vector_index, "STAGE1_MIN_ROWS", 100)
+    monkeypatch.setattr(vector_index, "STAGE1_KEEP", 250)
+    monkeypatch.setattr(vector_index, "RERANK_MIN", 200)
+    monkeypatch.setattr(vector_index, "SAMPLE_ROWS", 100)
+    monkeypatch.setattr(vector_index, "LOAD_CHUNK_ROWS", 64)
+
+
+@pytest.fixture
+def two(db_path):
+    """Two stores on one file: two processes' indexes."""
+    first, second = open_store(db_path), open_store(db_path)
+    yield first, second
+    first.close()
+    second.close()
+
+
+def test_the_index_finds_what_an_exact_scan_finds(db_path, small):
+    rng = np.random.default_rng(1)
+    matrix = unit(rng, 400)
+    store = open_store(db_path)
+    try:
+        ids = fill(store, matrix)
+        store.load_vector_index()
+        queries = unit(rng, 20)
+        found = [nearest(store, q) for q in queries]
+        expected = [exact(ids, matrix, q, 10) for q in queries]
+        recall = np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, expected, strict=True)])
+        assert recall >= 0.98
+        assert sum(f == e for f, e in zip(found, expected, strict=True)) >= 18
+    finally:
+        store.close()
+
+
+def test_another_process_s_vectors_are_found_at_the_next_search(two, small):
+    first, second = two
+    rng = np.random.default_rng(2)
+    fill(first, unit(rng, 200))
+    second.load_vector_index()
+    fresh = unit(rng, 1)[0]
+    (new_id,) = fill(first, fresh[None, :])
+    assert nearest(second, fresh, 1) == [new_id]
+
+
+def test_an_updated_memory_is_found_by_its_new_meaning_only(two, small):
+    first, second = two
+    rng = np.random.default_rng(3)
+    matrix = unit(rng, 200)
+    ids = fill(first, matrix)
+    second.load_vector_index()
+    target, old = ids[7], matrix[7]
+    new = -old  # the far end of the space from what it meant before
+    first.update(target, {"content": "new"}, T0, embedding(new))
+    assert nearest(second, new, 1) == [target]
+    assert target not in nearest(second, old, 10)
+
+
+@pytest.mark.parametrize("how", ["forgotten", "expired"])
+def test_a_memory_gone_from_the_database_is_never_returned(two, small, how):
+    first, second = two
+    rng = np.random.default_rng(4)
+    matrix = unit(rng, 200)
+    ids = fill(first, matrix)
+    second.load_vector_index()
+    target = ids[11]
+    if how == "forgotten":
+        first.delete(target)
+    else:
+        first.update(target, {"expires_at": T0}, T0, None)
+        assert first.delete_expired(T0)[0] == 1
+    assert target not in nearest(second, matrix[11], 10)
+
+
+def test_a_pruned_log_or_a_new_pin_loads_the_index_again(two, small, raw):
+    first, second = two
+    rng = np.random.default_rng(5)
+    fill(first, unit(rng, 120))
+    second.load_vector_index()
+    later = fill(first, unit(rng, 3))
+    raw.execute("DELETE FROM vector_changes")  # as the pruning trigger does to a slow reader
+    raw.commit()
+    query = unit(rng, 1)[0]
+    # fallen behind the log: this search is served by SQL while the index loads again
+    assert nearest(second, query, 5) == vectors_sql(second, query, 5)
+    second.load_vector_index()
+    assert set(later) <= set(nearest(second, query, 200))
+    first.repin(Pin("other", DIMENSION, "none"))
+    assert nearest(second, query, 5) == []
+
+
+def vectors_sql(store, query: np.ndarray, limit: int) -> list[int]:
+    from conftest import reading
+
+    with reading(store.database.path) as conn:
+        return vectors.ranking(conn, embedding(query), limit)
+
+
+def test_without_numpy_the_sql_leg_serves(db_path, monkeypatch):
+    monkeypatch.setattr(vector_index, "np", None)
+    rng = np.random.default_rng(6)
+    matrix = unit(rng, 50)
+    store = open_store(db_path)
+    try:
+        ids = fill(store, matrix)
+        store.load_vector_index()
+        assert nearest(store, matrix[3], 5) == exact(ids, matrix, matrix[3], 5)
+    finally:
+        store.close()

@@ -1,0 +1,412 @@
+"""The web page in a real headless Chromium, against the real ``agent-memory serve-rest``.
+
+One browser for the session, one daemon and database for the module, a fresh browser
+context per test. Tests share the database, so each keeps to memories of its own (its own
+words and scope) and checks what it did through the API, as any other client would.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import browser
+import pytest
+from rest_daemon import RestDaemon
+
+WAIT_MS = 10_000  # for the page to show what the API already answered (a slow CI machine)
+IDS_SHOWN = "[...document.querySelectorAll('#results a.item')].map((a) => Number(a.dataset.id))"
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    reason = browser.missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser tests must run in CI: {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = browser.launch(playwright)
+        yield launched
+        launched.close()
+
+
+@pytest.fixture(scope="module")
+def daemon(tmp_path_factory):
+    home = tmp_path_factory.mktemp("web-home")
+    with RestDaemon(home / "memory.db", env={"HOME": str(home)}) as running:
+        running.drain_stderr()
+        yield running
+        assert running.stop() == 0
+
+
+class Page:
+    """A tab on the daemon's page, and the page's mishaps: uncaught errors, CSP reports."""
+
+    def __init__(self, context, daemon):
+        self.tab = context.new_page()
+        self.tab.set_default_timeout(WAIT_MS)
+        self.url = daemon.url
+        self.problems: list[str] = []
+        self.csp_reports_expected = False
+        self.tab.on("pageerror", lambda exc: self.problems.append(f"uncaught: {exc}"))
+        self.tab.on("console", self._console)
+        self.dialogs: list[str] = []
+        self.tab.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+
+    def _console(self, message) -> None:
+        if "Content Security Policy" in message.text and not self.csp_reports_expected:
+            self.problems.append(f"CSP: {message.text}")
+
+    def open(self, fragment: str = "") -> Page:
+        self.tab.goto(f"{self.url}/{fragment}")
+        self.tab.wait_for_selector("#total:not(:empty)")
+        if fragment:  # a memory: opened once its title is there
+            self.tab.wait_for_selector("#d-title:not(:empty)")
+        return self
+
+    def shown(self) -> list[int]:
+        return self.tab.evaluate(f"() => {IDS_SHOWN}")
+
+    def expect_shown(self, expected: list[int]) -> None:
+        """Wait until the list shows exactly these memories, in this order."""
+        from playwright.sync_api import TimeoutError as PlaywrightTimeout
+
+        check = f"(expected) => JSON.stringify({IDS_SHOWN}) === JSON.stringify(expected)"
+        try:
+            self.tab.wait_for_function(check, arg=expected)
+        except PlaywrightTimeout:
+            assert self.shown() == expected
+
+    def searched(self, action) -> list[int]:
+        """What the search that ``action`` set off answered, best first (ranks shift with
+        every search, since a search counts as a use: the page must show this order)."""
+        with self.tab.expect_response(lambda r: r.url.endswith("/api/search")) as answer:
+            action()
+        return [found["id"] for found in answer.value.json()["results"]]
+
+    def listed(self, action) -> list[int]:
+        """What the list request that ``action`` set off answered."""
+        with self.tab.expect_response(lambda r: "/api/memories?" in r.url) as answer:
+            action()
+        return [found["id"] for found in answer.value.json()]
+
+    def text(self, selector: str) -> str:
+        return self.tab.locator(selector).inner_text()
+
+    def focused(self) -> str:
+        return self.tab.evaluate(
+            "() => document.activeElement.id || document.activeElement.className"
+        )
+
+    def tab_to(self, element_id: str, limit: int = 120) -> None:
+        """Press Tab until the element has the focus, as a keyboard user would."""
+        for _ in range(limit):
+            if self.tab.evaluate("() => document.activeElement.id") == element_id:
+                return
+            self.tab.keyboard.press("Tab")
+        raise AssertionError(f"Tab never reached #{element_id}")
+
+
+@pytest.fixture
+def page(chromium, daemon):
+    context = chromium.new_context(viewport={"width": 1400, "height": 900})
+    opened = Page(context, daemon)
+    yield opened
+    context.close()
+    assert opened.problems == []
+
+
+def store(daemon, content: str, memory_type: str = "TODO", **fields) -> int:
+    answer = daemon.request(
+        "POST", "/api/memories", json={"content": content, "type": memory_type, **fields}
+    )
+    assert answer.status_code == 201, answer.text
+    return answer.json()["id"]
+
+
+def memory(daemon, memory_id: int) -> dict:
+    return daemon.request("GET", f"/api/memories/{memory_id}").json()
+
+
+def test_search_and_filters_show_the_right_memories(page, daemon):
+    a = store(daemon, "zebra crossing rules for the parser", "DECISION", tags=["zoo"], scope="s1")
+    b = store(daemon, "zebra stripes in the error log", "ERROR", tags=["zoo", "logs"], scope="s1")
+    c = store(daemon, "zebra migration across scopes", "TODO", scope="s2")
+    store(daemon, "nothing striped here", "DECISION", tags=["zoo"], scope="s1")
+    page.open()
+    stats = daemon.request("GET", "/api/stats").json()
+    assert page.text("#total") == f"{stats['memories']} memories"
+    assert page.text("#backlog") == f"{stats['pending_embedding']} waiting for an embedding"
+    assert "embedder unreachable · keyword search" in page.text("#health")
+
+    ranked = page.searched(lambda: page.tab.fill("#q", "zebra"))
+    assert sorted(ranked) == sorted([a, b, c])
+    page.expect_shown(ranked)  # best first, as the API ranked them
+    assert page.text("#mode") == "keyword search"
+    first = page.tab.locator("#results a.item").first
+    assert first.locator(".decay").inner_text().startswith("decay ")
+    assert first.locator(".age").inner_text().endswith(" old")
+
+    errors = page.tab.locator("#by-type button[data-value=ERROR]")  # a count filters too
+    assert page.searched(errors.click) == [b]
+    page.expect_shown([b])
+    assert page.tab.input_value("#f-type") == "ERROR"
+    assert errors.get_attribute("aria-pressed") == "true"
+    page.searched(lambda: page.tab.select_option("#f-type", ""))
+    ranked = page.searched(lambda: page.tab.fill("#f-tag", "zoo"))
+    assert sorted(ranked) == sorted([a, b])
+    page.expect_shown(ranked)
+    page.searched(lambda: page.tab.fill("#f-tag", ""))
+    page.tab.fill("#f-scope", "s2")
+    page.expect_shown([c])
+    page.tab.fill("#q", "")  # back to browsing, the filter kept
+    page.tab.wait_for_selector("#list-title:text('Newest memories')")
+    page.expect_shown([c])
+    assert page.text("#mode") == "newest first"
+
+
+def test_browsing_pages_newest_first(page, daemon):
+    made = [store(daemon, f"paged note {i}", scope="paging") for i in range(57)]
+    newest_first = made[::-1]
+    page.open()
+    assert page.listed(lambda: page.tab.fill("#f-scope", "paging")) == newest_first[:51]
+    page.expect_shown(newest_first[:50])
+    assert page.tab.locator("#newer").is_disabled()
+    page.tab.click("#older")
+    page.expect_shown(newest_first[50:])
+    assert page.tab.locator("#older").is_disabled()
+    assert page.text("#list-status") == "page 2"
+    page.tab.click("#newer")
+    page.expect_shown(newest_first[:50])
+
+
+def test_an_edit_persists_and_the_api_messages_show_inline(page, daemon):
+    m = store(daemon, "the original text", "PATTERN", tags=["old"], scope="edit")
+    page.open(f"#/m/{m}")
+    page.tab.wait_for_selector(f"#d-title:text('PATTERN #{m}')")
+    page.tab.fill("#e-content", "the corrected text")
+    page.tab.fill("#e-tags", "new\nfixed")
+    page.tab.fill("#e-scope", "")
+    page.tab.fill("#e-ttl", "2")  # typing a lifetime picks "expires in"
+    page.tab.select_option("#e-ttl-unit", "86400")
+    page.tab.click("#e-save")
+    page.tab.wait_for_selector("#d-status:text('Saved.')")
+    saved = memory(daemon, m)
+    assert (saved["content"], saved["tags"], saved["scope"]) == (
+        "the corrected text",
+        ["new", "fixed"],
+        None,
+    )
+    assert saved["expires_at"] - saved["last_accessed"] == 2 * 86400
+    assert page.text("#d-content") == "the corrected text"
+
+    page.tab.fill("#e-ttl", "0")
+    page.tab.click("#e-save")
+    error = page.tab.locator("#e-ttl_secs-error")
+    error.wait_for()
+    assert (
+        error.inner_text() == "invalid argument: ttl_secs must be between 1 and 3155760000 (got 0)"
+    )
+    page.tab.fill("#e-content", "   ")
+    page.tab.click("#e-save")
+    page.tab.locator("#e-content-error").wait_for()
+    assert page.text("#e-content-error") == "invalid argument: content must be a non-empty string"
+    assert memory(daemon, m) == saved  # refused whole: nothing written
+
+
+def test_forget_asks_first_then_removes(page, daemon):
+    m = store(daemon, "a stale note to forget", scope="forget")
+    page.open(f"#/m/{m}")
+    page.tab.click("#d-forget")
+    assert page.tab.locator("#confirm").is_visible()
+    assert f"Forget memory #{m}?" in page.text("#confirm-text")
+    page.tab.click("#confirm button[value=cancel]")
+    assert not page.tab.locator("#confirm").is_visible()
+    assert "content" in memory(daemon, m)
+
+    page.tab.click("#d-forget")
+    page.tab.click("#confirm button[value=forget]")
+    page.tab.wait_for_selector(f"#list-status:text('Memory #{m} is forgotten.')")
+    assert memory(daemon, m) == {"id": m, "found": False, "reason": "not_found"}
+    assert m not in page.shown()
+    assert page.tab.locator("#detail").is_hidden()
+    page.open(f"#/m/{m}")
+    page.tab.wait_for_selector(f"#d-status:text('There is no memory #{m}.')")
+
+
+def test_link_unlink_and_the_graph(page, daemon):
+    new = store(daemon, "cache entries for 10 minutes", "DECISION", scope="graph")
+    old = store(daemon, "cache entries for 1 minute", "DECISION", scope="graph")
+    why = store(daemon, "the cache missed on every deploy", "ERROR", scope="graph")
+    daemon.request("POST", "/api/links", json={"from_id": old, "to_id": why, "kind": "caused_by"})
+    page.open(f"#/m/{new}")
+    page.tab.select_option("#l-kind", "supersedes:out")
+    page.tab.fill("#l-other", str(old))
+    page.tab.click("#link-form button[type=submit]")
+    page.tab.wait_for_selector(f"#d-related a[href='#/m/{old}']")
+    assert page.text("#d-related li").startswith(f"supersedes DECISION #{old}")
+    related = memory(daemon, new)["related"]
+    assert [(r["id"], r["kind"], r["direction"]) for r in related] == [(old, "supersedes", "out")]
+
+    nodes = "[...document.querySelectorAll('#g-nodes a')].map((a) => Number(a.dataset.id)).sort()"
+    page.tab.wait_for_function(f"() => {nodes}.length === 3")  # a function: the CSP refuses eval
+    assert page.tab.evaluate(f"() => {nodes}") == sorted([new, old, why])  # two hops out
+    page.tab.check("input[name=hops][value='1']")
+    page.tab.wait_for_function(f"() => {nodes}.length === 2")
+    page.tab.click(f"#g-nodes a[data-id='{old}'] circle")  # move through the graph
+    page.tab.wait_for_selector(f"#d-title:text('DECISION #{old}')")
+    assert page.text("#d-related").count("#") == 2  # superseded by new, was caused by why
+
+    page.tab.fill("#l-other", "999999")
+    page.tab.click("#link-form button[type=submit]")
+    page.tab.wait_for_selector("#l-error:text('There is no memory #999999.')")
+    page.tab.fill("#l-other", "one")
+    page.tab.click("#link-form button[type=submit]")
+    page.tab.wait_for_selector("#l-error:text('must be an integer')")
+
+    page.open(f"#/m/{new}")
+    page.tab.click("#d-related button.unlink")
+    page.tab.wait_for_selector("#d-status:text('Unlinked')")
+    assert memory(daemon, new)["related"] == []
+    assert memory(daemon, old)["related"][0]["id"] == why  # the other relation stays
+
+
+XSS = '<img src=x onerror="window.pwned=1;alert(1)"><script>window.pwned=2</script>'
+
+
+def test_memory_text_stays_text_and_runs_no_script(page, daemon):
+    m = store(daemon, f"xsscheck {XSS}", "ERROR", tags=[XSS], scope="<b>xss</b>")
+    page.open()
+    page.tab.fill("#q", "xsscheck")
+    page.expect_shown([m])
+    page.tab.click("#results a.item")
+    page.tab.wait_for_selector(f"#d-title:text('ERROR #{m}')")
+    assert page.text("#d-content") == f"xsscheck {XSS}"
+    assert page.text("#results .tags") == XSS
+    assert page.tab.locator("#d-fields").inner_text().count(XSS) == 1
+    assert page.tab.locator("main img, #detail img, main script, #detail script, b").count() == 0
+    assert page.tab.evaluate("() => window.pwned") is None
+    assert page.dialogs == []
+    # and the policy holds where the page itself would slip: no inline script, no inline style
+    page.csp_reports_expected = True  # the two reports of this check
+    page.tab.evaluate(
+        """() => { const s = document.createElement('script'); s.textContent = 'window.pwned = 3';
+        document.body.append(s); document.body.setAttribute('style', 'display: none'); }"""
+    )
+    assert page.tab.evaluate("() => window.pwned") is None
+    assert page.tab.locator("#q").is_visible()
+
+
+def test_the_keyboard_alone_does_everything(page, daemon):
+    first = store(daemon, "keyboard walk one", scope="kbd")
+    second = store(daemon, "keyboard walk two", scope="kbd")
+    page.open()
+    keys = page.tab.keyboard
+    keys.press("/")
+    assert page.focused() == "q"
+    keys.type("keyboard walk")
+    page.tab.wait_for_selector("#list-title:text('keyboard walk')")
+    order = page.shown()
+    assert sorted(order) == sorted([first, second])
+    keys.press("ArrowDown")
+    keys.press("Enter")
+    page.tab.wait_for_selector(f"#d-title:text('TODO #{order[0]}')")
+    assert page.focused() == "d-title"
+    page.tab_to("e-tags")
+    keys.type("typed-tag")
+    page.tab_to("e-save")
+    keys.press("Enter")
+    page.tab.wait_for_selector("#d-status:text('Saved.')")
+    assert memory(daemon, order[0])["tags"] == ["typed-tag"]
+
+    page.tab_to("d-forget")
+    keys.press("Enter")
+    assert page.tab.evaluate("() => document.activeElement.value") == "cancel"  # "Keep it" first
+    keys.press("Tab")
+    assert page.tab.evaluate("() => document.activeElement.value") == "forget"
+    keys.press("Enter")
+    page.tab.wait_for_selector(f"#list-status:text('Memory #{order[0]} is forgotten.')")
+    assert memory(daemon, order[0]).get("found") is False
+
+    page.expect_shown([order[1]])
+    assert page.focused() == "q"
+    keys.press("ArrowDown")
+    keys.press("Enter")
+    page.tab.wait_for_selector(f"#d-title:text('TODO #{order[1]}')")
+    keys.press("Escape")
+    page.tab.wait_for_selector("#detail", state="hidden")
+    assert page.tab.evaluate("() => document.activeElement.dataset.id") == str(order[1])
+
+
+class OtherSite(BaseHTTPRequestHandler):
+    """Another origin: a page that frames the daemon's page."""
+
+    target = ""
+
+    def do_GET(self) -> None:
+        body = f'<!doctype html><title>elsewhere</title><iframe src="{self.target}/"></iframe>'.encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_another_origin_can_neither_read_nor_write_nor_frame(chromium, daemon):
+    handler = type("Handler", (OtherSite,), {"target": daemon.url})
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    victim = store(daemon, "a memory another site wants", scope="origin")
+    count = daemon.request("GET", "/api/stats").json()["memories"]
+    context = chromium.new_context()
+    try:
+        tab = context.new_page()
+        tab.goto(f"http://127.0.0.1:{server.server_port}/")
+        outcome = tab.evaluate(
+            """async ([target, victim]) => {
+              const attempt = async (name, url, init) => {
+                try { const r = await fetch(url, init); return [name, `HTTP ${r.status} ${await r.text()}`]; }
+                catch (e) { return [name, 'blocked']; }
+              };
+              const body = JSON.stringify({content: 'planted from elsewhere', type: 'TODO'});
+              return Object.fromEntries(await Promise.all([
+                attempt('simple', target + '/api/memories', {method: 'POST', mode: 'no-cors',
+                  headers: {'Content-Type': 'text/plain'}, body}),
+                attempt('json', target + '/api/memories', {method: 'POST',
+                  headers: {'Content-Type': 'application/json'}, body}),
+                attempt('read', target + '/api/memories'),
+                attempt('delete', target + '/api/memories/' + victim, {method: 'DELETE'}),
+              ]));
+            }""",
+            [daemon.url, victim],
+        )
+        framed = tab.frame_locator("iframe").locator("#q").count()
+    finally:
+        context.close()
+        server.shutdown()
+        server.server_close()
+    # the browser keeps the other site from reading or preflighting; the simple POST it
+    # sends opaque (no-cors) is refused by the daemon, on the Origin and on the body type
+    assert outcome == {
+        "simple": "HTTP 0 ",
+        "json": "blocked",
+        "read": "blocked",
+        "delete": "blocked",
+    }
+    assert daemon.request("GET", "/api/stats").json()["memories"] == count
+    assert "content" in memory(daemon, victim)
+    refused = daemon.request(
+        "POST",
+        "/api/memories",
+        data='{"content": "planted", "type": "TODO"}',
+        headers={"Origin": f"http://127.0.0.1:{server.server_port}", "Content-Type": "text/plain"},
+    )
+    assert refused.status_code == 403
+    assert framed == 0  # frame-ancestors 'none': the page does not load in the frame
