@@ -86,6 +86,18 @@ class DatabaseOpenError(AgentMemoryError):
         super().__init__(f"cannot open database {path}: {cause}")
 
 
+class DatabaseMissing(AgentMemoryError):
+    """no database at {path}
+
+    A command that only reads (or changes what exists) found no database file: it creates
+    nothing, not even the directories.
+    """
+
+    def __init__(self, path: object) -> None:
+        self.path = path
+        super().__init__(f"no database at {path}")
+
+
 class BackupFailed(AgentMemoryError):
     """cannot back up the database to {path} before migrating ({cause}); the database was not
     migrated"""

@@ -2,8 +2,10 @@
 
 A STATE.md is edited by people and by agents, so this reader never rejects a file: it takes
 the sections it knows by their heading text (any level, case-insensitive), the bullet items
-in them (``- `` or ``* ``, nested too) and the rows of the Deferred Items table, and counts
-what it had to skip as malformed.
+in them (``- `` or ``* ``) and the rows of the Deferred Items table, and counts what it had
+to skip as malformed. What is indented under an item (nested bullets, continued lines)
+belongs to it: it is kept in the item's content, indented as written, so that a note such
+as ``- never floats`` under a decision stays with that decision.
 """
 
 from __future__ import annotations
@@ -11,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from agent_memory import project
 
 SOURCE = "gsd-state"
 TAG = "gsd"
@@ -32,6 +36,7 @@ _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _BULLET = re.compile(r"^\s*[-*](\s+|$)(.*)$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
 _SEPARATOR_CELL = re.compile(r"^:?-+:?$")
+TAB_COLUMNS = 4
 
 
 @dataclass
@@ -45,6 +50,15 @@ class Item:
 class Parsed:
     items: list[Item] = field(default_factory=list)
     malformed: int = 0
+    sections: int = 0  # headings of known sections found (0: nothing here is GSD's)
+
+
+@dataclass
+class _Open:
+    """The item being read, until a line that is not indented under it ends it."""
+
+    indent: int
+    item: Item | None  # None: a skipped bullet (placeholder, lone marker), its lines too
 
 
 def _cells(line: str) -> list[str]:
@@ -80,7 +94,17 @@ def parse(text: str) -> Parsed:
     section: str | None = None
     table: _Table | None = None
     fenced: str | None = None
+    current: _Open | None = None
     for raw in text.splitlines():  # \n, \r\n and \r alike
+        line = raw.expandtabs(TAB_COLUMNS).rstrip()
+        indent = len(line) - len(line.lstrip())
+        if current is not None and line:  # (a fence ends the item: never open in one)
+            if indent > current.indent and not _FENCE.match(line):
+                if current.item is not None:
+                    current.item.content += "\n" + line[current.indent :]
+                continue
+            _close(out, current)
+            current = None
         fence = _FENCE.match(raw)
         if fenced is not None:
             if fence and fence.group(1) == fenced:
@@ -93,6 +117,7 @@ def parse(text: str) -> Parsed:
         if heading:
             name = heading.group(1).strip().lower()
             section = name if name in SECTIONS else None
+            out.sections += section is not None
             table = None
             continue
         if section is None:
@@ -114,12 +139,21 @@ def parse(text: str) -> Parsed:
         content = bullet.group(2).strip()
         if not content:
             out.malformed += 1  # a lone marker
+            current = _Open(indent, None)
             continue
         if content.lower() in PLACEHOLDERS:
+            current = _Open(indent, None)
             continue
         tags = [TAG, DEFERRED_TAG] if section == DEFERRED_SECTION else [TAG]
-        _add(out, Item(SECTIONS[section], content, tags))
+        current = _Open(indent, Item(SECTIONS[section], content, tags))
+    if current is not None:
+        _close(out, current)
     return out
+
+
+def _close(out: Parsed, current: _Open) -> None:
+    if current.item is not None:
+        _add(out, current.item)
 
 
 def _add(out: Parsed, item: Item) -> None:
@@ -130,9 +164,10 @@ def _add(out: Parsed, item: Item) -> None:
 
 
 def default_scope(path: Path) -> str:
-    """The name of the project directory that holds ``.planning`` (else the file's folder)."""
+    """The scope of the project the file belongs to (project.scope_of), from the directory
+    that holds ``.planning`` (else the file's folder)."""
     resolved = path.resolve()
     for parent in resolved.parents:
         if parent.name == ".planning":
-            return parent.parent.name
-    return resolved.parent.name
+            return project.scope_of(parent.parent)
+    return project.scope_of(resolved.parent)

@@ -3,7 +3,8 @@ service hand each other.
 
 A memory itself travels as a plain JSON-ready dict (the wire shape of the contract: id,
 content, type, tags, source, scope, decay_score, created_at, last_accessed, expires_at), so
-that no layer converts it twice; the types here are the ones that are not on the wire.
+that no layer converts it twice; the types here are the ones that are not on the wire, and
+the shape of a related memory (``related``), which the service and the session brief share.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import hashlib
 import struct
 from dataclasses import dataclass
 from typing import Any
+
+from agent_memory.vocabulary import INVERSE_KIND, SNIPPET_CHARS
 
 # The embedding providers a database can be pinned to.
 OLLAMA = "ollama"
@@ -88,3 +91,22 @@ def content_hash(content: str) -> int:
     """
     digest = hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
+
+
+def snippet(content: str) -> str:
+    """The first SNIPPET_CHARS characters (code points, not glyphs), with … when cut."""
+    return content if len(content) <= SNIPPET_CHARS else content[:SNIPPET_CHARS] + "…"
+
+
+def related(edge: dict[str, Any]) -> dict[str, Any]:
+    """A relation as a memory's ``related`` lists it, read from that memory's side (an edge
+    as Store.neighbours gives it)."""
+    out = edge["direction"] == "out"
+    return {
+        "id": edge["id"],
+        "kind": edge["kind"] if out else INVERSE_KIND[edge["kind"]],
+        "direction": edge["direction"],
+        "type": edge["type"],
+        "snippet": snippet(edge["content"]),
+        "tags": edge["tags"],
+    }

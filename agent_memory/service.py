@@ -31,16 +31,11 @@ from agent_memory.errors import (
     StorageFault,
 )
 from agent_memory.models import Embedding, Pin
+from agent_memory.models import related as _related
 from agent_memory.ranking import SEARCH_MODE_HYBRID, SEARCH_MODE_KEYWORD
 from agent_memory.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
-from agent_memory.vocabulary import (
-    ARGUMENTS,
-    DEFAULT_SEARCH_LIMIT,
-    INVERSE_KIND,
-    MAX_LIMIT,
-    SNIPPET_CHARS,
-)
+from agent_memory.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 
 log = logging.getLogger(__name__)
 
@@ -59,11 +54,6 @@ BACKFILL_BATCH_ROWS = 128
 REEMBED_BATCH_ROWS = 64
 
 
-def snippet(content: str) -> str:
-    """The first SNIPPET_CHARS characters (code points, not glyphs), with … when cut."""
-    return content if len(content) <= SNIPPET_CHARS else content[:SNIPPET_CHARS] + "…"
-
-
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
 
@@ -73,19 +63,6 @@ def _arguments(operation: str, args: Any) -> Mapping[str, Any]:
     args = validate.mapping(args)
     validate.known_fields(args, ARGUMENTS[operation])
     return args
-
-
-def _related(edge: dict[str, Any]) -> dict[str, Any]:
-    """A relation as a memory's ``related`` lists it, read from that memory's side."""
-    out = edge["direction"] == "out"
-    return {
-        "id": edge["id"],
-        "kind": edge["kind"] if out else INVERSE_KIND[edge["kind"]],
-        "direction": edge["direction"],
-        "type": edge["type"],
-        "snippet": snippet(edge["content"]),
-        "tags": edge["tags"],
-    }
 
 
 class MemoryService:
@@ -150,7 +127,9 @@ class MemoryService:
             memory_id = self.db.insert(memory, embedding)
         return {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
 
-    def search(self, args: Any) -> dict[str, Any]:
+    def search(self, args: Any, *, record_use: bool = True) -> dict[str, Any]:
+        """``record_use=False``: a pure read (the session brief); the results are not
+        bumped. A read-only store is never bumped."""
         args = _arguments("search", args)
         query = validate.required_string(args, "query")
         fts.check_cost(query)
@@ -177,7 +156,8 @@ class MemoryService:
             if expand:
                 self._expand(page.results)
         # The results only, not neighbours; last, so that a search out of time writes nothing.
-        self._bump([r["id"] for r in page.results], now)
+        if record_use and not self.db.read_only:
+            self._bump([r["id"] for r in page.results], now)
         return {"search_mode": page.mode, "results": page.results}
 
     def _bump(self, ids: list[int], now: int) -> None:

@@ -27,6 +27,8 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from agent_memory.terminal import GIVEN_AFTER, Subcommand
+
 DEFAULT_ADDR = "127.0.0.1:7437"  # serve-rest's default (cli.DEFAULT_REST_PORT)
 # A daemon answers /health in milliseconds; a program that accepts the connection and never
 # answers is not one, and ui then starts its own elsewhere.
@@ -36,12 +38,12 @@ FREE, OURS, OTHER = "free", "ours", "other"
 
 
 def _parse_addr(ctx: click.Context, param: click.Parameter, text: str) -> tuple[str, int]:
-    from agent_memory.cli import parse_addr
+    from agent_memory.terminal import parse_addr
 
     return parse_addr(ctx, param, text)
 
 
-@click.command("ui")
+@click.command("ui", cls=Subcommand)
 @click.option(
     "--addr",
     default=DEFAULT_ADDR,
@@ -65,7 +67,8 @@ def ui(ctx: click.Context, addr: tuple[str, int], browser: bool) -> None:
     foreground: Ctrl-C stops it).
     """
     from agent_memory import storage
-    from agent_memory.cli import fail, is_loopback
+    from agent_memory.terminal import is_loopback
+    from agent_memory.wiring import fail
 
     host, port = addr
     if not is_loopback(host):
@@ -128,16 +131,21 @@ def open_browser(url: str) -> None:
 
 
 def global_args(ctx: click.Context) -> list[str]:
-    """The global options given on this command line, to start ``serve-rest`` as this
-    ``ui`` was started (values from the environment reach the child through it)."""
+    """The global options given on this command line, before ``ui`` or after it (those
+    win), to start ``serve-rest`` as this ``ui`` was started (values from the environment
+    reach the child through it)."""
     root = ctx.find_root()
+    given = {
+        name: value
+        for name, value in root.params.items()
+        if root.get_parameter_source(name) is ParameterSource.COMMANDLINE
+    }
+    given.update(ctx.meta.get(GIVEN_AFTER, {}))
     args: list[str] = []
     for param in root.command.params:
-        if not isinstance(param, click.Option) or param.name is None or param.expose_value is False:
+        if not isinstance(param, click.Option) or param.name not in given:
             continue
-        if root.get_parameter_source(param.name) is not ParameterSource.COMMANDLINE:
-            continue
-        value: Any = root.params[param.name]
+        value: Any = given[param.name]
         if param.is_flag:
             flag = param.opts[0] if value else next(iter(param.secondary_opts), None)
             args += [flag] if flag else []

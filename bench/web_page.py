@@ -6,9 +6,11 @@ A database of developer memories (bench/corpus.py, loaded through `agent-memory 
 bench/run.py does, with a few hundred relations) is served by the real `agent-memory
 serve-rest`. Then, in Debian's Chromium:
 
-- first paint: a new browser context per run (nothing cached) loads `/`; the browser's
-  first-contentful-paint, and when the first page of memories is on screen (the page's
-  `list:shown` mark), both from the start of navigation;
+- first paint: a new browser context per run (nothing cached) loads `/`; when the HTML is
+  in, the browser's first-contentful-paint, and when the first page of memories is on
+  screen (the page's `list:shown` mark), all from the start of navigation; and a floor:
+  the first paint of the same HTML with its style, scripts and icon refused (what a new tab
+  and a first paint cost this browser on this machine, whatever the page);
 - search round trip: for each question, the same search sent by the page itself (typing in
   the box: from the request leaving, `search:sent`, to the 50 results drawn, `search:shown`;
   the 150 ms debounce before it is the page's choice and not counted) and by a bare
@@ -51,7 +53,9 @@ PAINTED = "() => performance.getEntriesByName('first-contentful-paint').length >
 PAINT = """() => {
   const paint = performance.getEntriesByName('first-contentful-paint')[0];
   const shown = performance.getEntriesByName('list:shown')[0];
-  return {fcp: paint ? paint.startTime : null, shown: shown ? shown.startTime : null};
+  const page = performance.getEntriesByType('navigation')[0];
+  return {fcp: paint ? paint.startTime : null, shown: shown ? shown.startTime : null,
+    html: page.responseEnd};
 }"""
 PAGE_SEARCH = """async (query) => {
   performance.clearMarks();
@@ -103,7 +107,7 @@ def build(workdir: Path, size: int) -> Path:
 
 
 def first_paint(chromium, url: str, runs: int) -> dict[str, dict[str, float]]:
-    fcp, shown = [], []
+    figures: dict[str, list[float]] = {"html": [], "fcp": [], "shown": [], "floor": []}
     for run in range(runs + 1):  # the first is not counted: the browser's own first start
         context = chromium.new_context(viewport={"width": 1400, "height": 900})
         tab = context.new_page()
@@ -114,11 +118,26 @@ def first_paint(chromium, url: str, runs: int) -> dict[str, dict[str, float]]:
             sys.exit(f"the page failed: {failed.first.inner_text()}")
         tab.wait_for_function(PAINTED)
         found = tab.evaluate(PAINT)
-        if run:
-            fcp.append(found["fcp"])
-            shown.append(found["shown"])
         context.close()
-    return {"first_contentful_paint_ms": summary(fcp), "memories_shown_ms": summary(shown)}
+        # the floor: the same HTML with its style, scripts and icon refused, so what is left
+        # is the browser's own cost of a new tab and a first paint
+        context = chromium.new_context(viewport={"width": 1400, "height": 900})
+        tab = context.new_page()
+        tab.route("**/assets/*", lambda route: route.abort())
+        tab.goto(url)
+        tab.wait_for_function(PAINTED)
+        floor = tab.evaluate(PAINT)["fcp"]
+        context.close()
+        if run:
+            for name in ("html", "fcp", "shown"):
+                figures[name].append(found[name])
+            figures["floor"].append(floor)
+    return {
+        "html_received_ms": summary(figures["html"]),
+        "first_contentful_paint_ms": summary(figures["fcp"]),
+        "memories_shown_ms": summary(figures["shown"]),
+        "floor_first_paint_ms": summary(figures["floor"]),
+    }
 
 
 def search_round_trips(chromium, url: str) -> dict[str, dict[str, float]]:

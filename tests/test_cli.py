@@ -68,7 +68,7 @@ def test_settings_reach_the_subcommand(runner, tmp_path, monkeypatch):
         seen["settings"] = settings
         raise SystemExit(0)
 
-    monkeypatch.setattr("agent_memory.cli.open_service", fake_open)
+    monkeypatch.setattr("agent_memory.wiring.open_service", fake_open)
     result = runner.invoke(
         cli,
         [
@@ -96,7 +96,7 @@ def test_settings_reach_the_subcommand(runner, tmp_path, monkeypatch):
 def test_environment_defaults(runner, monkeypatch):
     seen = {}
     monkeypatch.setattr(
-        "agent_memory.cli.open_service", lambda s: seen.setdefault("s", s) and exit(0)
+        "agent_memory.wiring.open_service", lambda s: seen.setdefault("s", s) and exit(0)
     )
     runner.invoke(
         cli,
@@ -150,11 +150,11 @@ class _Terminal:
     ("tty", "total", "shown"), [(True, 5000, True), (False, 5000, False), (True, 10, False)]
 )
 def test_progress_shows_only_on_a_terminal_for_big_jobs(monkeypatch, tty, total, shown):
-    from agent_memory import cli as cli_module
+    from agent_memory import terminal as terminal_module
 
     terminal = _Terminal(tty)
-    monkeypatch.setattr(cli_module.sys, "stderr", terminal)
-    bar = cli_module.Progress("importing")
+    monkeypatch.setattr(terminal_module.sys, "stderr", terminal)
+    bar = terminal_module.Progress("importing")
     for done in range(0, total + 1, 1000):
         bar.at(done, total)
     bar.close()

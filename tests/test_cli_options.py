@@ -13,7 +13,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from agent_memory import cli as cli_module
+from agent_memory import wiring
 from agent_memory.cli import cli
 
 from conftest import NO_OLLAMA_URL, executable, run_agent_memory, server_env
@@ -49,11 +49,11 @@ def opened(monkeypatch):
     """The Settings each command opens its service with (and the log level then)."""
     seen = {}
 
-    def fake_open(settings):
+    def fake_open(settings, **_mode):
         seen.update(settings=settings, level=logging.getLogger().level)
         raise SystemExit(0)
 
-    monkeypatch.setattr(cli_module, "open_service", fake_open)
+    monkeypatch.setattr(wiring, "open_service", fake_open)
     return seen
 
 
@@ -67,7 +67,7 @@ def test_global_options_go_before_or_after_the_subcommand(opened, tmp_path, comm
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     settings = opened["settings"]
-    assert settings == cli_module.Settings(
+    assert settings == wiring.Settings(
         db=tmp_path / "m.db",
         ollama_url="http://127.0.0.1:9",
         embed_model="other",

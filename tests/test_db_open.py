@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 import subprocess
@@ -9,10 +10,12 @@ import sys
 from pathlib import Path
 
 import pytest
+import sqlalchemy
 import sqlean
 from sqlalchemy import inspect
 
-from agent_memory.errors import DatabaseOpenError, SchemaTooNew
+from agent_memory.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew
+from agent_memory.storage import EXISTING, READ
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite import schema
 
@@ -191,3 +194,48 @@ def test_failed_migration_leaves_the_old_schema(tmp_path, monkeypatch, failing_m
     conn = sqlean.connect(str(path))
     assert "extra" not in [row[1] for row in conn.execute("PRAGMA table_info(memories)")]
     conn.close()
+
+
+def test_modes_other_than_create_refuse_a_missing_database_and_create_nothing(tmp_path):
+    for mode in (EXISTING, READ):
+        with pytest.raises(DatabaseMissing, match="no database at"):
+            db.open_database(tmp_path / "a" / "memory.db", mode=mode)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_read_mode_opens_a_file_it_cannot_write_read_only(db_path, monkeypatch):
+    db.open_database(db_path).close()
+    monkeypatch.setattr(db, "writable", lambda path: False)
+    database = db.open_database(db_path, mode=READ)
+    try:
+        assert database.read_only
+        with database.engine.connect() as conn:
+            assert conn.exec_driver_sql("SELECT count(*) FROM memories").scalar() == 0
+            with pytest.raises(sqlalchemy.exc.OperationalError, match="readonly"):
+                conn.exec_driver_sql("DELETE FROM memories")
+    finally:
+        database.close()
+    assert not db.open_database(db_path, mode=EXISTING).read_only  # a write will be tried
+
+
+@pytest.mark.parametrize(
+    ("readable", "dir_writable", "file_writable", "expected"),
+    [
+        (False, True, True, "the file is not readable (boom)"),
+        (True, False, True, "read-only directory {dir} (boom)"),
+        (True, True, False, "read-only file (boom)"),
+        (True, True, True, "boom"),
+    ],
+)
+def test_the_cause_of_a_failure_is_named(
+    db_path, monkeypatch, readable, dir_writable, file_writable, expected
+):
+    """os.access is asked (as root every file is writable, so its answers are set here)."""
+    db_path.touch()
+    answers = {
+        (str(db_path), os.R_OK): readable,
+        (str(db_path), os.W_OK): file_writable,
+        (str(db_path.parent), os.W_OK): dir_writable,
+    }
+    monkeypatch.setattr(db.os, "access", lambda path, how: answers[(str(path), how)])
+    assert db.cause(db_path, "boom") == expected.format(dir=db_path.parent)

@@ -113,8 +113,12 @@ def test_a_fresh_template_has_nothing_to_import():
 def test_a_mid_milestone_state_with_frontmatter_and_a_deferred_table():
     assert contents(MID_MILESTONE) == [
         ("DECISION", "[Phase 1]: Use SQLite with WAL for the local store", ["gsd"]),
-        ("DECISION", "[Phase 2]: Hybrid search fuses bm25 and cosine with RRF (k = 60)", ["gsd"]),
-        ("DECISION", "nested: keep the keyword path as the fallback", ["gsd"]),
+        (
+            "DECISION",
+            "[Phase 2]: Hybrid search fuses bm25 and cosine with RRF (k = 60)\n"
+            "  - nested: keep the keyword path as the fallback",
+            ["gsd"],
+        ),
         ("TODO", "Write the restore runbook", ["gsd"]),
         ("TODO", "Benchmark search at 100k memories", ["gsd"]),
         ("CONSTRAINT", "Ollama is not installed on the CI runners", ["gsd"]),
@@ -162,9 +166,9 @@ def test_cli_import_scopes_to_the_project_and_re_running_is_a_no_op(tmp_path):
     db_path = tmp_path / "memory.db"
     result = invoke(db_path, str(state))
     assert result.exit_code == 0, result.output
-    assert result.stdout == "imported: 8, skipped duplicates: 0, malformed lines skipped: 0\n"
+    assert result.stdout == "imported: 7, skipped duplicates: 0, malformed lines skipped: 0\n"
     result = invoke(db_path, str(state))
-    assert result.stdout == "imported: 0, skipped duplicates: 8, malformed lines skipped: 0\n"
+    assert result.stdout == "imported: 0, skipped duplicates: 7, malformed lines skipped: 0\n"
     svc = MemoryService(open_store(db_path))
     try:
         memories = svc.list({})
@@ -174,7 +178,7 @@ def test_cli_import_scopes_to_the_project_and_re_running_is_a_no_op(tmp_path):
     finally:
         svc.close()
     result = invoke(db_path, "--scope", "other", str(state))  # the key has no scope in it
-    assert result.stdout == "imported: 0, skipped duplicates: 8, malformed lines skipped: 0\n"
+    assert result.stdout == "imported: 0, skipped duplicates: 7, malformed lines skipped: 0\n"
 
 
 def test_cli_import_of_a_missing_or_non_utf8_file_is_one_line(tmp_path):
@@ -185,3 +189,83 @@ def test_cli_import_of_a_missing_or_non_utf8_file_is_one_line(tmp_path):
         assert result.exit_code == 1
         assert len(result.stderr.strip().splitlines()) == 1
         assert not (tmp_path / "never.db").exists()
+
+
+NESTED = """## Decisions
+
+- Amounts are integers of cents
+  - never floats
+    * not even in reports
+  because rounding drifted in 2024
+
+- Prices come from the catalogue
+\t- tab-indented detail
+- None
+  - a note under a placeholder goes with it
+Not an item: a paragraph ends the item above
+  - a bullet under a paragraph is an item of its own
+## Pending Todos
+- Write the migration
+```
+- in a fence: not an item
+```
+"""
+
+
+def test_nested_bullets_and_continued_lines_fold_into_their_item():
+    assert contents(NESTED) == [
+        (
+            "DECISION",
+            "Amounts are integers of cents\n  - never floats\n    * not even in reports\n"
+            "  because rounding drifted in 2024",
+            ["gsd"],
+        ),
+        ("DECISION", "Prices come from the catalogue\n    - tab-indented detail", ["gsd"]),
+        ("DECISION", "a bullet under a paragraph is an item of its own", ["gsd"]),
+        ("TODO", "Write the migration", ["gsd"]),
+    ]
+
+
+def test_a_folded_item_over_the_size_limit_is_malformed():
+    text = "## Decisions\n- short parent\n" + "  - child\n" * 1000 + "- next\n"
+    parsed = gsd.parse(text)
+    assert [i.content for i in parsed.items] == ["next"]
+    assert parsed.malformed == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ['{"record": "header"}\n{"record": "memory"}\n', "# Notes\n\n- an item, but not GSD's\n", ""],
+    ids=["jsonl", "other-headings", "empty"],
+)
+def test_a_file_with_no_known_section_says_so_and_creates_nothing(tmp_path, text):
+    notes = tmp_path / "notes.jsonl"
+    notes.write_text(text, encoding="utf-8")
+    db_path = tmp_path / "data" / "memory.db"
+    result = invoke(db_path, str(notes))
+    assert result.exit_code == 0
+    assert result.stdout == "imported: 0, skipped duplicates: 0, malformed lines skipped: 0\n"
+    assert result.stderr == (
+        f"no known GSD section in {notes} (headings read: Decisions, Decisions Made, "
+        "Blockers/Concerns, Blockers, Concerns, Pending Todos, Deferred Items)\n"
+    )
+    assert not (tmp_path / "data").exists()
+
+
+def test_a_state_with_nothing_to_import_leaves_no_database_behind(tmp_path):
+    state = tmp_path / "STATE.md"
+    state.write_text(FRESH_TEMPLATE, encoding="utf-8")
+    result = invoke(tmp_path / "memory.db", str(state))
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == "imported: 0, skipped duplicates: 0, malformed lines skipped: 0\n"
+    assert not (tmp_path / "memory.db").exists()
+
+
+def test_the_default_scope_is_the_git_top_level_of_the_project(tmp_path):
+    repo = tmp_path / "kore"
+    (repo / ".git").mkdir(parents=True)
+    state = repo / "services" / "billing" / ".planning" / "STATE.md"
+    state.parent.mkdir(parents=True)
+    assert gsd.default_scope(state) == "kore"
+    (repo / ".git").rmdir()
+    assert gsd.default_scope(state) == "billing"

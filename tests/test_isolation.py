@@ -17,7 +17,9 @@ def test_the_default_database_is_under_the_session_home(isolated_home):
 
 
 def test_no_agent_memory_setting_leaks_in_from_the_developer_environment():
-    assert not [k for k in os.environ if k.startswith("AGENT_MEMORY_")]
+    """Only the embedder choice the fixture makes on purpose is set."""
+    settings = {k: v for k, v in os.environ.items() if k.startswith("AGENT_MEMORY_")}
+    assert settings == {"AGENT_MEMORY_EMBEDDER": "ollama"}
 
 
 def test_a_spawned_server_opens_its_default_database_under_the_session_home(isolated_home):

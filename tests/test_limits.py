@@ -12,7 +12,7 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from agent_memory.cli import Settings, cli, open_service
+from agent_memory.cli import cli
 from agent_memory.errors import InvalidArgument
 from agent_memory.rest import MAX_BODY_BYTES, create_app
 from agent_memory.service import MemoryService
@@ -23,6 +23,7 @@ from agent_memory.validate import (
     MAX_TAG_CHARS,
     MAX_TAGS,
 )
+from agent_memory.wiring import Settings, open_service
 
 from conftest import dump
 

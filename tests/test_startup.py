@@ -1,7 +1,7 @@
 """`serve` answers its first requests before it loads SQLAlchemy and opens the engine.
 
 On a file already at head it only checks the file (storage.ready_to_serve) before serving; the
-service is opened in a thread once the server has answered (cli.OpeningService).
+service is opened in a thread once the server has answered (wiring.OpeningService).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import sqlean
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 
-from agent_memory import cli, lifecycle, mcp_server
+from agent_memory import cli, lifecycle, mcp_server, wiring
 from agent_memory.errors import DatabaseOpenError, StorageError
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import probe
@@ -40,8 +40,8 @@ cli.cli(sys.argv[1:], prog_name="agent-memory")
 """
 
 
-def settings(db_path) -> cli.Settings:
-    return cli.Settings(
+def settings(db_path) -> wiring.Settings:
+    return wiring.Settings(
         db=db_path,
         ollama_url=NO_OLLAMA_URL,
         embed_model="nomic-embed-text",
@@ -78,16 +78,16 @@ def test_a_new_file_is_created_before_serving(db_path, monkeypatch):
     result = cli.cli(["--db", str(db_path), "serve"], standalone_mode=False)
     assert result is None
     assert db_path.exists()
-    assert not isinstance(seen[0], cli.OpeningService)
+    assert not isinstance(seen[0], wiring.OpeningService)
 
 
 def test_nothing_is_opened_before_the_first_answer(db_path, monkeypatch):
     open_store(db_path).close()
     monkeypatch.setattr(lifecycle, "STARTUP_GRACE_SECS", 60)
     opened = []
-    monkeypatch.setattr(cli, "_service", lambda s: opened.append(s) or object())
+    monkeypatch.setattr(wiring, "build_service", lambda s: opened.append(s) or object())
     answered = threading.Event()
-    service = cli.OpeningService(settings(db_path), answered)
+    service = wiring.OpeningService(settings(db_path), answered)
     assert opened == []
     service.close()  # before any answer: the file is never opened
     assert opened == []
@@ -96,7 +96,7 @@ def test_nothing_is_opened_before_the_first_answer(db_path, monkeypatch):
 def test_calls_wait_for_the_opening(db_path):
     open_store(db_path).close()
     answered = threading.Event()
-    service = cli.OpeningService(settings(db_path), answered)
+    service = wiring.OpeningService(settings(db_path), answered)
     answered.set()
     assert service.store({"content": "waits for the engine", "type": "TODO"}) == {"id": 1}
     assert [m["content"] for m in service.list({})] == ["waits for the engine"]
@@ -107,10 +107,10 @@ def test_an_opening_that_fails_answers_with_the_storage_error(db_path, monkeypat
     def fail(_settings):
         raise OSError("disk vanished")
 
-    monkeypatch.setattr(cli, "_service", fail)
+    monkeypatch.setattr(wiring, "build_service", fail)
     answered = threading.Event()
     answered.set()
-    service = cli.OpeningService(settings(db_path), answered)
+    service = wiring.OpeningService(settings(db_path), answered)
     with pytest.raises(MCPError) as raised:
         mcp_server.call_tool(service, "memory_store", {"content": "x", "type": "TODO"})
     assert raised.value.error.code == INTERNAL_ERROR
@@ -147,7 +147,7 @@ def test_a_file_migrated_by_a_newer_version_meanwhile_is_one_log_line(db_path, c
     conn.execute("UPDATE alembic_version SET version_num = '9999'")
     conn.commit()
     conn.close()
-    service = cli.OpeningService(settings(db_path), answered)
+    service = wiring.OpeningService(settings(db_path), answered)
     with pytest.raises(StorageError):
         service.search({"query": "anything"})
     assert "database schema is version 9999" in caplog.text

@@ -12,7 +12,7 @@ import pytest
 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Pin
-from agent_memory.storage import open_store
+from agent_memory.storage import open_reader, open_store
 from agent_memory.storage.base import NewMemory
 
 T0 = 1_767_225_600
@@ -334,3 +334,62 @@ def test_stats_count_per_type_and_scope(store):
         "links": 1,
         "pending_embedding": 3,
     }
+
+
+# -- the session brief's reader ---------------------------------------------------------------
+
+
+@pytest.fixture
+def reader(store):
+    opened = open_reader(store.location)
+    yield opened
+    opened.close()
+
+
+def recent(reader, scope, *types, now=T0 + 3600, limit=10, window=99):
+    return reader.recent(scope=scope, types=types, now=now, limit=limit, window=window)
+
+
+def test_the_reader_gives_the_recent_of_a_scope_leaving_out_expired_and_superseded(store, reader):
+    old = store.insert(new("old decision", "DECISION", scope="kore"), None)
+    newer = store.insert(new("new decision", "DECISION", scope="kore", at=T0 + 1), None)
+    rule = store.insert(new("a rule", "CONSTRAINT", scope="kore", tags=["t"]), None)
+    store.insert(new("gone", "CONSTRAINT", scope="kore", expires_at=T0 + 5), None)
+    store.insert(new("a todo", "TODO", scope="kore"), None)
+    store.insert(new("global rule", "CONSTRAINT"), None)
+    store.insert(new("other project", "DECISION", scope="billing"), None)
+    store.link(newer, old, "supersedes", T0, ids=(newer, old))
+    store.bump([rule], T0 + 2)
+    found = recent(reader, "kore", "DECISION", "CONSTRAINT")
+    assert ids(found) == [rule, newer]  # most recently used first
+    assert found[0] == {
+        "id": rule,
+        "content": "a rule",
+        "type": "CONSTRAINT",
+        "tags": ["t"],
+        "source": None,
+        "scope": "kore",
+        "decay_score": ranking.decay("CONSTRAINT", T0 + 2, T0 + 3600),
+        "created_at": T0,
+        "last_accessed": T0 + 2,
+        "expires_at": None,
+    }
+    assert [m["content"] for m in recent(reader, None, "CONSTRAINT")] == ["global rule"]
+    assert ids(recent(reader, "kore", "DECISION", "CONSTRAINT", limit=1)) == [rule]
+    assert ids(recent(reader, "kore", "DECISION", "CONSTRAINT", window=1)) == [newer]  # newest
+    assert recent(reader, "kore", "ERROR") == []
+
+
+def test_the_reader_sees_relations_as_the_store_does(store, reader):
+    a, b, c = (store.insert(new(text), None) for text in ("a", "b", "c"))
+    store.link(a, b, "caused_by", T0, ids=(a, b))
+    store.link(c, a, "supersedes", T0 + 1, ids=(c, a))
+    store.link(a, c, "relates_to", T0 + 2, ids=(a, c))
+    for per_result in (1, 10):
+        assert reader.neighbours([a, b], per_result) == store.neighbours([a, b], per_result)
+    assert reader.neighbours([]) == []
+
+
+def test_the_reader_sees_what_is_written_after_it_opened(store, reader):
+    memory_id = store.insert(new("later", "TODO"), None)
+    assert ids(recent(reader, None, "TODO")) == [memory_id]

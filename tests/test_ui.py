@@ -39,9 +39,9 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def start_ui(db_path: Path, env: dict[str, str], *args: str) -> subprocess.Popen:
+def start_ui(env: dict[str, str], *args: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [executable(), "--db", str(db_path), *args],
+        [executable(), *args],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -73,9 +73,13 @@ def test_ui_starts_a_daemon_until_stopped(db_path, tmp_path, browser_env, opened
     there: at --addr. Either serves the page of this database, with ui's global options."""
     other = RestDaemon(tmp_path / "other.db") if other_database else None
     port = other.port if other else free_port()
-    started = start_ui(
-        db_path, browser_env, "--max-content-bytes", "64", "ui", "--addr", f"127.0.0.1:{port}"
-    )
+    limit = ("--max-content-bytes", "64")
+    addr = ("--addr", f"127.0.0.1:{port}")
+    if other_database:  # the global options after the subcommand's name, as `serve --db x`
+        args = ("ui", *addr, "--db", str(db_path), *limit)
+    else:
+        args = ("--db", str(db_path), *limit, "ui", *addr)
+    started = start_ui(browser_env, *args)
     try:
         url = started.stdout.readline().strip()  # printed once the daemon listens
         assert url.startswith("http://127.0.0.1:") and url.endswith("/")
@@ -101,9 +105,8 @@ def test_ui_starts_a_daemon_until_stopped(db_path, tmp_path, browser_env, opened
 
 
 def test_ui_without_a_browser_only_prints_the_address(db_path):
-    started = start_ui(
-        db_path, server_env(DISPLAY="", WAYLAND_DISPLAY=""), "ui", "--addr", "127.0.0.1:0"
-    )
+    env = server_env(DISPLAY="", WAYLAND_DISPLAY="")
+    started = start_ui(env, "--db", str(db_path), "ui", "--addr", "127.0.0.1:0")
     try:
         url = started.stdout.readline().strip()
         assert requests.get(f"{url}health", timeout=START_TIMEOUT_SECS).status_code == 200

@@ -120,7 +120,7 @@ def test_the_page_loads_only_its_own_files():
         value
         for _, attrs in tags_of("index.html")
         for name, value in attrs.items()
-        if name in ("src", "href") and value and value.startswith("/")
+        if name in ("src", "href") and value and value.startswith("/assets/")
     }
     imports = {
         f"/assets/{m}" for name in SCRIPTS for m in re.findall(r'from "\./([\w.]+)"', source(name))
@@ -130,6 +130,14 @@ def test_the_page_loads_only_its_own_files():
     }
     everything = source("index.html") + "".join(map(source, SCRIPTS))
     assert not re.search(r"https?://(?!www\.w3\.org/2000/svg\b)", everything)  # no CDN
+    assert not re.search(r'(?:src|href)="(?![/#"])', source("index.html"))  # this origin only
+
+
+def test_the_page_preloads_what_its_script_asks_first():
+    """The preloaded answers are used only if the script asks for exactly these addresses."""
+    preloaded = [a["href"] for t, a in tags_of("index.html") if a.get("rel") == "preload"]
+    page_size = int(re.search(r"const PAGE_SIZE = (\d+);", source("app.js")).group(1))
+    assert preloaded == [f"/api/memories?limit={page_size + 1}", "/api/stats"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -141,7 +141,9 @@ def test_search_and_filters_show_the_right_memories(page, daemon):
     stats = daemon.request("GET", "/api/stats").json()
     assert page.text("#total") == f"{stats['memories']} memories"
     assert page.text("#backlog") == f"{stats['pending_embedding']} waiting for an embedding"
-    assert "embedder unreachable · keyword search" in page.text("#health")
+    health = daemon.request("GET", "/health").json()
+    assert page.text("#health").startswith("keyword search · embedder unreachable · v")
+    assert page.text("#search-hint") == health["search_hint"]  # why, and what changes it
 
     ranked = page.searched(lambda: page.tab.fill("#q", "zebra"))
     assert sorted(ranked) == sorted([a, b, c])
@@ -273,6 +275,19 @@ def test_link_unlink_and_the_graph(page, daemon):
     page.tab.wait_for_selector("#d-status:text('Unlinked')")
     assert memory(daemon, new)["related"] == []
     assert memory(daemon, old)["related"][0]["id"] == why  # the other relation stays
+
+
+def test_a_crowded_graph_draws_its_first_sixteen_neighbours(page, daemon):
+    hub = store(daemon, "a hub with many relations", scope="crowd")
+    for i in range(18):
+        spoke = store(daemon, f"spoke {i}", scope="crowd")
+        daemon.request(
+            "POST", "/api/links", json={"from_id": spoke, "to_id": hub, "kind": "relates_to"}
+        )
+    page.open(f"#/m/{hub}")
+    page.tab.wait_for_selector("#graph-note:text('2 more not drawn')")
+    assert page.tab.locator("#g-nodes a").count() == 17
+    assert page.tab.locator("#d-related li").count() == 18  # the list has them all
 
 
 XSS = '<img src=x onerror="window.pwned=1;alert(1)"><script>window.pwned=2</script>'

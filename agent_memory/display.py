@@ -1,0 +1,137 @@
+"""Memories as a person reads them in a terminal: a table of many, the record of one.
+
+A table row shows id, type, scope, tags, age (since the memory was stored), decay (as of
+now, the value a search would rank it with; a list's JSON carries the stored one) and the
+content on one line, cut to the terminal's width. A record shows every field and the whole
+content. Pure text: the commands decide where it goes.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from agent_memory import ranking
+
+# Widths of the narrow columns are taken from the first TABLE_SAMPLE_ROWS rows (a list is
+# streamed: later rows are cut to them), each at most its cap; the content gets the rest
+# of the terminal, at least CONTENT_MIN_CHARS.
+TABLE_SAMPLE_ROWS = 100
+SCOPE_MAX_CHARS = 24
+TAGS_MAX_CHARS = 28
+CONTENT_MIN_CHARS = 24
+DEFAULT_COLUMNS = 120  # when the output is not a terminal
+COLUMNS = ("ID", "TYPE", "SCOPE", "TAGS", "AGE", "DECAY", "CONTENT")
+_SPACE = re.compile(r"\s+")
+# age units, largest first: (seconds, suffix)
+_UNITS = ((365 * 86400, "y"), (30 * 86400, "mo"), (86400, "d"), (3600, "h"), (60, "m"))
+
+
+def age(seconds: int) -> str:
+    """A duration in its largest whole unit: 3d, 5h, 2mo; under a minute, in seconds."""
+    seconds = max(seconds, 0)
+    for size, suffix in _UNITS:
+        if seconds >= size:
+            return f"{seconds // size}{suffix}"
+    return f"{seconds}s"
+
+
+def when(timestamp: int, now: int) -> str:
+    """A moment in local time, with how long ago (or until) it is: 2026-01-03 14:05 (2d ago)."""
+    shown = time.strftime("%Y-%m-%d %H:%M", time.localtime(timestamp))
+    if timestamp > now:
+        return f"{shown} (in {age(timestamp - now)})"
+    return f"{shown} ({age(now - timestamp)} ago)"
+
+
+def one_line(text: str, width: int) -> str:
+    """``text`` with its whitespace runs as single spaces, cut to ``width`` with …."""
+    flat = _SPACE.sub(" ", text).strip()
+    return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
+
+
+def terminal_width() -> int:
+    import shutil  # (with bz2 and lzma: 4 ms that every other command would pay at start)
+
+    return shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns
+
+
+def _cells(memory: dict[str, Any], now: int) -> list[str]:
+    decay = ranking.decay(memory["type"], memory["last_accessed"], now)
+    return [
+        str(memory["id"]),
+        memory["type"],
+        memory["scope"] or "-",
+        ",".join(memory["tags"]) or "-",
+        age(now - memory["created_at"]),
+        f"{decay:.2f}",
+    ]
+
+
+def table(
+    memories: Iterable[dict[str, Any]], now: int, width: int | None = None, related: bool = False
+) -> Iterator[str]:
+    """The lines of a table of ``memories`` (a header first; nothing for no memories);
+    ``related``: each memory's related ones (expand_links) on lines under it."""
+    width = width or terminal_width()
+    rows = iter(memories)
+    sample = list(itertools.islice(rows, TABLE_SAMPLE_ROWS))
+    if not sample:
+        return
+    caps = [20, 12, SCOPE_MAX_CHARS, TAGS_MAX_CHARS, 5, 5]
+    widths = [len(name) for name in COLUMNS[:-1]]
+    for memory in sample:
+        for i, cell in enumerate(_cells(memory, now)):
+            widths[i] = min(max(widths[i], len(cell)), caps[i])
+    content_width = max(width - sum(widths) - 2 * len(widths), CONTENT_MIN_CHARS)
+
+    def line(cells: list[str], content: str) -> str:
+        fitted = [one_line(c, w).ljust(w) for c, w in zip(cells, widths, strict=True)]
+        fitted[0] = cells[0].rjust(widths[0]) if len(cells[0]) <= widths[0] else fitted[0]
+        return "  ".join([*fitted, one_line(content, content_width)]).rstrip()
+
+    yield line(list(COLUMNS[:-1]), COLUMNS[-1])
+    for memory in itertools.chain(sample, rows):
+        yield line(_cells(memory, now), memory["content"])
+        if related:
+            yield from _related(memory.get("related", []), indent="    ")
+
+
+def record(memory: dict[str, Any], now: int) -> Iterator[str]:
+    """The lines of one memory shown whole: its fields, its content, its relations."""
+    decay = ranking.decay(memory["type"], memory["last_accessed"], now)
+    head = f"memory {memory['id']}  {memory['type']}"
+    yield head + (f"  scope {memory['scope']}" if memory["scope"] else "  global")
+    fields = [
+        ("tags", ", ".join(memory["tags"]) or "-"),
+        ("source", memory["source"] or "-"),
+        ("created", when(memory["created_at"], now)),
+        ("last used", when(memory["last_accessed"], now)),
+    ]
+    if "access_count" in memory:
+        fields.append(("uses", str(memory["access_count"])))
+    expires = memory["expires_at"]
+    fields.append(("expires", "never" if expires is None else when(expires, now)))
+    fields.append(("decay", f"{decay:.3f}"))
+    if "embedding_status" in memory:
+        fields.append(("embedding", "done" if memory["embedding_status"] else "pending"))
+    for name, value in fields:
+        yield f"{name:<10} {value}"
+    yield ""
+    yield from memory["content"].splitlines() or [""]
+    related = memory.get("related")
+    if related:
+        yield ""
+        yield f"related ({len(related)}):"
+        yield from _related(related, indent="  ")
+
+
+def _related(related: list[dict[str, Any]], indent: str) -> Iterator[str]:
+    """One line per related memory: kind (from the memory's side), id, type, snippet."""
+    kind_width = max((len(r["kind"]) for r in related), default=0)
+    for r in related:
+        snippet = one_line(r["snippet"], 80)
+        yield f"{indent}{r['kind']:<{kind_width}}  {r['id']}  {r['type']}  {snippet}"

@@ -1,0 +1,154 @@
+"""The session brief's read of a SQLite store, on one plain sqlean connection.
+
+``agent-memory context`` runs at the start of every agent session, so it must answer in
+well under a second: importing SQLAlchemy and building the store's engine alone take about
+0.3 s. This reader opens one read-only connection (database.read_only_uri: nothing is
+written beside the file, no lock is taken), checks the schema version, and asks its two
+questions in plain SQL. sqlite-vec is not loaded: the brief reads no vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlean
+
+from agent_memory import ranking
+from agent_memory.errors import DatabaseOpenError, SchemaTooNew, StorageFault
+from agent_memory.storage.base import READ
+from agent_memory.storage.sqlite import database
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS
+
+# Memories of some types in one scope (``IS``: NULL is the global scope), neither expired
+# nor superseded: of the :window newest (the memories_scope index gives them in that order,
+# and the scan stops there), the most recently used first. No index holds last_accessed: each
+# candidate is a row read, so the window bounds the cost on a large scope.
+_RECENT = """
+SELECT * FROM (
+  SELECT id, content, type, tags, source, scope, created_at, last_accessed, expires_at
+  FROM memories AS m
+  WHERE m.scope IS ? AND m.type IN (SELECT value FROM json_each(?))
+    AND (m.expires_at IS NULL OR m.expires_at > ?)
+    AND NOT EXISTS (
+      SELECT 1 FROM memory_links AS l WHERE l.to_id = m.id AND l.kind = 'supersedes'
+    )
+  ORDER BY m.created_at DESC, m.id DESC
+  LIMIT ?
+)
+ORDER BY last_accessed DESC, created_at DESC, id DESC
+LIMIT ?
+"""
+# Every relation touching one of the ids (a JSON array), seen from that end, newest first.
+_NEIGHBOURS = """
+SELECT e.self, e.other, e.kind, e.direction, m.type, m.content, m.tags
+FROM (
+  SELECT from_id AS self, to_id AS other, kind, 'out' AS direction, created_at
+  FROM memory_links WHERE from_id IN (SELECT value FROM json_each(?1))
+  UNION ALL
+  SELECT to_id, from_id, kind, 'in', created_at
+  FROM memory_links WHERE to_id IN (SELECT value FROM json_each(?1))
+) AS e JOIN memories AS m ON m.id = e.other
+ORDER BY e.self, e.created_at DESC, e.other DESC, e.kind
+"""
+_VERSION = "SELECT version_num FROM alembic_version"
+
+
+def _connect(path: Path) -> sqlean.Connection:
+    try:
+        conn = sqlean.connect(database.read_only_uri(path), uri=True, check_same_thread=False)
+        conn.execute(f"PRAGMA busy_timeout = {database.BUSY_TIMEOUT_MS}")
+    except sqlean.Error as exc:
+        raise DatabaseOpenError(path, database.cause(path, str(exc))) from exc
+    return conn
+
+
+def _version(conn: sqlean.Connection, path: Path) -> int | None:
+    """The schema version the file holds; None when it has no schema yet."""
+    try:
+        row = conn.execute(_VERSION).fetchone()
+    except sqlean.Error as exc:
+        if "no such table" in str(exc):
+            return None
+        raise DatabaseOpenError(path, database.cause(path, str(exc))) from exc
+    return None if row is None else int(row[0])
+
+
+class SqliteReader:
+    """See storage.base.Reader."""
+
+    def __init__(self, conn: sqlean.Connection) -> None:
+        self._conn = conn
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def recent(
+        self, *, scope: str | None, types: Sequence[str], now: int, limit: int, window: int
+    ) -> list[dict[str, Any]]:
+        rows = self._read(_RECENT, (scope, json.dumps(list(types)), now, window, limit))
+        names = ("id", "content", "type", "tags", "source", "scope")
+        found = []
+        for row in rows:
+            memory = dict(zip(names, row[:6], strict=True))
+            memory["tags"] = json.loads(memory["tags"])
+            memory["decay_score"] = ranking.decay(row[2], row[7], now)
+            memory.update(created_at=row[6], last_accessed=row[7], expires_at=row[8])
+            found.append(memory)
+        return found
+
+    def neighbours(
+        self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS
+    ) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        seen: dict[int, int] = {}
+        out = []
+        for own, other, kind, direction, kind_of, content, tags in self._read(
+            _NEIGHBOURS, (json.dumps(list(ids)),)
+        ):
+            seen[own] = seen.get(own, 0) + 1
+            if seen[own] <= per_result:
+                out.append(
+                    {
+                        "self": own,
+                        "id": other,
+                        "kind": kind,
+                        "direction": direction,
+                        "type": kind_of,
+                        "content": content,
+                        "tags": json.loads(tags),
+                    }
+                )
+        return out
+
+    def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
+        try:
+            return self._conn.execute(sql, params).fetchall()
+        except sqlean.Error as exc:
+            raise StorageFault(str(exc)) from exc
+
+
+def open_reader(location: str | os.PathLike[str] | None = None) -> SqliteReader:
+    """See storage.open_reader."""
+    path = database.existing_path(location)
+    if path.is_dir():
+        raise DatabaseOpenError(path, "is a directory")
+    head = database.head_revision()
+    conn = _connect(path)
+    try:
+        version = _version(conn, path)
+    except DatabaseOpenError:
+        conn.close()
+        raise
+    if version is not None and version > head:
+        conn.close()
+        raise SchemaTooNew(version, head)
+    if version != head:  # migrated (or refused) as any command would, once
+        conn.close()
+        database.open_database(path, mode=READ).close()
+        conn = _connect(path)
+    return SqliteReader(conn)

@@ -1,0 +1,258 @@
+"""``agent-memory context``: the session brief, on populated databases."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import sqlean
+from click.testing import CliRunner
+
+from agent_memory import brief
+from agent_memory.cli import cli
+from agent_memory.storage.sqlite import database
+
+from conftest import dump, file_hashes
+
+HEADER = (
+    "# Memory from earlier sessions (agent-memory)\n\n"
+    "For project `kore`, then global: decisions, constraints and architecture, recent errors, "
+    "open todos; the most recently used first. #N is the memory's id (for memory_update, "
+    "memory_link and memory_forget).\n"
+)
+
+
+def context(db_path, *args: str):
+    result = CliRunner().invoke(cli, ["--db", str(db_path), "context", *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+@pytest.fixture
+def project(service, clock, db_path):
+    """Memories of the project kore, global ones, and some the brief leaves out."""
+
+    def store(content, memory_type, scope="kore", **extra):
+        clock.advance(60)
+        return service.store({"content": content, "type": memory_type, "scope": scope, **extra})[
+            "id"
+        ]
+
+    old = store("Amounts are floats", "DECISION")  # 1: superseded by 2
+    cents = store("Amounts are integers of cents", "DECISION", tags=["money"])  # 2
+    store("Never force-push main", "CONSTRAINT")  # 3
+    store("One SQLite file in WAL mode", "ARCHITECTURE")  # 4
+    fix = store("Close the HTTP session in a finally block", "PATTERN")  # 5
+    error = store("pytest hung on the fake Ollama\nafter the upgrade", "ERROR")  # 6
+    store("Write the restore runbook", "TODO")  # 7
+    store("Rotate the old keys", "TODO", ttl_secs=60)  # 8: expired by now
+    store("Secrets never go into memories", "CONSTRAINT", scope=None)  # 9
+    store("Upgrade to Python 3.13", "TODO", scope=None)  # 10
+    store("Use Stripe for payments", "DECISION", scope="billing")  # 11: another project
+    service.link({"from_id": cents, "to_id": old, "kind": "supersedes"})
+    service.link({"from_id": error, "to_id": fix, "kind": "caused_by"})
+    clock.advance(3600)
+    return db_path
+
+
+def test_the_brief_of_a_project(project):
+    result = context(project, "--scope", "kore")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == HEADER + (
+        "\n## `kore`: decisions, constraints and architecture\n\n"
+        "- #4 ARCHITECTURE 2026-01-01: One SQLite file in WAL mode\n"
+        "- #3 CONSTRAINT 2026-01-01: Never force-push main\n"
+        "- #2 DECISION 2026-01-01 [money]: Amounts are integers of cents\n"
+        "\n## `kore`: recent errors\n\n"
+        "- #6 2026-01-01: pytest hung on the fake Ollama\n  after the upgrade\n"
+        "  - caused_by #5 PATTERN: Close the HTTP session in a finally block\n"
+        "\n## `kore`: open todos\n\n"
+        "- #7 2026-01-01: Write the restore runbook\n"
+        "\n## Global: decisions, constraints and architecture\n\n"
+        "- #9 CONSTRAINT 2026-01-01: Secrets never go into memories\n"
+        "\n## Global: open todos\n\n"
+        "- #10 2026-01-01: Upgrade to Python 3.13\n"
+    )
+
+
+def test_the_brief_is_a_read_that_writes_nothing(project, service):
+    service.close()
+    before, hashes = dump(project), file_hashes(project)
+    assert context(project, "--scope", "kore").exit_code == 0
+    assert context(project, "--scope", "kore", "--json").exit_code == 0
+    assert (dump(project), file_hashes(project)) == (before, hashes)  # not even a -wal
+    assert context(project, "--scope", "kore", "--query", "amounts").exit_code == 0
+    assert dump(project) == before  # the search pipeline, without its bump
+
+
+def test_the_json_brief_holds_the_same_memories_whole(project):
+    found = json.loads(context(project, "--scope", "kore", "--json").stdout)
+    assert (found["scope"], found["query"], found["max_chars"], found["left_out"]) == (
+        "kore",
+        None,
+        brief.DEFAULT_MAX_CHARS,
+        False,
+    )
+    assert [(s["title"], [m["id"] for m in s["memories"]]) for s in found["sections"]] == [
+        ("`kore`: decisions, constraints and architecture", [4, 3, 2]),
+        ("`kore`: recent errors", [6]),
+        ("`kore`: open todos", [7]),
+        ("Global: decisions, constraints and architecture", [9]),
+        ("Global: recent errors", []),
+        ("Global: open todos", [10]),
+    ]
+    error = found["sections"][1]["memories"][0]
+    assert error["content"] == "pytest hung on the fake Ollama\nafter the upgrade"
+    assert error["related"] == [
+        {
+            "id": 5,
+            "kind": "caused_by",
+            "direction": "out",
+            "type": "PATTERN",
+            "snippet": "Close the HTTP session in a finally block",
+            "tags": [],
+        }
+    ]
+    assert set(error) >= {"decay_score", "created_at", "last_accessed", "expires_at", "source"}
+
+
+def test_a_query_ranks_the_projects_and_the_global_memories_by_relevance(project, service):
+    service.store({"content": "Amounts in reports are rounded", "type": "PATTERN"})  # 12
+    result = context(project, "--scope", "kore", "--query", "amounts")
+    assert result.exit_code == 0
+    assert result.stdout == (
+        "# Memory from earlier sessions (agent-memory)\n\n"
+        'For project `kore`, then global: the memories matching "amounts"; the most relevant '
+        "first. #N is the memory's id (for memory_update, memory_link and memory_forget).\n"
+        "\n## `kore`: relevant to the query\n\n"
+        "- #2 DECISION 2026-01-01 [money]: Amounts are integers of cents\n"
+        "\n## Global: relevant to the query\n\n"
+        "- #12 PATTERN 2026-01-01: Amounts in reports are rounded\n"
+    )
+    assert context(project, "--scope", "kore", "--query", "zebra").stdout.endswith(
+        f"\n{brief.NO_MATCH}\n"
+    )
+    bad = context(project, "--query", "a*" * 20)
+    assert bad.exit_code == 2 and bad.stderr.startswith("invalid argument: query is too expensive")
+
+
+def many(service, clock, per_section: int) -> None:
+    for scope in ("kore", None):
+        for memory_type in ("DECISION", "ERROR", "TODO"):
+            for i in range(per_section):
+                clock.advance(1)
+                text = f"{memory_type} {i} of {scope}: " + "words of a longer memory " * 6
+                service.store({"content": text, "type": memory_type, "scope": scope})
+
+
+@pytest.mark.parametrize("limit", [400, 1_000, 2_500, 8_000, 30_000])
+def test_the_brief_keeps_within_its_budget(service, clock, db_path, limit):
+    many(service, clock, 60)
+    out = context(db_path, "--scope", "kore", "--max-chars", str(limit)).stdout
+    assert len(out) <= limit
+    assert out.endswith(f"\n{brief.LEFT_OUT}\n")
+    if limit >= 2_500:  # every section had its newest memory before any had two
+        assert out.count("\n## ") == 6
+        assert "- #60 " in out and "- #120 " in out and "- #360 " in out
+
+
+def test_a_long_memory_is_cut(service, db_path):
+    service.store({"content": "x" * 5_000, "type": "DECISION", "scope": "kore"})
+    out = context(db_path, "--scope", "kore").stdout
+    assert "- #1 DECISION 2026-01-01: " + "x" * (brief.ITEM_CHARS - 1) + "…\n" in out
+
+
+def test_the_budget_has_a_floor(db_path, service):
+    result = context(db_path, "--max-chars", "399")
+    assert result.exit_code == 2 and "--max-chars" in result.stderr
+
+
+def test_nothing_stored_yet(db_path, service):
+    assert context(db_path, "--scope", "kore").stdout == HEADER + f"\n{brief.NOTHING}\n"
+
+
+@pytest.mark.parametrize(
+    ("layout", "cwd", "scope"),
+    [
+        ({"proj/.git": "dir"}, "proj/src/deep", "proj"),
+        ({"wt/.git": "file"}, "wt", "wt"),  # a git worktree or submodule
+        ({}, "plain", "plain"),
+    ],
+    ids=["git-top-level", "worktree", "no-git"],
+)
+def test_scope_auto_is_the_project_directory(
+    service, db_path, tmp_path, monkeypatch, layout, cwd, scope
+):
+    for path, kind in layout.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).mkdir() if kind == "dir" else (tmp_path / path).write_text("gitdir: x")
+    (tmp_path / cwd).mkdir(parents=True, exist_ok=True)
+    service.store({"content": f"the {scope} decision", "type": "DECISION", "scope": scope})
+    monkeypatch.chdir(tmp_path / cwd)
+    out = context(db_path).stdout
+    assert f"For project `{scope}`, then global" in out
+    assert f"the {scope} decision" in out
+
+
+def test_no_database_is_an_error_or_nothing_for_a_hook(tmp_path):
+    db_path = tmp_path / "none" / "memory.db"
+    assert context(db_path).stderr == f"no database at {db_path}\n"
+    result = context(db_path, "--missing-ok")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "", "")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_storage_fault_is_one_line(project, raw):
+    raw.execute("ALTER TABLE memory_links RENAME TO moved_away")
+    raw.commit()
+    result = context(project, "--scope", "kore")
+    assert result.exit_code == 1
+    assert result.stderr.splitlines()[-1] == (
+        "context failed due to a storage error (details are in the server log)"
+    )
+
+
+def test_an_older_database_is_migrated_once_then_read(tmp_path):
+    db_path = tmp_path / "memory.db"
+    shutil.copyfile(Path(__file__).parent / "fixtures" / "memory-0004.db", db_path)
+    result = context(db_path, "--scope", "kore")
+    assert result.exit_code == 0 and result.stdout.startswith(HEADER)
+    assert database.read_revision(db_path) == database.head_revision()
+
+
+def test_context_imports_nothing_it_does_not_need(project):
+    """It runs at every agent's start: no MCP SDK, Flask, SQLAlchemy, HTTP client, Alembic."""
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from agent_memory.cli import cli\n"
+        f"result = CliRunner().invoke(cli, ['--db', {str(project)!r}, 'context'])\n"
+        "assert result.exit_code == 0, result.output\n"
+        "heavy = ('mcp', 'flask', 'waitress', 'sqlalchemy', 'alembic', 'requests')\n"
+        "print(sorted(m for m in heavy if m in sys.modules))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_a_database_that_cannot_be_read_is_one_line(tmp_path, service, db_path):
+    service.close()
+    newer = sqlean.connect(str(db_path))
+    newer.execute("UPDATE alembic_version SET version_num = '0099'")
+    newer.commit()
+    newer.close()
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"x" * 4096)
+    head = database.head_revision()
+    for path, message in [
+        (db_path, f"database schema is version 99 but this binary supports up to version {head}"),
+        (garbage, f"cannot open database {garbage}: file is not a database"),
+        (tmp_path, f"cannot open database {tmp_path}: is a directory"),
+    ]:
+        result = context(path)
+        assert (result.exit_code, result.stdout) == (1, "")
+        assert result.stderr.startswith(message), result.stderr
