@@ -20,7 +20,7 @@ from agent_memory import fts, query
 from agent_memory.models import Filters
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.storage.postgres import keyword
+from agent_memory.storage.postgres import keyword, tsquery
 from agent_memory.storage.sqlite.keyword import FtsQueryError, Run
 
 pytest_plugins = ["pg_fixtures"]
@@ -326,18 +326,18 @@ def test_the_tsquery_of_a_near_pair_matches_fts5s_rows(pg, left, right, distance
     """to_tsquery alone (no exact check): two phrases near each other, overlaps included."""
     text = f"NEAR({left} {right}, {distance})"
     assert_ranks_like_fts5(pg, "a")
-    tsquery, params = query.to_tsquery(query.parse(text))
-    assert postgres_rows(pg, f"terms @@ {tsquery}", params) == fts5_rows(DENSE[0], text), text
+    rendered, params = tsquery.to_tsquery(query.parse(text))
+    assert postgres_rows(pg, f"terms @@ {rendered}", params) == fts5_rows(DENSE[0], text), text
 
 
 def test_the_tsquery_of_longer_near_groups_is_looser_than_fts5(pg):
     assert_ranks_like_fts5(pg, "a")
     for text in ["NEAR(a b c, 2)", "NEAR(a b, 40)", 'NEAR("a b c" b, 1)']:
-        tsquery, params = query.to_tsquery(query.parse(text))
-        assert postgres_rows(pg, f"terms @@ {tsquery}", params) >= fts5_rows(DENSE[0], text)
+        rendered, params = tsquery.to_tsquery(query.parse(text))
+        assert postgres_rows(pg, f"terms @@ {rendered}", params) >= fts5_rows(DENSE[0], text)
 
 
 def test_queries_that_match_nothing_render_as_a_null_tsquery():
     for text in ['""', "-content:a", 'a AND ""', '"" OR -content:b', '"" NOT a']:
-        assert query.to_tsquery(query.parse(text)) == ("NULL::tsquery", [])
-    assert query.to_tsquery(query.parse('a NOT ""'))[1] == ["'a'"]
+        assert tsquery.to_tsquery(query.parse(text)) == ("NULL::tsquery", [])
+    assert tsquery.to_tsquery(query.parse('a NOT ""'))[1] == ["'a'"]

@@ -41,6 +41,7 @@ from typing import Any
 
 from agent_memory import query
 from agent_memory.query import And, Near, Node, Not, Phrase
+from agent_memory.storage.postgres import tsquery
 
 # FTS5's bm25 parameters (fts5_aux.c) and its smallest IDF.
 BM25_K1 = 1.2
@@ -48,7 +49,7 @@ BM25_B = 0.75
 IDF_FLOOR = 1e-6
 # PostgreSQL's tsvector limits (tsvector.h): largest position, positions kept per lexeme,
 # and the bytes of lexemes plus positions in one tsvector (for lexeme bytes see
-# query.MAX_LEXEME_BYTES).
+# tsquery.MAX_LEXEME_BYTES).
 MAX_POSITION = 16_383
 MAX_POSITIONS = 256
 TSVECTOR_MAX_BYTES = 1_048_575
@@ -97,7 +98,7 @@ def document(content: str) -> tuple[str, int, str]:
         if lexeme is None:
             lexeme = lexemes[token] = query.lexeme(token)
         length = len(lexeme.encode())
-        if not lexeme or length > query.MAX_LEXEME_BYTES:
+        if not lexeme or length > tsquery.MAX_LEXEME_BYTES:
             continue
         counts[lexeme] = counts.get(lexeme, 0) + 1
         if full:
@@ -230,8 +231,8 @@ def _loosened(node: Node) -> Node:
 def _matches(node: Node, out: _Sql) -> None:
     """SQL true when row m matches ``node`` as FTS5 matches it (NEAR groups included)."""
     if not _has_near(node):
-        tsquery, params = query.to_tsquery(node)
-        out.add(f"m.terms @@ {tsquery}", params)
+        rendered, params = tsquery.to_tsquery(node)
+        out.add(f"m.terms @@ {rendered}", params)
     elif isinstance(node, Near):
         if node.columns is not None and query.COLUMNS[0] not in node.columns:
             out.add("FALSE")
@@ -271,7 +272,7 @@ def _phrases(node: Node) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
     return [
         (phrase, leaf, above)
         for phrase, leaf, above in query.phrase_paths(node)
-        if (leaf.columns is None or query.COLUMNS[0] in leaf.columns) and query.storable(phrase)
+        if (leaf.columns is None or query.COLUMNS[0] in leaf.columns) and tsquery.storable(phrase)
     ]
 
 
@@ -295,9 +296,9 @@ def keyword_ranking_sql(
         ", hits AS MATERIALIZED (SELECT "
     )
     for i, (phrase, _, _) in enumerate(found):
-        tsquery, params = query.phrase_tsquery(phrase)
+        rendered, params = tsquery.phrase_tsquery(phrase)
         sql.add(", " if i else "")
-        sql.add(f"(SELECT count(*) FROM memories WHERE terms @@ {tsquery}) AS h{i}", params)
+        sql.add(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered}) AS h{i}", params)
     sql.add(("" if found else "NULL AS none") + "), idfs AS MATERIALIZED (SELECT ")
     for i in range(len(found)):
         # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
@@ -306,7 +307,7 @@ def keyword_ranking_sql(
         sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {IDF_FLOOR!r}{_F} ELSE x END")
         sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}")
     sql.add(("" if found else "NULL AS none") + " FROM stats, hits)")
-    matching, params = query.to_tsquery(_loosened(node))
+    matching, params = tsquery.to_tsquery(_loosened(node))
     sql.add(", matched AS (SELECT id, doc_len, terms, tf FROM memories m")
     sql.add(f" WHERE terms @@ {matching}", params)
     if _has_near(node):
@@ -328,8 +329,8 @@ def keyword_ranking_sql(
             sql.add(" THEN ")
             _word_frequency(phrase, sql)
         else:
-            tsquery, params = query.phrase_tsquery(phrase)
-            sql.add(f" AND m.terms @@ {tsquery} THEN ", params)
+            rendered, params = tsquery.phrase_tsquery(phrase)
+            sql.add(f" AND m.terms @@ {rendered} THEN ", params)
             _frequency(phrase, leaf, sql)
         sql.add(f" ELSE 0{_F} END AS f{i}")
     sql.add(" FROM matched m")
