@@ -18,12 +18,12 @@ import os
 import secrets
 import time
 from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
 from postgres_server import PostgresServer
 from psycopg import sql
-from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
 URL_VARIABLE = "AGENT_MEMORY_TEST_PG_URL"
 OUTSIDE_URL = os.environ.get(URL_VARIABLE)
@@ -35,10 +35,10 @@ CREATE_SECS: list[float] = []
 
 
 def database_url(url: str, name: str) -> str:
-    """``url`` with its database replaced by ``name``."""
-    parts = conninfo_to_dict(url)
-    parts["dbname"] = name
-    return make_conninfo(**parts)
+    """``url`` (a postgresql:// URL) with its database replaced by ``name``: still a URL, as
+    ``--db`` takes it."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
 
 
 @pytest.fixture(scope="session")

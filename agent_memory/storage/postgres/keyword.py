@@ -39,9 +39,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agent_memory import query
+from agent_memory import query, ranking
 from agent_memory.query import And, Near, Node, Not, Phrase
 from agent_memory.storage.postgres import tsquery
+from agent_memory.vocabulary import PINNED_TYPES
 
 # FTS5's bm25 parameters (fts5_aux.c) and its smallest IDF.
 BM25_K1 = 1.2
@@ -60,8 +61,8 @@ TSVECTOR_MAX_BYTES = 1_048_575
 # it from the tsvector costs an unnest per row, 26 us), and stays exact where the tsvector
 # had to cut positions.
 KEYWORD_COLUMNS = "doc_len integer NOT NULL, terms tsvector NOT NULL, tf jsonb NOT NULL"
-# A prototype memories table with what the ranking's filters read (the later schema adds the
-# rest of the columns: decay, timestamps, embeddings).
+# A prototype memories table with what the ranking reads (the parity tests load it; the
+# store's schema is migrations/postgres).
 SCHEMA = f"""
 CREATE TABLE memories (
     id bigint PRIMARY KEY,
@@ -69,6 +70,7 @@ CREATE TABLE memories (
     content text NOT NULL,
     tags jsonb NOT NULL DEFAULT '[]',
     scope text,
+    last_accessed bigint NOT NULL DEFAULT 0,
     {KEYWORD_COLUMNS}
 );
 CREATE INDEX memories_terms ON memories USING gin (terms);
@@ -276,6 +278,16 @@ def _phrases(node: Node) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
     ]
 
 
+def decay_sql(alias: str) -> str:
+    """ranking.decay of row ``alias`` at the one ``%s`` parameter (now), in SQL."""
+    pinned = ", ".join(f"'{t}'" for t in sorted(PINNED_TYPES))
+    return (
+        f"exp(greatest(%s - {alias}.last_accessed, 0){_F} * CASE WHEN {alias}.type IN ({pinned})"
+        f" THEN {ranking.decay_rate(sorted(PINNED_TYPES)[0])!r}{_F}"
+        f" ELSE {ranking.decay_rate('TODO')!r}{_F} END)"
+    )
+
+
 def keyword_ranking_sql(
     node: Node,
     *,
@@ -283,12 +295,14 @@ def keyword_ranking_sql(
     memory_type: str | None = None,
     tag: str | None = None,
     scope: str | None = None,
+    now: int | None = None,
 ) -> tuple[str, list[Any]]:
     """(SQL, parameters) listing (id, score) best first, ties by id, at most ``limit`` rows.
 
     ``score`` is -bm25 as FTS5 computes it for the query ``node`` over the whole table (N,
-    avgdl and each phrase's IDF count every row); the filters (type, scope, a tag that is
-    one of the row's tags, exactly) apply before the cut.
+    avgdl and each phrase's IDF count every row), plus the row's decay as of ``now`` when
+    ``now`` is given (the keyword page's ``decay - bm25``); the filters (type, scope, a tag
+    that is one of the row's tags, exactly) apply before the cut.
     """
     found = _phrases(node)
     sql = _Sql().add(
@@ -308,7 +322,7 @@ def keyword_ranking_sql(
         sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}")
     sql.add(("" if found else "NULL AS none") + " FROM stats, hits)")
     matching, params = tsquery.to_tsquery(_loosened(node))
-    sql.add(", matched AS (SELECT id, doc_len, terms, tf FROM memories m")
+    sql.add(", matched AS (SELECT id, doc_len, terms, tf, type, last_accessed FROM memories m")
     sql.add(f" WHERE terms @@ {matching}", params)
     if _has_near(node):
         sql.add(" AND ")
@@ -321,7 +335,7 @@ def keyword_ranking_sql(
         sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
     # Each phrase's frequency in each row, counted only where FTS5 counts it. A phrase's
     # positions are only read from rows that contain it (one tsvector lookup first).
-    sql.add("), freqs AS (SELECT m.id, m.doc_len")
+    sql.add("), freqs AS (SELECT m.id, m.doc_len, m.type, m.last_accessed")
     for i, (phrase, leaf, above) in enumerate(found):
         sql.add(", CASE WHEN ")
         _counted(above, sql)
@@ -342,6 +356,9 @@ def keyword_ranking_sql(
         f"idfs.idf{i} * ((f.f{i} * ({k1} + 1.0{_F})) / (f.f{i} + {norm}))"
         for i in range(len(found))
     ]
-    sql.add(") SELECT f.id, " + (" + ".join(terms) or f"0{_F}"))
+    sql.add(") SELECT f.id, ")
+    if now is not None:
+        sql.add(decay_sql("f") + " + ", [now])
+    sql.add("(" + (" + ".join(terms) or f"0{_F}") + ")")
     sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
     return sql.text(), sql.params
