@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import hashlib
 import os
-from urllib.parse import parse_qsl, unquote, urlencode, urlsplit, urlunsplit
+import re
+from urllib.parse import parse_qsl, unquote, urlsplit
 
 SCHEMES = ("postgresql://", "postgres://")
 # Hex digits of a database's identity, as for a SQLite file (storage.sqlite.database).
 IDENTITY_HEX_CHARS = 16
 DEFAULT_PORT = "5432"
+_PASSWORD_PARAMETER = re.compile(r"(^|&)password=[^&]*")
 
 
 def is_url(location: object) -> bool:
@@ -32,10 +34,9 @@ def redacted(url: str) -> str:
         if ":" in user:
             user = user.split(":", 1)[0] + ":***"
         netloc = f"{user}@{host}"
-    query = urlencode(
-        [(k, "***" if k == "password" else v) for k, v in parse_qsl(parts.query, True)], safe="/"
-    )
-    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    query = _PASSWORD_PARAMETER.sub(r"\1password=***", parts.query)
+    # By hand: urlunsplit drops the // of a URL with no host (a Unix socket's).
+    return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
 
 
 def identity(url: str) -> str:
