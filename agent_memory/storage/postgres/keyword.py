@@ -305,15 +305,15 @@ def keyword_ranking_sql(
     that is one of the row's tags, exactly) apply before the cut.
     """
     found = _phrases(node)
+    # N, the tokens of all rows and each phrase's row count, in one pass over the table: a
+    # count per phrase scanned it once each (10 ms apiece at 10,000 rows).
     sql = _Sql().add(
-        "WITH stats AS (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS tokens FROM memories)"
-        ", hits AS MATERIALIZED (SELECT "
+        "WITH stats AS MATERIALIZED (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS tokens"
     )
     for i, (phrase, _, _) in enumerate(found):
         rendered, params = tsquery.phrase_tsquery(phrase)
-        sql.add(", " if i else "")
-        sql.add(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered}) AS h{i}", params)
-    sql.add(("" if found else "NULL AS none") + "), idfs AS MATERIALIZED (SELECT ")
+        sql.add(f", count(*) FILTER (WHERE terms @@ {rendered}) AS h{i}", params)
+    sql.add(" FROM memories), hits AS (SELECT * FROM stats), idfs AS MATERIALIZED (SELECT ")
     for i in range(len(found)):
         # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
         ratio = f"ln(((stats.n - hits.h{i}){_F} + 0.5{_F}) / (hits.h{i}{_F} + 0.5{_F}))"
@@ -335,7 +335,7 @@ def keyword_ranking_sql(
         sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
     # Each phrase's frequency in each row, counted only where FTS5 counts it. A phrase's
     # positions are only read from rows that contain it (one tsvector lookup first).
-    sql.add("), freqs AS (SELECT m.id, m.doc_len, m.type, m.last_accessed")
+    sql.add("), freqs AS MATERIALIZED (SELECT m.id, m.doc_len, m.type, m.last_accessed")
     for i, (phrase, leaf, above) in enumerate(found):
         sql.add(", CASE WHEN ")
         _counted(above, sql)
