@@ -55,8 +55,12 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def searches() -> list[str]:
-    return [*corpus.two_word_queries(100), *corpus.questions(100), *corpus.queries(100)]
+def searches() -> dict[str, list[str]]:
+    return {
+        "two_words": corpus.two_word_queries(100),
+        "questions": corpus.questions(100),
+        "mixed": corpus.queries(100),  # single keywords and the short template questions
+    }
 
 
 def run_engine(location: str, size: int, clock: list[float]) -> dict[str, float]:
@@ -71,11 +75,15 @@ def run_engine(location: str, size: int, clock: list[float]) -> dict[str, float]
         for record in records:
             service.store(record)
         stored = time.perf_counter() - began
-        times = []
-        for text in searches():
-            began = time.perf_counter()
-            service.search({"query": text, "limit": 10}, record_use=False)
-            times.append(time.perf_counter() - began)
+        times, by_kind = [], {}
+        for kind, texts in searches().items():
+            these = []
+            for text in texts:
+                began = time.perf_counter()
+                service.search({"query": text, "limit": 10}, record_use=False)
+                these.append(time.perf_counter() - began)
+            by_kind[f"{kind}_p50_ms"] = 1000 * statistics.median(these)
+            times += these
         began = time.perf_counter()
         removed, longest = store.delete_expired(int(clock[0]) + 7_200)
         swept = time.perf_counter() - began
@@ -83,6 +91,7 @@ def run_engine(location: str, size: int, clock: list[float]) -> dict[str, float]
             "stores_per_sec": size / stored,
             "keyword_p50_ms": 1000 * statistics.median(times),
             "keyword_p99_ms": 1000 * percentile(times, 0.99),
+            **by_kind,
             "sweep_removed": removed,
             "sweep_secs": swept,
             "sweep_longest_batch_ms": 1000 * longest,

@@ -12,6 +12,7 @@ import json
 import random
 import sys
 import threading
+import time
 
 import anyio
 import psycopg
@@ -24,7 +25,14 @@ from test_many_writers import MCP_WORKERS, OPS_PER_WORKER, Ledger, mcp_caller, r
 from test_many_writers import run_worker as many_writers_worker
 
 from agent_memory import storage
-from agent_memory.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew, StorageFault
+from agent_memory.errors import (
+    DatabaseMissing,
+    DatabaseOpenError,
+    SchemaTooNew,
+    SearchTimedOut,
+    StorageError,
+    StorageFault,
+)
 from agent_memory.service import MemoryService
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.base import NewMemory
@@ -174,6 +182,40 @@ def test_engine_errors_reach_the_log_not_the_client(pg_url, pg, caplog):
         assert "memories" not in str(caught.value) and "relation" not in str(caught.value)
         with pytest.raises(StorageFault, match='relation "memories" does not exist'):
             service.db.insert(new("direct"), None)
+    finally:
+        service.close()
+
+
+def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch):
+    from agent_memory.models import Filters
+    from agent_memory.storage.postgres import keyword
+
+    store = open_store(pg_url)
+    try:
+        store.insert(new("slow words"), None)
+        with pytest.raises(SearchTimedOut):
+            store.search("slow", None, now=T0, limit=5, filters=Filters(), deadline=0.0)
+        monkeypatch.setattr(  # a ranking that would take 30 s: statement_timeout stops it
+            keyword, "keyword_ranking_sql", lambda *a, **k: ("SELECT 1, pg_sleep(30)", [])
+        )
+        began = time.monotonic()
+        with pytest.raises(SearchTimedOut):
+            store.search("slow", None, now=T0, limit=5, filters=Filters(), deadline=began + 0.2)
+        assert time.monotonic() - began < 10
+        store.ping()  # the pooled connection is usable again
+    finally:
+        store.close()
+
+
+def test_text_postgresql_cannot_hold_is_a_storage_error_and_nothing_is_written(pg_url):
+    """PostgreSQL's text has no NUL character (SQLite's has): such a memory is refused with
+    the generic storage error on PostgreSQL (a known difference, README)."""
+    service = MemoryService(open_store(pg_url), clock=Clock())
+    try:
+        with pytest.raises(StorageError) as caught:
+            service.store({"content": "before\x00after", "type": "TODO"})
+        assert "0x00" not in str(caught.value)
+        assert service.stats({})["memories"] == 0
     finally:
         service.close()
 
