@@ -220,6 +220,37 @@ def test_text_postgresql_cannot_hold_is_a_storage_error_and_nothing_is_written(p
         service.close()
 
 
+TOTALS_AGREE = (
+    "SELECT (SELECT sum(rows) FROM keyword_totals) = (SELECT count(*) FROM memories)"
+    " AND (SELECT sum(tokens) FROM keyword_totals)"
+    " = (SELECT coalesce(sum(doc_len), 0) FROM memories)"
+)
+
+
+def test_the_keyword_totals_log_follows_every_write_and_folds_in_the_sweep(pg_url, pg):
+    store = open_store(pg_url)
+    try:
+        a = store.insert(new("one two three"), None)
+        b = store.insert(new("four five", expires_at=T0 + 1), None)
+        store.update(a, {"content": "one two three four five six"}, T0, None)
+        store.update(a, {"tags": ["x"]}, T0, None)
+        store.bump([a, b], T0 + 1)
+        batch = [
+            {"type": "TODO", "content": f"imported {i} words", "tags": [], "source": None,
+             "scope": None, "created_at": T0, "access_count": 0, "expires_at": None}
+            for i in range(5)
+        ]  # fmt: skip
+        store.import_memories(batch, T0)
+        store.delete(store.insert(new("gone again"), None))
+        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
+        assert pg.execute("SELECT count(*) FROM keyword_totals").fetchone()[0] > 1
+        assert store.delete_expired(T0 + 5)[0] == 1
+        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
+        assert pg.execute("SELECT count(*) FROM keyword_totals").fetchone() == (1,)
+    finally:
+        store.close()
+
+
 # -- the sweep with stores at the same time ---------------------------------------------------
 
 
@@ -366,6 +397,7 @@ def test_six_processes_write_one_database_at_once_and_nothing_is_lost(pg_url):
         assert not forgotten & set(rows)
         assert links <= set(conn.execute("SELECT from_id, to_id, kind FROM memory_links"))
         assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
+        assert conn.execute(TOTALS_AGREE).fetchone() == (True,)
         for memory_id, content in list(expected.items())[:: max(1, len(expected) // 40)]:
             word = content.split()[0]  # the worker's name: found through the keyword index
             hits = conn.execute(

@@ -2,7 +2,8 @@
 
 The PostgreSQL chain starts at 0006 (the SQLite schema's version when the backend came), so
 both backends report the same schema version for the same contract. Its keyword columns
-(doc_len, terms, tf) hold FTS5's lexemes and counts (storage/postgres/keyword.py); the
+(doc_len, terms, tf) hold FTS5's lexemes and counts, keyword_totals the log of bm25's N and
+total length (storage/postgres/keyword.py); the
 vector table is made with the embedding pin, when its dimension is known
 (storage/postgres/vectors.py).
 
@@ -59,6 +60,50 @@ STATEMENTS = (
     """,
     "CREATE INDEX memory_links_to ON memory_links (to_id)",
     "CREATE TABLE meta (key text PRIMARY KEY, value text NOT NULL)",
+    # bm25's N and average length as a log of changes (storage/postgres/keyword.py)
+    """
+    CREATE TABLE keyword_totals (rows bigint NOT NULL, tokens bigint NOT NULL)
+    """,
+    """
+    CREATE FUNCTION keyword_totals_added() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO keyword_totals SELECT count(*), coalesce(sum(doc_len), 0) FROM added
+      HAVING count(*) > 0;
+      RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE FUNCTION keyword_totals_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+    BEGIN
+      INSERT INTO keyword_totals SELECT -count(*), -coalesce(sum(doc_len), 0) FROM removed
+      HAVING count(*) > 0;
+      RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE FUNCTION keyword_totals_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+    DECLARE change bigint;
+    BEGIN
+      SELECT (SELECT coalesce(sum(doc_len), 0) FROM added)
+           - (SELECT coalesce(sum(doc_len), 0) FROM removed) INTO change;
+      IF change <> 0 THEN INSERT INTO keyword_totals VALUES (0, change); END IF;
+      RETURN NULL;
+    END $$
+    """,
+    """
+    CREATE TRIGGER keyword_totals_insert AFTER INSERT ON memories REFERENCING NEW TABLE AS added
+      FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_added()
+    """,
+    """
+    CREATE TRIGGER keyword_totals_delete AFTER DELETE ON memories REFERENCING OLD TABLE AS removed
+      FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_removed()
+    """,
+    """
+    CREATE TRIGGER keyword_totals_update AFTER UPDATE ON memories
+      REFERENCING OLD TABLE AS removed NEW TABLE AS added
+      FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_changed()
+    """,
+    "INSERT INTO keyword_totals SELECT count(*), coalesce(sum(doc_len), 0) FROM memories",
 )
 
 
@@ -68,5 +113,7 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    for table in ("memory_vectors", "memory_links", "meta", "memories"):
+    for table in ("memory_vectors", "memory_links", "meta", "keyword_totals", "memories"):
         op.execute(f"DROP TABLE IF EXISTS {table}")
+    for function in ("added", "removed", "changed"):
+        op.execute(f"DROP FUNCTION IF EXISTS keyword_totals_{function}()")

@@ -60,10 +60,56 @@ TSVECTOR_MAX_BYTES = 1_048_575
 # ``tf`` maps each lexeme to its count: a single word's frequency is one jsonb lookup (reading
 # it from the tsvector costs an unnest per row, 26 us), and stays exact where the tsvector
 # had to cut positions.
+# Up to this many phrases, each one's row count is read from the GIN index; past it, all
+# are counted in one pass over the table.
+COUNTS_BY_INDEX_MAX = 4
 KEYWORD_COLUMNS = "doc_len integer NOT NULL, terms tsvector NOT NULL, tf jsonb NOT NULL"
+# bm25's N and average length without a pass over the table: every statement that adds,
+# removes or re-tokenizes rows appends its change (rows, tokens) to keyword_totals, and a
+# search sums the log. Appending never waits on another writer (a single counter row would
+# serialize every store); the sweep folds the log into one row (compact_totals). Exact
+# under MVCC: a snapshot sees the log rows of exactly the transactions it sees.
+TOTALS_SCHEMA = """
+CREATE TABLE keyword_totals (rows bigint NOT NULL, tokens bigint NOT NULL);
+CREATE FUNCTION keyword_totals_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO keyword_totals SELECT count(*), coalesce(sum(doc_len), 0) FROM added
+  HAVING count(*) > 0;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION keyword_totals_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO keyword_totals SELECT -count(*), -coalesce(sum(doc_len), 0) FROM removed
+  HAVING count(*) > 0;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION keyword_totals_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE change bigint;
+BEGIN
+  SELECT (SELECT coalesce(sum(doc_len), 0) FROM added)
+       - (SELECT coalesce(sum(doc_len), 0) FROM removed) INTO change;
+  IF change <> 0 THEN INSERT INTO keyword_totals VALUES (0, change); END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER keyword_totals_insert AFTER INSERT ON memories REFERENCING NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_added();
+CREATE TRIGGER keyword_totals_delete AFTER DELETE ON memories REFERENCING OLD TABLE AS removed
+  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_removed();
+CREATE TRIGGER keyword_totals_update AFTER UPDATE ON memories
+  REFERENCING OLD TABLE AS removed NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_changed();
+"""
+# Folds the totals log into one row, in one statement: rows appended meanwhile by other
+# transactions are not in this statement's snapshot and stay as they are.
+COMPACT_TOTALS = (
+    "WITH gone AS (DELETE FROM keyword_totals RETURNING rows, tokens)"
+    " INSERT INTO keyword_totals SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0)"
+    " FROM gone"
+)
 # A prototype memories table with what the ranking reads (the parity tests load it; the
 # store's schema is migrations/postgres).
-SCHEMA = f"""
+SCHEMA = (
+    f"""
 CREATE TABLE memories (
     id bigint PRIMARY KEY,
     type text NOT NULL,
@@ -76,6 +122,8 @@ CREATE TABLE memories (
 CREATE INDEX memories_terms ON memories USING gin (terms);
 CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops);
 """
+    + TOTALS_SCHEMA
+)
 
 
 def _quote(lexeme: str) -> str:
@@ -305,15 +353,25 @@ def keyword_ranking_sql(
     that is one of the row's tags, exactly) apply before the cut.
     """
     found = _phrases(node)
-    # N, the tokens of all rows and each phrase's row count, in one pass over the table: a
-    # count per phrase scanned it once each (10 ms apiece at 10,000 rows).
+    # N and the tokens of all rows from the totals log (no pass over the table); each
+    # phrase's row count from the GIN index when there are few phrases (a rare word's count
+    # reads a few index pages), else all of them in one pass over the table (a question's
+    # many common words each cost a pass through the index).
     sql = _Sql().add(
-        "WITH stats AS MATERIALIZED (SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS tokens"
+        "WITH stats AS MATERIALIZED (SELECT coalesce(sum(rows), 0) AS n,"
+        " coalesce(sum(tokens), 0) AS tokens FROM keyword_totals), hits AS MATERIALIZED (SELECT "
     )
+    by_index = len(found) <= COUNTS_BY_INDEX_MAX
     for i, (phrase, _, _) in enumerate(found):
         rendered, params = tsquery.phrase_tsquery(phrase)
-        sql.add(f", count(*) FILTER (WHERE terms @@ {rendered}) AS h{i}", params)
-    sql.add(" FROM memories), hits AS (SELECT * FROM stats), idfs AS MATERIALIZED (SELECT ")
+        sql.add(", " if i else "")
+        if by_index:
+            sql.add(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered}) AS h{i}", params)
+        else:
+            sql.add(f"count(*) FILTER (WHERE terms @@ {rendered}) AS h{i}", params)
+    sql.add("NULL AS none" if not found else "")
+    sql.add("" if by_index else " FROM memories")
+    sql.add("), idfs AS MATERIALIZED (SELECT ")
     for i in range(len(found)):
         # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
         ratio = f"ln(((stats.n - hits.h{i}){_F} + 0.5{_F}) / (hits.h{i}{_F} + 0.5{_F}))"
