@@ -1,5 +1,5 @@
-"""Import on a PostgreSQL store: the batch writes an import makes (the orchestration is the
-service's, the same for every store).
+"""Import and export on a PostgreSQL store: the batch writes an import makes and the
+snapshot an export reads (the orchestration is the service's, the same for every store).
 
 An import batch locks the memories table against other writers (SHARE ROW EXCLUSIVE: reads
 go on) for its one transaction, which is what SQLite's write lock gave: the duplicate check
@@ -10,15 +10,14 @@ batch's new rows take consecutive ids (drawn from the sequence under that lock, 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import sqlalchemy
 
 from agent_memory import ranking
-from agent_memory.models import content_hash
-from agent_memory.storage.postgres import keyword
-from agent_memory.storage.postgres.store import _INSERT_WITH_ID
+from agent_memory.models import Pin, content_hash
+from agent_memory.storage.postgres import keyword, rows, vectors
 
 Identity = tuple[str, str, str | None]
 
@@ -73,10 +72,10 @@ def import_memories(
         ids = [int(i) for i in conn.exec_driver_sql(_NEW_IDS, (len(new_records),)).scalars()]
         if ids != list(range(ids[0], ids[0] + len(ids))):  # never guess
             raise sqlalchemy.exc.InvalidRequestError(f"import: ids {ids[0]}.. not consecutive")
-        rows = []
+        values = []
         for memory_id, record in zip(ids, new_records, strict=True):
             terms, length, tf = keyword.document(record["content"])
-            rows.append(
+            values.append(
                 (
                     memory_id,
                     record["type"],
@@ -98,7 +97,7 @@ def import_memories(
                 )
             )
         with conn.connection.driver_connection.cursor() as cursor:
-            cursor.executemany(_INSERT_WITH_ID, rows)
+            cursor.executemany(rows.INSERT_WITH_ID, values)
     for i, identity, inserted in placed:
         out[i] = ("imported" if inserted else "duplicate", ids[first[identity]])
     return out
@@ -121,3 +120,34 @@ def import_links(
     with conn.connection.driver_connection.cursor() as cursor:
         cursor.executemany(_LINK, list(edges))
     return new
+
+
+class Snapshot:
+    """The database as of one read transaction, streamed row by row (memory stays flat)."""
+
+    def __init__(self, conn: sqlalchemy.Connection) -> None:
+        self._conn = conn
+
+    def counts(self) -> tuple[int, int]:
+        found = self._conn.exec_driver_sql(
+            "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memory_links)"
+        ).one()
+        return int(found[0]), int(found[1])
+
+    def pin(self) -> Pin | None:
+        return vectors.stored_pin(self._conn)
+
+    def memories(self) -> Iterator[dict[str, Any]]:
+        found = self._conn.execution_options(yield_per=rows.EXPORT_BATCH_ROWS).exec_driver_sql(
+            f"SELECT {', '.join(rows.EXPORT_MEMORY_COLUMNS)} FROM memories ORDER BY id"
+        )
+        for row in found:
+            yield dict(zip(rows.EXPORT_MEMORY_COLUMNS, row, strict=True))
+
+    def links(self) -> Iterator[tuple[int, int, str, int]]:
+        found = self._conn.execution_options(yield_per=rows.EXPORT_BATCH_ROWS).exec_driver_sql(
+            "SELECT from_id, to_id, kind, created_at FROM memory_links"
+            " ORDER BY from_id, to_id, kind"
+        )
+        for row in found:
+            yield (int(row[0]), int(row[1]), row[2], int(row[3]))

@@ -33,10 +33,10 @@ from agent_memory.errors import SearchTimedOut, StorageFault
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
 from agent_memory.query import Node, search_tree
 from agent_memory.storage.base import NewMemory, Pause
-from agent_memory.storage.postgres import keyword, vectors
+from agent_memory.storage.postgres import keyword, portable, rows, vectors
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import Database
-from agent_memory.vocabulary import MAX_EXPANDED_LINKS, SQLITE_INT_MAX
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
 log = logging.getLogger(__name__)
 
@@ -44,99 +44,6 @@ log = logging.getLogger(__name__)
 SWEEP_BATCH_ROWS = 500
 DECAY_DONE_KEY = "decay_materialized_at"
 # Rows an export reads from the server-side cursor at a time (memory stays flat).
-EXPORT_BATCH_ROWS = 1_000
-
-MEMORY_COLUMNS = (
-    "id",
-    "content",
-    "type",
-    "tags",
-    "source",
-    "scope",
-    "decay_score",
-    "created_at",
-    "last_accessed",
-    "expires_at",
-)
-_SELECT = ", ".join(MEMORY_COLUMNS)
-EXPORT_MEMORY_COLUMNS = (
-    "id",
-    "type",
-    "content",
-    "tags",
-    "source",
-    "scope",
-    "created_at",
-    "last_accessed",
-    "access_count",
-    "expires_at",
-)
-_ROW_COLUMNS = (
-    "type, content, tags, source, scope, base_weight, decay_score, access_count, created_at,"
-    " last_accessed, expires_at, embedding_status, content_hash, doc_len, terms, tf"
-)
-_ROW_VALUES = (
-    "%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s::jsonb"
-)
-_INSERT = f"INSERT INTO memories ({_ROW_COLUMNS}) VALUES ({_ROW_VALUES}) RETURNING id"
-_INSERT_WITH_ID = f"INSERT INTO memories (id, {_ROW_COLUMNS}) VALUES (%s, {_ROW_VALUES})"
-# A use: access_count + 1, saturating at the largest 64-bit integer (as on SQLite).
-_USED = f"access_count = least(access_count, {SQLITE_INT_MAX - 1}) + 1"
-_BUMP = f"UPDATE memories SET last_accessed = %s, {_USED} WHERE id = ANY(%s)"
-_GET = f"SELECT {_SELECT}, access_count, embedding_status FROM memories WHERE id = %s"
-_NEIGHBOURS = """
-SELECT e.self, e.other, e.kind, e.direction, m.type, m.content, m.tags FROM (
-  SELECT *, row_number() OVER (
-    PARTITION BY self ORDER BY created_at DESC, other DESC, kind) AS rank FROM (
-      SELECT from_id AS self, to_id AS other, kind, 'out' AS direction, created_at
-      FROM memory_links WHERE from_id = ANY(%(ids)s)
-      UNION ALL
-      SELECT to_id, from_id, kind, 'in', created_at
-      FROM memory_links WHERE to_id = ANY(%(ids)s)
-  ) AS edges
-) AS e JOIN memories AS m ON m.id = e.other
-WHERE e.rank <= %(per_result)s
-ORDER BY e.self, e.rank
-"""
-_RECENT = f"""
-SELECT * FROM (
-  SELECT {_SELECT} FROM memories AS m
-  WHERE m.scope IS NOT DISTINCT FROM %(scope)s AND m.type = ANY(%(types)s)
-    AND (m.expires_at IS NULL OR m.expires_at > %(now)s)
-    AND NOT EXISTS (
-      SELECT 1 FROM memory_links AS l WHERE l.to_id = m.id AND l.kind = 'supersedes')
-  ORDER BY m.created_at DESC, m.id DESC
-  LIMIT %(window)s
-) AS newest
-ORDER BY last_accessed DESC, created_at DESC, id DESC
-LIMIT %(limit)s
-"""
-_EMBEDDING_COUNTS = (
-    "SELECT (SELECT count(*) FROM memories),"
-    " (SELECT count(*) FROM memories WHERE embedding_status = 0)"
-)
-_DELETE_EXPIRED = """
-DELETE FROM memories WHERE id IN (
-  SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= %s
-  ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)
-"""
-_DECAY_WINDOW = (
-    f"UPDATE memories AS m SET decay_score = {keyword.decay_sql('m')}"
-    " WHERE m.id > %s AND m.id <= %s"
-)
-_WRITE_DECAY_DONE = (
-    "INSERT INTO meta (key, value) VALUES (%s, %s)"
-    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-)
-_MARK_EMBEDDED = (
-    "UPDATE memories SET embedding_status = 1"
-    " WHERE id = %s AND content = %s AND embedding_status = 0"
-)
-_LINK = (
-    "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (%s, %s, %s, %s)"
-    " ON CONFLICT DO NOTHING"
-)
-
 _ENGINE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, psycopg.Error)
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -166,26 +73,6 @@ def _guarded(method: F) -> F:
             return method(*args, **kwargs)
 
     return plain  # type: ignore[return-value]
-
-
-def _memory(row: Sequence[Any]) -> dict[str, Any]:
-    return dict(zip(MEMORY_COLUMNS, row, strict=False))
-
-
-def _filters(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
-    """SQL conditions (each starting with AND) and their parameters: type and scope equal,
-    a tag equal to one whole tag."""
-    sql, params = "", []
-    if filters.memory_type is not None:
-        sql += f" AND {alias}.type = %s"
-        params.append(filters.memory_type)
-    if filters.scope is not None:
-        sql += f" AND {alias}.scope = %s"
-        params.append(filters.scope)
-    if filters.tag is not None:
-        sql += f" AND {alias}.tags @> jsonb_build_array(%s::text)"
-        params.append(filters.tag)
-    return sql, params
 
 
 class PostgresStore:
@@ -252,7 +139,7 @@ class PostgresStore:
                 terms,
                 tf,
             )
-            memory_id = int(conn.exec_driver_sql(_INSERT, row).scalar_one())
+            memory_id = int(conn.exec_driver_sql(rows.INSERT, row).scalar_one())
             if embedded:
                 assert embedding is not None
                 vectors.write(conn, memory_id, embedding.vector)
@@ -262,7 +149,7 @@ class PostgresStore:
     def update(
         self, memory_id: int, changes: dict[str, Any], now: int, embedding: Embedding | None
     ) -> dict[str, Any] | None:
-        sets, params = ["last_accessed = %s", _USED], [now]
+        sets, params = ["last_accessed = %s", rows.USED], [now]
         for name in sorted(changes):
             value = changes[name]
             if name == "tags":
@@ -284,7 +171,7 @@ class PostgresStore:
                 params.append(int(embedded))
             statement = (
                 f"UPDATE memories SET {', '.join(sets)} WHERE id = %s"
-                f" RETURNING {_SELECT}, embedding_status"
+                f" RETURNING {rows.SELECT}, embedding_status"
             )
             row = conn.exec_driver_sql(statement, (*params, memory_id)).one_or_none()
             if row is None:
@@ -294,7 +181,7 @@ class PostgresStore:
                 if embedded:
                     assert embedding is not None
                     vectors.write(conn, memory_id, embedding.vector)
-        updated = _memory(row)
+        updated = rows.memory(row)
         updated["embedding_status"] = row[-1]
         return updated
 
@@ -309,7 +196,7 @@ class PostgresStore:
         if not ids:
             return
         with self._write() as conn:
-            conn.exec_driver_sql(_BUMP, (now, sorted(set(ids))))
+            conn.exec_driver_sql(rows.BUMP, (now, sorted(set(ids))))
 
     @_guarded
     def search(
@@ -371,14 +258,14 @@ class PostgresStore:
         """The memories among ``ids`` that pass the filters, decay_score as of ``now``."""
         if not ids:
             return {}
-        where, params = _filters(filters)
+        where, params = rows.filters_sql(filters)
         statement = (
-            f"SELECT {_SELECT}, {keyword.decay_sql('m')} FROM memories AS m"
+            f"SELECT {rows.SELECT}, {keyword.decay_sql('m')} FROM memories AS m"
             f" WHERE m.id = ANY(%s){where}"
         )
         out = {}
         for row in conn.exec_driver_sql(statement, (now, ids, *params)):
-            memory = _memory(row)
+            memory = rows.memory(row)
             memory["decay_score"] = row[-1]
             out[memory["id"]] = memory
         return out
@@ -387,21 +274,21 @@ class PostgresStore:
     def memories(
         self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None
     ) -> Generator[dict[str, Any], None, None]:
-        where, params = _filters(filters)
+        where, params = rows.filters_sql(filters)
         if before is not None:
             where += " AND (m.created_at, m.id) < (%s, %s)"
             params += list(before)
-        statement = f"SELECT {_SELECT} FROM memories AS m WHERE TRUE{where}"
+        statement = f"SELECT {rows.SELECT} FROM memories AS m WHERE TRUE{where}"
         statement += " ORDER BY m.created_at DESC, m.id DESC"
         if limit is not None:
             statement += " LIMIT %s"
             params.append(limit)
         with self._read() as conn:
-            found = conn.execution_options(yield_per=EXPORT_BATCH_ROWS).exec_driver_sql(
+            found = conn.execution_options(yield_per=rows.EXPORT_BATCH_ROWS).exec_driver_sql(
                 statement, tuple(params)
             )
             for row in found:
-                yield _memory(row)
+                yield rows.memory(row)
 
     @_guarded
     def neighbours(
@@ -415,7 +302,7 @@ class PostgresStore:
     def _neighbours(
         self, conn: sqlalchemy.Connection, ids: Sequence[int], per_result: int
     ) -> list[dict[str, Any]]:
-        found = conn.exec_driver_sql(_NEIGHBOURS, {"ids": list(ids), "per_result": per_result})
+        found = conn.exec_driver_sql(rows.NEIGHBOURS, {"ids": list(ids), "per_result": per_result})
         names = ("self", "id", "kind", "direction", "type", "content", "tags")
         return [dict(zip(names, row, strict=True)) for row in found]
 
@@ -424,17 +311,17 @@ class PostgresStore:
         self, memory_id: int, relations: int
     ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
         with self._read() as conn:
-            row = conn.exec_driver_sql(_GET, (memory_id,)).one_or_none()
+            row = conn.exec_driver_sql(rows.GET, (memory_id,)).one_or_none()
             if row is None:
                 return None
-            found = _memory(row)
+            found = rows.memory(row)
             found.update(access_count=int(row[-2]), embedding_status=row[-1])
             return found, self._neighbours(conn, [memory_id], relations)
 
     @_guarded
     def stats(self, scopes: int) -> dict[str, Any]:
         with self._read() as conn:
-            total, pending = conn.exec_driver_sql(_EMBEDDING_COUNTS).one()
+            total, pending = conn.exec_driver_sql(rows.EMBEDDING_COUNTS).one()
             by_type = dict(
                 conn.exec_driver_sql("SELECT type, count(*) FROM memories GROUP BY type").all()
             )
@@ -471,7 +358,7 @@ class PostgresStore:
             "limit": limit,
         }
         with self._read() as conn:
-            found = [_memory(row) for row in conn.exec_driver_sql(_RECENT, params)]
+            found = [rows.memory(row) for row in conn.exec_driver_sql(rows.RECENT, params)]
         for memory in found:
             memory["decay_score"] = ranking.decay(memory["type"], memory["last_accessed"], now)
         return found
@@ -490,7 +377,7 @@ class PostgresStore:
             for memory_id in ids:
                 if memory_id not in found:
                     return memory_id
-            conn.exec_driver_sql(_LINK, (a, b, kind, now))
+            conn.exec_driver_sql(rows.LINK, (a, b, kind, now))
         return None
 
     @_guarded
@@ -527,7 +414,7 @@ class PostgresStore:
             if not vectors.pinned(conn, made[0][2].pin):
                 return 0
             for memory_id, text, embedding in made:
-                if conn.exec_driver_sql(_MARK_EMBEDDED, (memory_id, text)).rowcount:
+                if conn.exec_driver_sql(rows.MARK_EMBEDDED, (memory_id, text)).rowcount:
                     vectors.write(conn, memory_id, embedding.vector)
                     written += 1
         return written
@@ -542,15 +429,13 @@ class PostgresStore:
     @_guarded
     def embedding_counts(self) -> tuple[int, int]:
         with self._read() as conn:
-            total, pending = conn.exec_driver_sql(_EMBEDDING_COUNTS).one()
+            total, pending = conn.exec_driver_sql(rows.EMBEDDING_COUNTS).one()
         return int(total), int(pending)
 
     # -- import and export ----------------------------------------------------------------
 
     @_guarded
     def import_memories(self, batch: Sequence[dict[str, Any]], now: int) -> list[Any]:
-        from agent_memory.storage.postgres import portable
-
         with self._write() as conn:
             return portable.import_memories(conn, batch, now)
 
@@ -558,8 +443,6 @@ class PostgresStore:
     def import_links(
         self, edges: Sequence[tuple[int, int, str, int]]
     ) -> list[tuple[int, int, str]]:
-        from agent_memory.storage.postgres import portable
-
         with self._write() as conn:
             return portable.import_links(conn, edges)
 
@@ -594,16 +477,16 @@ class PostgresStore:
 
     @contextmanager
     @_guarded
-    def snapshot(self) -> Iterator[Snapshot]:
+    def snapshot(self) -> Iterator[portable.Snapshot]:
         with self._read() as conn:
-            yield Snapshot(conn)
+            yield portable.Snapshot(conn)
 
     # -- the sweep ------------------------------------------------------------------------
 
     @_guarded
     def delete_expired(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
         def batch(conn: sqlalchemy.Connection) -> tuple[int, bool]:
-            gone = conn.exec_driver_sql(_DELETE_EXPIRED, (now, SWEEP_BATCH_ROWS)).rowcount
+            gone = conn.exec_driver_sql(rows.DELETE_EXPIRED, (now, SWEEP_BATCH_ROWS)).rowcount
             return gone, gone == SWEEP_BATCH_ROWS
 
         done = self._in_batches(batch, pause)
@@ -624,11 +507,11 @@ class PostgresStore:
         def batch(conn: sqlalchemy.Connection) -> tuple[int, bool]:
             nonlocal after
             done = conn.exec_driver_sql(
-                _DECAY_WINDOW, (now, after, after + SWEEP_BATCH_ROWS)
+                rows.DECAY_WINDOW, (now, after, after + SWEEP_BATCH_ROWS)
             ).rowcount
             after += SWEEP_BATCH_ROWS
             if after >= top:  # the last window: say when, for the other processes
-                conn.exec_driver_sql(_WRITE_DECAY_DONE, (DECAY_DONE_KEY, str(now)))
+                conn.exec_driver_sql(rows.WRITE_DECAY_DONE, (DECAY_DONE_KEY, str(now)))
             return done, after < top
 
         return self._in_batches(batch, pause) if top else (0, 0.0)
@@ -658,34 +541,3 @@ class PostgresStore:
             done += count
             if not more or (pause is not None and pause()):
                 return done, longest
-
-
-class Snapshot:
-    """The database as of one read transaction, streamed row by row (memory stays flat)."""
-
-    def __init__(self, conn: sqlalchemy.Connection) -> None:
-        self._conn = conn
-
-    def counts(self) -> tuple[int, int]:
-        found = self._conn.exec_driver_sql(
-            "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memory_links)"
-        ).one()
-        return int(found[0]), int(found[1])
-
-    def pin(self) -> Pin | None:
-        return vectors.stored_pin(self._conn)
-
-    def memories(self) -> Iterator[dict[str, Any]]:
-        found = self._conn.execution_options(yield_per=EXPORT_BATCH_ROWS).exec_driver_sql(
-            f"SELECT {', '.join(EXPORT_MEMORY_COLUMNS)} FROM memories ORDER BY id"
-        )
-        for row in found:
-            yield dict(zip(EXPORT_MEMORY_COLUMNS, row, strict=True))
-
-    def links(self) -> Iterator[tuple[int, int, str, int]]:
-        found = self._conn.execution_options(yield_per=EXPORT_BATCH_ROWS).exec_driver_sql(
-            "SELECT from_id, to_id, kind, created_at FROM memory_links"
-            " ORDER BY from_id, to_id, kind"
-        )
-        for row in found:
-            yield (int(row[0]), int(row[1]), row[2], int(row[3]))
