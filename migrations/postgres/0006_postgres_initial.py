@@ -47,8 +47,11 @@ STATEMENTS = (
     "CREATE INDEX memories_expiry ON memories (expires_at) WHERE expires_at IS NOT NULL",
     "CREATE INDEX memories_pending ON memories (id) WHERE embedding_status = 0",
     "CREATE INDEX memories_content_hash ON memories (content_hash)",
-    "CREATE INDEX memories_terms ON memories USING gin (terms)",
-    "CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops)",
+    # fastupdate off: with GIN's pending list, every search read the list of rows stored
+    # since the last vacuum (a word's count 2.5 ms instead of 0.3 after 10,000 stores).
+    "CREATE INDEX memories_terms ON memories USING gin (terms) WITH (fastupdate = off)",
+    "CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops)"
+    " WITH (fastupdate = off)",
     """
     CREATE TABLE memory_links (
         from_id bigint NOT NULL REFERENCES memories (id) ON DELETE CASCADE,

@@ -119,8 +119,8 @@ CREATE TABLE memories (
     last_accessed bigint NOT NULL DEFAULT 0,
     {KEYWORD_COLUMNS}
 );
-CREATE INDEX memories_terms ON memories USING gin (terms);
-CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops);
+CREATE INDEX memories_terms ON memories USING gin (terms) WITH (fastupdate = off);
+CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops) WITH (fastupdate = off);
 """
     + TOTALS_SCHEMA
 )
