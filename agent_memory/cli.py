@@ -51,8 +51,9 @@ class Group(click.Group):
 )
 @click.option(
     "--db",
-    type=click.Path(path_type=Path),
-    help="Database file. Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
+    type=wiring.Location(),
+    help="Database file, or a postgresql://user@host/dbname URL (needs the postgres extra). "
+    "Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
 )
 @click.option(
     "--embedder",
@@ -163,10 +164,15 @@ def serve(settings: Settings) -> None:
         service.close()
 
 
-def terminal_notice(db: Path | None) -> str:
+def terminal_notice(db: Path | str | None) -> str:
     """The line ``serve`` prints when a person starts it in a terminal: what it is, and
     the configuration that starts it from an MCP client (with this --db, if given)."""
-    args = ["serve", *(["--db", str(db.resolve())] if db is not None else [])]
+    if isinstance(db, str):  # a PostgreSQL URL: shown without its password
+        from agent_memory.storage.postgres.url import redacted
+
+        db = redacted(db)
+    where = str(db.resolve()) if isinstance(db, Path) else db
+    args = ["serve", *(["--db", where] if where is not None else [])]
     entry = json.dumps({"command": "agent-memory", "args": args})
     command = shlex.join(["claude", "mcp", "add", "--scope", "user", "agent-memory", "--"])
     return (

@@ -34,13 +34,28 @@ log = logging.getLogger("agent_memory")
 
 @dataclass(frozen=True)
 class Settings:
-    db: Path | None
+    db: Path | str | None  # a file, or a postgresql:// URL (kept as written)
     ollama_url: str
     embed_model: str
     sweep_interval: int
     max_content_bytes: int
     redact: bool = True
     embedder: str = embedders.AUTO
+
+
+class Location(click.ParamType):
+    """``--db``: a SQLite file (a Path), or a ``postgresql://`` URL kept as written (a Path
+    would fold its ``//``)."""
+
+    name = "path_or_url"
+
+    def convert(self, value: Any, param: Any, ctx: Any) -> Path | str:
+        if isinstance(value, Path):
+            return value
+        text = str(value)
+        if text.lower().startswith(("postgresql://", "postgres://")):
+            return text
+        return Path(text)
 
 
 def configure_logging(level: str) -> None:

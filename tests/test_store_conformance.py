@@ -1,7 +1,8 @@
 """What the service relies on from any Store, written once and run against every engine.
 
 Each test speaks to the Store protocol (storage/base.py) only. The ``store`` fixture is
-parametrized by engine; a new engine joins by adding its parameter.
+parametrized by engine; a new engine joins by adding its parameter. PostgreSQL runs on the
+session's embedded server (tests/pg_fixtures.py), a fresh database per test.
 """
 
 from __future__ import annotations
@@ -15,15 +16,20 @@ from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage import open_reader, open_store
 from agent_memory.storage.base import NewMemory
 
+pytest_plugins = ["pg_fixtures"]
+
 T0 = 1_767_225_600
 DIMENSION = 8  # sqlite-vec's sign bits come in bytes
 PIN = Pin("toy", DIMENSION, "none", "ollama")
 OTHER = Pin("other", DIMENSION, "none", "ollama")
 
 
-@pytest.fixture(params=["sqlite"])
+@pytest.fixture(params=["sqlite", "postgres"])
 def store(request, tmp_path):
-    opened = open_store(tmp_path / "memory.db")
+    if request.param == "postgres":
+        opened = open_store(request.getfixturevalue("pg_url"))
+    else:
+        opened = open_store(tmp_path / "memory.db")
     yield opened
     opened.close()
 
@@ -119,6 +125,8 @@ def test_a_list_goes_on_after_a_point(store, filters, before, expected):
 def test_every_path_to_a_database_has_its_identity(store, tmp_path, monkeypatch):
     from agent_memory.storage import database_id
 
+    if store.location.startswith("postgresql"):
+        pytest.skip("a SQLite file's paths; a URL's identity is tested in test_postgres_store")
     (tmp_path / "link.db").symlink_to(tmp_path / "memory.db")
     monkeypatch.chdir(tmp_path)
     assert store.identity == database_id(tmp_path / "link.db") == database_id("memory.db")

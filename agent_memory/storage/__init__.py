@@ -1,7 +1,9 @@
 """Where memories are kept: the Store seam (base.py) and its engines.
 
-``open_store`` is the one way in: it picks the engine from the location and hands back a
-Store. Only the engine packages import database drivers.
+``open_store`` is the one way in: it picks the engine from the location (a
+``postgresql://`` URL, else a SQLite file) and hands back a Store. Only the engine packages
+import database drivers, and only for the engine a location names: a SQLite user never
+imports psycopg.
 """
 
 from __future__ import annotations
@@ -12,6 +14,36 @@ from agent_memory.models import Pin
 from agent_memory.storage.base import CREATE, EXISTING, READ, Reader, Store, pin_of
 
 __all__ = ["CREATE", "EXISTING", "READ", "Reader", "Store", "open_reader", "open_store"]
+
+# What an operator gets when a postgresql:// location meets an install without the extra.
+POSTGRES_EXTRA = "the PostgreSQL backend is not installed: pip install 'agent-memory-mcp[postgres]'"
+
+
+def _location(location: str | os.PathLike[str] | None) -> str | os.PathLike[str] | None:
+    """``location``, else $AGENT_MEMORY_DB (which may hold a URL), else None (the default
+    file)."""
+    return location or os.environ.get("AGENT_MEMORY_DB") or None
+
+
+def is_postgres(location: str | os.PathLike[str] | None) -> bool:
+    """Whether ``location`` (default as open_store picks it) names a PostgreSQL database."""
+    from agent_memory.storage.postgres.url import is_url
+
+    return is_url(_location(location))
+
+
+def _open_postgres(url: str, mode: str) -> Store:
+    from agent_memory.errors import DatabaseOpenError
+    from agent_memory.storage.postgres.url import redacted
+
+    try:
+        from agent_memory.storage.postgres.database import open_database
+        from agent_memory.storage.postgres.store import PostgresStore
+    except ImportError as exc:
+        if exc.name not in ("psycopg", "pgvector") and "psycopg" not in str(exc):
+            raise
+        raise DatabaseOpenError(redacted(url), POSTGRES_EXTRA) from None
+    return PostgresStore(open_database(url, mode=mode))
 
 
 def open_store(location: str | os.PathLike[str] | None = None, *, mode: str = CREATE) -> Store:
@@ -27,6 +59,8 @@ def open_store(location: str | os.PathLike[str] | None = None, *, mode: str = CR
     Raises DatabaseOpenError for a location that cannot be used and SchemaTooNew for a
     database written by a newer agent-memory, which is then left untouched.
     """
+    if is_postgres(location):
+        return _open_postgres(str(_location(location)), mode)
     from agent_memory.storage.sqlite.database import open_database
     from agent_memory.storage.sqlite.store import SqliteStore
 
@@ -37,6 +71,8 @@ def open_reader(location: str | os.PathLike[str] | None = None) -> Reader:
     """A read-only view of the existing store at ``location`` for the session brief,
     without the engine open_store builds. Raises as open_store in READ mode; a
     database of an older schema is migrated first (by open_store)."""
+    if is_postgres(location):
+        return _open_postgres(str(_location(location)), READ)  # a PostgresStore reads too
     from agent_memory.storage.sqlite.reader import open_reader as open_sqlite
 
     return open_sqlite(location)
@@ -45,6 +81,10 @@ def open_reader(location: str | os.PathLike[str] | None = None) -> Reader:
 def database_id(location: str | os.PathLike[str] | None = None) -> str:
     """The ``identity`` the store at ``location`` (default as open_store picks it) has,
     computed without opening it."""
+    if is_postgres(location):
+        from agent_memory.storage.postgres.url import identity
+
+        return identity(str(_location(location)))
     from agent_memory.storage.sqlite import database
 
     return database.identity(database.resolve_path(location))
@@ -54,7 +94,11 @@ def ready_to_serve(location: str | os.PathLike[str] | None = None) -> bool:
     """Check the store at ``location`` without loading an engine: True when it can be
     opened after a server's first answer (nothing to create or migrate), False when it must
     be opened first. Raises as open_store for a location that cannot be used.
+    A PostgreSQL database is always opened first (a server to reach, nothing to check
+    cheaply without the driver).
     """
+    if is_postgres(location):
+        return False
     from agent_memory.storage.sqlite import database
 
     path, version = database.check(location)
@@ -66,7 +110,30 @@ def ready_to_serve(location: str | os.PathLike[str] | None = None) -> bool:
 
 def quick_pin(location: str | os.PathLike[str] | None = None) -> Pin | None:
     """The embedding pin of the store at ``location``, read without loading an engine
-    (``serve`` tells its client how searches will run before its first answer)."""
+    (``serve`` tells its client how searches will run before its first answer); for a
+    PostgreSQL database, one libpq read of its ``meta`` table."""
+    if is_postgres(location):
+        return _postgres_pin(str(_location(location)))
     from agent_memory.storage.sqlite import database
 
     return pin_of(database.read_meta(database.resolve_path(location)))
+
+
+def _postgres_pin(url: str) -> Pin | None:
+    from agent_memory.errors import DatabaseOpenError
+    from agent_memory.storage.postgres.url import redacted
+
+    try:
+        from agent_memory.storage.postgres.database import connect
+    except ImportError:
+        raise DatabaseOpenError(redacted(url), POSTGRES_EXTRA) from None
+    import psycopg
+
+    try:
+        with connect(url) as conn:
+            if not conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]:
+                return None
+            return pin_of(dict(conn.execute("SELECT key, value FROM meta").fetchall()))
+    except psycopg.Error as exc:
+        detail = str(exc).strip().replace(url, redacted(url))
+        raise DatabaseOpenError(redacted(url), detail.splitlines()[0] if detail else "") from exc

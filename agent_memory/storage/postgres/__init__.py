@@ -1,0 +1,1 @@
+"""The PostgreSQL store (psycopg 3, pgvector): imported only for postgresql:// locations."""

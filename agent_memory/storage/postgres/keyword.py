@@ -1,0 +1,422 @@
+"""PostgreSQL keyword ranking that gives FTS5's bm25, score for score.
+
+Why not PostgreSQL's own ranking: ``ts_rank`` and ``ts_rank_cd`` are not BM25 (no IDF), and
+the search contract ranks by FTS5's bm25 blended with decay; a team moving a memory file to
+PostgreSQL must find the same memories first. So the SQL computes FTS5's formula itself
+(fts5_aux.c: k1 = 1.2, b = 0.75, per phrase IDF = ln((N - n + 0.5) / (n + 0.5)) floored at
+1e-6, avgdl = all tokens / N), with the operations in FTS5's order so that equal scores stay
+equal and ties still fall to the smaller id.
+
+Why lexemes come from Python and not from a text search configuration: bm25 counts tokens,
+and PostgreSQL's parser does not split text where unicode61 does (``1e10``, ``v1.2``, paths,
+hex ids), its snowball porter is not FTS5's porter, and unaccent is not remove_diacritics 2.
+``document`` stores FTS5's own lexemes (agent_memory.query.lexeme): a tsvector for matching
+(GIN) and phrase positions (FTS5's token positions + 1, the first token at weight A for
+``^``), a jsonb map of each lexeme's count (a word's frequency in one lookup), and FTS5's
+token count as the row's length.
+
+What FTS5 counts in a row is not only "the phrase occurs": it reads a phrase's positions
+while the phrase's iterator stands on the row, so a phrase under an AND or NOT that does not
+match the row counts nothing (``_counted``), and a NEAR group counts only the instances that
+take part in a match (``_near_positions``, fts5ExprNearIsMatch's rule). Not reproduced: in
+nested queries FTS5 sometimes counts a phrase whose iterator is parked on the row without
+matching it (with a NEAR group holding a multi-word phrase, even positions left over from an
+earlier row). That changes scores, never which rows match.
+
+What a tsvector cannot hold (PostgreSQL's limits; they only touch very long memories): a
+lexeme over 2,047 bytes (left out: not searchable), a position past 16,383 (clamped: phrases
+and NEAR past there match by chance), more than 256 positions of one lexeme (cut), and 1 MiB
+of lexemes and positions in all. 1 MiB of prose (5,000 distinct words) needs 110 KB, but 1 MiB
+of distinct words, hex ids or base64 needs 1.1 to 1.4 MB, which PostgreSQL refuses;
+``document`` then indexes the lexemes of the first tokens that fit and still counts every
+token in ``tf`` and ``doc_len``, so single words keep their exact scores. Exact phrases at any
+size would take an inverted index table (memory, lexeme, positions[]) instead of a tsvector.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from agent_memory import query, ranking
+from agent_memory.query import And, Near, Node, Not, Phrase
+from agent_memory.storage.postgres import tsquery
+from agent_memory.vocabulary import PINNED_TYPES
+
+# FTS5's bm25 parameters (fts5_aux.c) and its smallest IDF.
+BM25_K1 = 1.2
+BM25_B = 0.75
+IDF_FLOOR = 1e-6
+# PostgreSQL's tsvector limits (tsvector.h): largest position, positions kept per lexeme,
+# and the bytes of lexemes plus positions in one tsvector (for lexeme bytes see
+# tsquery.MAX_LEXEME_BYTES).
+MAX_POSITION = 16_383
+MAX_POSITIONS = 256
+TSVECTOR_MAX_BYTES = 1_048_575
+
+# The keyword columns of the memories table (written from ``document``), and their index:
+# ``terms`` holds FTS5's lexemes with positions, ``doc_len`` FTS5's token count.
+# ``tf`` maps each lexeme to its count: a single word's frequency is one jsonb lookup (reading
+# it from the tsvector costs an unnest per row, 26 us), and stays exact where the tsvector
+# had to cut positions.
+# Up to this many phrases, each one's row count is read from the GIN index; past it, all
+# are counted in one pass over the table.
+COUNTS_BY_INDEX_MAX = 4
+KEYWORD_COLUMNS = "doc_len integer NOT NULL, terms tsvector NOT NULL, tf jsonb NOT NULL"
+# bm25's N and average length without a pass over the table: every statement that adds,
+# removes or re-tokenizes rows appends its change (rows, tokens) to keyword_totals, and a
+# search sums the log. Appending never waits on another writer (a single counter row would
+# serialize every store); the sweep folds the log into one row (compact_totals). Exact
+# under MVCC: a snapshot sees the log rows of exactly the transactions it sees.
+TOTALS_SCHEMA = """
+CREATE TABLE keyword_totals (rows bigint NOT NULL, tokens bigint NOT NULL);
+CREATE FUNCTION keyword_totals_added() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO keyword_totals SELECT count(*), coalesce(sum(doc_len), 0) FROM added
+  HAVING count(*) > 0;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION keyword_totals_removed() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+  INSERT INTO keyword_totals SELECT -count(*), -coalesce(sum(doc_len), 0) FROM removed
+  HAVING count(*) > 0;
+  RETURN NULL;
+END $$;
+CREATE FUNCTION keyword_totals_changed() RETURNS trigger LANGUAGE plpgsql AS $$
+DECLARE change bigint;
+BEGIN
+  SELECT (SELECT coalesce(sum(doc_len), 0) FROM added)
+       - (SELECT coalesce(sum(doc_len), 0) FROM removed) INTO change;
+  IF change <> 0 THEN INSERT INTO keyword_totals VALUES (0, change); END IF;
+  RETURN NULL;
+END $$;
+CREATE TRIGGER keyword_totals_insert AFTER INSERT ON memories REFERENCING NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_added();
+CREATE TRIGGER keyword_totals_delete AFTER DELETE ON memories REFERENCING OLD TABLE AS removed
+  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_removed();
+CREATE TRIGGER keyword_totals_update AFTER UPDATE ON memories
+  REFERENCING OLD TABLE AS removed NEW TABLE AS added
+  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_changed();
+"""
+# Folds the totals log into one row, in one statement: rows appended meanwhile by other
+# transactions are not in this statement's snapshot and stay as they are.
+COMPACT_TOTALS = (
+    "WITH gone AS (DELETE FROM keyword_totals RETURNING rows, tokens)"
+    " INSERT INTO keyword_totals SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0)"
+    " FROM gone"
+)
+# A prototype memories table with what the ranking reads (the parity tests load it; the
+# store's schema is migrations/postgres).
+SCHEMA = (
+    f"""
+CREATE TABLE memories (
+    id bigint PRIMARY KEY,
+    type text NOT NULL,
+    content text NOT NULL,
+    tags jsonb NOT NULL DEFAULT '[]',
+    scope text,
+    last_accessed bigint NOT NULL DEFAULT 0,
+    {KEYWORD_COLUMNS}
+);
+CREATE INDEX memories_terms ON memories USING gin (terms) WITH (fastupdate = off);
+CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops) WITH (fastupdate = off);
+"""
+    + TOTALS_SCHEMA
+)
+
+
+def _quote(lexeme: str) -> str:
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def document(content: str) -> tuple[str, int, str]:
+    """(the tsvector input text of ``content``'s FTS5 lexemes, FTS5's token count, the tf
+    JSON): bind them to ``%s::tsvector``, ``%s``, ``%s::jsonb``.
+
+    Once the tsvector is full (TSVECTOR_MAX_BYTES), later tokens are still counted (tf and
+    the token count) but no longer indexed.
+    """
+    found = query.tokens(content)
+    positions: dict[str, list[int]] = {}
+    counts: dict[str, int] = {}
+    lexemes: dict[str, str] = {}  # token -> lexeme: a long memory repeats its words
+    size = 0  # PostgreSQL's count (tsvectorin): each lexeme padded to 2 bytes, a position
+    full = False  # count, 2 bytes a position
+    for position, token in enumerate(found, start=1):
+        lexeme = lexemes.get(token)
+        if lexeme is None:
+            lexeme = lexemes[token] = query.lexeme(token)
+        length = len(lexeme.encode())
+        if not lexeme or length > tsquery.MAX_LEXEME_BYTES:
+            continue
+        counts[lexeme] = counts.get(lexeme, 0) + 1
+        if full:
+            continue
+        kept = positions.get(lexeme)
+        cost = 2 if kept is not None else length + length % 2 + 4
+        clamped = min(position, MAX_POSITION)
+        if kept is not None and (len(kept) == MAX_POSITIONS or kept[-1] == clamped):
+            continue
+        if size + cost > TSVECTOR_MAX_BYTES:
+            full = True
+            continue
+        size += cost
+        positions.setdefault(lexeme, []).append(clamped)
+    text = " ".join(
+        _quote(lexeme) + ":" + ",".join(f"{p}A" if p == 1 else str(p) for p in kept)
+        for lexeme, kept in positions.items()
+    )
+    return text, len(found), json.dumps(counts, ensure_ascii=False)
+
+
+# -- Ranking ----------------------------------------------------------------------------------
+
+_F = "::float8"
+
+
+class _Sql:
+    """SQL text with its parameters, in order."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.params: list[Any] = []
+
+    def add(self, text: str, params: Sequence[Any] = ()) -> _Sql:
+        self.parts.append(text)
+        self.params.extend(params)
+        return self
+
+    def text(self) -> str:
+        return "".join(self.parts)
+
+
+def _starts(phrase: Phrase, out: _Sql) -> None:
+    """SELECT the positions where ``phrase`` starts in ``m.terms`` (a set, one column p)."""
+    for i, term in enumerate(phrase.terms):
+        if i:
+            out.add(" INTERSECT ")
+        test = "starts_with(t.lexeme, %s)" if term.prefix else "t.lexeme = %s"
+        first = " AND p = 1" if phrase.first and i == 0 else ""
+        out.add(
+            f"SELECT p - {i} FROM unnest(m.terms) t, unnest(t.positions) p WHERE {test}{first}",
+            [query.lexeme(term.token)],
+        )
+
+
+def _single_word(phrase: Phrase, leaf: Near) -> bool:
+    return len(phrase.terms) == 1 and not phrase.first and len(leaf.phrases) == 1
+
+
+def _word_frequency(phrase: Phrase, out: _Sql) -> None:
+    """One word's count in row m (of every word it is a prefix of, for ``abc*``)."""
+    term = phrase.terms[0]
+    if term.prefix:
+        out.add(
+            "(SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(m.tf)"
+            f" WHERE starts_with(key, %s)){_F}",
+            [query.lexeme(term.token)],
+        )
+    else:
+        out.add(f"coalesce((m.tf ->> %s)::int, 0){_F}", [query.lexeme(term.token)])
+
+
+def _near_positions(phrase: Phrase, leaf: Near, out: _Sql) -> None:
+    """SELECT the starts of ``phrase`` that take part in a match of its NEAR group (a(p)).
+
+    FTS5 (fts5ExprNearIsMatch): instances match when each starts no more than its length +
+    N tokens before the last of them starts. So a start p of this phrase takes part when
+    some start M in [p, p + its length + N] (p itself, or another phrase's) has, for every
+    other phrase, a start in [M - that phrase's length - N, M].
+    """
+    others = [other for other in leaf.phrases if other is not phrase]
+    reach = len(phrase.terms) + leaf.distance
+    out.add("SELECT a.p FROM (")
+    _starts(phrase, out)
+    out.add(") a(p) WHERE EXISTS (SELECT 1 FROM (SELECT a.p")
+    for other in others:
+        out.add(" UNION ALL (")
+        _starts(other, out)
+        out.add(")")
+    out.add(f") c(top) WHERE c.top BETWEEN a.p AND a.p + {reach}")
+    for other in others:
+        out.add(" AND EXISTS (SELECT 1 FROM (")
+        _starts(other, out)
+        out.add(f") b(q) WHERE b.q BETWEEN c.top - {len(other.terms) + leaf.distance} AND c.top)")
+    out.add(")")
+
+
+def _frequency(phrase: Phrase, leaf: Near, out: _Sql) -> None:
+    """The phrase's term frequency in row m as FTS5 counts it: its instances, and in a NEAR
+    group only those that take part in a match of the group."""
+    out.add("(SELECT count(*) FROM (")
+    if len(leaf.phrases) > 1:
+        _near_positions(phrase, leaf, out)
+    else:
+        _starts(phrase, out)
+    out.add(f") a(p)){_F}")
+
+
+def _has_near(node: Node) -> bool:
+    if isinstance(node, Near):
+        return len(node.phrases) > 1
+    children = (node.left, node.right) if isinstance(node, Not) else node.children
+    return any(_has_near(child) for child in children)
+
+
+def _loosened(node: Node) -> Node:
+    """``node`` with each NEAR group as the AND of its phrases: a tsquery that the GIN index
+    answers and that every row FTS5 matches passes (``_matches`` then decides)."""
+    if isinstance(node, Near):
+        if len(node.phrases) < 2:
+            return node
+        return And(tuple(Near((p,), node.distance, node.columns) for p in node.phrases))
+    if isinstance(node, Not):
+        # Excluding fewer rows loosens too: an exclusion with a NEAR group in it is left out.
+        left = _loosened(node.left)
+        return left if _has_near(node.right) else Not(left, node.right)
+    return type(node)(tuple(_loosened(child) for child in node.children))
+
+
+def _matches(node: Node, out: _Sql) -> None:
+    """SQL true when row m matches ``node`` as FTS5 matches it (NEAR groups included)."""
+    if not _has_near(node):
+        rendered, params = tsquery.to_tsquery(node)
+        out.add(f"m.terms @@ {rendered}", params)
+    elif isinstance(node, Near):
+        if node.columns is not None and query.COLUMNS[0] not in node.columns:
+            out.add("FALSE")
+            return
+        out.add("EXISTS (")
+        _near_positions(node.phrases[0], node, out)
+        out.add(")")
+    elif isinstance(node, Not):
+        out.add("(")
+        _matches(node.left, out)
+        out.add(" AND NOT ")
+        _matches(node.right, out)
+        out.add(")")
+    else:
+        out.add("(")
+        for i, child in enumerate(node.children):
+            out.add((" AND " if isinstance(node, And) else " OR ") if i else "")
+            _matches(child, out)
+        out.add(")")
+
+
+def _counted(above: tuple[Node, ...], out: _Sql) -> None:
+    """The condition under which FTS5 counts a phrase's instances in row m: every node above
+    its leaf (but the root, which matched) matches the row too. FTS5 reads a phrase's
+    positions only while the phrase's iterator stands on the row, and an AND or NOT that
+    does not match the row has moved its children past it."""
+    if len(above) < 2:
+        out.add("TRUE")
+    for i, node in enumerate(above[:-1]):
+        out.add(" AND " if i else "")
+        _matches(node, out)
+
+
+def _phrases(node: Node) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
+    """FTS5's phrases that can count in a row of the one column (see query.phrase_paths);
+    a phrase with a lexeme too long to store counts nothing."""
+    return [
+        (phrase, leaf, above)
+        for phrase, leaf, above in query.phrase_paths(node)
+        if (leaf.columns is None or query.COLUMNS[0] in leaf.columns) and tsquery.storable(phrase)
+    ]
+
+
+def decay_sql(alias: str) -> str:
+    """ranking.decay of row ``alias`` at the one ``%s`` parameter (now), in SQL."""
+    pinned = ", ".join(f"'{t}'" for t in sorted(PINNED_TYPES))
+    return (
+        f"exp(greatest(%s - {alias}.last_accessed, 0){_F} * CASE WHEN {alias}.type IN ({pinned})"
+        f" THEN {ranking.decay_rate(sorted(PINNED_TYPES)[0])!r}{_F}"
+        f" ELSE {ranking.decay_rate('TODO')!r}{_F} END)"
+    )
+
+
+def keyword_ranking_sql(
+    node: Node,
+    *,
+    limit: int,
+    memory_type: str | None = None,
+    tag: str | None = None,
+    scope: str | None = None,
+    now: int | None = None,
+) -> tuple[str, list[Any]]:
+    """(SQL, parameters) listing (id, score) best first, ties by id, at most ``limit`` rows.
+
+    ``score`` is -bm25 as FTS5 computes it for the query ``node`` over the whole table (N,
+    avgdl and each phrase's IDF count every row), plus the row's decay as of ``now`` when
+    ``now`` is given (the keyword page's ``decay - bm25``); the filters (type, scope, a tag
+    that is one of the row's tags, exactly) apply before the cut.
+    """
+    found = _phrases(node)
+    # N and the tokens of all rows from the totals log (no pass over the table); each
+    # phrase's row count from the GIN index when there are few phrases (a rare word's count
+    # reads a few index pages), else all of them in one pass over the table (a question's
+    # many common words each cost a pass through the index).
+    sql = _Sql().add(
+        "WITH stats AS MATERIALIZED (SELECT coalesce(sum(rows), 0) AS n,"
+        " coalesce(sum(tokens), 0) AS tokens FROM keyword_totals), hits AS MATERIALIZED (SELECT "
+    )
+    by_index = len(found) <= COUNTS_BY_INDEX_MAX
+    for i, (phrase, _, _) in enumerate(found):
+        rendered, params = tsquery.phrase_tsquery(phrase)
+        sql.add(", " if i else "")
+        if by_index:
+            sql.add(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered}) AS h{i}", params)
+        else:
+            sql.add(f"count(*) FILTER (WHERE terms @@ {rendered}) AS h{i}", params)
+    sql.add("NULL AS none" if not found else "")
+    sql.add("" if by_index else " FROM memories")
+    sql.add("), idfs AS MATERIALIZED (SELECT ")
+    for i in range(len(found)):
+        # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
+        ratio = f"ln(((stats.n - hits.h{i}){_F} + 0.5{_F}) / (hits.h{i}{_F} + 0.5{_F}))"
+        sql.add(", " if i else "")
+        sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {IDF_FLOOR!r}{_F} ELSE x END")
+        sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}")
+    sql.add(("" if found else "NULL AS none") + " FROM stats, hits)")
+    matching, params = tsquery.to_tsquery(_loosened(node))
+    sql.add(", matched AS (SELECT id, doc_len, terms, tf, type, last_accessed FROM memories m")
+    sql.add(f" WHERE terms @@ {matching}", params)
+    if _has_near(node):
+        sql.add(" AND ")
+        _matches(node, sql)
+    if memory_type is not None:
+        sql.add(" AND type = %s", [memory_type])
+    if scope is not None:
+        sql.add(" AND scope = %s", [scope])
+    if tag is not None:
+        sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
+    # Each phrase's frequency in each row, counted only where FTS5 counts it. A phrase's
+    # positions are only read from rows that contain it (one tsvector lookup first).
+    sql.add("), freqs AS MATERIALIZED (SELECT m.id, m.doc_len, m.type, m.last_accessed")
+    for i, (phrase, leaf, above) in enumerate(found):
+        sql.add(", CASE WHEN ")
+        _counted(above, sql)
+        if _single_word(phrase, leaf):
+            sql.add(" THEN ")
+            _word_frequency(phrase, sql)
+        else:
+            rendered, params = tsquery.phrase_tsquery(phrase)
+            sql.add(f" AND m.terms @@ {rendered} THEN ", params)
+            _frequency(phrase, leaf, sql)
+        sql.add(f" ELSE 0{_F} END AS f{i}")
+    sql.add(" FROM matched m")
+    # FTS5: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), phrase by
+    # phrase, in its order of operations; -bm25 is that score.
+    k1, b = f"{BM25_K1!r}{_F}", f"{BM25_B!r}{_F}"
+    norm = f"{k1} * (1{_F} - {b} + {b} * f.doc_len{_F} / (stats.tokens{_F} / stats.n{_F}))"
+    terms = [
+        f"idfs.idf{i} * ((f.f{i} * ({k1} + 1.0{_F})) / (f.f{i} + {norm}))"
+        for i in range(len(found))
+    ]
+    sql.add(") SELECT f.id, ")
+    if now is not None:
+        sql.add(decay_sql("f") + " + ", [now])
+    sql.add("(" + (" + ".join(terms) or f"0{_F}") + ")")
+    sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
+    return sql.text(), sql.params

@@ -1,0 +1,153 @@
+"""Import and export on a PostgreSQL store: the batch writes an import makes and the
+snapshot an export reads (the orchestration is the service's, the same for every store).
+
+An import batch locks the memories table against other writers (SHARE ROW EXCLUSIVE: reads
+go on) for its one transaction, which is what SQLite's write lock gave: the duplicate check
+sees every committed row and no concurrent store can slip a copy in between, and the
+batch's new rows take consecutive ids (drawn from the sequence under that lock, checked).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import sqlalchemy
+
+from agent_memory import ranking
+from agent_memory.models import Pin, content_hash
+from agent_memory.storage.postgres import keyword, rows, vectors
+
+Identity = tuple[str, str, str | None]
+
+_LOCK = "LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE"
+_IDENTITIES = "SELECT id, type, content, source FROM memories WHERE content_hash = ANY(%s)"
+_NEW_IDS = "SELECT nextval(pg_get_serial_sequence('memories', 'id')) FROM generate_series(1, %s)"
+_PRESENT_LINKS = (
+    "SELECT l.from_id, l.to_id, l.kind FROM memory_links AS l"
+    " JOIN unnest(%s::bigint[], %s::bigint[], %s::text[]) AS e(a, b, k)"
+    " ON l.from_id = e.a AND l.to_id = e.b AND l.kind = e.k"
+)
+_LINK = (
+    "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT DO NOTHING"
+)
+
+
+def import_memories(
+    conn: sqlalchemy.Connection, batch: Sequence[dict[str, Any]], now: int
+) -> list[tuple[str, int | None]]:
+    """Insert a batch inside the caller's write transaction (see Store.import_memories)."""
+    out: list[tuple[str, int | None]] = [("expired", None)] * len(batch)
+    hashes = {
+        i: content_hash(r["content"])
+        for i, r in enumerate(batch)
+        if r["expires_at"] is None or r["expires_at"] > now
+    }
+    if not hashes:
+        return out
+    conn.exec_driver_sql(_LOCK)
+    known: dict[Identity, int] = {}
+    for memory_id, memory_type, content, source in conn.exec_driver_sql(
+        _IDENTITIES, (list(set(hashes.values())),)
+    ).all():
+        known.setdefault((memory_type, content, source), int(memory_id))
+    first: dict[Identity, int] = {}  # identity -> index among the new rows
+    placed: list[tuple[int, Identity, bool]] = []
+    new_records: list[dict[str, Any]] = []
+    for i in hashes:
+        record = batch[i]
+        identity = (record["type"], record["content"], record["source"])
+        if identity in known:
+            out[i] = ("duplicate", known[identity])
+        elif identity in first:
+            placed.append((i, identity, False))
+        else:
+            first[identity] = len(new_records)
+            placed.append((i, identity, True))
+            new_records.append(record)
+    ids: list[int] = []
+    if new_records:
+        ids = [int(i) for i in conn.exec_driver_sql(_NEW_IDS, (len(new_records),)).scalars()]
+        if ids != list(range(ids[0], ids[0] + len(ids))):  # never guess
+            raise sqlalchemy.exc.InvalidRequestError(f"import: ids {ids[0]}.. not consecutive")
+        values = []
+        for memory_id, record in zip(ids, new_records, strict=True):
+            terms, length, tf = keyword.document(record["content"])
+            values.append(
+                (
+                    memory_id,
+                    record["type"],
+                    record["content"],
+                    json.dumps(list(record["tags"]), ensure_ascii=False),
+                    record["source"],
+                    record["scope"],
+                    ranking.base_weight(record["type"]),
+                    1.0,
+                    record["access_count"],
+                    record["created_at"],
+                    now,
+                    record["expires_at"],
+                    0,
+                    content_hash(record["content"]),
+                    length,
+                    terms,
+                    tf,
+                )
+            )
+        with conn.connection.driver_connection.cursor() as cursor:
+            cursor.executemany(rows.INSERT_WITH_ID, values)
+    for i, identity, inserted in placed:
+        out[i] = ("imported" if inserted else "duplicate", ids[first[identity]])
+    return out
+
+
+def import_links(
+    conn: sqlalchemy.Connection, edges: Sequence[tuple[int, int, str, int]]
+) -> list[tuple[int, int, str]]:
+    """Insert edges inside the caller's write transaction; the new ones, each once."""
+    if not edges:
+        return []
+    keys = list(dict.fromkeys(edge[:3] for edge in edges))
+    present = {
+        (int(a), int(b), k)
+        for a, b, k in conn.exec_driver_sql(
+            _PRESENT_LINKS, ([k[0] for k in keys], [k[1] for k in keys], [k[2] for k in keys])
+        )
+    }
+    new = [key for key in keys if key not in present]
+    with conn.connection.driver_connection.cursor() as cursor:
+        cursor.executemany(_LINK, list(edges))
+    return new
+
+
+class Snapshot:
+    """The database as of one read transaction, streamed row by row (memory stays flat)."""
+
+    def __init__(self, conn: sqlalchemy.Connection) -> None:
+        self._conn = conn
+
+    def counts(self) -> tuple[int, int]:
+        found = self._conn.exec_driver_sql(
+            "SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM memory_links)"
+        ).one()
+        return int(found[0]), int(found[1])
+
+    def pin(self) -> Pin | None:
+        return vectors.stored_pin(self._conn)
+
+    def memories(self) -> Iterator[dict[str, Any]]:
+        found = self._conn.execution_options(yield_per=rows.EXPORT_BATCH_ROWS).exec_driver_sql(
+            f"SELECT {', '.join(rows.EXPORT_MEMORY_COLUMNS)} FROM memories ORDER BY id"
+        )
+        for row in found:
+            yield dict(zip(rows.EXPORT_MEMORY_COLUMNS, row, strict=True))
+
+    def links(self) -> Iterator[tuple[int, int, str, int]]:
+        found = self._conn.execution_options(yield_per=rows.EXPORT_BATCH_ROWS).exec_driver_sql(
+            "SELECT from_id, to_id, kind, created_at FROM memory_links"
+            " ORDER BY from_id, to_id, kind"
+        )
+        for row in found:
+            yield (int(row[0]), int(row[1]), row[2], int(row[3]))

@@ -1,0 +1,126 @@
+"""How the PostgreSQL store's statements read and write memories: the columns, the
+statements, the filters (shared by the store and the export, so that a memory has one shape
+wherever it is read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from agent_memory.models import Filters
+from agent_memory.storage.postgres import keyword
+from agent_memory.vocabulary import SQLITE_INT_MAX
+
+EXPORT_BATCH_ROWS = 1_000
+
+MEMORY_COLUMNS = (
+    "id",
+    "content",
+    "type",
+    "tags",
+    "source",
+    "scope",
+    "decay_score",
+    "created_at",
+    "last_accessed",
+    "expires_at",
+)
+SELECT = ", ".join(MEMORY_COLUMNS)
+EXPORT_MEMORY_COLUMNS = (
+    "id",
+    "type",
+    "content",
+    "tags",
+    "source",
+    "scope",
+    "created_at",
+    "last_accessed",
+    "access_count",
+    "expires_at",
+)
+ROW_COLUMNS = (
+    "type, content, tags, source, scope, base_weight, decay_score, access_count, created_at,"
+    " last_accessed, expires_at, embedding_status, content_hash, doc_len, terms, tf"
+)
+ROW_VALUES = (
+    "%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s::jsonb"
+)
+INSERT = f"INSERT INTO memories ({ROW_COLUMNS}) VALUES ({ROW_VALUES}) RETURNING id"
+INSERT_WITH_ID = f"INSERT INTO memories (id, {ROW_COLUMNS}) VALUES (%s, {ROW_VALUES})"
+# A use: access_count + 1, saturating at the largest 64-bit integer (as on SQLite).
+USED = f"access_count = least(access_count, {SQLITE_INT_MAX - 1}) + 1"
+BUMP = f"UPDATE memories SET last_accessed = %s, {USED} WHERE id = ANY(%s)"
+GET = f"SELECT {SELECT}, access_count, embedding_status FROM memories WHERE id = %s"
+NEIGHBOURS = """
+SELECT e.self, e.other, e.kind, e.direction, m.type, m.content, m.tags FROM (
+  SELECT *, row_number() OVER (
+    PARTITION BY self ORDER BY created_at DESC, other DESC, kind) AS rank FROM (
+      SELECT from_id AS self, to_id AS other, kind, 'out' AS direction, created_at
+      FROM memory_links WHERE from_id = ANY(%(ids)s)
+      UNION ALL
+      SELECT to_id, from_id, kind, 'in', created_at
+      FROM memory_links WHERE to_id = ANY(%(ids)s)
+  ) AS edges
+) AS e JOIN memories AS m ON m.id = e.other
+WHERE e.rank <= %(per_result)s
+ORDER BY e.self, e.rank
+"""
+RECENT = f"""
+SELECT * FROM (
+  SELECT {SELECT} FROM memories AS m
+  WHERE m.scope IS NOT DISTINCT FROM %(scope)s AND m.type = ANY(%(types)s)
+    AND (m.expires_at IS NULL OR m.expires_at > %(now)s)
+    AND NOT EXISTS (
+      SELECT 1 FROM memory_links AS l WHERE l.to_id = m.id AND l.kind = 'supersedes')
+  ORDER BY m.created_at DESC, m.id DESC
+  LIMIT %(window)s
+) AS newest
+ORDER BY last_accessed DESC, created_at DESC, id DESC
+LIMIT %(limit)s
+"""
+EMBEDDING_COUNTS = (
+    "SELECT (SELECT count(*) FROM memories),"
+    " (SELECT count(*) FROM memories WHERE embedding_status = 0)"
+)
+DELETE_EXPIRED = """
+DELETE FROM memories WHERE id IN (
+  SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= %s
+  ORDER BY id LIMIT %s FOR UPDATE SKIP LOCKED)
+"""
+DECAY_WINDOW = (
+    f"UPDATE memories AS m SET decay_score = {keyword.decay_sql('m')}"
+    " WHERE m.id > %s AND m.id <= %s"
+)
+WRITE_DECAY_DONE = (
+    "INSERT INTO meta (key, value) VALUES (%s, %s)"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+MARK_EMBEDDED = (
+    "UPDATE memories SET embedding_status = 1"
+    " WHERE id = %s AND content = %s AND embedding_status = 0"
+)
+LINK = (
+    "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (%s, %s, %s, %s)"
+    " ON CONFLICT DO NOTHING"
+)
+
+
+def memory(row: Sequence[Any]) -> dict[str, Any]:
+    return dict(zip(MEMORY_COLUMNS, row, strict=False))
+
+
+def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
+    """SQL conditions (each starting with AND) and their parameters: type and scope equal,
+    a tag equal to one whole tag."""
+    sql, params = "", []
+    if filters.memory_type is not None:
+        sql += f" AND {alias}.type = %s"
+        params.append(filters.memory_type)
+    if filters.scope is not None:
+        sql += f" AND {alias}.scope = %s"
+        params.append(filters.scope)
+    if filters.tag is not None:
+        sql += f" AND {alias}.tags @> jsonb_build_array(%s::text)"
+        params.append(filters.tag)
+    return sql, params

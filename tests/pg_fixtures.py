@@ -1,0 +1,103 @@
+"""pytest fixtures for a real PostgreSQL: one server per session, a fresh database per test.
+
+Why a plugin module and not conftest.py: only the PostgreSQL tests load it (``pytest_plugins
+= ["pg_fixtures"]``), so the rest of the suite neither starts a server nor needs psycopg.
+
+Each test's database is a copy of a session template (``CREATE DATABASE ... TEMPLATE``) that
+already holds the extensions, which is much cheaper than creating them per test. Point
+``AGENT_MEMORY_TEST_PG_URL`` at a server of your own (a URL to a database on it; the role must
+be allowed to create databases, and pgvector and unaccent must be installed) to use it instead
+of the embedded one. The variable is read at import: tests/conftest.py clears
+``AGENT_MEMORY_*`` around every test.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import secrets
+import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+import pytest
+from postgres_server import PostgresServer
+from psycopg import sql
+
+URL_VARIABLE = "AGENT_MEMORY_TEST_PG_URL"
+OUTSIDE_URL = os.environ.get(URL_VARIABLE)
+TEMPLATE_EXTENSIONS = ("vector", "unaccent")
+
+_names = itertools.count(1)
+# Seconds each test database took to create (read by tests that report timings).
+CREATE_SECS: list[float] = []
+
+
+def database_url(url: str, name: str) -> str:
+    """``url`` (a postgresql:// URL) with its database replaced by ``name``: still a URL, as
+    ``--db`` takes it."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, "/" + name, parts.query, parts.fragment))
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """The URL of the server's maintenance database (postgres)."""
+    if OUTSIDE_URL:
+        yield OUTSIDE_URL
+        return
+    server = PostgresServer()
+    try:
+        server.start()
+        yield server.url
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def pg_template(pg_server: str) -> Iterator[str]:
+    """The name of this session's template database, with the extensions in it."""
+    name = f"agent_memory_template_{os.getpid()}_{secrets.token_hex(3)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE template0 ENCODING 'UTF8'").format(
+                sql.Identifier(name)
+            )
+        )
+    try:
+        with psycopg.connect(database_url(pg_server, name), autocommit=True) as conn:
+            for extension in TEMPLATE_EXTENSIONS:
+                conn.execute(sql.SQL("CREATE EXTENSION {}").format(sql.Identifier(extension)))
+        yield name
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
+
+
+@pytest.fixture
+def pg_url(pg_server: str, pg_template: str) -> Iterator[str]:
+    """A URL to a database of this test's own, a copy of the template, dropped after it."""
+    name = f"agent_memory_test_{os.getpid()}_{next(_names)}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        began = time.perf_counter()
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(pg_template)
+            )
+        )
+        CREATE_SECS.append(time.perf_counter() - began)
+    try:
+        yield database_url(pg_server, name)
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to this test's database."""
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        yield conn

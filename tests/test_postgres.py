@@ -1,0 +1,406 @@
+"""The PostgreSQL backend as an operator meets it: URLs and what is logged of them, opening
+(modes, a newer schema, several servers migrating at once, the missing extra), storage
+errors kept generic, and the real executables (MCP, REST, export and import) on a
+PostgreSQL database, several processes at once.
+
+The Store contract itself is tests/test_store_conformance.py, run on both engines.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+import threading
+import time
+
+import anyio
+import psycopg
+import pytest
+import test_e2e_mcp
+import test_e2e_rest
+from mcp import Client, StdioServerParameters
+from rest_daemon import RestDaemon
+from test_many_writers import MCP_WORKERS, OPS_PER_WORKER, Ledger, mcp_caller, rest_caller
+from test_many_writers import run_worker as many_writers_worker
+
+from agent_memory import storage
+from agent_memory.errors import (
+    DatabaseMissing,
+    DatabaseOpenError,
+    SchemaTooNew,
+    SearchTimedOut,
+    StorageError,
+    StorageFault,
+)
+from agent_memory.service import MemoryService
+from agent_memory.storage import EXISTING, READ, open_store
+from agent_memory.storage.base import NewMemory
+from agent_memory.storage.postgres import url as urls
+from agent_memory.storage.postgres.database import head_revision
+
+from conftest import Clock, executable, run_agent_memory, server_env
+
+pytest_plugins = ["pg_fixtures"]
+
+T0 = 1_767_225_600
+
+
+def new(content: str, *, expires_at: int | None = None) -> NewMemory:
+    return NewMemory("TODO", content, [], None, None, T0, expires_at)
+
+
+# -- URLs -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("url", "shown"),
+    [
+        ("postgresql://amy:s3cret@db.example/team", "postgresql://amy:***@db.example/team"),
+        ("postgresql://amy@db.example/team?sslmode=require", None),
+        (
+            "postgres://db/team?user=amy&password=s3cret&sslmode=verify-full",
+            "postgres://db/team?user=amy&password=***&sslmode=verify-full",
+        ),
+        ("postgresql:///team?host=/run/postgresql", None),
+    ],
+)
+def test_a_url_is_shown_without_its_password(url, shown):
+    assert urls.redacted(url) == (shown or url)
+    assert "s3cret" not in urls.redacted(url)
+
+
+def test_a_databases_identity_ignores_who_connects():
+    a = urls.identity("postgresql://amy:one@db.example:5432/team")
+    assert a == urls.identity("postgresql://bob:two@db.example/team")
+    assert a != urls.identity("postgresql://amy@db.example/other")
+    assert a != urls.identity("postgresql://amy@db2.example/team")
+    assert storage.database_id("postgresql://amy@db.example/team") == a
+
+
+def test_only_postgresql_urls_are_urls():
+    assert storage.is_postgres("postgresql://x/y") and storage.is_postgres("postgres://x/y")
+    assert not storage.is_postgres("memory.db") and not storage.is_postgres(None)
+
+
+# -- opening ----------------------------------------------------------------------------------
+
+
+def test_the_store_logs_and_shows_its_location_without_the_password(pg_url):
+    store = open_store(pg_url)
+    try:
+        assert store.location == urls.redacted(pg_url)
+        assert store.schema_version == head_revision()
+        assert storage.quick_pin(pg_url) is None
+        assert storage.ready_to_serve(pg_url) is False  # opened before the first answer
+    finally:
+        store.close()
+
+
+def test_modes_that_need_a_database_create_nothing(pg_url, pg):
+    for mode in (EXISTING, READ):
+        with pytest.raises(DatabaseMissing):
+            open_store(pg_url, mode=mode)
+    assert pg.execute("SELECT to_regclass('memories')").fetchone()[0] is None
+    open_store(pg_url).close()
+    open_store(pg_url, mode=EXISTING).close()
+
+
+def test_a_newer_schema_is_refused_and_left_untouched(pg_url, pg):
+    open_store(pg_url).close()
+    pg.execute("UPDATE alembic_version SET version_num = '9999'")
+    with pytest.raises(SchemaTooNew) as caught:
+        open_store(pg_url)
+    assert (caught.value.found, caught.value.supported) == (9999, head_revision())
+    assert pg.execute("SELECT version_num FROM alembic_version").fetchall() == [("9999",)]
+
+
+def test_servers_starting_together_migrate_once(pg_url, pg):
+    opened, failed = [], []
+
+    def start() -> None:
+        try:
+            opened.append(open_store(pg_url))
+        except Exception as exc:  # every one of them must open
+            failed.append(exc)
+
+    threads = [threading.Thread(target=start) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failed == [] and len(opened) == 6
+    assert pg.execute("SELECT version_num FROM alembic_version").fetchall() == [
+        (f"{head_revision():04d}",)
+    ]
+    for store in opened:
+        store.close()
+
+
+def test_an_unreachable_server_is_one_line_without_the_password(tmp_path):
+    url = f"postgresql://amy:s3cret@/nothing?host={tmp_path}&connect_timeout=2"
+    with pytest.raises(DatabaseOpenError) as caught:
+        open_store(url)
+    assert "s3cret" not in str(caught.value) and "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"cannot open database {urls.redacted(url)}: ")
+
+
+def test_without_the_extra_a_url_is_one_clear_line(monkeypatch):
+    for name in [m for m in sys.modules if m.startswith(("psycopg", "agent_memory.storage.pg"))]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.delitem(sys.modules, "agent_memory.storage.postgres.database", raising=False)
+    monkeypatch.delitem(sys.modules, "agent_memory.storage.postgres.store", raising=False)
+    monkeypatch.setitem(sys.modules, "psycopg", None)
+    for call in (storage.open_store, storage.open_reader, storage.quick_pin):
+        with pytest.raises(DatabaseOpenError, match=r"pip install 'agent-memory-mcp\[postgres\]'"):
+            call("postgresql://amy:s3cret@db.example/team")
+
+
+def test_a_sqlite_server_never_imports_the_driver(tmp_path):
+    code = (
+        "import sys; from agent_memory import cli, storage;"
+        f" storage.open_store({str(tmp_path / 'm.db')!r}).close();"
+        " print('psycopg' in sys.modules)"
+    )
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, env=server_env()
+    )
+    assert done.stdout.strip() == "False"
+
+
+# -- errors -----------------------------------------------------------------------------------
+
+
+def test_engine_errors_reach_the_log_not_the_client(pg_url, pg, caplog):
+    service = MemoryService(open_store(pg_url), clock=Clock())
+    try:
+        pg.execute("DROP TABLE memories CASCADE")
+        with pytest.raises(Exception) as caught:
+            service.store({"content": "lost", "type": "TODO"})
+        assert "memories" not in str(caught.value) and "relation" not in str(caught.value)
+        with pytest.raises(StorageFault, match='relation "memories" does not exist'):
+            service.db.insert(new("direct"), None)
+    finally:
+        service.close()
+
+
+def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch):
+    from agent_memory.models import Filters
+    from agent_memory.storage.postgres import keyword
+
+    store = open_store(pg_url)
+    try:
+        store.insert(new("slow words"), None)
+        with pytest.raises(SearchTimedOut):
+            store.search("slow", None, now=T0, limit=5, filters=Filters(), deadline=0.0)
+        monkeypatch.setattr(  # a ranking that would take 30 s: statement_timeout stops it
+            keyword, "keyword_ranking_sql", lambda *a, **k: ("SELECT 1, pg_sleep(30)", [])
+        )
+        began = time.monotonic()
+        with pytest.raises(SearchTimedOut):
+            store.search("slow", None, now=T0, limit=5, filters=Filters(), deadline=began + 0.2)
+        assert time.monotonic() - began < 10
+        store.ping()  # the pooled connection is usable again
+    finally:
+        store.close()
+
+
+def test_text_postgresql_cannot_hold_is_a_storage_error_and_nothing_is_written(pg_url):
+    """PostgreSQL's text has no NUL character (SQLite's has): such a memory is refused with
+    the generic storage error on PostgreSQL (a known difference, README)."""
+    service = MemoryService(open_store(pg_url), clock=Clock())
+    try:
+        with pytest.raises(StorageError) as caught:
+            service.store({"content": "before\x00after", "type": "TODO"})
+        assert "0x00" not in str(caught.value)
+        assert service.stats({})["memories"] == 0
+    finally:
+        service.close()
+
+
+TOTALS_AGREE = (
+    "SELECT (SELECT sum(rows) FROM keyword_totals) = (SELECT count(*) FROM memories)"
+    " AND (SELECT sum(tokens) FROM keyword_totals)"
+    " = (SELECT coalesce(sum(doc_len), 0) FROM memories)"
+)
+
+
+def test_the_keyword_totals_log_follows_every_write_and_folds_in_the_sweep(pg_url, pg):
+    store = open_store(pg_url)
+    try:
+        a = store.insert(new("one two three"), None)
+        b = store.insert(new("four five", expires_at=T0 + 1), None)
+        store.update(a, {"content": "one two three four five six"}, T0, None)
+        store.update(a, {"tags": ["x"]}, T0, None)
+        store.bump([a, b], T0 + 1)
+        batch = [
+            {"type": "TODO", "content": f"imported {i} words", "tags": [], "source": None,
+             "scope": None, "created_at": T0, "access_count": 0, "expires_at": None}
+            for i in range(5)
+        ]  # fmt: skip
+        store.import_memories(batch, T0)
+        store.delete(store.insert(new("gone again"), None))
+        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
+        assert pg.execute("SELECT count(*) FROM keyword_totals").fetchone()[0] > 1
+        assert store.delete_expired(T0 + 5)[0] == 1
+        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
+        assert pg.execute("SELECT count(*) FROM keyword_totals").fetchone() == (1,)
+    finally:
+        store.close()
+
+
+# -- the sweep with stores at the same time ---------------------------------------------------
+
+
+def test_the_sweep_runs_in_batches_while_another_writer_stores(pg_url, monkeypatch):
+    from agent_memory.storage.postgres import store as pg_store
+
+    monkeypatch.setattr(pg_store, "SWEEP_BATCH_ROWS", 20)
+    store = open_store(pg_url)
+    try:
+        for i in range(200):
+            store.insert(new(f"short {i}", expires_at=T0 + 5), None)
+        stored: list[int] = []
+        stop = threading.Event()
+
+        def writer() -> None:
+            while not stop.is_set() or len(stored) < 5:
+                stored.append(store.insert(new(f"kept {len(stored)}"), None))
+
+        thread = threading.Thread(target=writer)
+        thread.start()
+        try:
+            removed, longest = store.delete_expired(T0 + 5)
+        finally:
+            stop.set()
+            thread.join()
+        assert removed == 200 and longest < 5
+        assert store.embedding_counts()[0] == len(stored)
+    finally:
+        store.close()
+
+
+# -- the executables --------------------------------------------------------------------------
+
+
+def test_an_mcp_session_over_stdio(pg_url, tmp_path):
+    test_e2e_mcp.test_full_session_over_stdio(pg_url, tmp_path)
+
+
+def test_two_mcp_servers_share_one_database(pg_url):
+    test_e2e_mcp.test_two_servers_share_one_file(pg_url)
+
+
+def test_rest_round_trip_and_rest_with_mcp(pg_url):
+    test_e2e_rest.test_rest_and_mcp_share_one_file(pg_url)
+    with RestDaemon(pg_url) as daemon:
+        found = daemon.request("POST", "/api/search", json={"query": "stored"}).json()
+        assert len(found["results"]) == 2
+        health = daemon.request("GET", "/health").json()
+        assert health["database_id"] == storage.database_id(pg_url)
+        assert daemon.stop() == 0
+    assert not any("password" in line for line in daemon.stderr_lines)
+
+
+def exported(path) -> tuple[list, list]:
+    """(memory records, link records) of an export file, without the header and the
+    records' last_accessed (an import counts as a use, on either engine)."""
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    memories = [{k: v for k, v in r.items() if k != "last_accessed"} for r in lines[1:]]
+    return [r for r in memories if "content" in r], [r for r in memories if "content" not in r]
+
+
+def test_a_team_moves_its_memories_from_sqlite_to_postgresql_and_back(tmp_path, pg_url):
+    source = tmp_path / "memory.db"
+    service = MemoryService(open_store(source), clock=Clock())
+    try:
+        for i in range(30):
+            service.store(
+                {
+                    "content": f"decision {i}: café and the résumé parser",
+                    "type": "DECISION" if i % 3 else "TODO",
+                    "tags": [f"t{i % 4}"],
+                    "scope": "kore" if i % 2 else None,
+                }
+            )
+        service.link({"from_id": 2, "to_id": 1, "kind": "supersedes"})
+        service.link({"from_id": 3, "to_id": 5, "kind": "caused_by"})
+    finally:
+        service.close()
+    first, second, third = (tmp_path / f"{n}.jsonl" for n in ("sqlite", "pg", "back"))
+    done = run_agent_memory("--db", str(source), "export", "-o", str(first))
+    assert done.returncode == 0, done.stderr
+    done = run_agent_memory("--db", pg_url, "import", "--from", "jsonl", str(first))
+    assert done.returncode == 0, done.stderr
+    done = run_agent_memory("--db", pg_url, "export", "-o", str(second))
+    assert done.returncode == 0, done.stderr
+    assert exported(second) == exported(first)
+    again = run_agent_memory("--db", pg_url, "import", "--from", "jsonl", str(first))
+    assert again.returncode == 0 and "30" in again.stdout + again.stderr  # all duplicates
+    back = tmp_path / "back.db"
+    assert (
+        run_agent_memory("--db", str(back), "import", "--from", "jsonl", str(second)).returncode
+        == 0
+    )
+    assert run_agent_memory("--db", str(back), "export", "-o", str(third)).returncode == 0
+    assert exported(third) == exported(first)
+    found = run_agent_memory("--db", pg_url, "search", "--json", "résumé parser")
+    assert found.returncode == 0, found.stderr
+
+
+def test_six_processes_write_one_database_at_once_and_nothing_is_lost(pg_url):
+    params = StdioServerParameters(
+        command=executable(),
+        args=["--db", pg_url, "--sweep-interval", "1", "--log-level", "warning", "serve"],
+        env=server_env(),
+    )
+    daemon = RestDaemon(pg_url, log_level="warning", env={"AGENT_MEMORY_SWEEP_INTERVAL": "1"})
+    ledgers = [Ledger() for _ in range(MCP_WORKERS + 1)]
+
+    async def main() -> None:
+        clients = [Client(params) for _ in range(MCP_WORKERS)]
+        for client in clients:
+            await client.__aenter__()
+        try:
+            async with anyio.create_task_group() as group:
+                for i, client in enumerate(clients):
+                    group.start_soon(
+                        many_writers_worker,
+                        f"mcp{i}",
+                        mcp_caller(client),
+                        random.Random(i),
+                        ledgers[i],
+                    )
+                group.start_soon(
+                    many_writers_worker, "rest", rest_caller(daemon), random.Random(99), ledgers[-1]
+                )
+        finally:
+            for client in reversed(clients):
+                await client.__aexit__(None, None, None)
+
+    try:
+        anyio.run(main)
+    finally:
+        assert daemon.stop() == 0
+
+    assert [e for ledger in ledgers for e in ledger.errors] == []
+    assert sum(ledger.ops for ledger in ledgers) == (MCP_WORKERS + 1) * OPS_PER_WORKER
+    expected = {i: c for ledger in ledgers for i, c in ledger.contents.items()}
+    forgotten = set().union(*(ledger.forgotten for ledger in ledgers))
+    links = set().union(*(ledger.links for ledger in ledgers))
+    assert len(expected) == sum(len(ledger.contents) for ledger in ledgers)  # ids never shared
+    with psycopg.connect(pg_url) as conn:
+        rows = dict(conn.execute("SELECT id, content FROM memories").fetchall())
+        assert rows == expected  # every acknowledged write once, with its last content
+        assert not forgotten & set(rows)
+        assert links <= set(conn.execute("SELECT from_id, to_id, kind FROM memory_links"))
+        assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
+        assert conn.execute(TOTALS_AGREE).fetchone() == (True,)
+        for memory_id, content in list(expected.items())[:: max(1, len(expected) // 40)]:
+            word = content.split()[0]  # the worker's name: found through the keyword index
+            hits = conn.execute(
+                "SELECT id FROM memories WHERE terms @@ %s::tsquery", (f"'{word}'",)
+            ).fetchall()
+            assert (memory_id,) in hits
