@@ -77,8 +77,15 @@ def _clip(text: str, limit: int) -> str:
     return text[: text.rfind(" ", 0, limit)]
 
 
-def database(size: int, workdir: Path, base: np.ndarray, texts: list[str]) -> Path:
-    """A file of ``size`` real memories with their local-model vectors (made once)."""
+def database(
+    size: int, workdir: Path, base: np.ndarray, texts: list[str], source: Path | None
+) -> Path:
+    """A file of ``size`` real memories with their local-model vectors (made once); past
+    the real ones, bench_vectors.py's file of that size (vectors drawn around real ones)."""
+    if source is not None and (source / f"vectors-{size}.db").exists():
+        return source / f"vectors-{size}.db"
+    if size > len(base):
+        raise SystemExit(f"{size}: run bench_vectors.py --keep DIR first, then --from-vectors DIR")
     path = workdir / f"local-{size}.db"
     if not path.exists():
         bench_vectors.fill(path, base[:size], texts)
@@ -161,7 +168,7 @@ def one_round(size: int, db: Path, r: int, queries: list[str], texts: list[str])
     load = os.getloadavg()[0]
     asked = queries[(r * SEARCHES) % len(queries) :][:SEARCHES]
     start = size + 1_000 * r
-    stores = [f"{t} (bench store {r}-{i})" for i, t in enumerate(texts[start : start + STORES])]
+    stores = [f"{texts[(start + i) % len(texts)]} (bench store {r}-{i})" for i in range(STORES)]
     hybrid = anyio.run(serve_session, db, "local", asked, stores)
     keyword = anyio.run(serve_session, db, "none", asked, [])
     embed = embed_times(asked)
@@ -192,13 +199,19 @@ def main() -> None:
     parser.add_argument("--keep", type=Path, default=Path("/tmp/bench-local"))
     parser.add_argument("--json", type=Path)
     parser.add_argument("--no-backfill", action="store_true")
+    parser.add_argument(
+        "--from-vectors",
+        type=Path,
+        metavar="DIR",
+        help="take the databases from bench_vectors.py --keep DIR where it has the size",
+    )
     args = parser.parse_args()
     base, _, texts = bench_vectors.real_vectors()
     queries = queries_of()
     args.keep.mkdir(parents=True, exist_ok=True)
     results = []
     for size in (int(s) for s in args.sizes.split(",")):
-        db = database(size, args.keep, base, texts)
+        db = database(size, args.keep, base, texts, args.from_vectors)
         rounds = []
         for r in range(args.rounds):
             work = args.keep / f"round-{size}.db"
