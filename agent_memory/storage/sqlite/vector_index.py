@@ -73,10 +73,13 @@ SCORE_KEEP = 4_000
 RERANK_FACTOR = 2
 RERANK_MIN = 1_000
 # The mean and spread of the dimensions are taken from the first SAMPLE_ROWS vectors.
-SAMPLE_ROWS = 20_000
+SAMPLE_ROWS = 8_192
 # Vectors read and encoded at a time while loading (RSS grows by about this many float32
-# vectors, not by the whole table).
-LOAD_CHUNK_ROWS = 16_384
+# vectors, not by the whole table). The load's transient memory is a few times the chunk
+# (the rows' bytes, the matrix, its scaled copy, a byte per bit before packing): with 16,384
+# rows and a 20,000-row sample the process's peak was 257 MiB at 100,000 vectors for 151
+# after the load; with 4,096 and 8,192, 109 for 91 (in process, bench/bench_vectors.py).
+LOAD_CHUNK_ROWS = 4_096
 # Once this share of the rows are dead (forgotten, or replaced by a new vector), the
 # arrays are compacted.
 COMPACT_DEAD_SHARE = 0.25
