@@ -78,12 +78,18 @@ SAMPLE_ROWS = 8_192
 # vectors, not by the whole table). The load's transient memory is a few times the chunk
 # (the rows' bytes, the matrix, its scaled copy, a byte per bit before packing): with 16,384
 # rows and a 20,000-row sample the process's peak was 257 MiB at 100,000 vectors for 151
-# after the load; with 4,096 and 8,192, 109 for 91 (in process, bench/bench_vectors.py).
+# after the load; with 4,096 and 8,192, 117 for 103 (in process, bench/bench_vectors.py).
 LOAD_CHUNK_ROWS = 4_096
 # Once this share of the rows are dead (forgotten, or replaced by a new vector), the
 # arrays are compacted.
 COMPACT_DEAD_SHARE = 0.25
 GROWTH = 1.5
+# Rows allocated beyond those loaded (or kept by a compaction), so that the first writes a
+# process sees do not grow the arrays: growing copies the planes into arrays GROWTH times
+# larger (at 1,000,000 vectors 144 MB into 216 MB beside it), which took the peak RSS of
+# `serve` at 1,000,000 memories to 516 MiB at its first store.
+SPARE_SHARE = 0.02
+SPARE_MIN = 1_024
 
 _FLOATS = (
     "SELECT memory_id, vector FROM memory_vector_floats WHERE memory_id > ?"
@@ -132,7 +138,7 @@ class _Codes:
         self.scale = scale
         self.spread = (1.0 / scale).astype(np.float32)
         self.words = (pin.dimension + 63) // 64
-        capacity = max(capacity, 64)
+        capacity = _with_spare(capacity)
         self.planes = np.zeros((len(CUTS) * self.words, capacity), dtype=np.uint64)
         self.ids = np.zeros(capacity, dtype=np.int64)
         self.alive = np.zeros(capacity, dtype=bool)
@@ -187,12 +193,17 @@ class _Codes:
 
     def compact(self) -> None:
         keep = np.flatnonzero(self.alive[: self.rows])
-        self.planes = np.ascontiguousarray(self.planes[:, keep])
-        self.ids = self.ids[keep]
-        self.alive = np.ones(len(keep), dtype=bool)
+        capacity = _with_spare(len(keep))
+        planes = np.zeros((self.planes.shape[0], capacity), dtype=np.uint64)
+        planes[:, : len(keep)] = self.planes[:, keep]
+        ids = np.zeros(capacity, dtype=np.int64)
+        ids[: len(keep)] = self.ids[keep]
+        self.planes, self.ids = planes, ids
+        self.alive = np.zeros(capacity, dtype=bool)
+        self.alive[: len(keep)] = True
         self.rows, self.dead = len(keep), 0
         self.row_of[:] = -1
-        self.row_of[self.ids] = np.arange(self.rows, dtype=np.int32)
+        self.row_of[self.ids[: self.rows]] = np.arange(self.rows, dtype=np.int32)
 
     def candidates(self, query: Any, count: int) -> Any:
         """The ids of ``count`` live rows nearest ``query`` on the codes, in no order."""
@@ -248,6 +259,10 @@ class _Codes:
         alive = self.alive[: self.rows] if rows is None else self.alive[rows]
         total[~alive] = np.iinfo(np.uint16).max
         return total
+
+
+def _with_spare(rows: int) -> int:
+    return max(rows + max(SPARE_MIN, int(rows * SPARE_SHARE)), 64)
 
 
 # The bits of each byte value, least significant first (packbits' little bit order).
