@@ -17,6 +17,7 @@ import sqlalchemy
 
 from agent_memory import ranking
 from agent_memory.models import Pin, content_hash
+from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword, rows, vectors
 
 Identity = tuple[str, str, str | None]
@@ -139,10 +140,10 @@ class Snapshot:
 
     def memories(self) -> Iterator[dict[str, Any]]:
         found = self._conn.execution_options(yield_per=rows.EXPORT_BATCH_ROWS).exec_driver_sql(
-            f"SELECT {', '.join(rows.EXPORT_MEMORY_COLUMNS)} FROM memories ORDER BY id"
+            f"SELECT {', '.join(EXPORT_MEMORY_COLUMNS)} FROM memories ORDER BY id"
         )
         for row in found:
-            yield dict(zip(rows.EXPORT_MEMORY_COLUMNS, row, strict=True))
+            yield dict(zip(EXPORT_MEMORY_COLUMNS, row, strict=True))
 
     def links(self) -> Iterator[tuple[int, int, str, int]]:
         found = self._conn.execution_options(yield_per=rows.EXPORT_BATCH_ROWS).exec_driver_sql(

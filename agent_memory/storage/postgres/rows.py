@@ -9,36 +9,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory.models import Filters
+from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword
 from agent_memory.vocabulary import SQLITE_INT_MAX
 
 EXPORT_BATCH_ROWS = 1_000
 
-MEMORY_COLUMNS = (
-    "id",
-    "content",
-    "type",
-    "tags",
-    "source",
-    "scope",
-    "decay_score",
-    "created_at",
-    "last_accessed",
-    "expires_at",
-)
 SELECT = ", ".join(MEMORY_COLUMNS)
-EXPORT_MEMORY_COLUMNS = (
-    "id",
-    "type",
-    "content",
-    "tags",
-    "source",
-    "scope",
-    "created_at",
-    "last_accessed",
-    "access_count",
-    "expires_at",
-)
 ROW_COLUMNS = (
     "type, content, tags, source, scope, base_weight, decay_score, access_count, created_at,"
     " last_accessed, expires_at, embedding_status, content_hash, doc_len, terms, tf"

@@ -16,22 +16,21 @@ SearchTimedOut.
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import psycopg
 import sqlalchemy
 
 from agent_memory import ranking
-from agent_memory.errors import SearchTimedOut, StorageFault
+from agent_memory.errors import SearchTimedOut
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
 from agent_memory.query import Node, search_tree
+from agent_memory.storage import faults
 from agent_memory.storage.base import NewMemory, Pause
 from agent_memory.storage.postgres import keyword, portable, rows, vectors
 from agent_memory.storage.postgres import url as urls
@@ -47,35 +46,7 @@ SWEEP_BATCH_ROWS = 500
 COMPACT_EVERY_STORES = 1_000
 DECAY_DONE_KEY = "decay_materialized_at"
 # Rows an export reads from the server-side cursor at a time (memory stays flat).
-_ENGINE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, psycopg.Error)
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-@contextmanager
-def _engine_faults() -> Iterator[None]:
-    try:
-        yield
-    except _ENGINE_ERRORS as exc:
-        raise StorageFault(str(getattr(exc, "orig", None) or exc)) from exc
-
-
-def _guarded(method: F) -> F:
-    """``method`` with the engine's exceptions turned into StorageFault (generators too)."""
-    if inspect.isgeneratorfunction(method):
-
-        @functools.wraps(method)
-        def generator(*args: Any, **kwargs: Any) -> Any:
-            with _engine_faults():
-                return (yield from method(*args, **kwargs))
-
-        return generator  # type: ignore[return-value]
-
-    @functools.wraps(method)
-    def plain(*args: Any, **kwargs: Any) -> Any:
-        with _engine_faults():
-            return method(*args, **kwargs)
-
-    return plain  # type: ignore[return-value]
+_guarded = faults.guard((sqlalchemy.exc.SQLAlchemyError, psycopg.Error))
 
 
 class PostgresStore:

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from agent_memory import ranking
 from agent_memory.models import Pin, content_hash
+from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.sqlite import vectors
 from agent_memory.storage.sqlite.schema import memories, memory_links
 
@@ -26,18 +27,6 @@ MERGE_STEP_PAGES = 64
 # Rows an export reads from the cursor at a time (memory stays flat).
 EXPORT_BATCH_ROWS = 1_000
 # Export: every row (expired ones too) in key order, every edge in (from, to, kind) order.
-EXPORT_MEMORY_COLUMNS = (
-    "id",
-    "type",
-    "content",
-    "tags",
-    "source",
-    "scope",
-    "created_at",
-    "last_accessed",
-    "access_count",
-    "expires_at",
-)
 # content_hash 0: not known. A process still running code older than revision 0005 inserts
 # rows without it, and a trigger resets it when such a process rewrites a row's content.
 UNKNOWN_HASH = 0

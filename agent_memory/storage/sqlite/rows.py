@@ -16,21 +16,10 @@ from sqlalchemy import bindparam, func, literal_column, select
 
 from agent_memory import ranking
 from agent_memory.models import Filters
+from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.sqlite.schema import memories, memory_links
 from agent_memory.vocabulary import PINNED_TYPES
 
-MEMORY_COLUMNS = (
-    "id",
-    "content",
-    "type",
-    "tags",
-    "source",
-    "scope",
-    "decay_score",
-    "created_at",
-    "last_accessed",
-    "expires_at",
-)
 SELECT_MEMORY = [memories.c[name] for name in MEMORY_COLUMNS]
 
 

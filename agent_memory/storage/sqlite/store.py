@@ -9,12 +9,11 @@ the engine's text as detail, for the log), and a read past its deadline as Searc
 from __future__ import annotations
 
 import functools
-import inspect
 import json
 import threading
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any
 
 import sqlalchemy
 import sqlalchemy.dialects.sqlite
@@ -22,8 +21,8 @@ import sqlean
 from sqlalchemy import bindparam, delete, func, insert, literal_column, select, update
 
 from agent_memory import ranking
-from agent_memory.errors import StorageFault
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
+from agent_memory.storage import faults
 from agent_memory.storage.base import NewMemory, Pause
 from agent_memory.storage.sqlite import portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections
@@ -143,35 +142,7 @@ def _update_statement(columns: tuple[str, ...]) -> sqlalchemy.Update:
     )
 
 
-_ENGINE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, sqlean.Error)
-F = TypeVar("F", bound=Callable[..., Any])
-
-
-@contextmanager
-def _engine_faults() -> Iterator[None]:
-    try:
-        yield
-    except _ENGINE_ERRORS as exc:
-        raise StorageFault(str(getattr(exc, "orig", None) or exc)) from exc
-
-
-def _guarded(method: F) -> F:
-    """``method`` with the engine's exceptions turned into StorageFault (generators too)."""
-    if inspect.isgeneratorfunction(method):
-
-        @functools.wraps(method)
-        def generator(*args: Any, **kwargs: Any) -> Any:
-            with _engine_faults():
-                return (yield from method(*args, **kwargs))
-
-        return generator  # type: ignore[return-value]
-
-    @functools.wraps(method)
-    def plain(*args: Any, **kwargs: Any) -> Any:
-        with _engine_faults():
-            return method(*args, **kwargs)
-
-    return plain  # type: ignore[return-value]
+_guarded = faults.guard((sqlalchemy.exc.SQLAlchemyError, sqlean.Error))
 
 
 class SqliteStore:

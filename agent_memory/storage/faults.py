@@ -1,0 +1,48 @@
+"""Engine exceptions turned into StorageFault at the store's edge, for both backends.
+
+The service and the transports know only StorageFault (its detail goes to the log); each
+backend names the exceptions its driver raises and wraps its public methods with the guard.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from agent_memory.errors import StorageFault
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def guard(engine_errors: tuple[type[BaseException], ...]) -> Callable[[F], F]:
+    """A decorator: the method with ``engine_errors`` raised as StorageFault (generators too,
+    whose errors surface while they are iterated)."""
+
+    @contextmanager
+    def faults() -> Iterator[None]:
+        try:
+            yield
+        except engine_errors as exc:
+            raise StorageFault(str(getattr(exc, "orig", None) or exc)) from exc
+
+    def guarded(method: F) -> F:
+        if inspect.isgeneratorfunction(method):
+
+            @functools.wraps(method)
+            def generator(*args: Any, **kwargs: Any) -> Any:
+                with faults():
+                    return (yield from method(*args, **kwargs))
+
+            return generator  # type: ignore[return-value]
+
+        @functools.wraps(method)
+        def plain(*args: Any, **kwargs: Any) -> Any:
+            with faults():
+                return method(*args, **kwargs)
+
+        return plain  # type: ignore[return-value]
+
+    return guarded
