@@ -55,74 +55,25 @@ MAX_POSITION = 16_383
 MAX_POSITIONS = 256
 TSVECTOR_MAX_BYTES = 1_048_575
 
-# The keyword columns of the memories table (written from ``document``), and their index:
-# ``terms`` holds FTS5's lexemes with positions, ``doc_len`` FTS5's token count.
-# ``tf`` maps each lexeme to its count: a single word's frequency is one jsonb lookup (reading
-# it from the tsvector costs an unnest per row, 26 us), and stays exact where the tsvector
-# had to cut positions.
+# The keyword columns of the memories table are written from ``document``: ``terms`` holds
+# FTS5's lexemes with positions, ``doc_len`` FTS5's token count, ``tf`` maps each lexeme to
+# its count (a single word's frequency is one jsonb lookup; reading it from the tsvector costs
+# an unnest per row, 26 us), and stays exact where the tsvector had to cut positions.
 # Up to this many phrases, each one's row count is read from the GIN index; past it, all
 # are counted in one pass over the table.
 COUNTS_BY_INDEX_MAX = 4
-KEYWORD_COLUMNS = "doc_len integer NOT NULL, terms tsvector NOT NULL, tf jsonb NOT NULL"
 # bm25's N and average length without a pass over the table: every statement that adds,
 # removes or re-tokenizes rows appends its change (rows, tokens) to keyword_totals, and a
 # search sums the log. Appending never waits on another writer (a single counter row would
 # serialize every store); the sweep folds the log into one row (compact_totals). Exact
-# under MVCC: a snapshot sees the log rows of exactly the transactions it sees.
-TOTALS_SCHEMA = """
-CREATE TABLE keyword_totals (rows bigint NOT NULL, tokens bigint NOT NULL);
-CREATE FUNCTION keyword_totals_added() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO keyword_totals SELECT count(*), coalesce(sum(doc_len), 0) FROM added
-  HAVING count(*) > 0;
-  RETURN NULL;
-END $$;
-CREATE FUNCTION keyword_totals_removed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO keyword_totals SELECT -count(*), -coalesce(sum(doc_len), 0) FROM removed
-  HAVING count(*) > 0;
-  RETURN NULL;
-END $$;
-CREATE FUNCTION keyword_totals_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE change bigint;
-BEGIN
-  SELECT (SELECT coalesce(sum(doc_len), 0) FROM added)
-       - (SELECT coalesce(sum(doc_len), 0) FROM removed) INTO change;
-  IF change <> 0 THEN INSERT INTO keyword_totals VALUES (0, change); END IF;
-  RETURN NULL;
-END $$;
-CREATE TRIGGER keyword_totals_insert AFTER INSERT ON memories REFERENCING NEW TABLE AS added
-  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_added();
-CREATE TRIGGER keyword_totals_delete AFTER DELETE ON memories REFERENCING OLD TABLE AS removed
-  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_removed();
-CREATE TRIGGER keyword_totals_update AFTER UPDATE ON memories
-  REFERENCING OLD TABLE AS removed NEW TABLE AS added
-  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_changed();
-"""
+# under MVCC: a snapshot sees the log rows of exactly the transactions it sees (the table and
+# its triggers: migrations/postgres).
 # Folds the totals log into one row, in one statement: rows appended meanwhile by other
 # transactions are not in this statement's snapshot and stay as they are.
 COMPACT_TOTALS = (
     "WITH gone AS (DELETE FROM keyword_totals RETURNING rows, tokens)"
     " INSERT INTO keyword_totals SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0)"
     " FROM gone"
-)
-# A prototype memories table with what the ranking reads (the parity tests load it; the
-# store's schema is migrations/postgres).
-SCHEMA = (
-    f"""
-CREATE TABLE memories (
-    id bigint PRIMARY KEY,
-    type text NOT NULL,
-    content text NOT NULL,
-    tags jsonb NOT NULL DEFAULT '[]',
-    scope text,
-    last_accessed bigint NOT NULL DEFAULT 0,
-    {KEYWORD_COLUMNS}
-);
-CREATE INDEX memories_terms ON memories USING gin (terms) WITH (fastupdate = off);
-CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops) WITH (fastupdate = off);
-"""
-    + TOTALS_SCHEMA
 )
 
 
