@@ -6,8 +6,8 @@
 Loads the corpus of bench/run.py (through ``agent-memory import``), then asks the same
 questions (limit 10) in process with every word searched and every matching row scored
 (the reference), with words of bm25 IDF up to each threshold left out
-(service.PRUNE_MAX_IDF), and with the default threshold and only the rows of the rarest
-words scored, at each share of the rows (service.PRUNE_SCORED_SHARE). Reported per
+(bm25.PRUNE_MAX_IDF), and with the default threshold and only the rows of the rarest
+words scored, at each share of the rows (bm25.PRUNE_SCORED_SHARE). Reported per
 setting: p50/p99 latency, the share of pages identical to the reference (same ids, same
 order) and the mean overlap of the top 10. With --keep, the reference pages are kept in
 DIR and reused.
@@ -27,9 +27,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 from run import AgentMemory, pct  # noqa: E402
 
+from agent_memory.query import bm25  # noqa: E402
 from agent_memory.service import MemoryService  # noqa: E402
 from agent_memory.storage import open_store  # noqa: E402
-from agent_memory.storage.sqlite import keyword  # noqa: E402
 
 import corpus  # noqa: E402
 
@@ -61,9 +61,9 @@ def main() -> None:
     service = MemoryService(open_store(system.db))
     questions = corpus.questions(QUESTIONS)
     answers(service, questions)  # warm the page cache and the word counts
-    default_idf, exact_rows = keyword.PRUNE_MAX_IDF, keyword.PRUNE_EXACT_ROWS
-    keyword.PRUNE_MAX_IDF = -1.0  # no word is that light: every word is searched
-    keyword.PRUNE_EXACT_ROWS = 10**12  # and every matching row is scored
+    default_idf, exact_rows = bm25.PRUNE_MAX_IDF, bm25.PRUNE_EXACT_ROWS
+    bm25.PRUNE_MAX_IDF = -1.0  # no word is that light: every word is searched
+    bm25.PRUNE_EXACT_ROWS = 10**12  # and every matching row is scored
     kept = workdir / "reference.json"  # the slow part, reused with --keep
     if kept.exists():
         reference, timings = json.loads(kept.read_text())
@@ -77,10 +77,10 @@ def main() -> None:
     settings = [(float(t), None) for t in args.thresholds.split(",")]
     settings += [(default_idf, float(share)) for share in args.shares.split(",")]
     for threshold, share in settings:
-        keyword.PRUNE_MAX_IDF = threshold
+        bm25.PRUNE_MAX_IDF = threshold
         if share is not None:
-            keyword.PRUNE_EXACT_ROWS = exact_rows
-            keyword.PRUNE_SCORED_SHARE = share
+            bm25.PRUNE_EXACT_ROWS = exact_rows
+            bm25.PRUNE_SCORED_SHARE = share
         pages, timings = answers(service, questions)
         same = sum(p == r for p, r in zip(pages, reference, strict=True)) / len(pages)
         overlap = statistics.mean(

@@ -109,10 +109,10 @@ def test_the_rule_catches_a_stray_import(module, extra, rule):
 def test_a_search_is_one_read_snapshot_and_the_bump(service, clock, monkeypatch):
     """With its retry and every shortcut (here past the pruning threshold), a keyword search
     opens one read transaction; its only write is the recency bump."""
-    from agent_memory.storage.sqlite import keyword
+    from agent_memory.query import bm25
 
-    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
-    monkeypatch.setattr(keyword, "PRUNE_EXACT_ROWS", 10)
+    monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(bm25, "PRUNE_EXACT_ROWS", 10)
     for i in range(60):
         service.store(
             {"content": f"the note {i} about {'zebra' if i < 3 else 'sqlite'}", "type": "TODO"}

@@ -2,8 +2,8 @@
 
 Two give the answer of the plain query (issue 8): an unfiltered search ranks candidates in
 the index alone and blends decay into them (keyword.KEYWORD_CANDIDATES), and the
-OR-of-words retry leaves out words too common to matter (keyword.PRUNE_MAX_IDF). The third,
-on files past keyword.PRUNE_EXACT_ROWS whose kept words match more than PRUNE_SCORED_SHARE
+OR-of-words retry leaves out words too common to matter (bm25.PRUNE_MAX_IDF). The third,
+on files past bm25.PRUNE_EXACT_ROWS whose kept words match more than PRUNE_SCORED_SHARE
 of the rows, scores only the rows of the rarest words: its pages are the plain query's when
 those rows hold them, and a test shows when they do not.
 The reference here is the query the contract describes, written out in SQL: every row
@@ -19,6 +19,7 @@ import pytest
 
 from agent_memory import fts, ranking
 from agent_memory.models import Filters
+from agent_memory.query import bm25
 from agent_memory.storage.sqlite import keyword
 from agent_memory.vocabulary import PINNED_TYPES
 
@@ -93,7 +94,7 @@ def test_filtered_searches_take_the_full_query(service, clock, raw, small_candid
 @pytest.fixture
 def pruning(monkeypatch):
     """Pruning from the first row on, and a record of every MATCH the search runs."""
-    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
     seen: list[str] = []
     original = keyword.Run.__call__
 
@@ -163,16 +164,16 @@ def test_few_rows_search_every_word(service, clock, raw, monkeypatch):
 @pytest.mark.parametrize(("rows", "hits"), [(100, 0), (100, 50), (100, 51), (100, 100), (7, 3)])
 def test_idf_is_fts5s(rows, hits):
     expected = math.log((rows - hits + 0.5) / (hits + 0.5))
-    assert keyword.bm25_idf(rows, hits) == (expected if expected > 0 else 1e-6)
+    assert bm25.idf(rows, hits) == (expected if expected > 0 else 1e-6)
 
 
 def test_a_count_above_the_rows_of_an_older_snapshot_is_held_to_them():
     # Another thread's newer count against this thread's older row count (soak finding).
-    assert keyword.bm25_idf(100, 150) == keyword.bm25_idf(100, 100) == 1e-6
+    assert bm25.idf(100, 150) == bm25.idf(100, 100) == 1e-6
 
 
 def test_word_rows_count_rows_and_cache_them(service, clock, raw, db_path, monkeypatch):
-    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
     fill(service, clock, 40)
     index = keyword.KeywordIndex()
     with reading(db_path) as conn:
@@ -240,13 +241,13 @@ def test_a_tie_the_best_rows_cannot_settle_takes_the_full_query(
 
 @pytest.mark.parametrize("word", ["the", "sqlite", "note", "x", "absent"])
 def test_term_scores_are_what_bm25_gives_the_word(service, clock, raw, word, db_path, monkeypatch):
-    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
     fill(service, clock, 120)
     service.store({"content": "sqlite sqlite sqlite x x the", "type": "TODO"})
     all_ids = [row[0] for row in raw.execute("SELECT id FROM memories")]
     with reading(db_path) as conn:
         rows, hits = keyword.KeywordIndex().word_rows(conn, [word], clock.now)
-        got = keyword.term_scores(conn, all_ids, {word: keyword.bm25_idf(rows, hits[word])})
+        got = keyword.term_scores(conn, all_ids, {word: bm25.idf(rows, hits[word])})
     expected = dict.fromkeys(all_ids, 0.0)
     expected.update(
         raw.execute(
@@ -270,9 +271,9 @@ def test_term_scores_of_no_rows_or_no_words_are_empty(service, clock, db_path):
 def scored(monkeypatch):
     """The rarest words' restriction from 100 rows on, with at most a sixth of the rows
     scored, and each search's (match, within)."""
-    monkeypatch.setattr(keyword, "PRUNE_MIN_ROWS", 1)
-    monkeypatch.setattr(keyword, "PRUNE_EXACT_ROWS", 100)
-    monkeypatch.setattr(keyword, "PRUNE_SCORED_SHARE", 1 / 6)
+    monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(bm25, "PRUNE_EXACT_ROWS", 100)
+    monkeypatch.setattr(bm25, "PRUNE_SCORED_SHARE", 1 / 6)
     seen: list[tuple[str, str | None]] = []
     original = keyword.Run.__call__
 
@@ -299,16 +300,16 @@ def zebras(service, clock, count: int) -> list[int]:
     ("hits", "expected"),
     [
         ({"a": 10, "b": 20}, None),  # 30 rows: every row is scored
-        ({"a": 10, "b": 45}, '"a"'),
-        ({"a": 10, "b": 30, "c": 45}, '"a" OR "b"'),
-        ({"a": 60, "b": 70}, '"a"'),  # the rarest word, whatever its rows
-        ({"a": 0, "b": 60, "c": 70}, '"a" OR "b"'),  # with the words no row has
+        ({"a": 10, "b": 45}, ["a"]),
+        ({"a": 10, "b": 30, "c": 45}, ["a", "b"]),
+        ({"a": 60, "b": 70}, ["a"]),  # the rarest word, whatever its rows
+        ({"a": 0, "b": 60, "c": 70}, ["a", "b"]),  # with the words no row has
         ({"a": 0, "b": 60}, None),  # that would be every word: no restriction
-        ({"b": 10, "a": 10, "c": 60}, '"a" OR "b"'),  # ties by the word
+        ({"b": 10, "a": 10, "c": 60}, ["a", "b"]),  # ties by the word
     ],
 )
 def test_the_rarest_words_that_fit_the_scored_rows(hits, expected):
-    assert keyword.rarest(list(hits), hits, 50) == expected
+    assert bm25.rarest(list(hits), hits, 50) == expected
 
 
 def test_only_rows_matching_within_are_scored_with_every_word(service, clock, raw, db_path):
@@ -377,7 +378,7 @@ def test_past_the_scored_rows_a_row_without_the_rarest_words_is_not_ranked(
     question = "the zebra sqlite cache?"
     assert reference(raw, fts.or_of(fts.words(question)), clock.now, 1) == [fresh]
     assert ids(service.search({"query": question, "limit": 1})["results"]) == [old]
-    keyword.PRUNE_SCORED_SHARE = 1.0  # (monkeypatched: restored after the test)
+    bm25.PRUNE_SCORED_SHARE = 1.0  # (monkeypatched: restored after the test)
     assert ids(service.search({"query": question, "limit": 1})["results"]) == [fresh]
 
 
@@ -393,7 +394,7 @@ def test_the_hybrid_keyword_leg_is_restricted_too(service, clock, scored, db_pat
 
 
 def test_up_to_the_scored_rows_every_row_is_scored(service, clock, scored, monkeypatch):
-    monkeypatch.setattr(keyword, "PRUNE_EXACT_ROWS", 303)  # the rows zebras() makes
+    monkeypatch.setattr(bm25, "PRUNE_EXACT_ROWS", 303)  # the rows zebras() makes
     zebras(service, clock, 3)
     service.search({"query": "the zebra sqlite cache?", "limit": 3})
     assert all(within is None for _, within in scored)
@@ -438,7 +439,7 @@ def test_a_nul_in_content_leaves_the_pruned_page_the_full_querys(service, clock,
     # by term_scores; SQL length() stopped at the NUL, so the row after it seemed to hold
     # "common" many times and the shortcut's page (2102) differed from the full query's.
     with service.db.bulk():
-        for i in range(keyword.PRUNE_MIN_ROWS + 100):
+        for i in range(bm25.PRUNE_MIN_ROWS + 100):
             word = "common" if i % 20 < 9 else "other"
             service.store({"content": f"{word} filler{i}", "type": "TODO"})
     plain = service.store({"content": "zebra common common f1", "type": "TODO"})["id"]

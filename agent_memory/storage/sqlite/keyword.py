@@ -11,12 +11,13 @@ use?"), and where the shortcuts apply, each of them exact unless said otherwise:
    index alone, then blends decay into those only. Decay lies in (0, MAX_DECAY], so a row
    past the candidates scores at most the last candidate's -bm25 + MAX_DECAY: when the
    page's last score beats that, the page is the full query's.
-2. Pruning: words in more than about 44% of rows (bm25 IDF at most PRUNE_MAX_IDF: "the",
-   "we") are left out of the OR when the other words alone decide the page: their bm25
-   share is added back to the best rows (term_scores, FTS5's own arithmetic) and the page
-   is taken only when no row past it could catch up (see _decided).
+2. Pruning (planned by agent_memory.query.bm25, as on PostgreSQL): words in more than
+   about 44% of rows (bm25 IDF at most PRUNE_MAX_IDF: "the", "we") are left out of the OR
+   when the other words alone decide the page: their bm25 share is added back to the
+   best rows (term_scores, FTS5's own arithmetic) and the page is taken only when no row
+   past it could catch up (see _decided).
 3. Restriction (past PRUNE_EXACT_ROWS memories, not exact): when the kept words match many
-   rows, only rows matching the rarest of them are scored (see rarest).
+   rows, only rows matching the rarest of them are scored (see bm25.rarest).
 """
 
 from __future__ import annotations
@@ -24,8 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import logging
-import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy
@@ -34,6 +34,7 @@ from sqlalchemy import bindparam, func, literal_column, select
 
 from agent_memory import fts
 from agent_memory.models import Filters
+from agent_memory.query import bm25
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
@@ -44,28 +45,9 @@ log = logging.getLogger(__name__)
 # An unfiltered keyword search ranks the best KEYWORD_CANDIDATES rows by bm25 in the index
 # alone (no join to memories for every match), then blends decay into those only.
 KEYWORD_CANDIDATES = 1_000
-# Words of IDF at most PRUNE_MAX_IDF (in more than about 44% of rows) may be left out of the
-# retry's OR. Below PRUNE_MIN_ROWS memories every word is searched: there that is as fast
-# or faster (bench corpus, in process, p50 of 200 questions: 3.0 against 3.8-5.2 ms at
-# 1,000 memories, 6.6 against 5.7-6.2 at 2,000, 18 against 8.5-12 at 5,000).
-PRUNE_MAX_IDF = 0.25
-PRUNE_MIN_ROWS = 2_000
-# On a file of more than PRUNE_EXACT_ROWS memories, when the words kept are found in more
-# than PRUNE_SCORED_SHARE of the rows in all (counted per word), bm25 is computed only for
-# the rows that match the rarest of them: the other words still count in those rows'
-# scores, but a row matching none of the rarest words is not ranked. The page can differ
-# from the full query's (measured in bench/pruning.py); up to PRUNE_EXACT_ROWS memories the
-# answer is always the full query's.
-PRUNE_EXACT_ROWS = 20_000
-PRUNE_SCORED_SHARE = 0.1
 # When rows past a pruned page nearly tie with its last ones, this many more rows are
 # scored with the left-out words added back.
 PRUNE_RESCORE_ROWS = 200
-# FTS5's bm25 parameters (fixed in SQLite): term-frequency saturation and length weight.
-BM25_K1 = 1.2
-BM25_B = 0.75
-# One query term adds at most idf * (k1 + 1) to a row's bm25 score.
-BM25_TERM_MAX = BM25_K1 + 1
 # Document frequencies of query words are reused for this long, and while the number of
 # indexed rows moves by less than this fraction: counting a word in every row costs 8 ms
 # at 100,000 rows, and common words repeat.
@@ -185,17 +167,6 @@ def _candidates_statement(within: bool) -> sqlalchemy.Select[Any]:
     )
 
 
-def bm25_idf(rows_indexed: int, hits: int) -> float:
-    """The IDF FTS5's bm25 gives a phrase found in ``hits`` of ``rows_indexed`` rows.
-
-    A cached count can exceed a row count read in a newer snapshot after deletes: it is
-    held to ``rows_indexed`` (found by the soak: a math domain error one search in 20,000).
-    """
-    hits = min(hits, rows_indexed)
-    idf = math.log((rows_indexed - hits + 0.5) / (hits + 0.5))
-    return idf if idf > 0 else 1e-6
-
-
 def _varints(blob: bytes, count: int) -> list[int]:
     """The first ``count`` of the variable-length integers SQLite wrote one after another."""
     values, at = [], 0
@@ -212,21 +183,6 @@ def _varints(blob: bytes, count: int) -> list[int]:
                 break
         values.append(value)
     return values
-
-
-def rarest(kept: list[str], hits: Mapping[str, int], budget: float) -> str | None:
-    """The OR of the rarest kept words: the rarest found, and more while their rows number
-    at most ``budget``; None when that is all of them, or their rows all fit."""
-    rarest = sorted(set(kept), key=lambda w: (hits[w], w))
-    if sum(hits[w] for w in rarest) <= budget:
-        return None
-    chosen, total = [], 0
-    for word in rarest:
-        if total and total + hits[word] > budget:
-            break
-        chosen.append(word)
-        total += hits[word]
-    return fts.or_of(chosen) if len(chosen) < len(rarest) else None
 
 
 def _ident(item: Any) -> int:
@@ -338,40 +294,30 @@ class KeywordIndex:
 
         Words of IDF at most PRUNE_MAX_IDF are left out and added back to the best rows
         (see _decided). When the words kept match many rows, first only the rows that match
-        their rarest words are scored (rarest), then, if those cannot decide the page,
+        their rarest words are scored (bm25.rarest), then, if those cannot decide the page,
         every row the kept words match.
         """
         if len(set(words)) < 2:
-            return None
+            return None  # nothing to leave out: spare the counting
         total, hits = self.word_rows(run.conn, words, now)
-        if total < PRUNE_MIN_ROWS:
+        planned = bm25.plan(words, total, hits)
+        if planned is None:
             return None
-        weights: dict[str, float] = {}  # left-out word -> its IDF times its repeats
-        for word in words:
-            idf = bm25_idf(total, hits[word])
-            if idf <= PRUNE_MAX_IDF:
-                weights[word] = weights.get(word, 0.0) + idf
-        kept = [w for w in words if w not in weights]
-        if not kept:
-            return None
-        match = fts.or_of(kept)
-        within = None
-        if total > PRUNE_EXACT_ROWS:
-            within = rarest(kept, hits, PRUNE_SCORED_SHARE * total)
-        if within is not None:
-            page = self._decided(run, match, within, limit, weights)
+        match = fts.or_of(planned.kept)
+        if planned.rarest is not None:
+            page = self._decided(run, match, fts.or_of(planned.rarest), limit, planned)
             if page is not None:
                 return page
-        if not weights:
+        if not planned.left_out:
             return None  # without a restriction, this would be the full query
-        return self._decided(run, match, None, limit, weights)
+        return self._decided(run, match, None, limit, planned)
 
     def _decided(
-        self, run: Run, match: str, within: str | None, limit: int, weights: dict[str, float]
+        self, run: Run, match: str, within: str | None, limit: int, planned: bm25.Plan
     ) -> list[Any] | None:
-        """The page of ``match`` with the left-out words (``weights``) added back, or None.
+        """The page of ``match`` with the left-out words added back, or None.
 
-        The left-out words add at most ``bound`` (BM25_TERM_MAX x their IDFs) to a row's
+        The left-out words add at most ``planned.bound`` (BM25_TERM_MAX x their IDFs) to a row's
         score: a row past the best ``n`` scores at most the next one's score plus that, and
         a row matching only those words the run's ceiling plus that. The best ``n`` rows get
         the left-out words added back (term_scores); when the ``limit``-th of them still
@@ -379,10 +325,10 @@ class KeywordIndex:
         n = limit; when rows past the page nearly tie with it, once more with
         PRUNE_RESCORE_ROWS more rows.
         """
+        weights, bound = planned.left_out, planned.bound
         if not weights:
             found = run(match, limit, within)
             return found if len(found) >= limit else None
-        bound = BM25_TERM_MAX * sum(weights.values())
         for n in (limit, limit + PRUNE_RESCORE_ROWS):
             found = run(match, n + 1, within)
             if len(found) < limit:
@@ -407,7 +353,7 @@ class KeywordIndex:
         """
         total = indexed_rows(conn)
         hits: dict[str, int] = {}
-        if total < PRUNE_MIN_ROWS:
+        if total < bm25.PRUNE_MIN_ROWS:
             return total, hits
         for word in set(words):
             cached = self._frequencies.get(word)
@@ -440,10 +386,10 @@ def term_scores(
     total, tokens = _varints(conn.exec_driver_sql(_AVERAGES).scalar() or b"", 2)
     avgdl = tokens / total  # bm25's own arithmetic, in its order, from here on
     norm = {
-        memory_id: BM25_K1 * (1 - BM25_B + BM25_B * _varints(size, 1)[0] / avgdl)
+        memory_id: bm25.BM25_K1 * (1 - bm25.BM25_B + bm25.BM25_B * _varints(size, 1)[0] / avgdl)
         for memory_id, size in conn.exec_driver_sql(_DOC_SIZES, (key,))
     }
     for word, weight in weights.items():
         for memory_id, tf in conn.exec_driver_sql(_OCCURRENCES, (f'"{word}"', key)):
-            added[memory_id] += weight * ((tf * (BM25_K1 + 1.0)) / (tf + norm[memory_id]))
+            added[memory_id] += weight * ((tf * (bm25.BM25_K1 + 1.0)) / (tf + norm[memory_id]))
     return added
