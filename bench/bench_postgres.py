@@ -155,6 +155,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--url", help="a PostgreSQL server's URL (default: an embedded one)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--no-vectors", action="store_true", help="skip the vector leg (half the run at 100,000)"
+    )
     args = parser.parse_args()
 
     server = None
@@ -173,7 +176,8 @@ def main() -> None:
             }
         url = fresh_database(server_url)
         results["postgres"] = run_engine(url, args.size, [float(NOW)])
-        results["postgres_vectors"] = vector_recall(url, args.size)
+        if not args.no_vectors:
+            results["postgres_vectors"] = vector_recall(url, args.size)
     finally:
         if server is not None:
             server.stop()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import psycopg
@@ -25,55 +26,29 @@ from agent_memory.storage.sqlite.keyword import FtsQueryError, Run
 
 pytest_plugins = ["pg_fixtures"]
 
-# What the ranking reads, as a prototype of the store's tables (migrations/postgres has the
-# store's own): the parity tests load it directly.
-KEYWORD_COLUMNS = "doc_len integer NOT NULL, terms tsvector NOT NULL, tf jsonb NOT NULL"
-TOTALS_SCHEMA = """
-CREATE TABLE keyword_totals (rows bigint NOT NULL, tokens bigint NOT NULL);
-CREATE FUNCTION keyword_totals_added() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO keyword_totals SELECT count(*), coalesce(sum(doc_len), 0) FROM added
-  HAVING count(*) > 0;
-  RETURN NULL;
-END $$;
-CREATE FUNCTION keyword_totals_removed() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO keyword_totals SELECT -count(*), -coalesce(sum(doc_len), 0) FROM removed
-  HAVING count(*) > 0;
-  RETURN NULL;
-END $$;
-CREATE FUNCTION keyword_totals_changed() RETURNS trigger LANGUAGE plpgsql AS $$
-DECLARE change bigint;
-BEGIN
-  SELECT (SELECT coalesce(sum(doc_len), 0) FROM added)
-       - (SELECT coalesce(sum(doc_len), 0) FROM removed) INTO change;
-  IF change <> 0 THEN INSERT INTO keyword_totals VALUES (0, change); END IF;
-  RETURN NULL;
-END $$;
-CREATE TRIGGER keyword_totals_insert AFTER INSERT ON memories REFERENCING NEW TABLE AS added
-  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_added();
-CREATE TRIGGER keyword_totals_delete AFTER DELETE ON memories REFERENCING OLD TABLE AS removed
-  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_removed();
-CREATE TRIGGER keyword_totals_update AFTER UPDATE ON memories
-  REFERENCING OLD TABLE AS removed NEW TABLE AS added
-  FOR EACH STATEMENT EXECUTE FUNCTION keyword_totals_changed();
-"""
-SCHEMA = (
-    f"""
-CREATE TABLE memories (
-    id bigint PRIMARY KEY,
-    type text NOT NULL,
-    content text NOT NULL,
-    tags jsonb NOT NULL DEFAULT '[]',
-    scope text,
-    last_accessed bigint NOT NULL DEFAULT 0,
-    {KEYWORD_COLUMNS}
-);
-CREATE INDEX memories_terms ON memories USING gin (terms) WITH (fastupdate = off);
-CREATE INDEX memories_tags ON memories USING gin (tags jsonb_path_ops) WITH (fastupdate = off);
-"""
-    + TOTALS_SCHEMA
-)
+# The store's own tables (its migrations), with defaults for the columns the ranking does
+# not read, so that the tests insert only what it does.
+DEFAULTS = {
+    "tags": "'[]'",
+    "base_weight": "1",
+    "decay_score": "1",
+    "access_count": "0",
+    "created_at": "0",
+    "last_accessed": "0",
+    "embedding_status": "0",
+    "content_hash": "0",
+}
+
+
+@pytest.fixture
+def pg(pg_url: str) -> Iterator[psycopg.Connection]:
+    """An autocommit connection to this test's database, holding the store's tables."""
+    open_store(pg_url).close()
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        for column, value in DEFAULTS.items():
+            conn.execute(f"ALTER TABLE memories ALTER COLUMN {column} SET DEFAULT {value}")
+        yield conn
+
 
 MEMORIES = 3_000
 TOP = 10
@@ -148,7 +123,6 @@ def both(tmp_path: Path, pg: psycopg.Connection):
         service.store(record)
     with service.db.database.engine.connect() as conn:
         rows = conn.exec_driver_sql("SELECT id, type, content, tags, scope FROM memories").all()
-    pg.execute(SCHEMA)
     with pg.cursor() as cur:
         cur.executemany(
             "INSERT INTO memories (id, type, content, tags, scope, terms, doc_len, tf)"
@@ -233,13 +207,11 @@ def test_documents_count_what_a_tsvector_cannot_hold():
 
 
 def test_a_wordless_query_ranks_nothing(pg: psycopg.Connection):
-    pg.execute(SCHEMA)
     statement, params = keyword.keyword_ranking_sql(query.parse('""'), limit=5)
     assert pg.execute(statement, params).fetchall() == []
 
 
 def test_a_word_too_long_for_postgresql_matches_nothing(pg: psycopg.Connection):
-    pg.execute(SCHEMA)
     long_word = "x" * 3_000
     text, count, tf = keyword.document(f"short {long_word}")
     pg.execute(
@@ -275,7 +247,6 @@ def dense_tables(pg: psycopg.Connection) -> sqlean.Connection:
         " tokenize = 'porter unicode61 remove_diacritics 2')"
     )
     fts5.executemany("INSERT INTO t (rowid, content) VALUES (?, ?)", enumerate(docs, 1))
-    pg.execute(SCHEMA)
     with pg.cursor() as cur:
         cur.executemany(
             "INSERT INTO memories (id, type, content, terms, doc_len, tf)"
@@ -292,7 +263,7 @@ def fts5_ranking(conn: sqlean.Connection, text: str) -> list[tuple[int, float]]:
 
 
 def assert_ranks_like_fts5(pg: psycopg.Connection, text: str) -> None:
-    if pg.execute("SELECT to_regclass('memories')").fetchone()[0] is None:
+    if not pg.execute("SELECT EXISTS (SELECT 1 FROM memories)").fetchone()[0]:
         DENSE[:] = [dense_tables(pg)]
     expected = fts5_ranking(DENSE[0], text)
     statement, params = keyword.keyword_ranking_sql(query.parse(text), limit=1_000)
@@ -331,7 +302,6 @@ def test_a_memory_past_the_tsvector_limit_is_stored_and_still_counted(pg: psycop
     """600 distinct 2,000-byte words: 1.2 MB of lexemes, past the 1 MiB a tsvector holds."""
     content = " ".join(f"{i:05d}" + "x" * 1990 for i in range(600))
     text, count, tf = keyword.document(content)
-    pg.execute(SCHEMA)
     pg.execute(
         "INSERT INTO memories (id, type, content, terms, doc_len, tf)"
         " VALUES (1, 'DECISION', %s, %s::tsvector, %s, %s::jsonb)",

@@ -24,7 +24,7 @@ from rest_daemon import RestDaemon
 from test_many_writers import MCP_WORKERS, OPS_PER_WORKER, Ledger, mcp_caller, rest_caller
 from test_many_writers import run_worker as many_writers_worker
 
-from agent_memory import storage
+from agent_memory import query, storage
 from agent_memory.errors import (
     DatabaseMissing,
     DatabaseOpenError,
@@ -33,9 +33,11 @@ from agent_memory.errors import (
     StorageError,
     StorageFault,
 )
+from agent_memory.models import Filters
 from agent_memory.service import MemoryService
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.base import NewMemory
+from agent_memory.storage.postgres import keyword, tsquery
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import head_revision
 
@@ -137,6 +139,37 @@ def test_servers_starting_together_migrate_once(pg_url, pg):
         store.close()
 
 
+def test_a_database_of_revision_0006_upgrades_and_counts_its_words(pg_url, pg):
+    """0007 adds each word's row count (lexeme_rows), filled from the rows already there."""
+    from agent_memory.storage.postgres import database
+
+    engine = database.create_engine(pg_url)
+    with engine.connect() as conn, conn.begin():
+        database._upgrade(conn, 6)
+    engine.dispose()
+    for i, content in enumerate(["kafka retry", "kafka cache cache", "retry"], start=1):
+        terms, length, tf = keyword.document(content)
+        pg.execute(
+            "INSERT INTO memories (type, content, tags, base_weight, decay_score, access_count,"
+            " created_at, last_accessed, embedding_status, content_hash, doc_len, terms, tf)"
+            " VALUES ('TODO', %s, '[]', 1, 1, 0, %s, %s, 0, %s, %s, %s::tsvector, %s::jsonb)",
+            (content, T0, T0, i, length, terms, tf),
+        )
+    store = open_store(pg_url)
+    try:
+        assert store.schema_version == head_revision() >= 7
+        assert pg.execute("SELECT * FROM lexeme_rows ORDER BY lexeme").fetchall() == [
+            ("cach", 1),
+            ("kafka", 2),
+            ("retri", 2),
+        ]
+        assert pg.execute(LEXEMES_AGREE).fetchone() == (True,)
+        found = store.search("kafka", None, now=T0, limit=5, filters=Filters())
+        assert [m["content"] for m in found.results] == ["kafka retry", "kafka cache cache"]
+    finally:
+        store.close()
+
+
 def test_an_unreachable_server_is_one_line_without_the_password(tmp_path):
     url = f"postgresql://amy:s3cret@/nothing?host={tmp_path}&connect_timeout=2"
     with pytest.raises(DatabaseOpenError) as caught:
@@ -187,7 +220,6 @@ def test_engine_errors_reach_the_log_not_the_client(pg_url, pg, caplog):
 
 
 def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch):
-    from agent_memory.models import Filters
     from agent_memory.storage.postgres import keyword
 
     store = open_store(pg_url)
@@ -225,6 +257,16 @@ TOTALS_AGREE = (
     " AND (SELECT sum(tokens) FROM keyword_totals)"
     " = (SELECT coalesce(sum(doc_len), 0) FROM memories)"
 )
+# Each lexeme's rows as the folded counts and the log say, against the rows themselves.
+LEXEMES_AGREE = """
+WITH truth AS (SELECT k, count(*) AS n FROM memories, jsonb_object_keys(tf) k GROUP BY k),
+logged AS (SELECT lexeme AS k, rows AS n FROM lexeme_rows
+           UNION ALL SELECT key, value::bigint FROM keyword_totals, jsonb_each_text(lexemes)),
+counted AS (SELECT k, sum(n) AS n FROM logged GROUP BY k HAVING sum(n) <> 0)
+SELECT NOT EXISTS (SELECT k, n FROM truth EXCEPT SELECT k, n FROM counted)
+   AND NOT EXISTS (SELECT k, n FROM counted EXCEPT SELECT k, n FROM truth)
+   AND (SELECT count(*) FROM truth) > 0
+"""
 
 
 def test_the_keyword_totals_log_follows_every_write_and_folds_in_the_sweep(pg_url, pg):
@@ -234,7 +276,9 @@ def test_the_keyword_totals_log_follows_every_write_and_folds_in_the_sweep(pg_ur
         b = store.insert(new("four five", expires_at=T0 + 1), None)
         store.update(a, {"content": "one two three four five six"}, T0, None)
         store.update(a, {"tags": ["x"]}, T0, None)
-        store.bump([a, b], T0 + 1)
+        logged = pg.execute("SELECT count(*) FROM keyword_totals").fetchone()
+        store.bump([a, b], T0 + 1)  # changes no lexeme: appends nothing
+        assert pg.execute("SELECT count(*) FROM keyword_totals").fetchone() == logged
         batch = [
             {"type": "TODO", "content": f"imported {i} words", "tags": [], "source": None,
              "scope": None, "created_at": T0, "access_count": 0, "expires_at": None}
@@ -242,11 +286,44 @@ def test_the_keyword_totals_log_follows_every_write_and_folds_in_the_sweep(pg_ur
         ]  # fmt: skip
         store.import_memories(batch, T0)
         store.delete(store.insert(new("gone again"), None))
-        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
+        store.update(b, {"content": "five four four"}, T0, None)  # the same lexemes
+        for check in (TOTALS_AGREE, LEXEMES_AGREE):
+            assert pg.execute(check).fetchone() == (True,)
         assert pg.execute("SELECT count(*) FROM keyword_totals").fetchone()[0] > 1
         assert store.delete_expired(T0 + 5)[0] == 1
-        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
-        assert pg.execute("SELECT count(*) FROM keyword_totals").fetchone() == (1,)
+        for check in (TOTALS_AGREE, LEXEMES_AGREE):
+            assert pg.execute(check).fetchone() == (True,)
+        assert pg.execute("SELECT count(*), count(lexemes) FROM keyword_totals").fetchone() == (
+            1,
+            0,
+        )
+    finally:
+        store.close()
+
+
+def test_a_words_row_count_is_the_rows_that_hold_it(pg_url, pg):
+    """What bm25's n reads (lexeme_rows and the log), against the GIN index's own count, for
+    words, a word no row holds, and leaves counted from the index (a phrase, a prefix)."""
+    store = open_store(pg_url)
+    try:
+        for i in range(30):
+            store.insert(new(f"run {'kafka ' * (i % 3)}cache {i % 4} runner"), None)
+        store.delete(1)
+        store.update(2, {"content": "only kafka now"}, T0, None)
+        tree = query.or_of_words("run kafka zebra cache_1 runner")  # cache_1: a phrase
+        statement, params = keyword.word_rows_sql(tree.children)
+        total, *counts = pg.execute(statement, params).fetchone()
+
+        def gin(text: str) -> int:
+            rendered, args = tsquery.to_tsquery(query.parse(text))
+            where = f"SELECT count(*) FROM memories WHERE terms @@ {rendered}"
+            return pg.execute(where, args).fetchone()[0]
+
+        assert total == 29
+        assert counts == [gin(w) for w in ["run", "kafka", "zebra", '"cache 1"', "runner"]]
+        assert counts[:3] == [28, 20, 0]
+        prefixed = keyword.word_rows_sql([query.parse("run*")])[0]
+        assert "lexeme_rows" not in prefixed  # a prefix is counted from the index
     finally:
         store.close()
 
@@ -398,6 +475,7 @@ def test_six_processes_write_one_database_at_once_and_nothing_is_lost(pg_url):
         assert links <= set(conn.execute("SELECT from_id, to_id, kind FROM memory_links"))
         assert conn.execute("SELECT count(*) FROM alembic_version").fetchone() == (1,)
         assert conn.execute(TOTALS_AGREE).fetchone() == (True,)
+        assert conn.execute(LEXEMES_AGREE).fetchone() == (True,)
         for memory_id, content in list(expected.items())[:: max(1, len(expected) // 40)]:
             word = content.split()[0]  # the worker's name: found through the keyword index
             hits = conn.execute(

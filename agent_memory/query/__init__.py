@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from agent_memory.query.fts5 import to_fts5
 from agent_memory.query.lexemes import fold, lexeme, tokens
-from agent_memory.query.parser import is_special, or_of_words, parse, search_tree
+from agent_memory.query.parser import is_special, or_of_words, parse, search_tree, searched
 from agent_memory.query.tree import (
     COLUMNS,
     NEAR_DEFAULT,
@@ -63,6 +63,7 @@ __all__ = [
     "parse",
     "phrase_paths",
     "search_tree",
+    "searched",
     "to_fts5",
     "tokens",
 ]

@@ -349,9 +349,18 @@ def or_of_words(text: str) -> Node | None:
 def search_tree(text: str) -> Node | None:
     """The query as FTS5 reads it or, when FTS5 would refuse it, its plain-language retry;
     None when nothing can match (no words, or an FTS5 special query)."""
+    return searched(text)[0]
+
+
+def searched(text: str) -> tuple[Node | None, list[str]]:
+    """(search_tree's tree, the retry's words when the tree is the retry, else none).
+
+    The retry's tree is the OR of its words' leaves, one per word, in the words' order: a
+    backend that leaves common words out of a question (query.bm25) finds each word's leaf.
+    """
     if is_special(text):
-        return None
+        return None, []
     try:
-        return parse(text)
+        return parse(text), []
     except QuerySyntaxError:
-        return or_of_words(text)
+        return or_of_words(text), _WORD.findall(text)

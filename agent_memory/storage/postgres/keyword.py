@@ -40,14 +40,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory import query, ranking
-from agent_memory.query import And, Near, Node, Not, Phrase
+from agent_memory.query import And, Near, Node, Not, Phrase, bm25
 from agent_memory.storage.postgres import tsquery
 from agent_memory.vocabulary import PINNED_TYPES
 
-# FTS5's bm25 parameters (fts5_aux.c) and its smallest IDF.
-BM25_K1 = 1.2
-BM25_B = 0.75
-IDF_FLOOR = 1e-6
 # PostgreSQL's tsvector limits (tsvector.h): largest position, positions kept per lexeme,
 # and the bytes of lexemes plus positions in one tsvector (for lexeme bytes see
 # tsquery.MAX_LEXEME_BYTES).
@@ -59,22 +55,34 @@ TSVECTOR_MAX_BYTES = 1_048_575
 # FTS5's lexemes with positions, ``doc_len`` FTS5's token count, ``tf`` maps each lexeme to
 # its count (a single word's frequency is one jsonb lookup; reading it from the tsvector costs
 # an unnest per row, 26 us), and stays exact where the tsvector had to cut positions.
-# Up to this many phrases, each one's row count is read from the GIN index; past it, all
-# are counted in one pass over the table.
+# A phrase's row count (bm25's n) reads the GIN index, which visits the heap page of every
+# row holding it (a word in 5% of 100,000 memories: 24 ms). A single word's count instead
+# comes from lexeme_rows plus the changes the totals log still holds (0.1-0.5 ms, exact in
+# any snapshot, see migrations/postgres/0007). Up to this many other phrases, each one's
+# count is read from the GIN index; past it, all are counted in one pass over the table.
 COUNTS_BY_INDEX_MAX = 4
-# bm25's N and average length without a pass over the table: every statement that adds,
-# removes or re-tokenizes rows appends its change (rows, tokens) to keyword_totals, and a
-# search sums the log. Appending never waits on another writer (a single counter row would
-# serialize every store); the sweep folds the log into one row (compact_totals). Exact
-# under MVCC: a snapshot sees the log rows of exactly the transactions it sees (the table and
-# its triggers: migrations/postgres).
-# Folds the totals log into one row, in one statement: rows appended meanwhile by other
-# transactions are not in this statement's snapshot and stay as they are.
-COMPACT_TOTALS = (
-    "WITH gone AS (DELETE FROM keyword_totals RETURNING rows, tokens)"
-    " INSERT INTO keyword_totals SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0)"
-    " FROM gone"
+_LEXEME_ROWS = (
+    "(coalesce((SELECT rows FROM lexeme_rows WHERE lexeme = %s), 0)"
+    " + coalesce((SELECT sum((lexemes ->> %s)::bigint) FROM keyword_totals), 0))"
 )
+# bm25's N and average length without a pass over the table: every statement that adds,
+# removes or re-tokenizes rows appends its change (rows, tokens, each lexeme's rows) to
+# keyword_totals, and a search sums the log. Appending never waits on another writer (a
+# single counter row would serialize every store). Exact under MVCC: a snapshot sees the
+# log rows of exactly the transactions it sees (the table and its triggers:
+# migrations/postgres).
+# Folds the log, in one statement: the totals into one row, the lexemes' changes into
+# lexeme_rows. Rows appended meanwhile by other transactions are not in this statement's
+# snapshot and stay as they are. One fold at a time (COMPACT_LOCK, tried, not waited for).
+COMPACT_TOTALS = (
+    "WITH gone AS (DELETE FROM keyword_totals RETURNING rows, tokens, lexemes),"
+    " folded AS (INSERT INTO lexeme_rows AS l"
+    " SELECT key, sum(value::bigint) FROM gone, jsonb_each_text(gone.lexemes) GROUP BY key"
+    " ON CONFLICT (lexeme) DO UPDATE SET rows = l.rows + excluded.rows)"
+    " INSERT INTO keyword_totals (rows, tokens)"
+    " SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0) FROM gone"
+)
+COMPACT_LOCK = 0x616D_6B77  # "amkw": pg_try_advisory_xact_lock's key
 
 
 def _quote(lexeme: str) -> str:
@@ -287,6 +295,52 @@ def decay_sql(alias: str) -> str:
     )
 
 
+def _plain_word(phrase: Phrase) -> bool:
+    """A word whose row count lexeme_rows keeps (not a prefix, a phrase or ``^``)."""
+    return len(phrase.terms) == 1 and not phrase.terms[0].prefix and not phrase.first
+
+
+def _phrase_rows(phrases: Sequence[Phrase], out: _Sql) -> None:
+    """SELECT h0, h1, ...: how many rows hold each phrase (bm25's n), in one row."""
+    others = sum(not _plain_word(phrase) for phrase in phrases)
+    by_index = others <= COUNTS_BY_INDEX_MAX
+    out.add("SELECT ")
+    for i, phrase in enumerate(phrases):
+        out.add(", " if i else "")
+        if _plain_word(phrase):
+            lexeme = query.lexeme(phrase.terms[0].token)
+            out.add(f"{_LEXEME_ROWS} AS h{i}", [lexeme, lexeme])
+            continue
+        rendered, params = tsquery.phrase_tsquery(phrase)
+        if by_index:
+            out.add(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered}) AS h{i}", params)
+        else:
+            out.add(f"count(*) FILTER (WHERE terms @@ {rendered}) AS h{i}", params)
+    out.add("NULL AS none" if not phrases else "")
+    out.add(" FROM memories" if not by_index else "")
+
+
+def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
+    """(SQL, parameters) giving, in one row, bm25's N and then how many rows match each of
+    ``leaves`` (the retry's words: a leaf of one phrase, or of none, which matches none)."""
+    phrases = [
+        leaf.phrases[0]
+        if isinstance(leaf, Near) and len(leaf.phrases) == 1 and tsquery.storable(leaf.phrases[0])
+        else None
+        for leaf in leaves
+    ]
+    counted = [phrase for phrase in phrases if phrase is not None]
+    sql = _Sql().add("WITH hits AS (")
+    _phrase_rows(counted, sql)
+    sql.add(") SELECT (SELECT coalesce(sum(rows), 0)::bigint FROM keyword_totals)")
+    at = 0
+    for phrase in phrases:
+        sql.add(", 0" if phrase is None else f", hits.h{at}::bigint")
+        at += phrase is not None
+    sql.add(" FROM hits")
+    return sql.text(), sql.params
+
+
 def keyword_ranking_sql(
     node: Node,
     *,
@@ -295,45 +349,37 @@ def keyword_ranking_sql(
     tag: str | None = None,
     scope: str | None = None,
     now: int | None = None,
+    scored: Node | None = None,
 ) -> tuple[str, list[Any]]:
     """(SQL, parameters) listing (id, score) best first, ties by id, at most ``limit`` rows.
 
     ``score`` is -bm25 as FTS5 computes it for the query ``node`` over the whole table (N,
     avgdl and each phrase's IDF count every row), plus the row's decay as of ``now`` when
     ``now`` is given (the keyword page's ``decay - bm25``); the filters (type, scope, a tag
-    that is one of the row's tags, exactly) apply before the cut.
+    that is one of the row's tags, exactly) apply before the cut. With ``scored`` (a node
+    without NEAR groups), only the rows matching it are ranked, each with its whole score:
+    how a question's common words are left out (query.bm25).
     """
     found = _phrases(node)
     # N and the tokens of all rows from the totals log (no pass over the table); each
-    # phrase's row count from the GIN index when there are few phrases (a rare word's count
-    # reads a few index pages), else all of them in one pass over the table (a question's
-    # many common words each cost a pass through the index).
+    # phrase's row count (_phrase_rows).
     sql = _Sql().add(
         "WITH stats AS MATERIALIZED (SELECT coalesce(sum(rows), 0) AS n,"
-        " coalesce(sum(tokens), 0) AS tokens FROM keyword_totals), hits AS MATERIALIZED (SELECT "
+        " coalesce(sum(tokens), 0) AS tokens FROM keyword_totals), hits AS MATERIALIZED ("
     )
-    by_index = len(found) <= COUNTS_BY_INDEX_MAX
-    for i, (phrase, _, _) in enumerate(found):
-        rendered, params = tsquery.phrase_tsquery(phrase)
-        sql.add(", " if i else "")
-        if by_index:
-            sql.add(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered}) AS h{i}", params)
-        else:
-            sql.add(f"count(*) FILTER (WHERE terms @@ {rendered}) AS h{i}", params)
-    sql.add("NULL AS none" if not found else "")
-    sql.add("" if by_index else " FROM memories")
+    _phrase_rows([phrase for phrase, _, _ in found], sql)
     sql.add("), idfs AS MATERIALIZED (SELECT ")
     for i in range(len(found)):
         # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
         ratio = f"ln(((stats.n - hits.h{i}){_F} + 0.5{_F}) / (hits.h{i}{_F} + 0.5{_F}))"
         sql.add(", " if i else "")
-        sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {IDF_FLOOR!r}{_F} ELSE x END")
+        sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {bm25.IDF_FLOOR!r}{_F} ELSE x END")
         sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}")
     sql.add(("" if found else "NULL AS none") + " FROM stats, hits)")
-    matching, params = tsquery.to_tsquery(_loosened(node))
+    matching, params = tsquery.to_tsquery(_loosened(node) if scored is None else scored)
     sql.add(", matched AS (SELECT id, doc_len, terms, tf, type, last_accessed FROM memories m")
     sql.add(f" WHERE terms @@ {matching}", params)
-    if _has_near(node):
+    if scored is None and _has_near(node):
         sql.add(" AND ")
         _matches(node, sql)
     if memory_type is not None:
@@ -359,7 +405,7 @@ def keyword_ranking_sql(
     sql.add(" FROM matched m")
     # FTS5: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), phrase by
     # phrase, in its order of operations; -bm25 is that score.
-    k1, b = f"{BM25_K1!r}{_F}", f"{BM25_B!r}{_F}"
+    k1, b = f"{bm25.BM25_K1!r}{_F}", f"{bm25.BM25_B!r}{_F}"
     norm = f"{k1} * (1{_F} - {b} + {b} * f.doc_len{_F} / (stats.tokens{_F} / stats.n{_F}))"
     terms = [
         f"idfs.idf{i} * ((f.f{i} * ({k1} + 1.0{_F})) / (f.f{i} + {norm}))"

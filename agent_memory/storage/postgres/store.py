@@ -29,7 +29,7 @@ import sqlalchemy
 from agent_memory import ranking
 from agent_memory.errors import SearchTimedOut
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
-from agent_memory.query import Node, search_tree
+from agent_memory.query import Node, Or, bm25, searched
 from agent_memory.storage import faults
 from agent_memory.storage.base import NewMemory, Pause
 from agent_memory.storage.postgres import keyword, portable, rows, vectors
@@ -42,8 +42,9 @@ log = logging.getLogger(__name__)
 # The sweep's batches: rows per transaction (short, so a store waits for one batch at most).
 SWEEP_BATCH_ROWS = 500
 # Every this many stores by one process, the keyword totals log is folded (also by the
-# sweep): a search sums the log, 1.2 ms per 10,000 rows of it.
-COMPACT_EVERY_STORES = 1_000
+# sweep): a search reads the log (its N, and each word's row count), about 0.3 ms a word
+# per 500 rows of it; a fold of 200 stores' rows takes about 20 ms (100,000 memories).
+COMPACT_EVERY_STORES = 250
 DECAY_DONE_KEY = "decay_materialized_at"
 # Rows an export reads from the server-side cursor at a time (memory stays flat).
 _guarded = faults.guard((sqlalchemy.exc.SQLAlchemyError, psycopg.Error))
@@ -187,7 +188,7 @@ class PostgresStore:
         filters: Filters,
         deadline: float | None = None,
     ) -> SearchPage:
-        tree = search_tree(query)
+        tree, words = searched(query)
         with self._read(deadline) as conn:
             other = None
             if embedding is not None:
@@ -195,12 +196,12 @@ class PostgresStore:
                 if stored is None or stored == embedding.pin:
                     leg = ranking.leg_size(limit)
                     nearest = [] if stored is None else vectors.nearest(conn, embedding, leg)
-                    words = self._ranked(conn, tree, leg, filters, None)
-                    found = self._rows(conn, [*dict.fromkeys([*words, *nearest])], now, filters)
-                    page = ranking.fuse(words, nearest, found, limit)
+                    ranked = self._ranked(conn, tree, words, leg, filters, None)
+                    found = self._rows(conn, [*dict.fromkeys([*ranked, *nearest])], now, filters)
+                    page = ranking.fuse(ranked, nearest, found, limit)
                     return SearchPage(ranking.SEARCH_MODE_HYBRID, page)
                 other = stored
-            ranked = self._ranked(conn, tree, limit, filters, now)
+            ranked = self._ranked(conn, tree, words, limit, filters, now)
             found = self._rows(conn, ranked, now, Filters())
             page = [found[memory_id] for memory_id in ranked if memory_id in found]
             return SearchPage(ranking.SEARCH_MODE_KEYWORD, page, other)
@@ -209,17 +210,33 @@ class PostgresStore:
         self,
         conn: sqlalchemy.Connection,
         tree: Node | None,
+        words: list[str],
         limit: int,
         filters: Filters,
         now: int | None,
     ) -> list[int]:
-        """Ids by -bm25 (plus decay as of ``now`` when given), filters before the cut."""
+        """Ids by -bm25 (plus decay as of ``now`` when given), filters before the cut;
+        ``words``: the retry's, when ``tree`` is the plain-language retry."""
         if tree is None:
             return []
         # The GIN index for the phrases' row counts and the matching rows: on a table of a
         # few thousand rows the planner scans it instead, 10 ms a count at 10,000 rows
         # against 0.5 for a rare word by the index (common words cost the same either way).
         conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+        found = self._pruned(conn, tree, words, limit, filters, now)
+        if found is None:
+            found = self._ranking(conn, tree, limit, filters, now)
+        return [memory_id for memory_id, _ in found]
+
+    def _ranking(
+        self,
+        conn: sqlalchemy.Connection,
+        tree: Node,
+        limit: int,
+        filters: Filters,
+        now: int | None,
+        scored: Node | None = None,
+    ) -> list[tuple[int, float]]:
         statement, params = keyword.keyword_ranking_sql(
             tree,
             limit=limit,
@@ -227,8 +244,46 @@ class PostgresStore:
             tag=filters.tag,
             scope=filters.scope,
             now=now,
+            scored=scored,
         )
-        return [int(memory_id) for memory_id, _ in conn.exec_driver_sql(statement, tuple(params))]
+        return [(int(i), float(s)) for i, s in conn.exec_driver_sql(statement, tuple(params))]
+
+    def _pruned(
+        self,
+        conn: sqlalchemy.Connection,
+        tree: Node,
+        words: list[str],
+        limit: int,
+        filters: Filters,
+        now: int | None,
+    ) -> list[tuple[int, float]] | None:
+        """A question's page with its common words left out of the rows scored (the plan
+        of query.bm25, as on SQLite), or None when that cannot decide it.
+
+        Each row scored gets its whole score, every word counted. Rows holding only
+        left-out words score at most the ceiling (decay, on a page) plus what those words
+        can add (plan.bound): the page is taken when its last row beats that. Scoring only
+        the rarest words' rows first is, as on SQLite, not exact (query.bm25).
+        """
+        if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
+            return None
+        statement, params = keyword.word_rows_sql(tree.children)
+        total, *counts = conn.exec_driver_sql(statement, tuple(params)).one()
+        planned = bm25.plan(words, total, dict(zip(words, counts, strict=True)))
+        if planned is None:
+            return None
+        leaves = dict(zip(words, tree.children, strict=True))
+        ceiling = ranking.MAX_DECAY if now is not None else 0.0
+        tries = [planned.rarest] if planned.rarest is not None else []
+        tries += [planned.kept] if planned.left_out else []
+        for chosen in tries:
+            scored = Or(tuple(leaves[word] for word in dict.fromkeys(chosen)))
+            found = self._ranking(conn, tree, limit, filters, now, scored)
+            if len(found) >= limit and (
+                not planned.left_out or found[limit - 1][1] > ceiling + planned.bound
+            ):
+                return found
+        return None
 
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
@@ -472,9 +527,13 @@ class PostgresStore:
         return done
 
     def _compact_totals(self) -> None:
-        """Fold the keyword totals log (one row per write since the last sweep) into one."""
+        """Fold the keyword totals log (one row per write since the last fold); when another
+        process is folding it, that fold will do."""
         with self._write() as conn:
-            conn.exec_driver_sql(keyword.COMPACT_TOTALS)
+            if conn.exec_driver_sql(
+                "SELECT pg_try_advisory_xact_lock(%s)", (keyword.COMPACT_LOCK,)
+            ).scalar():
+                conn.exec_driver_sql(keyword.COMPACT_TOTALS)
 
     @_guarded
     def refresh_decay(self, now: int, pause: Pause | None = None) -> tuple[int, float]:

@@ -1,0 +1,145 @@
+"""A question's common words left out on PostgreSQL, as on SQLite (agent_memory.query.bm25).
+
+The PostgreSQL store scores only the rows of a question's kept words (or, past
+PRUNE_EXACT_ROWS, of its rarest ones), each with its whole score, and takes the page when no
+row holding only left-out words could reach it. The reference is the full query as the store
+would run it with nothing left out; the other reference is SQLite's page for the same memories.
+"""
+
+from __future__ import annotations
+
+import pytest
+from test_search_at_scale import DAY, fill, ids, the_in_443_of_1000
+
+from agent_memory.models import Embedding, Filters, Pin
+from agent_memory.query import bm25, search_tree
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.postgres import keyword
+
+from conftest import Clock
+
+pytest_plugins = ["pg_fixtures"]
+
+
+@pytest.fixture
+def pg_service(pg_url: str, clock: Clock):
+    svc = MemoryService(open_store(pg_url), clock=clock)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def scored(monkeypatch) -> list[str | None]:
+    """Pruning from the first row on; the rows each ranking statement scores (None: every
+    row the query matches), as the tsquery of the scored node."""
+    monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
+    seen: list[str | None] = []
+    original = keyword.keyword_ranking_sql
+
+    def spy(node, **kwargs):
+        chosen = kwargs.get("scored")
+        seen.append(None if chosen is None else " ".join(map(str, _words(chosen))))
+        return original(node, **kwargs)
+
+    monkeypatch.setattr(keyword, "keyword_ranking_sql", spy)
+    return seen
+
+
+def _words(node) -> list[str]:
+    return [leaf.phrases[0].terms[0].token for leaf in node.children]
+
+
+def full_page(service: MemoryService, question: str, now: int, limit: int) -> list[int]:
+    """The question's page with no word left out: every matching row scored."""
+    statement, params = keyword.keyword_ranking_sql(search_tree(question), limit=limit, now=now)
+    with service.db._read() as conn:
+        return [int(i) for i, _ in conn.exec_driver_sql(statement, tuple(params))]
+
+
+@pytest.mark.parametrize("limit", [1, 3, 10])
+@pytest.mark.parametrize(
+    "question", ["what is the sqlite cache?", "the kafka retry, again?", "the docker-oauth note?"]
+)
+def test_common_words_are_left_out_and_the_page_is_the_full_querys(
+    pg_service, service, clock, scored, question, limit
+):
+    start = clock.now
+    fill(pg_service, clock, 300)
+    clock.now = start  # the same ages on both engines
+    fill(service, clock, 300)
+    clock.advance(DAY)
+    expected = full_page(pg_service, question, clock.now, limit)
+    scored.clear()
+    found = pg_service.search({"query": question, "limit": limit}, record_use=False)
+    assert ids(found["results"]) == expected
+    assert scored[-1] is not None and "the" not in scored[-1].split()  # "the" left out
+    sqlite = service.search({"query": question, "limit": limit}, record_use=False)
+    assert ids(sqlite["results"]) == expected
+
+
+def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(pg_service, clock, scored):
+    # "the" in 443 of 1,002 rows (IDF about 0.23): left out. A and B tie on "vec"; B's four
+    # "the" put it first. The rows scored hold "vec" and get "the" counted too, so B leads;
+    # and a page of one is taken only when no row holding "the" alone could beat it.
+    the_in_443_of_1000(pg_service)
+    a = pg_service.store({"content": "vec alpha beta gamma delta", "type": "TODO"})["id"]
+    b = pg_service.store({"content": "vec the the the the", "type": "TODO"})["id"]
+    assert full_page(pg_service, "vec the?", clock.now, 2) == [b, a]
+    scored.clear()
+    assert ids(pg_service.search({"query": "vec the?", "limit": 2})["results"]) == [b, a]
+    assert scored == ["vec"]
+
+
+def test_a_page_rows_of_left_out_words_could_reach_takes_the_full_query(pg_service, clock, scored):
+    # One row holds "vec": a page of two needs a row holding only "the".
+    the_in_443_of_1000(pg_service)
+    only = pg_service.store({"content": "vec alpha", "type": "TODO"})["id"]
+    expected = full_page(pg_service, "vec the?", clock.now, 2)
+    scored.clear()
+    assert ids(pg_service.search({"query": "vec the?", "limit": 2})["results"]) == expected
+    assert expected[0] == only and scored == ["vec", None]
+
+
+def test_past_the_exact_rows_only_the_rarest_words_rows_are_scored(
+    pg_service, service, clock, scored, monkeypatch
+):
+    """The documented price, the same on both engines: a fresh short row with two of the
+    commoner words beats an old long row with the rare one in the full query, but only
+    rows with "zebra" are scored."""
+    monkeypatch.setattr(bm25, "PRUNE_EXACT_ROWS", 100)
+    monkeypatch.setattr(bm25, "PRUNE_SCORED_SHARE", 1 / 6)
+    made = {}
+    for name, svc in (("postgres", pg_service), ("sqlite", service)):
+        start = clock.now
+        fill(svc, clock, 300)
+        old = svc.store({"content": "zebra " + "filler " * 40, "type": "TODO"})["id"]
+        clock.advance(400 * DAY)
+        fresh = svc.store({"content": "sqlite cache", "type": "TODO"})["id"]
+        made[name] = (old, fresh)
+        if name == "postgres":
+            clock.now = start  # the same ages on both engines
+    question = "the zebra sqlite cache?"
+    old, fresh = made["postgres"]
+    assert full_page(pg_service, question, clock.now, 1) == [fresh]
+    scored.clear()
+    assert ids(pg_service.search({"query": question, "limit": 1})["results"]) == [old]
+    assert scored == ["zebra"]
+    assert ids(service.search({"query": question, "limit": 1})["results"]) == [made["sqlite"][0]]
+
+
+def test_the_hybrid_keyword_leg_leaves_common_words_out_too(pg_service, clock, scored, monkeypatch):
+    fill(pg_service, clock, 300)
+    toy = Embedding.of(Pin("toy", 4, "none", "ollama"), [1.0, 0.0, 0.0, 0.0])
+
+    def page() -> list[int]:
+        found = pg_service.db.search(
+            "what is the sqlite cache?", toy, now=clock.now, limit=10, filters=Filters()
+        )
+        assert found.mode == "hybrid"
+        return ids(found.results)
+
+    pruned = page()
+    assert scored[-1] is not None and "the" not in scored[-1].split()
+    monkeypatch.setattr(bm25, "PRUNE_MAX_IDF", -1.0)  # no word left out
+    assert page() == pruned and scored[-1] is None
