@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/run.py [--sizes 1000,10000,100000,1000000] [--peers]
                                   [--peer-sizes 1000,10000,100000] [--hybrid-sizes 1000,10000]
-                                  [--json bench/results/run.json]
+                                  [--postgres [URL]] [--json bench/results/run.json]
 
 Every figure comes from one run on one machine, each server driven by the official MCP
 client over stdio, one call at a time:
@@ -11,6 +11,9 @@ client over stdio, one call at a time:
   Python and the protocol before any work;
 - agent-memory: ``agent-memory serve`` (keyword mode: no Ollama; hybrid mode against the
   test suite's fake Ollama, a real HTTP server on 127.0.0.1, at --hybrid-sizes);
+- with --postgres, agent-memory again on PostgreSQL ("agent-memory-pg": a fresh database per
+  size on the server of URL, or on an embedded PostgreSQL 18 from the test extra), loaded,
+  measured and swept the same way;
 - with --peers, installed from npm into a temp prefix by this script:
   @modelcontextprotocol/server-memory (store -> create_entities, search -> search_nodes)
   and mcp-memory-keeper (store -> context_save, search -> context_search_all, list ->
@@ -72,6 +75,10 @@ YEAR = 365 * 86_400
 NO_OLLAMA = "http://127.0.0.1:9"
 PEER_PACKAGES = ("@modelcontextprotocol/server-memory", "mcp-memory-keeper")
 KEEPER_CATEGORY = {"DECISION": "decision", "ERROR": "error", "TODO": "task"}
+SPREAD_LAST_USE = (
+    "UPDATE memories SET last_accessed = created_at"
+    " + (id * 2654435761 % 1000003) * ({now} - created_at) / 1000003"
+)
 
 
 def pct(samples: list[float], q: float) -> float:
@@ -162,6 +169,8 @@ class AgentMemory(Floor):
             command=agent_memory_cmd(),
             args=[
                 *("--db", str(self.db), "--ollama-url", self.ollama_url),
+                # keyword mode unless the bench's Ollama runs (not the local model)
+                *("--embedder", "none" if self.ollama_url == NO_OLLAMA else "ollama"),
                 *("--log-level", "warning", "serve"),
             ],
             env=clean_env(),
@@ -211,23 +220,54 @@ class AgentMemory(Floor):
             stderr=subprocess.DEVNULL,
         )
         source.unlink()
-        conn = sqlite3.connect(self.db)
-        with conn:  # a last use somewhere between creation and now, seeded by the row's id
-            conn.execute(
-                "UPDATE memories SET last_accessed = created_at + "
-                "(id * 2654435761 % 1000003) * (? - created_at) / 1000003",
-                (now,),
-            )
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        conn.close()
+        self.spread_last_use(now)
         # A file in use was swept within the hour: servers started on it leave decay alone
         # (the sweep itself is measured apart, in sweep_under_writes).
         service = MemoryService(open_store(self.db))
         service.db.refresh_decay(now)
         service.close()
 
+    def spread_last_use(self, now: int) -> None:
+        """A last use somewhere between creation and now, seeded by the row's id."""
+        conn = sqlite3.connect(self.db)
+        with conn:
+            conn.execute(SPREAD_LAST_USE.format(now=int(now)))
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        conn.close()
+
     def files(self) -> list[Path]:
         return [p for p in self.dir.glob("memory.db*") if p.is_file()]
+
+
+class AgentMemoryPostgres(AgentMemory):
+    """The same server on a PostgreSQL database (a fresh one per size) of ``server_url``."""
+
+    name = "agent-memory-pg"
+
+    def __init__(self, workdir: Path, server_url: str) -> None:
+        super().__init__(workdir)
+        self.server_url = server_url
+        self.url = ""
+
+    @property
+    def db(self) -> str:  # type: ignore[override]
+        return self.url
+
+    def load(self, memories: list[dict]) -> None:
+        import bench_postgres
+
+        self.url = bench_postgres.fresh_database(self.server_url)
+        super().load(memories)
+
+    def spread_last_use(self, now: int) -> None:
+        import psycopg
+
+        with psycopg.connect(self.url, autocommit=True) as conn:
+            conn.execute(SPREAD_LAST_USE.format(now=int(now)))
+            conn.execute("VACUUM ANALYZE memories")
+
+    def files(self) -> list[Path]:
+        return []
 
 
 class ServerMemory(System):
@@ -412,7 +452,8 @@ def embed_all(system: AgentMemory, ollama: FakeOllama) -> float:
     """Vectors for every row through ``agent-memory reembed``; rows per second."""
     start = time.perf_counter()
     subprocess.run(
-        [agent_memory_cmd(), "--db", str(system.db), "--ollama-url", ollama.url, "reembed"],
+        [agent_memory_cmd(), "--db", str(system.db), "--ollama-url", ollama.url]
+        + ["--embedder", "ollama", "reembed"],
         check=True,
         env=clean_env(),
         stderr=subprocess.DEVNULL,
@@ -474,6 +515,13 @@ def main() -> None:
     parser.add_argument("--peers", action="store_true", help="install and bench the npm peers")
     parser.add_argument("--peer-sizes", default="1000,10000,100000")
     parser.add_argument("--hybrid-sizes", default="1000,10000")
+    parser.add_argument(
+        "--postgres",
+        nargs="?",
+        const="embedded",
+        help="bench agent-memory on PostgreSQL too: a server's URL (the role creates"
+        " databases), or nothing for an embedded one (the test extra's)",
+    )
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
@@ -484,15 +532,24 @@ def main() -> None:
         print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
 
     results: dict[int, dict[str, dict[str, float]]] = {}
+    server = None
+    if args.postgres == "embedded":
+        from postgres_server import PostgresServer
+
+        server = PostgresServer()
+        server.start()
+        args.postgres = server.url
     with tempfile.TemporaryDirectory(prefix="am-run-") as tmp:
         workdir = Path(tmp)
-        names = ["floor", "agent-memory"]
+        names = ["floor", "agent-memory"] + (["agent-memory-pg"] if args.postgres else [])
         if args.peers:
             log("installing peers from npm")
             install_peers(workdir / "npm")
             names += ["server-memory", "memory-keeper"]
         for size in sizes:
             systems: list[System] = [Floor(workdir), AgentMemory(workdir)]
+            if args.postgres:
+                systems.append(AgentMemoryPostgres(workdir, args.postgres))
             if args.peers and size in peer_sizes:
                 systems += [
                     ServerMemory(workdir, workdir / "npm"),
@@ -503,6 +560,8 @@ def main() -> None:
             )
             if args.json:  # after every size, so a long run leaves what it measured
                 args.json.write_text(json.dumps(results, indent=2))
+    if server is not None:
+        server.stop()
     print(table(results, names))
     load = os.getloadavg()[0]
     print(f"\nmachine: {os.cpu_count()} cpus, load {load:.2f}, python {sys.version.split()[0]}")
