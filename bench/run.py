@@ -452,8 +452,10 @@ def embed_all(system: AgentMemory, ollama: FakeOllama) -> float:
     """Vectors for every row through ``agent-memory reembed``; rows per second."""
     start = time.perf_counter()
     subprocess.run(
-        [agent_memory_cmd(), "--db", str(system.db), "--ollama-url", ollama.url]
-        + ["--embedder", "ollama", "reembed"],
+        [
+            *(agent_memory_cmd(), "--db", str(system.db), "--ollama-url", ollama.url),
+            *("--embedder", "ollama", "reembed"),
+        ],
         check=True,
         env=clean_env(),
         stderr=subprocess.DEVNULL,
