@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from agent_memory import files, wiring
+from agent_memory import files, storage, wiring
 from agent_memory.errors import (
     EmbedderUnavailable,
     FormatTooNew,
@@ -143,7 +143,9 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
             "--scope is not accepted with --from jsonl: every memory in the file carries its "
             "own scope"
         )
-    reader = jsonl_reader(path, settings.max_content_bytes)
+    reader = jsonl_reader(
+        path, settings.max_content_bytes, holds_nul=storage.holds_nul(settings.db)
+    )
     try:
         reader.check()  # the database is not even opened for a file with a defect
     except UnicodeDecodeError:

@@ -58,13 +58,6 @@ def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
 
 
-def _arguments(operation: str, args: Any) -> Mapping[str, Any]:
-    """The arguments object, once no field in it is unknown to ``operation``."""
-    args = validate.mapping(args)
-    validate.known_fields(args, ARGUMENTS[operation])
-    return args
-
-
 class MemoryService:
     """One per process; safe to call from several threads (the store serializes writes)."""
 
@@ -107,8 +100,19 @@ class MemoryService:
 
     # -- operations -----------------------------------------------------------------------
 
+    def _arguments(
+        self, operation: str, args: Any, allowed: tuple[str, ...] | None = None
+    ) -> Mapping[str, Any]:
+        """The arguments object, once no field in it is unknown to ``operation`` (or not in
+        ``allowed``), and no text in it is one the store cannot hold."""
+        args = validate.mapping(args)
+        validate.known_fields(args, ARGUMENTS[operation] if allowed is None else allowed)
+        if not self.db.holds_nul:
+            validate.text_without_nul(args)
+        return args
+
     def store(self, args: Any) -> dict[str, Any]:
-        args = _arguments("store", args)
+        args = self._arguments("store", args)
         if args.get("content") is None:
             raise InvalidType("content is required")
         content = validate.content(args["content"], self.max_content_bytes)
@@ -130,7 +134,7 @@ class MemoryService:
     def search(self, args: Any, *, record_use: bool = True) -> dict[str, Any]:
         """``record_use=False``: a pure read (the session brief); the results are not
         bumped. A read-only store is never bumped."""
-        args = _arguments("search", args)
+        args = self._arguments("search", args)
         query = validate.required_string(args, "query")
         fts.check_cost(query)
         filters = validate.filters(args)
@@ -183,7 +187,7 @@ class MemoryService:
         """``list``'s rows one at a time, so a transport can send an unlimited list without
         holding it: bad arguments raise here, storage faults (StorageError) while iterating.
         """
-        args = _arguments("list", args)
+        args = self._arguments("list", args)
         filters = validate.filters(args)
         limit = validate.limit(args, None)
         expand = validate.flag(args, "expand_links")
@@ -209,7 +213,7 @@ class MemoryService:
     def get(self, args: Any) -> dict[str, Any]:
         """One memory with every field (access_count and embedding_status too) and its
         relations both ways, newest first (at most MAX_RELATIONS). A read: not a use."""
-        memory_id = validate.memory_id(_arguments("get", args))
+        memory_id = validate.memory_id(self._arguments("get", args))
         with self.storage("get"):
             found = self.db.get(memory_id, MAX_RELATIONS)
         if found is None:
@@ -221,7 +225,7 @@ class MemoryService:
     def stats(self, args: Any = None) -> dict[str, Any]:
         """What the store holds: memories in all, per type and per scope (the largest
         STATS_SCOPES), links, and how many memories wait for a vector."""
-        _arguments("stats", args)
+        self._arguments("stats", args)
         with self.storage("stats"):
             found = self.db.stats(STATS_SCOPES)
         by_scope = [{"scope": scope, "memories": n} for scope, n in found["by_scope"]]
@@ -233,11 +237,10 @@ class MemoryService:
         ``path_id`` is the id taken from a URL (REST); the patch then carries no id field.
         """
         if path_id is None:
-            args = _arguments("update", args)
+            args = self._arguments("update", args)
             memory_id = validate.memory_id(args)
         else:
-            args = validate.mapping(args)
-            validate.known_fields(args, PATCH_FIELDS)
+            args = self._arguments("update", args, PATCH_FIELDS)
             memory_id = validate.memory_id({"id": path_id})
         if not any(name in args for name in PATCH_FIELDS):
             raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
@@ -262,13 +265,13 @@ class MemoryService:
         return {**updated, "redacted": redacted} if redacted else updated
 
     def forget(self, args: Any) -> dict[str, Any]:
-        memory_id = validate.memory_id(_arguments("forget", args))
+        memory_id = validate.memory_id(self._arguments("forget", args))
         with self.storage("forget"):
             deleted = self.db.delete(memory_id)
         return {"id": memory_id, "deleted": True} if deleted else _not_found(memory_id, "deleted")
 
     def link(self, args: Any) -> dict[str, Any]:
-        from_id, to_id, kind, a, b = validate.edge(_arguments("link", args))
+        from_id, to_id, kind, a, b = validate.edge(self._arguments("link", args))
         if from_id == to_id:
             raise InvalidArgument(f"from_id and to_id must differ (got {from_id})")
         echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
@@ -280,7 +283,7 @@ class MemoryService:
 
     def unlink(self, args: Any) -> dict[str, Any]:
         """Directed kinds must match the stored direction; relates_to goes from either end."""
-        from_id, to_id, kind, a, b = validate.edge(_arguments("unlink", args))
+        from_id, to_id, kind, a, b = validate.edge(self._arguments("unlink", args))
         echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
         with self.storage("unlink"):
             removed = self.db.unlink(a, b, kind)

@@ -332,9 +332,34 @@ def _encodable(name: str, value: str, tag: int | None = None) -> str:
     return value
 
 
-def import_record(record: Mapping[str, Any], max_content_bytes: int) -> None:
+def _without_nul(name: str, value: str, tag: int | None = None) -> None:
+    at = value.find("\x00")
+    if at >= 0:
+        where = "" if tag is None else f" in tag {tag}"
+        raise InvalidArgument(
+            f"{name} must not hold the NUL character (U+0000) in a PostgreSQL database, whose"
+            f" text cannot (got one at character {at}{where})"
+        )
+
+
+def text_without_nul(args: Mapping[str, Any]) -> None:
+    """For a store whose text cannot hold NUL (PostgreSQL's; SQLite's can): every text
+    argument, and each text of a list argument (tags), without one."""
+    for name, value in args.items():
+        if isinstance(value, str):
+            _without_nul(name, value)
+        elif isinstance(value, list):
+            for position, item in enumerate(value):
+                if isinstance(item, str):
+                    _without_nul(name, item, position)
+
+
+def import_record(
+    record: Mapping[str, Any], max_content_bytes: int, *, holds_nul: bool = True
+) -> None:
     """Refuse in a record of an export file what a store cannot keep (integers beyond 64
-    bits, text UTF-8 cannot encode) and what a store call would refuse (the same limits).
+    bits, text UTF-8 cannot encode, NUL when the store's text cannot hold it) and what a
+    store call would refuse (the same limits).
 
     The reader calls this in its first pass, before the database is opened, once the
     record's fields have their JSON types; it names the line.
@@ -349,6 +374,8 @@ def import_record(record: Mapping[str, Any], max_content_bytes: int) -> None:
         elif kind_of is list:
             for position, tag in enumerate(value):
                 _encodable(name, tag, position)
+    if not holds_nul:
+        text_without_nul(record)
     if record["record"] == "memory":
         memory_type(record, required=True)
         content(record["content"], max_content_bytes)

@@ -28,9 +28,9 @@ from agent_memory import query, storage
 from agent_memory.errors import (
     DatabaseMissing,
     DatabaseOpenError,
+    InvalidArgument,
     SchemaTooNew,
     SearchTimedOut,
-    StorageError,
     StorageFault,
 )
 from agent_memory.models import Filters
@@ -239,17 +239,46 @@ def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch
         store.close()
 
 
-def test_text_postgresql_cannot_hold_is_a_storage_error_and_nothing_is_written(pg_url):
-    """PostgreSQL's text has no NUL character (SQLite's has): such a memory is refused with
-    the generic storage error on PostgreSQL (a known difference, README)."""
+@pytest.mark.parametrize(
+    ("call", "args", "named"),
+    [
+        ("store", {"content": "before\x00after", "type": "TODO"}, "content"),
+        ("store", {"content": "fine", "type": "TODO", "tags": ["a", "b\x00"]}, "tags"),
+        ("store", {"content": "fine", "type": "TODO", "scope": "\x00"}, "scope"),
+        ("search", {"query": "kafka\x00"}, "query"),
+        ("list", {"tag": "\x00"}, "tag"),
+        ("update", {"id": 1, "content": "new\x00"}, "content"),
+    ],
+)
+def test_text_postgresql_cannot_hold_is_refused_naming_the_field(pg_url, call, args, named):
+    """PostgreSQL's text has no NUL character (SQLite's has): text holding one is refused
+    before anything is written, and the error says which field and where."""
     service = MemoryService(open_store(pg_url), clock=Clock())
     try:
-        with pytest.raises(StorageError) as caught:
-            service.store({"content": "before\x00after", "type": "TODO"})
-        assert "0x00" not in str(caught.value)
-        assert service.stats({})["memories"] == 0
+        service.store({"content": "the first", "type": "TODO"})
+        with pytest.raises(InvalidArgument) as caught:
+            getattr(service, call)(args)
+        assert f"argument: {named} must not hold the NUL character (U+0000)" in str(caught.value)
+        assert "got one at character" in str(caught.value)
+        assert [m["content"] for m in service.list({})] == ["the first"]
     finally:
         service.close()
+
+
+def test_an_export_holding_nul_is_refused_before_postgresql_is_touched(tmp_path, pg_url, pg):
+    source = tmp_path / "memory.db"
+    sqlite = MemoryService(open_store(source), clock=Clock())
+    sqlite.store({"content": "kept as written\x00in SQLite", "type": "TODO"})
+    sqlite.close()
+    exported = tmp_path / "team.jsonl"
+    assert (
+        run_agent_memory("--db", str(source), "export", "--output", str(exported)).returncode == 0
+    )
+    found = run_agent_memory("--db", pg_url, "import", "--from", "jsonl", str(exported))
+    assert found.returncode != 0
+    assert "content must not hold the NUL character (U+0000)" in found.stderr
+    assert "line 2" in found.stderr
+    assert pg.execute("SELECT to_regclass('memories')").fetchone() == (None,)
 
 
 TOTALS_AGREE = (

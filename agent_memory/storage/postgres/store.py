@@ -54,6 +54,7 @@ class PostgresStore:
     """The store over one PostgreSQL database (see storage.base.Store for the promises)."""
 
     read_only = False
+    holds_nul = False  # PostgreSQL's text cannot: the service refuses it, naming the field
 
     def __init__(self, database: Database) -> None:
         self.database = database
