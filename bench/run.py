@@ -511,6 +511,32 @@ def table(results: dict[int, dict[str, dict[str, float]]], names: list[str]) -> 
     return "\n".join(lines)
 
 
+def run_sizes(
+    args: argparse.Namespace,
+    sizes: list[int],
+    peer_sizes: set[int],
+    hybrid_sizes: set[int],
+    workdir: Path,
+    results: dict[int, dict[str, dict[str, float]]],
+    log: Callable[[str], None],
+) -> None:
+    if args.peers:
+        log("installing peers from npm")
+        install_peers(workdir / "npm")
+    for size in sizes:
+        systems: list[System] = [Floor(workdir), AgentMemory(workdir)]
+        if args.postgres:
+            systems.append(AgentMemoryPostgres(workdir, args.postgres))
+        if args.peers and size in peer_sizes:
+            systems += [
+                ServerMemory(workdir, workdir / "npm"),
+                MemoryKeeper(workdir, workdir / "npm"),
+            ]
+        results[size] = anyio.run(measure_size, size, systems, size in hybrid_sizes, workdir, log)
+        if args.json:  # after every size, so a long run leaves what it measured
+            args.json.write_text(json.dumps(results, indent=2))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="1000,10000,100000,1000000")
@@ -541,29 +567,14 @@ def main() -> None:
         server = PostgresServer()
         server.start()
         args.postgres = server.url
-    with tempfile.TemporaryDirectory(prefix="am-run-") as tmp:
-        workdir = Path(tmp)
-        names = ["floor", "agent-memory"] + (["agent-memory-pg"] if args.postgres else [])
-        if args.peers:
-            log("installing peers from npm")
-            install_peers(workdir / "npm")
-            names += ["server-memory", "memory-keeper"]
-        for size in sizes:
-            systems: list[System] = [Floor(workdir), AgentMemory(workdir)]
-            if args.postgres:
-                systems.append(AgentMemoryPostgres(workdir, args.postgres))
-            if args.peers and size in peer_sizes:
-                systems += [
-                    ServerMemory(workdir, workdir / "npm"),
-                    MemoryKeeper(workdir, workdir / "npm"),
-                ]
-            results[size] = anyio.run(
-                measure_size, size, systems, size in hybrid_sizes, workdir, log
-            )
-            if args.json:  # after every size, so a long run leaves what it measured
-                args.json.write_text(json.dumps(results, indent=2))
-    if server is not None:
-        server.stop()
+    try:
+        with tempfile.TemporaryDirectory(prefix="am-run-") as tmp:
+            run_sizes(args, sizes, peer_sizes, hybrid_sizes, Path(tmp), results, log)
+    finally:
+        if server is not None:
+            server.stop()
+    names = ["floor", "agent-memory"] + (["agent-memory-pg"] if args.postgres else [])
+    names += ["server-memory", "memory-keeper"] if args.peers else []
     print(table(results, names))
     load = os.getloadavg()[0]
     print(f"\nmachine: {os.cpu_count()} cpus, load {load:.2f}, python {sys.version.split()[0]}")
