@@ -287,10 +287,10 @@ TOTALS_AGREE = (
     " = (SELECT coalesce(sum(doc_len), 0) FROM memories)"
 )
 # Each lexeme's rows as the folded counts and the log say, against the rows themselves.
-LEXEMES_AGREE = """
+LEXEMES_AGREE = f"""
 WITH truth AS (SELECT k, count(*) AS n FROM memories, jsonb_object_keys(tf) k GROUP BY k),
 logged AS (SELECT lexeme AS k, rows AS n FROM lexeme_rows
-           UNION ALL SELECT key, value::bigint FROM keyword_totals, jsonb_each_text(lexemes)),
+           UNION ALL {keyword.LOGGED_LEXEMES}),
 counted AS (SELECT k, sum(n) AS n FROM logged GROUP BY k HAVING sum(n) <> 0)
 SELECT NOT EXISTS (SELECT k, n FROM truth EXCEPT SELECT k, n FROM counted)
    AND NOT EXISTS (SELECT k, n FROM counted EXCEPT SELECT k, n FROM truth)
@@ -326,6 +326,27 @@ def test_the_keyword_totals_log_follows_every_write_and_folds_in_the_sweep(pg_ur
             1,
             0,
         )
+    finally:
+        store.close()
+
+
+def test_every_few_stores_the_log_is_folded_off_the_stores_path(pg_url, pg, monkeypatch):
+    from agent_memory.storage.postgres import store as pg_store
+
+    monkeypatch.setattr(pg_store, "COMPACT_EVERY_STORES", 3)
+    store = open_store(pg_url)
+    try:
+        for i in range(3):
+            store.insert(new(f"word{i} shared"), None)
+        assert store._folding is not None
+        store._folding.join()
+        assert pg.execute("SELECT count(*), count(lexemes) FROM keyword_totals").fetchone() == (
+            1,
+            0,
+        )
+        assert pg.execute("SELECT rows FROM lexeme_rows WHERE lexeme = 'share'").fetchone() == (3,)
+        for check in (TOTALS_AGREE, LEXEMES_AGREE):
+            assert pg.execute(check).fetchone() == (True,)
     finally:
         store.close()
 

@@ -61,9 +61,24 @@ TSVECTOR_MAX_BYTES = 1_048_575
 # any snapshot, see migrations/postgres/0007). Up to this many other phrases, each one's
 # count is read from the GIN index; past it, all are counted in one pass over the table.
 COUNTS_BY_INDEX_MAX = 4
+# A log row's change in the rows holding a lexeme (``value``: its value in the row's
+# lexemes map): a one-row statement logs that row's tf map, whose keys each change by the
+# row's sign; any other logs each lexeme's change (migrations/postgres/0007); rows logged
+# before 0007 have no map, their rows being in the counts 0007 made.
+_LOGGED = (
+    "CASE WHEN {value} IS NULL THEN 0 WHEN abs(t.rows) = 1 THEN t.rows ELSE ({value})::bigint END"
+)
 _LEXEME_ROWS = (
-    "(coalesce((SELECT rows FROM lexeme_rows WHERE lexeme = %s), 0)"
-    " + coalesce((SELECT sum((lexemes ->> %s)::bigint) FROM keyword_totals), 0))"
+    "(SELECT coalesce((SELECT rows FROM lexeme_rows WHERE lexeme = w.x), 0)"
+    " + coalesce((SELECT sum("
+    + _LOGGED.format(value="t.lexemes ->> w.x")
+    + ") FROM keyword_totals t), 0) FROM (SELECT %s::text AS x) w)"
+)
+# Every lexeme's change that the log holds, a row per (log row, lexeme).
+LOGGED_LEXEMES = (
+    "SELECT e.key AS lexeme, "
+    + _LOGGED.format(value="e.value")
+    + " AS rows FROM keyword_totals t, jsonb_each_text(t.lexemes) e"
 )
 # bm25's N and average length without a pass over the table: every statement that adds,
 # removes or re-tokenizes rows appends its change (rows, tokens, each lexeme's rows) to
@@ -76,8 +91,9 @@ _LEXEME_ROWS = (
 # snapshot and stay as they are. One fold at a time (COMPACT_LOCK, tried, not waited for).
 COMPACT_TOTALS = (
     "WITH gone AS (DELETE FROM keyword_totals RETURNING rows, tokens, lexemes),"
-    " folded AS (INSERT INTO lexeme_rows AS l"
-    " SELECT key, sum(value::bigint) FROM gone, jsonb_each_text(gone.lexemes) GROUP BY key"
+    " folded AS (INSERT INTO lexeme_rows AS l SELECT e.key, sum("
+    + _LOGGED.format(value="e.value")
+    + ") FROM gone t, jsonb_each_text(t.lexemes) e GROUP BY e.key"
     " ON CONFLICT (lexeme) DO UPDATE SET rows = l.rows + excluded.rows)"
     " INSERT INTO keyword_totals (rows, tokens)"
     " SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0) FROM gone"
@@ -309,7 +325,7 @@ def _phrase_rows(phrases: Sequence[Phrase], out: _Sql) -> None:
         out.add(", " if i else "")
         if _plain_word(phrase):
             lexeme = query.lexeme(phrase.terms[0].token)
-            out.add(f"{_LEXEME_ROWS} AS h{i}", [lexeme, lexeme])
+            out.add(f"{_LEXEME_ROWS} AS h{i}", [lexeme])
             continue
         rendered, params = tsquery.phrase_tsquery(phrase)
         if by_index:

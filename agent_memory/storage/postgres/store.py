@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,9 +42,9 @@ log = logging.getLogger(__name__)
 
 # The sweep's batches: rows per transaction (short, so a store waits for one batch at most).
 SWEEP_BATCH_ROWS = 500
-# Every this many stores by one process, the keyword totals log is folded (also by the
-# sweep): a search reads the log (its N, and each word's row count), about 0.3 ms a word
-# per 500 rows of it; a fold of 200 stores' rows takes about 20 ms (100,000 memories).
+# Every this many stores by one process, the keyword totals log is folded, on a thread (also
+# by the sweep): a search reads the log (its N, and each word's row count), about 0.3 ms a
+# word per 500 rows of it; a fold of 200 stores' rows takes about 20 ms (100,000 memories).
 COMPACT_EVERY_STORES = 250
 DECAY_DONE_KEY = "decay_materialized_at"
 # Rows an export reads from the server-side cursor at a time (memory stays flat).
@@ -63,8 +64,12 @@ class PostgresStore:
         self.identity = urls.identity(database.url)
         self._engine = database.engine
         self._stores = 0  # by this process (a lost increment between threads costs nothing)
+        self._folding: threading.Thread | None = None  # the fold of the log, when running
 
     def close(self) -> None:
+        folding = self._folding
+        if folding is not None:
+            folding.join()
         self.database.close()
 
     @contextmanager
@@ -122,7 +127,7 @@ class PostgresStore:
                 vectors.write(conn, memory_id, embedding.vector)
         self._stores += 1
         if self._stores % COMPACT_EVERY_STORES == 0:
-            self._compact_totals()
+            self._fold_soon()
         return memory_id
 
     @_guarded
@@ -526,6 +531,22 @@ class PostgresStore:
         done = self._in_batches(batch, pause)
         self._compact_totals()
         return done
+
+    def _fold_soon(self) -> None:
+        """Fold the log on a thread of its own: a fold of 250 stores' rows takes about 20 ms,
+        which no store should wait for. One at a time; a failed fold leaves the log as it
+        was (the next one, or the sweep's, folds it)."""
+        if self._folding is not None and self._folding.is_alive():
+            return
+
+        def fold() -> None:
+            try:
+                self._compact_totals()
+            except (sqlalchemy.exc.SQLAlchemyError, psycopg.Error) as exc:
+                log.warning("folding the keyword totals log failed: %s", exc)
+
+        self._folding = threading.Thread(target=fold, name="keyword-fold", daemon=True)
+        self._folding.start()
 
     def _compact_totals(self) -> None:
         """Fold the keyword totals log (one row per write since the last fold); when another
