@@ -86,17 +86,24 @@ LOGGED_LEXEMES = (
 # single counter row would serialize every store). Exact under MVCC: a snapshot sees the
 # log rows of exactly the transactions it sees (the table and its triggers:
 # migrations/postgres).
-# Folds the log, in one statement: the totals into one row, the lexemes' changes into
-# lexeme_rows. Rows appended meanwhile by other transactions are not in this statement's
-# snapshot and stay as they are. One fold at a time (COMPACT_LOCK, tried, not waited for).
+# Folds the log, in one statement: the totals into keyword_folded, the lexemes' changes into
+# lexeme_rows, leaving the log empty. Rows appended meanwhile by other transactions are not
+# in this statement's snapshot and stay as they are. One fold at a time (COMPACT_LOCK,
+# tried, not waited for).
 COMPACT_TOTALS = (
     "WITH gone AS (DELETE FROM keyword_totals RETURNING rows, tokens, lexemes),"
     " folded AS (INSERT INTO lexeme_rows AS l SELECT e.key, sum("
     + _LOGGED.format(value="e.value")
     + ") FROM gone t, jsonb_each_text(t.lexemes) e GROUP BY e.key"
     " ON CONFLICT (lexeme) DO UPDATE SET rows = l.rows + excluded.rows)"
-    " INSERT INTO keyword_totals (rows, tokens)"
-    " SELECT coalesce(sum(rows), 0), coalesce(sum(tokens), 0) FROM gone"
+    " UPDATE keyword_folded f SET rows = f.rows + g.rows, tokens = f.tokens + g.tokens FROM"
+    " (SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(tokens), 0) AS tokens FROM gone) g"
+)
+# bm25's N and all rows' tokens: the folded totals and the log's changes since.
+TOTALS = (
+    "(SELECT coalesce(sum(rows), 0)::bigint AS n, coalesce(sum(tokens), 0)::bigint AS tokens"
+    " FROM (SELECT rows, tokens FROM keyword_folded"
+    " UNION ALL SELECT rows, tokens FROM keyword_totals) t)"
 )
 COMPACT_LOCK = 0x616D_6B77  # "amkw": pg_try_advisory_xact_lock's key
 
@@ -348,7 +355,7 @@ def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
     counted = [phrase for phrase in phrases if phrase is not None]
     sql = _Sql().add("WITH hits AS (")
     _phrase_rows(counted, sql)
-    sql.add(") SELECT (SELECT coalesce(sum(rows), 0)::bigint FROM keyword_totals)")
+    sql.add(f") SELECT (SELECT n FROM {TOTALS} totals)")
     at = 0
     for phrase in phrases:
         sql.add(", 0" if phrase is None else f", hits.h{at}::bigint")
@@ -380,8 +387,8 @@ def keyword_ranking_sql(
     # N and the tokens of all rows from the totals log (no pass over the table); each
     # phrase's row count (_phrase_rows).
     sql = _Sql().add(
-        "WITH stats AS MATERIALIZED (SELECT coalesce(sum(rows), 0) AS n,"
-        " coalesce(sum(tokens), 0) AS tokens FROM keyword_totals), hits AS MATERIALIZED ("
+        f"WITH stats AS MATERIALIZED (SELECT n, tokens FROM {TOTALS} totals),"
+        " hits AS MATERIALIZED ("
     )
     _phrase_rows([phrase for phrase, _, _ in found], sql)
     sql.add("), idfs AS MATERIALIZED (SELECT ")

@@ -81,7 +81,7 @@ class PostgresStore:
     def _statement(self) -> Iterator[sqlalchemy.Connection]:
         """For a write that is one statement: its own transaction, without the BEGIN and
         COMMIT round trips (set on the driver's connection: SQLAlchemy's isolation option
-        costs round trips of its own)."""
+        costs round trips of its own); and for VACUUM and ANALYZE, which run in none."""
         with self._engine.connect() as conn:
             driver = conn.connection.driver_connection
             driver.autocommit = True
@@ -519,7 +519,7 @@ class PostgresStore:
     def after_import(self) -> int:
         """The keyword totals folded and fresh planner statistics after a bulk load."""
         self._compact_totals()
-        with self._engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+        with self._statement() as conn:
             conn.exec_driver_sql("ANALYZE memories")
         return 1
 
@@ -562,13 +562,22 @@ class PostgresStore:
         self._folding.start()
 
     def _compact_totals(self) -> None:
-        """Fold the keyword totals log (one row per write since the last fold); when another
-        process is folding it, that fold will do."""
+        """Fold the keyword totals log (one row per write since the last fold), then vacuum
+        it; when another process is folding it, that fold will do.
+
+        Every search reads the whole log, dead rows included until a vacuum: after an
+        import of 100,000 memories the folded batches' maps left 4,943 dead pages, and a
+        question took 185 ms instead of 90 until autovacuum came by.
+        """
         with self._write() as conn:
-            if conn.exec_driver_sql(
+            folded = conn.exec_driver_sql(
                 "SELECT pg_try_advisory_xact_lock(%s)", (keyword.COMPACT_LOCK,)
-            ).scalar():
+            ).scalar()
+            if folded:
                 conn.exec_driver_sql(keyword.COMPACT_TOTALS)
+        if folded:
+            with self._statement() as conn:  # VACUUM runs in no transaction
+                conn.exec_driver_sql("VACUUM keyword_totals")
 
     @_guarded
     def refresh_decay(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
