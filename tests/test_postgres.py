@@ -426,6 +426,26 @@ def test_the_sweep_runs_in_batches_while_another_writer_stores(pg_url, monkeypat
         store.close()
 
 
+@pytest.mark.parametrize("stopped", [False, True])
+def test_a_whole_decay_refresh_vacuums_the_rows_it_rewrote(pg_url, pg, monkeypatch, stopped):
+    """Every row gets a new version: searches would read the dead ones until a vacuum (a
+    question took twice as long at 100,000 memories); a refresh stopped early leaves it."""
+    from agent_memory.storage.postgres import store as pg_store
+
+    monkeypatch.setattr(pg_store, "SWEEP_BATCH_ROWS", 2)
+    vacuums = "SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'memories'"
+    store = open_store(pg_url)
+    try:
+        for i in range(5):
+            store.insert(new(f"row {i}"), None)
+        before = pg.execute(vacuums).fetchone()[0]
+        done, _ = store.refresh_decay(T0 + 86_400, lambda: stopped)
+        assert done == (2 if stopped else 5)
+        assert pg.execute(vacuums).fetchone()[0] == before + (0 if stopped else 1)
+    finally:
+        store.close()
+
+
 # -- the executables --------------------------------------------------------------------------
 
 

@@ -581,6 +581,13 @@ class PostgresStore:
 
     @_guarded
     def refresh_decay(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        """Every row's decay_score, in short batches; then a VACUUM of the table.
+
+        PostgreSQL writes a new version of every row (and of its index entries): until a
+        vacuum, searches read the dead ones too, and at 100,000 memories a question took
+        90 ms instead of 47 after a refresh. The vacuum (0.6 s there) holds no lock that
+        stores or searches wait for.
+        """
         with self._read() as conn:
             top = conn.exec_driver_sql("SELECT max(id) FROM memories").scalar() or 0
         after = 0
@@ -595,7 +602,13 @@ class PostgresStore:
                 conn.exec_driver_sql(rows.WRITE_DECAY_DONE, (DECAY_DONE_KEY, str(now)))
             return done, after < top
 
-        return self._in_batches(batch, pause) if top else (0, 0.0)
+        if not top:
+            return 0, 0.0
+        done, longest = self._in_batches(batch, pause)
+        if after >= top:  # not when stopped early: the server is on its way out
+            with self._statement() as conn:
+                conn.exec_driver_sql("VACUUM memories")
+        return done, longest
 
     @_guarded
     def decay_refreshed_at(self) -> int | None:
