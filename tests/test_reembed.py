@@ -81,6 +81,26 @@ def test_an_interrupted_reembed_resumes_where_it_stopped(pinned, ollama):
     assert state(pinned, ollama)[1] == (5, 0)
 
 
+def test_reembed_reports_each_batch_and_embeds_rows_stored_while_it_runs(pinned, ollama):
+    svc = MemoryService(open_store(pinned), embedder=embedder_for(ollama.url, "mxbai-embed-large"))
+    other = MemoryService(open_store(pinned))  # another process's stores, without an embedder
+    seen: list[tuple[int, int]] = []
+
+    def progress(done: int, total: int) -> None:
+        seen.append((done, total))
+        if done == 2 and total == 5:
+            other.store({"content": "stored during the reembed", "type": "TODO"})
+
+    try:
+        embedded, pin = svc.reembed(batch=2, progress=progress)
+        assert (embedded, pin) == (6, MXBAI)
+        assert seen == [(0, 5), (2, 5), (4, 5), (6, 6)]
+        assert svc.db.embedding_counts() == (6, 0)
+    finally:
+        other.close()
+        svc.close()
+
+
 def test_reembed_on_an_up_to_date_database_does_nothing_unless_asked(pinned, ollama):
     result = reembed(pinned, ollama.url, model="nomic-embed-text")
     assert result.exit_code == 0 and "re-embedded 0 memories" in result.stderr
