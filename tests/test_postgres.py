@@ -185,7 +185,9 @@ def test_without_the_extra_a_url_is_one_clear_line(monkeypatch):
     monkeypatch.delitem(sys.modules, "agent_memory.storage.postgres.store", raising=False)
     monkeypatch.setitem(sys.modules, "psycopg", None)
     for call in (storage.open_store, storage.open_reader, storage.quick_pin):
-        with pytest.raises(DatabaseOpenError, match=r"pip install 'agent-memory-mcp\[postgres\]'"):
+        with pytest.raises(
+            DatabaseOpenError, match=r"pip install 'typed-agent-memory\[postgres\]'"
+        ):
             call("postgresql://amy:s3cret@db.example/team")
 
 
