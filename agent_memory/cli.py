@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shlex
+import shutil
 import signal
 import sys
 import threading
@@ -32,6 +34,7 @@ from agent_memory.wiring import (
     fail,
 )
 
+COMMAND = "agent-memory"
 DEFAULT_REST_PORT = 7437
 # Both servers hand the GIL between threads on every request (waitress's I/O thread and
 # workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
@@ -173,14 +176,38 @@ def terminal_notice(db: Path | str | None) -> str:
         db = redacted(db)
     where = str(db.resolve()) if isinstance(db, Path) else db
     args = ["serve", *(["--db", where] if where is not None else [])]
-    entry = json.dumps({"command": "agent-memory", "args": args})
+    executable = own_command()
+    entry = json.dumps({"command": executable, "args": args})
     command = shlex.join(["claude", "mcp", "add", "--scope", "user", "agent-memory", "--"])
     return (
         "agent-memory serve speaks MCP (JSON-RPC) on stdin/stdout and is meant to be started "
         f'by an MCP client, not typed into: add the server "agent-memory": {entry} to the '
         f"client's MCP configuration (Claude Code: {command} "
-        f"{shlex.join(['agent-memory', *args])}). Ctrl-D quits."
+        f"{shlex.join([executable, *args])}). Ctrl-D quits."
     )
+
+
+def own_command() -> str:
+    """How a client should start this install: ``agent-memory`` when PATH finds this very
+    executable, else its absolute path (a venv's bin/ is seldom on PATH)."""
+    running = _running_script()
+    if running is None:
+        return COMMAND
+    on_path = shutil.which(COMMAND)
+    if on_path is not None and os.path.samefile(on_path, running):
+        return COMMAND
+    return str(running)
+
+
+def _running_script() -> Path | None:
+    """The console script of this install: sys.argv[0] itself or its sibling of that name
+    (the second console script, typed-agent-memory), else the one beside the interpreter
+    (``python -m agent_memory``); None when there is none."""
+    beside_argv = Path(sys.argv[0]).absolute().with_name(COMMAND)
+    for candidate in (beside_argv, Path(sys.executable).absolute().with_name(COMMAND)):
+        if candidate.is_file():
+            return candidate
+    return None
 
 
 @cli.command("serve-rest")

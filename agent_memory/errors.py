@@ -5,6 +5,8 @@ Each class's docstring is its message template, in the style of sqlite-utils and
 
 from __future__ import annotations
 
+from agent_memory import DISTRIBUTION
+
 
 class AgentMemoryError(Exception):
     """agent-memory error"""
@@ -65,14 +67,14 @@ class StorageError(AgentMemoryError):
 
 class SchemaTooNew(AgentMemoryError):
     """database schema is version {found} but this binary supports up to version {supported} —
-    upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db at a different file"""
+    upgrade agent-memory (pipx upgrade DISTRIBUTION) or point --db at a different file"""
 
     def __init__(self, found: int, supported: int) -> None:
         self.found = found
         self.supported = supported
         super().__init__(
             f"database schema is version {found} but this binary supports up to version "
-            f"{supported} — upgrade agent-memory (pipx upgrade agent-memory-mcp) "
+            f"{supported} — upgrade agent-memory (pipx upgrade {DISTRIBUTION}) "
             "or point --db at a different file"
         )
 

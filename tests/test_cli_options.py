@@ -3,18 +3,22 @@ MCP client configs hold), and what ``serve`` says when a person starts it in a t
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import pty
+import re
 import select
 import subprocess
+import sys
 import time
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
 from agent_memory import wiring
-from agent_memory.cli import cli
+from agent_memory.cli import cli, terminal_notice
 
 from conftest import NO_OLLAMA_URL, executable, run_agent_memory, server_env
 
@@ -147,6 +151,8 @@ def _read_until(fd: int, needle: bytes, deadline: float) -> bytes:
 
 
 def test_serve_on_a_terminal_says_once_what_it_is(tmp_path):
+    """Started by its path from a venv whose bin/ is not on PATH (the quick start), it names
+    itself by that path: the bare command would not start it."""
     db = tmp_path / "tty.db"
     master, slave = pty.openpty()
     process = subprocess.Popen(
@@ -154,7 +160,7 @@ def test_serve_on_a_terminal_says_once_what_it_is(tmp_path):
         stdin=slave,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=server_env(),
+        env=server_env(PATH=str(tmp_path)),
     )
     os.close(slave)
     try:
@@ -172,8 +178,40 @@ def test_serve_on_a_terminal_says_once_what_it_is(tmp_path):
     assert out == b""  # stdout carries JSON-RPC only
     lines = [line for line in stderr.splitlines() if NOTICE in line]
     assert len(lines) == 1
-    assert f'"args": ["serve", "--db", "{db.resolve()}"]' in lines[0]
     assert (
-        f"claude mcp add --scope user agent-memory -- agent-memory serve --db {db.resolve()}"
+        f'{{"command": "{executable()}", "args": ["serve", "--db", "{db.resolve()}"]}}' in lines[0]
+    )
+    assert (
+        f"claude mcp add --scope user agent-memory -- {executable()} serve --db {db.resolve()}"
         in lines[0]
     )
+
+
+def notice_command(monkeypatch, path: Path, running: str = "") -> str:
+    """The command terminal_notice tells a client to run, with PATH set to ``path`` and
+    this process taken for the console script ``running``."""
+    monkeypatch.setenv("PATH", str(path))
+    monkeypatch.setattr(sys, "argv", [running or executable(), "serve"])
+    entry = re.search(r'add the server "agent-memory": (\{.*?\}) to', terminal_notice(None))
+    return json.loads(entry[1])["command"]
+
+
+def test_the_notice_names_the_bare_command_when_path_finds_this_one(monkeypatch):
+    assert notice_command(monkeypatch, Path(executable()).parent) == "agent-memory"
+
+
+def test_the_notice_names_the_absolute_path_when_path_does_not(monkeypatch, tmp_path):
+    assert notice_command(monkeypatch, tmp_path) == executable()
+
+
+def test_the_notice_names_the_absolute_path_when_path_finds_another(monkeypatch, tmp_path):
+    other = tmp_path / "agent-memory"
+    other.write_text("#!/bin/sh\n")
+    other.chmod(0o755)
+    assert notice_command(monkeypatch, tmp_path) == executable()
+
+
+def test_the_notice_under_the_second_script_names_agent_memory_beside_it(monkeypatch, tmp_path):
+    second = str(Path(executable()).with_name("typed-agent-memory"))
+    assert notice_command(monkeypatch, tmp_path, running=second) == executable()
+    assert notice_command(monkeypatch, Path(executable()).parent, running=second) == "agent-memory"

@@ -143,7 +143,7 @@ def test_newer_schema_is_refused_and_left_untouched(db_path):
         db.open_database(db_path)
     assert str(raised.value) == (
         f"database schema is version 9 but this binary supports up to version {db.head_revision()}"
-        " — upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db at a different file"
+        " — upgrade agent-memory (pipx upgrade typed-agent-memory) or point --db at a different file"
     )
     assert file_hashes(db_path) == before
 

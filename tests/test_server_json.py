@@ -9,7 +9,7 @@ import re
 import tomllib
 from pathlib import Path
 
-from agent_memory import __version__, mcp_server
+from agent_memory import DISTRIBUTION, __version__, mcp_server
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "io.github.UnityInFlow/agent-memory"
@@ -31,7 +31,7 @@ def test_server_json_names_the_pypi_package_at_this_version():
     assert server["websiteUrl"] == server["repository"]["url"] == mcp_server.WEBSITE_URL
     (package,) = server["packages"]
     assert package["registryType"] == "pypi"
-    assert package["identifier"] == project["name"] == "agent-memory-mcp"
+    assert package["identifier"] == project["name"] == DISTRIBUTION == "typed-agent-memory"
     assert package["version"] == __version__  # an exact release, never a range or "latest"
     assert package["transport"] == {"type": "stdio"}
     assert package["packageArguments"] == [{"type": "positional", "value": "serve"}]
@@ -41,7 +41,7 @@ def test_server_json_names_the_pypi_package_at_this_version():
 
 
 def test_the_package_runs_under_its_own_name():
-    """Registry clients start a PyPI package as `uvx agent-memory-mcp==X serve`: uvx runs
+    """Registry clients start a PyPI package as `uvx typed-agent-memory==X serve`: uvx runs
     the executable named like the package, so the wheel has one besides agent-memory."""
     scripts = load("pyproject.toml")["project"]["scripts"]
-    assert scripts["agent-memory-mcp"] == scripts["agent-memory"] == "agent_memory.cli:main"
+    assert scripts[DISTRIBUTION] == scripts["agent-memory"] == "agent_memory.cli:main"

@@ -252,7 +252,7 @@ def test_newer_database_is_refused_byte_identical(tmp_path):
     assert proc.returncode == 1
     assert proc.stderr == (
         f"database schema is version {HEAD + 1} but this binary supports up to "
-        f"version {HEAD} — upgrade agent-memory (pipx upgrade agent-memory-mcp) or point --db "
+        f"version {HEAD} — upgrade agent-memory (pipx upgrade typed-agent-memory) or point --db "
         "at a different file\n"
     )
     assert file_hashes(path) == before

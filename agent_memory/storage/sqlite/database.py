@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlean
 
+from agent_memory import DISTRIBUTION
 from agent_memory.errors import BackupFailed, DatabaseMissing, DatabaseOpenError, SchemaTooNew
 from agent_memory.storage.base import CREATE, READ
 
@@ -113,8 +114,7 @@ def _switch_to_wal(dbapi_conn: sqlean.Connection) -> None:
 @functools.cache
 def vec0_path() -> str:
     """sqlite-vec's loadable extension, found without importing the package: its __init__
-    imports numpy when numpy is installed (0.1-0.2 s), which serve's first answer does not
-    need."""
+    imports numpy (0.1-0.2 s), which serve's first answer does not need."""
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or spec.origin is None:
         raise sqlean.OperationalError("the sqlite-vec package is not installed")
@@ -129,7 +129,7 @@ def _on_connect(dbapi_conn: sqlean.Connection, _record: object, read_only: bool 
         dbapi_conn.load_extension(vec0_path())
     except sqlean.OperationalError as exc:  # a broken install: say what is missing
         raise sqlean.OperationalError(
-            f"cannot load sqlite-vec ({exc}); reinstall agent-memory-mcp"
+            f"cannot load sqlite-vec ({exc}); reinstall {DISTRIBUTION}"
         ) from exc
     finally:
         dbapi_conn.enable_load_extension(False)

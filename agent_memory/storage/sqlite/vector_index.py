@@ -43,7 +43,7 @@ import sqlalchemy
 from agent_memory.models import Embedding, Pin
 from agent_memory.storage.sqlite import vectors
 
-try:  # the local extra installs numpy; without it the SQL leg serves
+try:  # numpy is a dependency; an install made without dependencies falls back to the SQL leg
     import numpy as np
 except ImportError:  # pragma: no cover - exercised in a venv without numpy
     np = None  # type: ignore[assignment]

@@ -11,8 +11,9 @@ Every insert into or delete from memory_vector_floats appends the memory's id to
 (vector_index.py) catches up from that log. One trigger takes a row's vectors out of both
 tables on forget and TTL expiry.
 
-The SQL leg here serves until a process's index is loaded (and always, when numpy is not
-installed): exact up to EXACT_KNN_MAX_VECTORS vectors, then sign bits and an exact re-rank.
+The SQL leg here serves until a process's index is loaded (and always, should numpy, a
+dependency, be missing): exact up to EXACT_KNN_MAX_VECTORS vectors, then sign bits and an
+exact re-rank.
 """
 
 from __future__ import annotations
