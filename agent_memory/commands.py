@@ -75,10 +75,17 @@ def _quiet(command: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _open(settings: Any, mode: str) -> Any:  # -> MemoryService
+def _open(settings: Any, mode: str, embedding: bool = False) -> Any:  # -> MemoryService
+    """The service; with an embedder only for a call that makes or compares vectors
+    (``embedding``): the others never ask Ollama nor load the local model."""
     from agent_memory.wiring import open_service
 
-    return open_service(settings, mode=mode)
+    return open_service(settings, mode=mode, embedding=embedding)
+
+
+def _needs_vectors(operation: str, args: dict[str, Any]) -> bool:
+    """Whether a service call makes or compares vectors: a search, a store, new content."""
+    return operation in ("search", "store") or (operation == "update" and "content" in args)
 
 
 @contextmanager
@@ -139,7 +146,7 @@ def _answer(
 ) -> None:
     """One service operation and its answer: as JSON, or ``show``n; a not-found answer
     exits 1 (with ``missing``'s line, or the JSON)."""
-    service = _open(settings, mode)
+    service = _open(settings, mode, _needs_vectors(operation, args))
     with _answering(service):
         answer = getattr(service, operation)(args)
     if answer.get("reason") == "not_found":
@@ -459,7 +466,7 @@ def context(
     finally:
         reader.close()
     if sections is None:  # by relevance: the search pipeline, recording no use
-        service = _open(settings, READ)
+        service = _open(settings, READ, embedding=True)
         with _answering(service):
             sections = brief.relevant(
                 functools.partial(service.search, record_use=False), query, where, now

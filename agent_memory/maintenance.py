@@ -75,7 +75,7 @@ def export(settings: Settings, output: Path | None) -> None:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    service = wiring.open_service(settings, mode=READ)
+    service = wiring.open_service(settings, mode=READ, embedding=False)
     bar = Progress("exporting")
 
     def counted(write: Callable[[str], object]) -> Callable[[str], object]:
@@ -93,8 +93,7 @@ def export(settings: Settings, output: Path | None) -> None:
         return write_line
 
     def produce(write: Callable[[str], object]) -> tuple[int, int]:
-        embedder = service.embedder
-        return service.export(counted(write), embedder.model, embedder.dimension or 0)
+        return service.export(counted(write))
 
     with files.dying_of_signals():
         try:
@@ -154,7 +153,7 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except (InvalidArgument, FormatTooNew) as exc:
         fail(str(exc))
-    service = wiring.open_service(settings)
+    service = wiring.open_service(settings, embedding=False)  # the import never embeds
     bar = Progress("importing")
     try:
         report = service.import_jsonl(reader, progress=bar.at)
@@ -189,7 +188,7 @@ def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
             {"imported": 0, "skipped duplicates": 0, "malformed lines skipped": parsed.malformed}
         )
         return
-    service = wiring.open_service(settings)
+    service = wiring.open_service(settings, embedding=False)
     try:
         report = service.import_gsd(
             parsed.items, parsed.malformed, scope if scope is not None else gsd.default_scope(path)

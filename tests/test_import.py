@@ -39,7 +39,7 @@ REPORT_ZERO = dict.fromkeys(
 
 def exported(svc) -> list[dict]:
     lines: list[str] = []
-    svc.export(lines.append, "nomic-embed-text", 768)
+    svc.export(lines.append)
     return [json.loads(line) for line in lines]
 
 
