@@ -214,12 +214,27 @@ def search(
 
     QUERY is words, a question or FTS5 syntax. The memories found count as used."""
     args = _args(query=query, **filters, limit=_number(limit), expand_links=expand or None)
+    service = _open(settings, READ, embedding=True)
+    with _answering(service):
+        answer = service.search(args)
+        backlog = None if as_json else service.embedding_backlog()
+    if backlog is None:
+        _print_json(answer)
+        return
+    shown = _print_table(answer["results"], related=expand)
+    mode = _search_mode(answer["search_mode"], backlog[1], service.embedding_off)
+    click.echo(f"{shown} found ({mode})", err=True)
 
-    def found(answer: dict[str, Any]) -> None:
-        shown = _print_table(answer["results"], related=expand)
-        click.echo(f"{shown} found ({answer['search_mode']} search)", err=True)
 
-    _answer(settings, READ, "search", args, found, as_json=as_json)
+def _search_mode(mode: str, pending: int, off: bool) -> str:
+    """How the search ran, and why not by meaning when that is what is missing: memories
+    without a vector (``agent-memory embed`` makes them), or embedding turned off."""
+    if off:
+        return f"{mode} search: search by meaning is off (--embedder none)"
+    if not pending:
+        return f"{mode} search"
+    memories = "1 memory" if pending == 1 else f"{pending} memories"
+    return f"{mode} search: {memories} not yet embedded; run `agent-memory embed`"
 
 
 @click.command("list", cls=Subcommand)

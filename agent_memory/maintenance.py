@@ -1,5 +1,6 @@
 """The commands that move a whole database: export to and import from JSON Lines (and a GSD
-STATE.md), and reembed with another model. Registered on the group by cli.py.
+STATE.md), embed what waits for a vector, and reembed with another model. Registered on
+the group by cli.py.
 """
 
 from __future__ import annotations
@@ -8,19 +9,51 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from agent_memory import files, storage, wiring
 from agent_memory.errors import (
     EmbedderUnavailable,
+    EmbeddingOff,
     FormatTooNew,
     InvalidArgument,
+    PinMismatch,
     StorageError,
 )
-from agent_memory.storage.base import READ
+from agent_memory.models import Pin
+from agent_memory.storage.base import CREATE, EXISTING, READ
 from agent_memory.terminal import Integer, Progress, Subcommand
 from agent_memory.wiring import Settings, fail
+
+Progressed = Callable[[int, int], None]  # progress(done, total)
+
+
+_batch_option = click.option(
+    "--batch",
+    type=Integer(min=1, max=1024),
+    default=64,
+    show_default=True,
+    help="Memories per embedder call (each batch is committed on its own).",
+)
+
+
+def _embedding_run(
+    settings: Settings, mode: str, label: str, run: Callable[[Any, Progressed], tuple[int, Pin]]
+) -> tuple[int, Pin]:
+    """``run(service, progress)``, a reembed or an embed, with its progress bar on stderr;
+    one line and exit code 1 when it cannot go on (what it committed stays)."""
+    service = wiring.open_service(settings, mode=mode)
+    bar = Progress(label, minimum=1)
+    try:
+        return run(service, bar.at)
+    except (EmbedderUnavailable, EmbeddingOff, PinMismatch, StorageError) as exc:
+        fail(str(exc))
+        raise  # not reached: fail exits
+    finally:
+        bar.close()
+        service.close()
 
 
 @click.command(cls=Subcommand)
@@ -31,13 +64,7 @@ from agent_memory.wiring import Settings, fail
     help="Re-embed every memory even when the database is already pinned to this model "
     "(for example after `ollama pull` brought a new version of it).",
 )
-@click.option(
-    "--batch",
-    type=Integer(min=1, max=1024),
-    default=64,
-    show_default=True,
-    help="Memories per Ollama request (each batch is committed on its own).",
-)
+@_batch_option
 @click.pass_obj
 def reembed(settings: Settings, everything: bool, batch: int) -> None:
     """Re-embed memories with --embed-model and pin the database to it.
@@ -45,16 +72,37 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
     Run it after changing the embedding model: until then searches stay keyword-only. It
     is safe to interrupt; running it again resumes with the memories still pending.
     """
-    service = wiring.open_service(settings)
-    bar = Progress("re-embedding", minimum=1)
-    try:
-        embedded, pin = service.reembed(everything=everything, batch=batch, progress=bar.at)
-    except (EmbedderUnavailable, StorageError) as exc:
-        fail(str(exc))
-    finally:
-        bar.close()
-        service.close()
+    embedded, pin = _embedding_run(
+        settings,
+        CREATE,
+        "re-embedding",
+        lambda service, progress: service.reembed(
+            everything=everything, batch=batch, progress=progress
+        ),
+    )
     click.echo(f"re-embedded {embedded} memories with {pin.describe()}", err=True)
+
+
+@click.command(cls=Subcommand)
+@_batch_option
+@click.pass_obj
+def embed(settings: Settings, batch: int) -> None:
+    """Embed now the memories still waiting for a vector.
+
+    Imported memories, and those stored while no embedder answered, wait for one (serve
+    and serve-rest embed 128 per sweep). This embeds them all, in committed batches, with
+    the embedder --embedder chooses (auto: the one the database is pinned to). The pin
+    stays: a database pinned to another model needs reembed. Safe to interrupt; running
+    it again goes on with what is left.
+    """
+    embedded, pin = _embedding_run(
+        settings,
+        EXISTING,
+        "embedding",
+        lambda service, progress: service.embed_pending(batch=batch, progress=progress),
+    )
+    memories = "1 memory" if embedded == 1 else f"{embedded} memories"
+    click.echo(f"embedded {memories} with {pin.describe()}", err=True)
 
 
 @click.command(cls=Subcommand)
@@ -166,7 +214,7 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
     if report["imported"]:
         click.echo(
             f"{report['imported']} rows pending embedding — the sweep backfills them on the "
-            "next serve/serve-rest start (128 per tick)"
+            "next serve/serve-rest start (128 per tick), or run `agent-memory embed` now"
         )
 
 
@@ -211,4 +259,4 @@ def echo_import_report(report: dict[str, int]) -> None:
         click.echo(f"secrets redacted: {secrets} in {memories} memories")
 
 
-COMMANDS = (reembed, export, import_)
+COMMANDS = (reembed, embed, export, import_)

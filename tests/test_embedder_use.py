@@ -8,12 +8,18 @@ that records every request.
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
+from agent_memory import mcp_server, wiring
 from agent_memory.cli import cli
-from agent_memory.service import MemoryService
+from agent_memory.service import EMBEDDING_OFF, MemoryService
 from agent_memory.storage import open_store
+from agent_memory.wiring import Settings
+
+from conftest import NO_OLLAMA_URL
 
 
 @pytest.fixture
@@ -70,3 +76,40 @@ def test_search_and_store_do_ask_for_an_embedder(db_path, ollama, unpinned):
     asked = len(ollama.requests)
     assert run(db_path, ollama, "store", "--type", "TODO", "one more").exit_code == 0
     assert len(ollama.requests) > asked
+
+
+def settings(db_path, embedder: str) -> Settings:
+    return Settings(
+        db=db_path,
+        ollama_url=NO_OLLAMA_URL,
+        embed_model="nomic-embed-text",
+        sweep_interval=3600,
+        max_content_bytes=1024,
+        embedder=embedder,
+    )
+
+
+def stats_resource(service) -> dict:
+    return json.loads(mcp_server.read_resource(service, "memory://stats").contents[0].text)
+
+
+def test_memory_stats_with_embedding_off_says_that_nothing_is_coming(db_path, unpinned):
+    service = wiring.build_service(settings(db_path, "none"))
+    try:
+        stats = stats_resource(service)
+    finally:
+        service.close()
+    assert stats["pending_embedding"] == 2
+    assert stats["embedding"] == EMBEDDING_OFF
+    assert "no memory gets a vector" in stats["embedding"]
+
+
+@pytest.mark.parametrize("embedding", [True, False])
+def test_memory_stats_with_an_embedder_reports_a_backlog(db_path, unpinned, embedding):
+    """A command without an embedder (embedding=False) has not turned embedding off."""
+    service = wiring.build_service(settings(db_path, "ollama"), embedding=embedding)
+    try:
+        stats = stats_resource(service)
+    finally:
+        service.close()
+    assert stats["pending_embedding"] == 2 and "embedding" not in stats

@@ -163,7 +163,8 @@ class Store(Protocol):
     ) -> SearchPage:
         """One page of results, read in one snapshot, decay_score as of ``now``.
 
-        Keyword mode (no embedding, or one of another pin, given back as ``other_pin``):
+        Keyword mode (no embedding, no vector stored yet, or vectors of another pin, that
+        pin given back as ``other_pin``):
         ``decay - bm25`` descending, ties by id, filters before the cut; the query as FTS5
         syntax, else its words OR-ed. Hybrid: ranking.fuse of the keyword leg (bm25, filters
         before its cut) and the vector leg (cosine, filters after its cut), each of

@@ -212,9 +212,9 @@ class PostgresStore:
             other = None
             if embedding is not None:
                 stored = vectors.stored_pin(conn)
-                if stored is None or stored == embedding.pin:
+                if stored == embedding.pin:  # else keyword: no vector yet, or another model's
                     leg = ranking.leg_size(limit)
-                    nearest = [] if stored is None else vectors.nearest(conn, embedding, leg)
+                    nearest = vectors.nearest(conn, embedding, leg)
                     ranked = self._ranked(conn, tree, words, leg, filters, None)
                     found = self._rows(conn, [*dict.fromkeys([*ranked, *nearest])], now, filters)
                     page = ranking.fuse(ranked, nearest, found, limit)

@@ -280,10 +280,8 @@ class SqliteStore:
         self, conn: sqlalchemy.Connection, embedding: Embedding, limit: int
     ) -> list[int] | None:
         """The nearest ids: from this process's index once it is loaded, else by SQL; None
-        when the store is pinned to another model."""
+        when the store holds no vector of this model (another model's, or none yet)."""
         stored = vectors.stored_pin(conn)
-        if stored is None:
-            return []
         if stored != embedding.pin:
             return None
         index = self._vector_index()
