@@ -1,6 +1,6 @@
-"""The commands that move a whole database: export to and import from JSON Lines (and a GSD
-STATE.md), embed what waits for a vector, and reembed with another model. Registered on
-the group by cli.py.
+"""The commands that handle a whole database: export to and import from JSON Lines (and a
+GSD STATE.md), embed what waits for a vector, reembed with another model, and doctor's
+checks and repairs. Registered on the group by cli.py.
 """
 
 from __future__ import annotations
@@ -259,4 +259,76 @@ def echo_import_report(report: dict[str, int]) -> None:
         click.echo(f"secrets redacted: {secrets} in {memories} memories")
 
 
-COMMANDS = (reembed, embed, export, import_)
+@click.command(cls=Subcommand)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Rebuild what can be rebuilt: indexes, the keyword index, relations and vectors of "
+    "memories that are gone removed, memories whose vector is missing made pending. No "
+    "memory is removed.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON, for scripts.")
+@click.pass_obj
+def doctor(settings: Settings, repair: bool, as_json: bool) -> None:
+    """Check the database: integrity, keyword index, vectors, pin, backups, embedder.
+
+    SQLite: PRAGMA integrity_check, the relations' foreign keys, FTS5's integrity-check,
+    the vectors against the pin and the memories, and backups left beside the file.
+    PostgreSQL: the keyword totals and the vectors (the server's own pages are for
+    pg_amcheck). Then the pin, the memories waiting for a vector, and how searches would
+    run: Ollama is asked which models it has; the local model is not loaded. Exits 1 when
+    a check fails.
+    """
+    service = wiring.open_service(settings, mode=EXISTING if repair else READ)
+    try:
+        report = service.doctor(repair=repair)
+    except StorageError as exc:
+        fail(str(exc))
+        raise  # not reached: fail exits
+    finally:
+        service.close()
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False))
+    else:
+        for line in doctor_lines(report):
+            click.echo(line)
+    if not report["ok"]:
+        sys.exit(1)
+
+
+def doctor_lines(report: dict[str, Any]) -> list[str]:
+    """The report for a person: a line per check, what was repaired, then the embeddings."""
+    lines = []
+    for check in report["checks"]:
+        line = f"{'ok' if check['ok'] else 'FAIL':<5} {check['check']}"
+        line += f": {check['detail']}" if check["detail"] else ""
+        if not check["ok"] and check["repairable"] and not report["repaired"]:
+            line += " (doctor --repair rebuilds it)"
+        lines.append(line)
+    lines += [f"repaired: {done}" for done in report["repaired"]]
+    lines.append(f"pin: {report['pin'] or 'none (no vector yet)'}")
+    waiting = report["pending_embedding"]
+    lines.append(
+        f"memories: {report['memories']}, waiting for a vector: {waiting}"
+        + (" (agent-memory embed embeds them now)" if waiting and report["embedder"] else "")
+    )
+    embedder = report["embedder"] or "none"
+    status = f" ({report['embedder_status']})" if report["embedder_status"] else ""
+    how = (
+        f"searches are {report['search_mode']}"
+        if report["search_mode"] == "hybrid"
+        else f"searches are by keyword: {report['search_hint']}"
+    )
+    lines.append(f"embedder: {embedder}{status}; {how}")
+    failed = sum(not check["ok"] for check in report["checks"])
+    lines.append(
+        "doctor: all checks pass"
+        if not failed
+        else "doctor: 1 check fails"
+        if failed == 1
+        else f"doctor: {failed} checks fail"
+    )
+    return lines
+
+
+COMMANDS = (reembed, embed, export, import_, doctor)

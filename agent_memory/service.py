@@ -14,6 +14,7 @@ memories are attached when asked, and the results' use is recorded (the only wri
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -351,6 +352,34 @@ class MemoryService:
             used = {"provider": embedder.provider, "model": embedder.model, "dimension": dimension}
             return {"search_mode": SEARCH_MODE_HYBRID, "embedding": used}
         return {"search_mode": SEARCH_MODE_KEYWORD, "embedding": None, "search_hint": hint}
+
+    def doctor(self, *, repair: bool = False) -> dict[str, Any]:
+        """``agent-memory doctor``: the store's checks (Store.check); with ``repair``, what
+        Store.repair rebuilt and the checks run again. Then the pin, the memories waiting
+        for a vector, and how searches would run with the configured embedder (as health
+        says it: Ollama is asked for its models, the local model is not loaded). ``ok`` is
+        False while any check fails."""
+        with self.storage("doctor"):
+            findings = self.db.check()
+            repaired: list[str] = []
+            if repair and any(not f.ok and f.repairable for f in findings):
+                repaired = self.db.repair()
+                findings = self.db.check()
+            pin = self.db.pin()
+            total, pending = self.db.embedding_counts()
+        embedder = self.embedder
+        status = UNREACHABLE if embedder is None else embedder.status()
+        return {
+            "ok": all(f.ok for f in findings),
+            "checks": [dataclasses.asdict(f) for f in findings],
+            "repaired": repaired,
+            "pin": None if pin is None else pin.describe(),
+            "memories": total,
+            "pending_embedding": pending,
+            "embedder": None if embedder is None else embedder.describe(),
+            "embedder_status": None if embedder is None else status,
+            **self._search_outlook(status, pin),
+        }
 
     # -- embeddings -----------------------------------------------------------------------
 
