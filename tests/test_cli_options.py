@@ -40,6 +40,7 @@ COMMANDS = [
     ["serve-rest", "--addr", "127.0.0.1:0"],
     ["reembed", "--batch", "2"],
     ["embed", "--batch", "2"],
+    ["doctor", "--repair"],
     ["export"],
     ["import", "--from", "gsd-state", "{tmp}/STATE.md"],
 ]
