@@ -42,6 +42,7 @@ from agent_memory.errors import (
     UnknownField,
 )
 from agent_memory.storage.base import CREATE, EXISTING, READ
+from agent_memory.storage.checks import memories
 from agent_memory.terminal import Integer, Subcommand
 from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT, LINK_KINDS, MAX_LIMIT, MAX_TTL_SECS
 
@@ -233,8 +234,7 @@ def _search_mode(mode: str, pending: int, off: bool) -> str:
         return f"{mode} search: search by meaning is off (--embedder none)"
     if not pending:
         return f"{mode} search"
-    memories = "1 memory" if pending == 1 else f"{pending} memories"
-    return f"{mode} search: {memories} not yet embedded; run `agent-memory embed`"
+    return f"{mode} search: {memories(pending)} not yet embedded; run `agent-memory embed`"
 
 
 @click.command("list", cls=Subcommand)

@@ -24,6 +24,7 @@ from agent_memory.errors import (
 )
 from agent_memory.models import Pin
 from agent_memory.storage.base import CREATE, EXISTING, READ
+from agent_memory.storage.checks import memories
 from agent_memory.terminal import Integer, Progress, Subcommand
 from agent_memory.wiring import Settings, fail
 
@@ -101,8 +102,7 @@ def embed(settings: Settings, batch: int) -> None:
         "embedding",
         lambda service, progress: service.embed_pending(batch=batch, progress=progress),
     )
-    memories = "1 memory" if embedded == 1 else f"{embedded} memories"
-    click.echo(f"embedded {memories} with {pin.describe()}", err=True)
+    click.echo(f"embedded {memories(embedded)} with {pin.describe()}", err=True)
 
 
 @click.command(cls=Subcommand)
