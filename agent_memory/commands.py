@@ -42,6 +42,7 @@ from agent_memory.errors import (
     UnknownField,
 )
 from agent_memory.storage.base import CREATE, EXISTING, READ
+from agent_memory.storage.checks import memories
 from agent_memory.terminal import Integer, Subcommand
 from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT, LINK_KINDS, MAX_LIMIT, MAX_TTL_SECS
 
@@ -75,10 +76,17 @@ def _quiet(command: Callable[..., Any]) -> Callable[..., Any]:
     return run
 
 
-def _open(settings: Any, mode: str) -> Any:  # -> MemoryService
+def _open(settings: Any, mode: str, embedding: bool = False) -> Any:  # -> MemoryService
+    """The service; with an embedder only for a call that makes or compares vectors
+    (``embedding``): the others never ask Ollama nor load the local model."""
     from agent_memory.wiring import open_service
 
-    return open_service(settings, mode=mode)
+    return open_service(settings, mode=mode, embedding=embedding)
+
+
+def _needs_vectors(operation: str, args: dict[str, Any]) -> bool:
+    """Whether a service call makes or compares vectors: a search, a store, new content."""
+    return operation in ("search", "store") or (operation == "update" and "content" in args)
 
 
 @contextmanager
@@ -139,7 +147,7 @@ def _answer(
 ) -> None:
     """One service operation and its answer: as JSON, or ``show``n; a not-found answer
     exits 1 (with ``missing``'s line, or the JSON)."""
-    service = _open(settings, mode)
+    service = _open(settings, mode, _needs_vectors(operation, args))
     with _answering(service):
         answer = getattr(service, operation)(args)
     if answer.get("reason") == "not_found":
@@ -207,12 +215,26 @@ def search(
 
     QUERY is words, a question or FTS5 syntax. The memories found count as used."""
     args = _args(query=query, **filters, limit=_number(limit), expand_links=expand or None)
+    service = _open(settings, READ, embedding=True)
+    with _answering(service):
+        answer = service.search(args)
+        backlog = None if as_json else service.embedding_backlog()
+    if backlog is None:
+        _print_json(answer)
+        return
+    shown = _print_table(answer["results"], related=expand)
+    mode = _search_mode(answer["search_mode"], backlog[1], service.embedding_off)
+    click.echo(f"{shown} found ({mode})", err=True)
 
-    def found(answer: dict[str, Any]) -> None:
-        shown = _print_table(answer["results"], related=expand)
-        click.echo(f"{shown} found ({answer['search_mode']} search)", err=True)
 
-    _answer(settings, READ, "search", args, found, as_json=as_json)
+def _search_mode(mode: str, pending: int, off: bool) -> str:
+    """How the search ran, and why not by meaning when that is what is missing: memories
+    without a vector (``agent-memory embed`` makes them), or embedding turned off."""
+    if off:
+        return f"{mode} search: search by meaning is off (--embedder none)"
+    if not pending:
+        return f"{mode} search"
+    return f"{mode} search: {memories(pending)} not yet embedded; run `agent-memory embed`"
 
 
 @click.command("list", cls=Subcommand)
@@ -459,7 +481,7 @@ def context(
     finally:
         reader.close()
     if sections is None:  # by relevance: the search pipeline, recording no use
-        service = _open(settings, READ)
+        service = _open(settings, READ, embedding=True)
         with _answering(service):
             sections = brief.relevant(
                 functools.partial(service.search, record_use=False), query, where, now

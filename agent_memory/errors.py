@@ -115,14 +115,42 @@ class BackupFailed(AgentMemoryError):
 
 class EmbedderUnavailable(AgentMemoryError):
     """cannot re-embed: {embedder} did not answer{progress}; {advice}, then run reembed again
-    to go on"""
+    to go on
 
-    def __init__(self, embedder: str, advice: str, done: int = 0) -> None:
+    ``command`` is the one that stopped (reembed, embed): the message names it.
+    """
+
+    def __init__(self, embedder: str, advice: str, done: int = 0, command: str = "reembed") -> None:
         self.embedder = embedder
         progress = f" after {done} memories" if done else ""
+        verb = "re-embed" if command == "reembed" else command
         super().__init__(
-            f"cannot re-embed: {embedder} did not answer{progress}; {advice}, then run reembed "
+            f"cannot {verb}: {embedder} did not answer{progress}; {advice}, then run {command} "
             "again to go on"
+        )
+
+
+class EmbeddingOff(AgentMemoryError):
+    """cannot {command}: search by meaning is off (--embedder none); run it with --embedder
+    auto, ollama or local"""
+
+    def __init__(self, command: str) -> None:
+        super().__init__(
+            f"cannot {command}: search by meaning is off (--embedder none); run it with "
+            "--embedder auto, ollama or local"
+        )
+
+
+class PinMismatch(AgentMemoryError):
+    """cannot embed: this database's vectors were made with {stored}, not with {embedder};
+    run `{reembed}` to move it to that model, or embed with the one it is pinned to
+    (--embedder auto)"""
+
+    def __init__(self, stored: str, embedder: str, reembed: str) -> None:
+        super().__init__(
+            f"cannot embed: this database's vectors were made with {stored}, not with "
+            f"{embedder}; run `{reembed}` to move it to that model, or embed with the one it "
+            "is pinned to (--embedder auto)"
         )
 
 

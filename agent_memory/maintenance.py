@@ -1,5 +1,6 @@
-"""The commands that move a whole database: export to and import from JSON Lines (and a GSD
-STATE.md), and reembed with another model. Registered on the group by cli.py.
+"""The commands that handle a whole database: export to and import from JSON Lines (and a
+GSD STATE.md), embed what waits for a vector, reembed with another model, and doctor's
+checks and repairs. Registered on the group by cli.py.
 """
 
 from __future__ import annotations
@@ -8,19 +9,52 @@ import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import click
 
 from agent_memory import files, storage, wiring
 from agent_memory.errors import (
     EmbedderUnavailable,
+    EmbeddingOff,
     FormatTooNew,
     InvalidArgument,
+    PinMismatch,
     StorageError,
 )
-from agent_memory.storage.base import READ
+from agent_memory.models import Pin
+from agent_memory.storage.base import CREATE, EXISTING, READ
+from agent_memory.storage.checks import memories
 from agent_memory.terminal import Integer, Progress, Subcommand
 from agent_memory.wiring import Settings, fail
+
+Progressed = Callable[[int, int], None]  # progress(done, total)
+
+
+_batch_option = click.option(
+    "--batch",
+    type=Integer(min=1, max=1024),
+    default=64,
+    show_default=True,
+    help="Memories per embedder call (each batch is committed on its own).",
+)
+
+
+def _embedding_run(
+    settings: Settings, mode: str, label: str, run: Callable[[Any, Progressed], tuple[int, Pin]]
+) -> tuple[int, Pin]:
+    """``run(service, progress)``, a reembed or an embed, with its progress bar on stderr;
+    one line and exit code 1 when it cannot go on (what it committed stays)."""
+    service = wiring.open_service(settings, mode=mode)
+    bar = Progress(label, minimum=1)
+    try:
+        return run(service, bar.at)
+    except (EmbedderUnavailable, EmbeddingOff, PinMismatch, StorageError) as exc:
+        fail(str(exc))
+        raise  # not reached: fail exits
+    finally:
+        bar.close()
+        service.close()
 
 
 @click.command(cls=Subcommand)
@@ -31,13 +65,7 @@ from agent_memory.wiring import Settings, fail
     help="Re-embed every memory even when the database is already pinned to this model "
     "(for example after `ollama pull` brought a new version of it).",
 )
-@click.option(
-    "--batch",
-    type=Integer(min=1, max=1024),
-    default=64,
-    show_default=True,
-    help="Memories per Ollama request (each batch is committed on its own).",
-)
+@_batch_option
 @click.pass_obj
 def reembed(settings: Settings, everything: bool, batch: int) -> None:
     """Re-embed memories with --embed-model and pin the database to it.
@@ -45,16 +73,36 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
     Run it after changing the embedding model: until then searches stay keyword-only. It
     is safe to interrupt; running it again resumes with the memories still pending.
     """
-    service = wiring.open_service(settings)
-    bar = Progress("re-embedding", minimum=1)
-    try:
-        embedded, pin = service.reembed(everything=everything, batch=batch, progress=bar.at)
-    except (EmbedderUnavailable, StorageError) as exc:
-        fail(str(exc))
-    finally:
-        bar.close()
-        service.close()
+    embedded, pin = _embedding_run(
+        settings,
+        CREATE,
+        "re-embedding",
+        lambda service, progress: service.reembed(
+            everything=everything, batch=batch, progress=progress
+        ),
+    )
     click.echo(f"re-embedded {embedded} memories with {pin.describe()}", err=True)
+
+
+@click.command(cls=Subcommand)
+@_batch_option
+@click.pass_obj
+def embed(settings: Settings, batch: int) -> None:
+    """Embed now the memories still waiting for a vector.
+
+    Imported memories, and those stored while no embedder answered, wait for one (serve
+    and serve-rest embed 128 per sweep). This embeds them all, in committed batches, with
+    the embedder --embedder chooses (auto: the one the database is pinned to). The pin
+    stays: a database pinned to another model needs reembed. Safe to interrupt; running
+    it again goes on with what is left.
+    """
+    embedded, pin = _embedding_run(
+        settings,
+        EXISTING,
+        "embedding",
+        lambda service, progress: service.embed_pending(batch=batch, progress=progress),
+    )
+    click.echo(f"embedded {memories(embedded)} with {pin.describe()}", err=True)
 
 
 @click.command(cls=Subcommand)
@@ -75,7 +123,7 @@ def export(settings: Settings, output: Path | None) -> None:
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot write {output}: {exc.strerror or exc}")
-    service = wiring.open_service(settings, mode=READ)
+    service = wiring.open_service(settings, mode=READ, embedding=False)
     bar = Progress("exporting")
 
     def counted(write: Callable[[str], object]) -> Callable[[str], object]:
@@ -93,8 +141,7 @@ def export(settings: Settings, output: Path | None) -> None:
         return write_line
 
     def produce(write: Callable[[str], object]) -> tuple[int, int]:
-        embedder = service.embedder
-        return service.export(counted(write), embedder.model, embedder.dimension or 0)
+        return service.export(counted(write))
 
     with files.dying_of_signals():
         try:
@@ -154,7 +201,7 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
         fail(f"cannot read {path}: {exc.strerror or exc}")
     except (InvalidArgument, FormatTooNew) as exc:
         fail(str(exc))
-    service = wiring.open_service(settings)
+    service = wiring.open_service(settings, embedding=False)  # the import never embeds
     bar = Progress("importing")
     try:
         report = service.import_jsonl(reader, progress=bar.at)
@@ -167,7 +214,7 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
     if report["imported"]:
         click.echo(
             f"{report['imported']} rows pending embedding — the sweep backfills them on the "
-            "next serve/serve-rest start (128 per tick)"
+            "next serve/serve-rest start (128 per tick), or run `agent-memory embed` now"
         )
 
 
@@ -189,7 +236,7 @@ def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
             {"imported": 0, "skipped duplicates": 0, "malformed lines skipped": parsed.malformed}
         )
         return
-    service = wiring.open_service(settings)
+    service = wiring.open_service(settings, embedding=False)
     try:
         report = service.import_gsd(
             parsed.items, parsed.malformed, scope if scope is not None else gsd.default_scope(path)
@@ -212,4 +259,76 @@ def echo_import_report(report: dict[str, int]) -> None:
         click.echo(f"secrets redacted: {secrets} in {memories} memories")
 
 
-COMMANDS = (reembed, export, import_)
+@click.command(cls=Subcommand)
+@click.option(
+    "--repair",
+    is_flag=True,
+    help="Rebuild what can be rebuilt: indexes, the keyword index, relations and vectors of "
+    "memories that are gone removed, memories whose vector is missing made pending. No "
+    "memory is removed.",
+)
+@click.option("--json", "as_json", is_flag=True, help="The report as JSON, for scripts.")
+@click.pass_obj
+def doctor(settings: Settings, repair: bool, as_json: bool) -> None:
+    """Check the database: integrity, keyword index, vectors, pin, backups, embedder.
+
+    SQLite: PRAGMA integrity_check, the relations' foreign keys, FTS5's integrity-check,
+    the vectors against the pin and the memories, and backups left beside the file.
+    PostgreSQL: the keyword totals and the vectors (the server's own pages are for
+    pg_amcheck). Then the pin, the memories waiting for a vector, and how searches would
+    run: Ollama is asked which models it has; the local model is not loaded. Exits 1 when
+    a check fails.
+    """
+    service = wiring.open_service(settings, mode=EXISTING if repair else READ)
+    try:
+        report = service.doctor(repair=repair)
+    except StorageError as exc:
+        fail(str(exc))
+        raise  # not reached: fail exits
+    finally:
+        service.close()
+    if as_json:
+        click.echo(json.dumps(report, ensure_ascii=False))
+    else:
+        for line in doctor_lines(report):
+            click.echo(line)
+    if not report["ok"]:
+        sys.exit(1)
+
+
+def doctor_lines(report: dict[str, Any]) -> list[str]:
+    """The report for a person: a line per check, what was repaired, then the embeddings."""
+    lines = []
+    for check in report["checks"]:
+        line = f"{'ok' if check['ok'] else 'FAIL':<5} {check['check']}"
+        line += f": {check['detail']}" if check["detail"] else ""
+        if not check["ok"] and check["repairable"] and not report["repaired"]:
+            line += " (doctor --repair rebuilds it)"
+        lines.append(line)
+    lines += [f"repaired: {done}" for done in report["repaired"]]
+    lines.append(f"pin: {report['pin'] or 'none (no vector yet)'}")
+    waiting = report["pending_embedding"]
+    lines.append(
+        f"memories: {report['memories']}, waiting for a vector: {waiting}"
+        + (" (agent-memory embed embeds them now)" if waiting and report["embedder"] else "")
+    )
+    embedder = report["embedder"] or "none"
+    status = f" ({report['embedder_status']})" if report["embedder_status"] else ""
+    how = (
+        f"searches are {report['search_mode']}"
+        if report["search_mode"] == "hybrid"
+        else f"searches are by keyword: {report['search_hint']}"
+    )
+    lines.append(f"embedder: {embedder}{status}; {how}")
+    failed = sum(not check["ok"] for check in report["checks"])
+    lines.append(
+        "doctor: all checks pass"
+        if not failed
+        else "doctor: 1 check fails"
+        if failed == 1
+        else f"doctor: {failed} checks fail"
+    )
+    return lines
+
+
+COMMANDS = (reembed, embed, export, import_, doctor)

@@ -58,22 +58,20 @@ def jsonl_reader(
     )
 
 
-def export(
-    store: Store, write: Callable[[str], None], *, now: int, model: str, dimension: int
-) -> tuple[int, int]:
+def export(store: Store, write: Callable[[str], None], *, now: int) -> tuple[int, int]:
     """Write the whole store as JSONL v1 lines through ``write``; (memories, links).
 
     One read snapshot, streamed: the header's counts match the records, and memory use does
-    not grow with the database. Without a pin (nothing embedded yet) the header names
-    ``model`` and ``dimension``, the configured embedder's.
+    not grow with the database. The header names the database's pin; without one (no vector
+    yet) its model is "" and its dimension 0, whatever embedder is configured now.
     """
     with store.snapshot() as snap:
         memories, links = snap.counts()
         pin = snap.pin()
         header = jsonl.header(
             exported_at=now,
-            embedding_model=pin.model if pin else model,
-            embedding_dim=pin.dimension if pin else dimension,
+            embedding_model=pin.model if pin else "",
+            embedding_dim=pin.dimension if pin else 0,
             schema_version=store.schema_version,
             agent_memory_version=__version__,
             exported_rows=memories,

@@ -14,6 +14,7 @@ memories are attached when asked, and the results' use is recorded (the only wri
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -24,8 +25,10 @@ from agent_memory import DISTRIBUTION, __version__, fts, gsd, jsonl, portable, v
 from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
 from agent_memory.errors import (
     EmbedderUnavailable,
+    EmbeddingOff,
     InvalidArgument,
     InvalidType,
+    PinMismatch,
     SearchTimedOut,
     StorageError,
     StorageFault,
@@ -52,6 +55,13 @@ SEARCH_BUDGET_SECS = 2.0
 # Pending rows the sweep embeds per tick (one embedder call), and reembed per batch.
 BACKFILL_BATCH_ROWS = 128
 REEMBED_BATCH_ROWS = 64
+# What stats adds when search by meaning is off: its pending_embedding count is then not
+# a backlog on its way to vectors.
+EMBEDDING_OFF = (
+    "off (--embedder none): no memory gets a vector while agent-memory runs without an "
+    "embedder, so pending_embedding counts memories that stay without one; search is by "
+    "keyword only"
+)
 
 
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
@@ -68,9 +78,14 @@ class MemoryService:
         embedder: Embedder | None = None,
         max_content_bytes: int = validate.DEFAULT_MAX_CONTENT_BYTES,
         redact: bool = True,
+        embedding_off: bool | None = None,
     ) -> None:
+        """``embedding_off``: search by meaning is off by the operator's choice (--embedder
+        none); by default, when there is no embedder. A command that has no use for vectors
+        gets no embedder without turning embedding off."""
         self.db = store
         self.embedder = embedder
+        self.embedding_off = embedder is None if embedding_off is None else embedding_off
         self.max_content_bytes = max_content_bytes
         self.redact = redact
         self._clock = clock
@@ -224,12 +239,22 @@ class MemoryService:
 
     def stats(self, args: Any = None) -> dict[str, Any]:
         """What the store holds: memories in all, per type and per scope (the largest
-        STATS_SCOPES), links, and how many memories wait for a vector."""
+        STATS_SCOPES), links, and how many memories wait for a vector; with embedding off,
+        ``embedding`` says that those wait for nothing (EMBEDDING_OFF)."""
         self._arguments("stats", args)
         with self.storage("stats"):
             found = self.db.stats(STATS_SCOPES)
         by_scope = [{"scope": scope, "memories": n} for scope, n in found["by_scope"]]
-        return {**found, "by_scope": by_scope}
+        answer = {**found, "by_scope": by_scope}
+        if self.embedding_off:
+            answer["embedding"] = EMBEDDING_OFF
+        return answer
+
+    def embedding_backlog(self) -> tuple[int, int]:
+        """(memories, memories without a vector of their current content): what a search
+        from a terminal reports beside its mode."""
+        with self.storage("search"):
+            return self.db.embedding_counts()
 
     def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
         """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.
@@ -328,6 +353,34 @@ class MemoryService:
             return {"search_mode": SEARCH_MODE_HYBRID, "embedding": used}
         return {"search_mode": SEARCH_MODE_KEYWORD, "embedding": None, "search_hint": hint}
 
+    def doctor(self, *, repair: bool = False) -> dict[str, Any]:
+        """``agent-memory doctor``: the store's checks (Store.check); with ``repair``, what
+        Store.repair rebuilt and the checks run again. Then the pin, the memories waiting
+        for a vector, and how searches would run with the configured embedder (as health
+        says it: Ollama is asked for its models, the local model is not loaded). ``ok`` is
+        False while any check fails."""
+        with self.storage("doctor"):
+            findings = self.db.check()
+            repaired: list[str] = []
+            if repair and any(not f.ok and f.repairable for f in findings):
+                repaired = self.db.repair()
+                findings = self.db.check()
+            pin = self.db.pin()
+            total, pending = self.db.embedding_counts()
+        embedder = self.embedder
+        status = UNREACHABLE if embedder is None else embedder.status()
+        return {
+            "ok": all(f.ok for f in findings),
+            "checks": [dataclasses.asdict(f) for f in findings],
+            "repaired": repaired,
+            "pin": None if pin is None else pin.describe(),
+            "memories": total,
+            "pending_embedding": pending,
+            "embedder": None if embedder is None else embedder.describe(),
+            "embedder_status": None if embedder is None else status,
+            **self._search_outlook(status, pin),
+        }
+
     # -- embeddings -----------------------------------------------------------------------
 
     def _embed_document(self, content: str) -> Embedding | None:
@@ -402,18 +455,51 @@ class MemoryService:
         matches, and only the rows still pending are left. ``progress(done, total)`` is
         called after each batch.
         """
-        embedder = self.embedder
-        if embedder is None:
-            raise ValueError("reembed needs an embedder")
-        probe = embedder.embed_documents(["agent-memory"], probe=True)
-        if not probe:
-            raise EmbedderUnavailable(embedder.describe(), embedder.advice(UNREACHABLE))
-        pin = probe[0].pin
+        pin = self._probe("reembed")
         with self.storage("reembed"):
             stored = self.db.pin()
             if everything or (stored is not None and stored != pin):
                 self.db.repin(pin)
                 log.info("re-pinned to %s (was %s)", pin.describe(), stored and stored.describe())
+        return self._catch_up("reembed", batch, progress), pin
+
+    def embed_pending(
+        self,
+        *,
+        batch: int = REEMBED_BATCH_ROWS,
+        progress: Callable[[int, int], None] = lambda done, total: None,
+    ) -> tuple[int, Pin]:
+        """Give the memories still waiting a vector now, as the sweep would over many ticks;
+        returns (embedded, pin). The pin stays: a database pinned to a model this embedder
+        does not make is refused (PinMismatch, nothing written), since only ``reembed`` may
+        drop vectors. Resumable and reported as ``reembed``."""
+        pin = self._probe("embed")
+        with self.storage("embed"):
+            stored = self.db.pin()
+        if stored is not None and stored != pin:
+            assert self.embedder is not None
+            raise PinMismatch(stored.describe(), pin.describe(), self.embedder.reembed_command())
+        return self._catch_up("embed", batch, progress), pin
+
+    def _probe(self, command: str) -> Pin:
+        """The pin of the embedder's vectors, from one answer; EmbeddingOff without an
+        embedder, EmbedderUnavailable when it does not answer."""
+        embedder = self.embedder
+        if embedder is None:
+            raise EmbeddingOff(command)
+        probe = embedder.embed_documents(["agent-memory"], probe=True)
+        if not probe:
+            raise EmbedderUnavailable(
+                embedder.describe(), embedder.advice(UNREACHABLE), command=command
+            )
+        return probe[0].pin
+
+    def _catch_up(self, command: str, batch: int, progress: Callable[[int, int], None]) -> int:
+        """Embed pending rows batch by batch (each committed) until none is left, rows
+        stored meanwhile included; how many got a vector."""
+        embedder = self.embedder
+        assert embedder is not None
+        with self.storage(command):
             total, pending = self.db.embedding_counts()
         embedded = 0
         progress(total - pending, total)
@@ -421,7 +507,7 @@ class MemoryService:
             done = self._embed_pending(batch)
             if done is None:
                 raise EmbedderUnavailable(
-                    embedder.describe(), embedder.advice(UNREACHABLE), embedded
+                    embedder.describe(), embedder.advice(UNREACHABLE), embedded, command
                 )
             embedded += done
             # A count reads the whole table (0.4 s on PostgreSQL at 100,000 memories, more
@@ -429,10 +515,10 @@ class MemoryService:
             # which also finds the rows stored meanwhile.
             pending = max(pending - done, 0) if done else 0
             if not pending:
-                with self.storage("reembed"):
+                with self.storage(command):
                     total, pending = self.db.embedding_counts()
             progress(total - pending, total)
-        return embedded, pin
+        return embedded
 
     def report_embedder(self) -> str:
         """Log, once at start, whether searches can be hybrid and what to do if not."""
@@ -446,10 +532,11 @@ class MemoryService:
 
     # -- export and import ----------------------------------------------------------------
 
-    def export(self, write: Callable[[str], None], model: str, dimension: int) -> tuple[int, int]:
-        """The whole store as JSONL v1 through ``write`` (see portable.export)."""
+    def export(self, write: Callable[[str], None]) -> tuple[int, int]:
+        """The whole store as JSONL v1 through ``write`` (see portable.export). No
+        embedder is asked: the header names the database's pin."""
         with self.storage("export"):
-            return portable.export(self.db, write, now=self.now(), model=model, dimension=dimension)
+            return portable.export(self.db, write, now=self.now())
 
     def import_jsonl(
         self,

@@ -70,11 +70,15 @@ def fail(message: str) -> None:
     sys.exit(1)
 
 
-def open_service(settings: Settings, *, mode: str = CREATE):  # -> MemoryService (lazy)
+def open_service(
+    settings: Settings, *, mode: str = CREATE, embedding: bool = True
+):  # -> MemoryService (lazy)
     """``mode``: EXISTING for a command that changes what is there, READ for one that only
-    reads (storage.open_store)."""
+    reads (storage.open_store). ``embedding``: whether the command makes or compares vectors
+    (the servers, store, an update of content, search, embed, reembed); any other gets no
+    embedder, so nothing asks Ollama or loads the local model for it."""
     try:
-        return build_service(settings, mode=mode)
+        return build_service(settings, mode=mode, embedding=embedding)
     except (DatabaseMissing, DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
         fail(str(exc))
 
@@ -93,7 +97,9 @@ def choose_embedder(settings: Settings, store: Any) -> Any:  # -> Embedder | Non
     )
 
 
-def build_service(settings: Settings, *, mode: str = CREATE):  # -> MemoryService
+def build_service(
+    settings: Settings, *, mode: str = CREATE, embedding: bool = True
+):  # -> MemoryService
     from agent_memory.service import MemoryService
     from agent_memory.storage import open_store
 
@@ -101,9 +107,10 @@ def build_service(settings: Settings, *, mode: str = CREATE):  # -> MemoryServic
     log.info("database %s (schema version %d)", store.location, store.schema_version)
     return MemoryService(
         store,
-        embedder=choose_embedder(settings, store),
+        embedder=choose_embedder(settings, store) if embedding else None,
         max_content_bytes=settings.max_content_bytes,
         redact=settings.redact,
+        embedding_off=settings.embedder == embedders.NONE,
     )
 
 

@@ -43,6 +43,8 @@ COMMANDS = [
     ["serve"],
     ["serve-rest", "--addr", "127.0.0.1:0"],
     ["reembed", "--batch", "2"],
+    ["embed", "--batch", "2"],
+    ["doctor", "--repair"],
     ["export"],
     ["import", "--from", "gsd-state", "{tmp}/STATE.md"],
 ]

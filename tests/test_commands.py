@@ -130,7 +130,9 @@ def test_search_prints_what_it_found_and_the_mode(seeded, frozen):
     result = am(seeded, "search", "sqlite wal?")
     assert result.exit_code == 0
     assert [line.split()[0] for line in result.stdout.splitlines()] == ["ID", "1"]
-    assert result.stderr == "1 found (keyword search)\n"
+    assert result.stderr == (  # stored without an embedder: none has a vector
+        "1 found (keyword search: 3 memories not yet embedded; run `agent-memory embed`)\n"
+    )
 
 
 def test_show_prints_one_memory_whole_with_its_relations(seeded):

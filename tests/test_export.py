@@ -19,22 +19,20 @@ from click.testing import CliRunner
 
 from agent_memory import __version__
 from agent_memory.cli import cli
-from agent_memory.embedders.ollama import known_dimension
 from agent_memory.files import EXPORT_SIGNALS
 from agent_memory.storage.sqlite.database import head_revision
 
 from conftest import START, executable, run_agent_memory, server_env
 
 
-def export_lines(svc, model: str = "nomic-embed-text") -> list[str]:
-    """The export, with ``model`` as the configured embedder's (and its known dimension)."""
+def export_lines(svc) -> list[str]:
     out: list[str] = []
-    svc.export(out.append, model, known_dimension(model) or 0)
+    svc.export(out.append)
     return out
 
 
-def records(svc, model: str = "nomic-embed-text") -> list[dict]:
-    return [json.loads(line) for line in export_lines(svc, model)]
+def records(svc) -> list[dict]:
+    return [json.loads(line) for line in export_lines(svc)]
 
 
 def fill(svc, clock):
@@ -57,8 +55,8 @@ def test_an_empty_database_exports_its_header(service):
             "format": "agent-memory-export",
             "version": 1,
             "exported_at": START,
-            "embedding_model": "nomic-embed-text",
-            "embedding_dim": 768,
+            "embedding_model": "",
+            "embedding_dim": 0,
             "schema_version": head_revision(),
             "agent_memory_version": __version__,
             "exported_rows": 0,
@@ -97,19 +95,32 @@ def test_two_exports_under_the_same_clock_are_byte_identical(service, clock):
     assert "".join(export_lines(service)) == "".join(export_lines(service))
 
 
-def test_the_header_carries_the_pin_when_there_is_one(hybrid):
+def invoke(db_path, *args, options=()):
+    return CliRunner().invoke(cli, ["--db", str(db_path), *options, "export", *args])
+
+
+def header_of(result) -> tuple[str, int]:
+    header = json.loads(result.stdout.splitlines()[0])
+    return header["embedding_model"], header["embedding_dim"]
+
+
+@pytest.mark.parametrize("embedder", ["none", "local", "ollama"])
+def test_the_header_carries_the_pin_whatever_embedder_is_configured(hybrid, db_path, embedder):
     hybrid.store({"content": "embedded", "type": "TODO"})
-    header = records(hybrid, "some-other-model")[0]
-    assert (header["embedding_model"], header["embedding_dim"]) == ("nomic-embed-text", 768)
+    options = ["--embedder", embedder, "--embed-model", "mxbai-embed-large"]
+    result = invoke(db_path, options=options)
+    assert result.exit_code == 0, result.output
+    assert header_of(result) == ("nomic-embed-text", 768)
 
 
-def test_without_a_pin_the_header_names_the_configured_model(service):
-    header = records(service, "mxbai-embed-large")[0]
-    assert (header["embedding_model"], header["embedding_dim"]) == ("mxbai-embed-large", 0)
-
-
-def invoke(db_path, *args):
-    return CliRunner().invoke(cli, ["--db", str(db_path), "export", *args])
+@pytest.mark.parametrize("embedder", ["none", "local", "ollama"])
+def test_without_a_vector_the_header_names_no_model(service, db_path, embedder):
+    service.store({"content": "not embedded", "type": "TODO"})
+    options = ["--embedder", embedder, "--embed-model", "mxbai-embed-large"]
+    result = invoke(db_path, options=options)
+    assert result.exit_code == 0, result.output
+    assert header_of(result) == ("", 0)
+    assert json.loads(result.stdout.splitlines()[1])["content"] == "not embedded"
 
 
 def test_cli_export_to_stdout_and_to_a_private_file(service, clock, db_path, tmp_path):
@@ -145,13 +156,13 @@ def test_an_interrupted_export_leaves_the_old_file_and_no_temp(
     real = MemoryService.export
     seen = []
 
-    def interrupted(self, write, model, dimension):
+    def interrupted(self, write):
         def half(text):
             write(text)
             seen.append(stat.S_IMODE(os.stat(f"{target}.export-tmp-{os.getpid()}").st_mode))
             raise KeyboardInterrupt  # Ctrl-C after the first line
 
-        return real(self, half, model, dimension)
+        return real(self, half)
 
     monkeypatch.setattr(MemoryService, "export", interrupted)
     result = invoke(db_path, "--output", str(target))

@@ -7,6 +7,7 @@ import pytest
 
 from agent_memory.errors import InvalidArgument, UnknownField
 from agent_memory.rest import create_app
+from agent_memory.service import EMBEDDING_OFF
 
 from conftest import START
 
@@ -82,5 +83,6 @@ def test_stats_over_rest(service):
         "by_scope": [{"scope": "kore", "memories": 1}],
         "links": 0,
         "pending_embedding": 1,
+        "embedding": EMBEDDING_OFF,  # this service has no embedder: nothing is on its way
     }
     assert client(service).get("/api/stats?scope=x").status_code == 400

@@ -95,7 +95,16 @@ def test_decay_is_multiplied_once_so_the_fresher_twin_wins(hybrid, clock):
 
 
 def test_an_empty_hybrid_answer_is_still_hybrid(hybrid):
-    assert hybrid.search({"query": "anything at all"}) == {"search_mode": "hybrid", "results": []}
+    hybrid.store({"content": "the first vector pins the database", "type": "TODO"})
+    answer = hybrid.search({"query": "anything at all", "type": "ERROR"})
+    assert answer == {"search_mode": "hybrid", "results": []}
+
+
+def test_without_any_vector_yet_the_answer_is_keyword(hybrid, service):
+    assert hybrid.search({"query": "anything"}) == {"search_mode": "keyword", "results": []}
+    service.store({"content": "stored without a vector", "type": "TODO"})
+    answer = hybrid.search({"query": "vector"})
+    assert answer["search_mode"] == "keyword" and len(answer["results"]) == 1
 
 
 @pytest.mark.parametrize("query", ["", "?!", "*"])
@@ -252,6 +261,7 @@ def test_leg_size_is_four_times_the_limit_capped_at_800(monkeypatch, hybrid):
         return real(self, conn, query, now=now, limit=limit, filters=filters)
 
     monkeypatch.setattr(KeywordIndex, "leg", spy)
+    hybrid.store({"content": "a vector, so that searches are hybrid", "type": "TODO"})
     for limit in (1, 10, 200):
         hybrid.search({"query": "x", "limit": limit})
     hybrid.search({"query": "x"})

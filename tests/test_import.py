@@ -39,7 +39,7 @@ REPORT_ZERO = dict.fromkeys(
 
 def exported(svc) -> list[dict]:
     lines: list[str] = []
-    svc.export(lines.append, "nomic-embed-text", 768)
+    svc.export(lines.append)
     return [json.loads(line) for line in lines]
 
 
@@ -116,7 +116,7 @@ def test_round_trip_into_an_empty_database(export_file, tmp_path):
         "imported: 4, skipped duplicates: 0, skipped expired: 0, links imported: 3, "
         "links skipped duplicates: 0, links dropped: 0",
         "4 rows pending embedding — the sweep backfills them on the next serve/serve-rest "
-        "start (128 per tick)",
+        "start (128 per tick), or run `agent-memory embed` now",
     ]
     svc = MemoryService(open_store(target), clock=Clock(START + 500))
     try:

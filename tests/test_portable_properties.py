@@ -40,7 +40,7 @@ SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[Healt
 
 def export_lines(svc) -> list[str]:
     lines: list[str] = []
-    svc.export(lines.append, "nomic-embed-text", 768)
+    svc.export(lines.append)
     return lines
 
 

@@ -130,3 +130,15 @@ def test_reembed_without_ollama_is_one_line_and_changes_nothing(pinned, ollama, 
     )
     assert "Traceback" not in result.output
     assert state(pinned, ollama, "nomic-embed-text")[:2] == (NOMIC, (5, 0))
+
+
+def test_reembed_with_embedding_off_is_one_line(pinned, ollama):
+    from agent_memory.cli import cli
+
+    result = CliRunner().invoke(cli, ["--db", str(pinned), "--embedder", "none", "reembed"])
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "cannot reembed: search by meaning is off (--embedder none); run it with --embedder "
+        "auto, ollama or local"
+    )
+    assert state(pinned, ollama, "nomic-embed-text")[:2] == (NOMIC, (5, 0))

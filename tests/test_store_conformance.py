@@ -230,6 +230,13 @@ def test_a_query_vector_of_another_pin_searches_by_keyword(store):
     assert len(page.results) == 1
 
 
+def test_a_store_without_any_vector_searches_by_keyword(store):
+    store.insert(new("no vector here"), None)
+    page = search(store, "vector", vector(1, 0, 0))
+    assert page.mode == ranking.SEARCH_MODE_KEYWORD and page.other_pin is None
+    assert len(page.results) == 1
+
+
 # -- vectors and the pin ----------------------------------------------------------------------
 
 

@@ -72,6 +72,17 @@ def pin_of(rows: dict[str, str]) -> Pin | None:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One of doctor's checks of a store: what was looked at, whether it holds, what was
+    found (for a person), and whether Store.repair puts it right."""
+
+    check: str
+    ok: bool
+    detail: str = ""
+    repairable: bool = False
+
+
+@dataclass(frozen=True)
 class NewMemory:
     memory_type: str
     content: str
@@ -163,7 +174,8 @@ class Store(Protocol):
     ) -> SearchPage:
         """One page of results, read in one snapshot, decay_score as of ``now``.
 
-        Keyword mode (no embedding, or one of another pin, given back as ``other_pin``):
+        Keyword mode (no embedding, no vector stored yet, or vectors of another pin, that
+        pin given back as ``other_pin``):
         ``decay - bm25`` descending, ties by id, filters before the cut; the query as FTS5
         syntax, else its words OR-ed. Hybrid: ranking.fuse of the keyword leg (bm25, filters
         before its cut) and the vector leg (cosine, filters after its cut), each of
@@ -257,3 +269,15 @@ class Store(Protocol):
 
     def decay_refreshed_at(self) -> int | None:
         """When any process last finished refresh_decay on this database."""
+
+    # -- doctor ---------------------------------------------------------------------------
+    def check(self) -> list[Finding]:
+        """What ``agent-memory doctor`` checks of this engine, writing nothing: its own
+        integrity where it can tell, the keyword index against the memories, the vectors
+        against the pin and the embedded rows, and the engine's leftover files. Each engine
+        lists what it checks, so that doctor says it."""
+
+    def repair(self) -> list[str]:
+        """Rebuild what ``check`` finds broken and can be rebuilt (indexes, the keyword
+        index, vectors without a memory removed, memories without their vector made
+        pending); one line per thing done. Never removes a memory."""

@@ -32,8 +32,9 @@ from agent_memory.errors import SearchTimedOut
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
 from agent_memory.query import Node, Or, bm25, searched
 from agent_memory.storage import faults
-from agent_memory.storage.base import NewMemory, Pause
-from agent_memory.storage.postgres import keyword, portable, rows, vectors
+from agent_memory.storage.base import Finding, NewMemory, Pause
+from agent_memory.storage.checks import vector_findings
+from agent_memory.storage.postgres import checks, keyword, portable, rows, vectors
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import Database
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
@@ -212,9 +213,9 @@ class PostgresStore:
             other = None
             if embedding is not None:
                 stored = vectors.stored_pin(conn)
-                if stored is None or stored == embedding.pin:
+                if stored == embedding.pin:  # else keyword: no vector yet, or another model's
                     leg = ranking.leg_size(limit)
-                    nearest = [] if stored is None else vectors.nearest(conn, embedding, leg)
+                    nearest = vectors.nearest(conn, embedding, leg)
                     ranked = self._ranked(conn, tree, words, leg, filters, None)
                     found = self._rows(conn, [*dict.fromkeys([*ranked, *nearest])], now, filters)
                     page = ranking.fuse(ranked, nearest, found, limit)
@@ -620,6 +621,48 @@ class PostgresStore:
             return None if value is None else int(value)
         except ValueError:
             return None  # not ours to trust: the next sweep rewrites it
+
+    # -- doctor (the SQL: checks.py) -------------------------------------------------------
+
+    @_guarded
+    def check(self) -> list[Finding]:
+        with self._read() as conn:
+            totals = checks.keyword_totals_match(conn)
+            words = checks.wrong_word_counts(conn)
+            state = checks.vector_state(conn)
+        return [
+            Finding(
+                "PostgreSQL's own pages and indexes",
+                True,
+                "not checked here: the server checks its pages as it reads them, and "
+                "pg_amcheck checks them all",
+            ),
+            Finding(
+                "keyword totals match the memories (bm25's N and lengths)",
+                totals,
+                "" if totals else "the totals differ from the memories'",
+                True,
+            ),
+            Finding(
+                "each word's row count matches the memories",
+                not words,
+                f"{words} word{'s' if words != 1 else ''} counted wrong" if words else "",
+                True,
+            ),
+            *vector_findings(state),
+        ]
+
+    @_guarded
+    def repair(self) -> list[str]:
+        done: list[str] = []
+        with self._read() as conn:
+            rebuild = not checks.keyword_totals_match(conn) or checks.wrong_word_counts(conn)
+        with self._write() as conn:
+            if rebuild:
+                checks.rebuild_keyword_totals(conn)
+                done.append("rebuilt the keyword totals and word counts from the memories")
+            done += checks.repair_vectors(conn)
+        return done
 
     def _in_batches(
         self, batch: Callable[[sqlalchemy.Connection], tuple[int, bool]], pause: Pause | None

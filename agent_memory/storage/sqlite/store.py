@@ -23,8 +23,9 @@ from sqlalchemy import bindparam, delete, func, insert, literal_column, select, 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
 from agent_memory.storage import faults
-from agent_memory.storage.base import NewMemory, Pause
-from agent_memory.storage.sqlite import portable, rows, vectors
+from agent_memory.storage.base import Finding, NewMemory, Pause
+from agent_memory.storage.checks import relations, vector_findings
+from agent_memory.storage.sqlite import checks, portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections
 from agent_memory.storage.sqlite.database import Database, identity
 from agent_memory.storage.sqlite.keyword import KeywordIndex
@@ -124,6 +125,15 @@ _UNLINK = delete(memory_links).where(
     memory_links.c.to_id == bindparam("b"),
     memory_links.c.kind == bindparam("k"),
 )
+
+
+def _size(path: Any) -> str:
+    """A file's size for a person (MB, or bytes), or why it cannot be told."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        return exc.strerror or "gone"
+    return f"{size / 1e6:.1f} MB" if size >= 100_000 else f"{size} bytes"
 
 
 @functools.cache
@@ -280,10 +290,8 @@ class SqliteStore:
         self, conn: sqlalchemy.Connection, embedding: Embedding, limit: int
     ) -> list[int] | None:
         """The nearest ids: from this process's index once it is loaded, else by SQL; None
-        when the store is pinned to another model."""
+        when the store holds no vector of this model (another model's, or none yet)."""
         stored = vectors.stored_pin(conn)
-        if stored is None:
-            return []
         if stored != embedding.pin:
             return None
         index = self._vector_index()
@@ -525,6 +533,96 @@ class SqliteStore:
             return None if value is None else int(value)
         except ValueError:
             return None  # not ours to trust: the next sweep rewrites it
+
+    # -- doctor (the SQL: checks.py) -------------------------------------------------------
+
+    @_guarded
+    def check(self) -> list[Finding]:
+        with self._connections.read() as conn:
+            problems = checks.integrity(conn)
+        shown = "; ".join(problems[: checks.SHOWN_PROBLEMS])
+        if len(problems) > checks.SHOWN_PROBLEMS:
+            shown += f" (and {len(problems) - checks.SHOWN_PROBLEMS} more)"
+        found = [
+            Finding(
+                "SQLite integrity (PRAGMA integrity_check)",
+                not problems,
+                shown,
+                repairable=checks.only_indexes(problems),
+            )
+        ]
+        for name, look in (
+            ("relations join existing memories", self._check_links),
+            ("keyword index matches the memories (FTS5 integrity-check)", self._check_keywords),
+            ("vectors", self._check_vectors),
+        ):
+            try:
+                found += look()
+            except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error) as exc:
+                if not problems:
+                    raise
+                detail = f"not checked: {getattr(exc, 'orig', None) or exc}"
+                found.append(Finding(name, False, detail))  # the file is damaged
+        return found + self._check_backups()
+
+    def _check_links(self) -> list[Finding]:
+        with self._connections.read() as conn:
+            dangling = checks.dangling_links(conn)
+        detail = f"{relations(dangling)} to memories that are gone" if dangling else ""
+        return [Finding("relations join existing memories", not dangling, detail, True)]
+
+    def _check_keywords(self) -> list[Finding]:
+        name = "keyword index matches the memories (FTS5 integrity-check)"
+        if self.read_only:  # FTS5 takes its check as an INSERT, which this file refuses
+            return [Finding(name, True, "not checked: this user cannot write the file")]
+        with self._connections.write() as conn:
+            matches = checks.keyword_index_matches(conn)
+        detail = "" if matches else "the index does not match the memories' content"
+        return [Finding(name, matches, detail, True)]
+
+    def _check_vectors(self) -> list[Finding]:
+        with self._connections.read() as conn:
+            return vector_findings(checks.vector_state(conn))
+
+    def _check_backups(self) -> list[Finding]:
+        """Backups beside the file (migrate.py names them): those of a migration that was
+        cut short are a whole copy of the database each, forgotten memories included."""
+        from agent_memory.storage.sqlite import migrate
+
+        done, stray = migrate.backup_files(self.database.path)
+        found = [
+            Finding(
+                "no interrupted pre-migration backup",
+                not stray,
+                "; ".join(f"{path} ({_size(path)})" for path in stray)
+                + (": copies of every memory, forgotten ones too; delete them" if stray else ""),
+            )
+        ]
+        if done:
+            names = ", ".join(f"{path.name} ({_size(path)})" for path in done)
+            found.append(Finding("pre-migration backups", True, names))
+        return found
+
+    @_guarded
+    def repair(self) -> list[str]:
+        done: list[str] = []
+        with self._connections.read() as conn:
+            problems = checks.integrity(conn)
+        if checks.only_indexes(problems):
+            with self._connections.write() as conn:
+                conn.exec_driver_sql(checks.REINDEX)
+            done.append("rebuilt the indexes (REINDEX)")
+        with self._connections.write() as conn:
+            matches = checks.keyword_index_matches(conn)
+        with self._connections.write() as conn:
+            if not matches:
+                conn.exec_driver_sql(checks.KEYWORD_REBUILD)
+                done.append("rebuilt the keyword index from the memories")
+            dangling = checks.repair_links(conn)
+            if dangling:
+                done.append(f"removed {relations(dangling)} to memories that are gone")
+            done += checks.repair_vectors(conn)
+        return done
 
     def _in_batches(
         self, batch: Callable[[sqlalchemy.Connection, int], tuple[int, bool]], pause: Pause | None

@@ -1,0 +1,143 @@
+"""``agent-memory embed``: a terminal user embeds what waits for a vector, and a search from
+the terminal says how it ran and what is still waiting."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from agent_memory.cli import cli
+from agent_memory.models import Pin
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+
+from conftest import embedder_for
+
+NOMIC = Pin("nomic-embed-text", 768, "nomic")
+TEXTS = [f"memory number {i} about the datastore" for i in range(5)]
+
+
+@pytest.fixture
+def waiting(db_path):
+    """Five memories stored without an embedder: each waits for a vector, none is pinned."""
+    svc = MemoryService(open_store(db_path))
+    for text in TEXTS:
+        svc.store({"content": text, "type": "TODO"})
+    svc.close()
+    return db_path
+
+
+def run(db_path, ollama, *args, embedder="auto"):
+    return CliRunner().invoke(
+        cli, ["--db", str(db_path), "--embedder", embedder, "--ollama-url", ollama.url, *args]
+    )
+
+
+def counts(db_path):
+    store = open_store(db_path)
+    try:
+        return store.pin(), store.embedding_counts()
+    finally:
+        store.close()
+
+
+def test_embed_gives_every_waiting_memory_its_vector_and_pins_the_database(waiting, ollama):
+    result = run(waiting, ollama, "embed", "--batch", "2")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "embedded 5 memories with nomic-embed-text (ollama, 768 dimensions, nomic prefixes)"
+    )
+    assert counts(waiting) == (NOMIC, (5, 0))
+    assert sorted(ollama.embedded[1:]) == sorted(f"search_document: {t}" for t in TEXTS)
+    again = run(waiting, ollama, "embed")
+    assert again.exit_code == 0 and "embedded 0 memories" in again.stderr
+
+
+def test_embed_reports_its_batches_and_resumes_where_it_stopped(waiting, ollama):
+    svc = MemoryService(open_store(waiting), embedder=embedder_for(ollama.url))
+    seen: list[tuple[int, int]] = []
+    ollama.fail_after = 2  # the probe and one batch of two
+    try:
+        with pytest.raises(Exception, match="after 2 memories"):
+            svc.embed_pending(batch=2, progress=lambda done, total: seen.append((done, total)))
+        assert seen == [(0, 5), (2, 5)]
+        ollama.fail_after = None
+        seen.clear()
+        assert svc.embed_pending(batch=2, progress=lambda d, t: seen.append((d, t))) == (3, NOMIC)
+        assert seen == [(2, 5), (4, 5), (5, 5)]
+    finally:
+        svc.close()
+
+
+def test_embed_when_the_embedder_does_not_answer_is_one_line(waiting, ollama):
+    ollama.down = True
+    result = run(waiting, ollama, "embed", embedder="ollama")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        f"cannot embed: nomic-embed-text at {ollama.url} did not answer; check that Ollama is "
+        "running and the model is pulled (ollama pull nomic-embed-text), then run embed "
+        "again to go on"
+    )
+    assert counts(waiting) == (None, (5, 5))
+
+
+def test_embed_with_embedding_off_is_one_line(waiting, ollama):
+    result = run(waiting, ollama, "embed", embedder="none")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "cannot embed: search by meaning is off (--embedder none); run it with --embedder "
+        "auto, ollama or local"
+    )
+    assert ollama.requests == []
+
+
+def test_embed_never_drops_the_vectors_of_another_model(waiting, ollama):
+    ollama.models = ["nomic-embed-text:latest", "mxbai-embed-large:latest"]
+    assert run(waiting, ollama, "embed", "--batch", "1").exit_code == 0
+    svc = MemoryService(open_store(waiting))
+    svc.store({"content": "one more, waiting", "type": "TODO"})
+    svc.close()
+    result = run(waiting, ollama, "--embed-model", "mxbai-embed-large", "embed", embedder="ollama")
+    assert result.exit_code == 1
+    assert result.stderr.strip().splitlines()[-1] == (
+        "cannot embed: this database's vectors were made with nomic-embed-text (ollama, 768 "
+        "dimensions, nomic prefixes), not with mxbai-embed-large (ollama, 768 dimensions, "
+        "none prefixes); run `agent-memory --embedder ollama --embed-model mxbai-embed-large "
+        "reembed` to move it to that model, or embed with the one it is pinned to "
+        "(--embedder auto)"
+    )
+    assert counts(waiting) == (NOMIC, (6, 1))
+
+
+def test_embed_needs_a_database(tmp_path, ollama):
+    result = run(tmp_path / "none.db", ollama, "embed")
+    assert result.exit_code == 1
+    assert "no database at" in result.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_a_terminal_search_says_what_waits_for_a_vector(waiting, ollama):
+    result = run(waiting, ollama, "search", "datastore", embedder="ollama")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "5 found (keyword search: 5 memories not yet embedded; run `agent-memory embed`)"
+    )
+    assert run(waiting, ollama, "embed").exit_code == 0
+    result = run(waiting, ollama, "search", "datastore")
+    assert result.stderr.splitlines()[-1] == "5 found (hybrid search)"
+    svc = MemoryService(open_store(waiting))
+    svc.store({"content": "one more datastore note", "type": "TODO"})
+    svc.close()
+    result = run(waiting, ollama, "search", "datastore")
+    assert result.stderr.splitlines()[-1] == (
+        "6 found (hybrid search: 1 memory not yet embedded; run `agent-memory embed`)"
+    )
+
+
+def test_a_terminal_search_with_embedding_off_says_so(waiting, ollama):
+    result = run(waiting, ollama, "search", "datastore", embedder="none")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1] == (
+        "5 found (keyword search: search by meaning is off (--embedder none))"
+    )
+    assert ollama.requests == []
