@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from agent_memory import files, storage, wiring
+from agent_memory import display, files, storage, wiring
 from agent_memory.errors import (
     EmbedderUnavailable,
     FormatTooNew,
@@ -19,7 +19,7 @@ from agent_memory.errors import (
     StorageError,
 )
 from agent_memory.storage.base import READ
-from agent_memory.terminal import Integer, Progress, Subcommand
+from agent_memory.terminal import Integer, Progress, Subcommand, quiet
 from agent_memory.wiring import Settings, fail
 
 
@@ -67,6 +67,7 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
     "is refused. Default: stdout.",
 )
 @click.pass_obj
+@quiet
 def export(settings: Settings, output: Path | None) -> None:
     """Export every memory and relation as portable JSONL (format v1)."""
     try:
@@ -113,7 +114,9 @@ def export(settings: Settings, output: Path | None) -> None:
         finally:
             bar.close()
             service.close()
-    click.echo(f"exported {rows} memories and {links} links", err=True)
+    click.echo(
+        f"exported {display.count(rows, 'memory')} and {display.count(links, 'link')}", err=True
+    )
 
 
 @click.command("import", cls=Subcommand)
@@ -121,8 +124,8 @@ def export(settings: Settings, output: Path | None) -> None:
     "--from",
     "source_format",
     type=click.Choice(["jsonl", "gsd-state"]),
-    required=True,
-    help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md.",
+    help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md. "
+    "Default: told by PATH's name (*.jsonl, STATE.md).",
 )
 @click.option(
     "--scope",
@@ -131,11 +134,12 @@ def export(settings: Settings, output: Path | None) -> None:
 )
 @click.argument("path", type=click.Path(path_type=Path))
 @click.pass_obj
-def import_(settings: Settings, source_format: str, scope: str | None, path: Path) -> None:
+@quiet
+def import_(settings: Settings, source_format: str | None, scope: str | None, path: Path) -> None:
     """Import memories and relations from PATH (validated whole before anything is written)."""
     from agent_memory.portable import jsonl_reader
 
-    if source_format == "gsd-state":
+    if (source_format or format_of(path)) == "gsd-state":
         import_gsd(settings, path, scope)
         return
     if scope is not None:
@@ -166,9 +170,22 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
     echo_import_report(report)
     if report["imported"]:
         click.echo(
-            f"{report['imported']} rows pending embedding — the sweep backfills them on the "
-            "next serve/serve-rest start (128 per tick)"
+            f"{display.count(report['imported'], 'row')} pending embedding — the sweep "
+            "backfills them on the next serve/serve-rest start (128 per tick)"
         )
+
+
+def format_of(path: Path) -> str:
+    """The format PATH's name tells (a .jsonl suffix, a GSD STATE.md), in any case; a usage
+    error when it tells none."""
+    if path.suffix.lower() == ".jsonl":
+        return "jsonl"
+    if path.name.lower() == "state.md":
+        return "gsd-state"
+    raise click.UsageError(
+        f"cannot tell the format of {path} from its name (*.jsonl is jsonl, STATE.md is "
+        "gsd-state): pass --from jsonl or --from gsd-state"
+    )
 
 
 def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
@@ -209,7 +226,7 @@ def echo_import_report(report: dict[str, int]) -> None:
     click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))
     secrets, memories = (report.get(name, 0) for name in REDACTION_COUNTS)
     if secrets:
-        click.echo(f"secrets redacted: {secrets} in {memories} memories")
+        click.echo(f"secrets redacted: {secrets} in {display.count(memories, 'memory')}")
 
 
 COMMANDS = (reembed, export, import_)

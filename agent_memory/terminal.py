@@ -1,11 +1,15 @@
-"""What the terminal commands share: ASCII-only integer options, an address option, and the
-progress of a long command (export, import, reembed) on stderr, for a person watching."""
+"""What the terminal commands share: ASCII-only integer options, an address option, the
+progress of a long command (export, import, reembed) on stderr, for a person watching, and
+their quiet logging."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import logging
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -27,6 +31,27 @@ class Integer(click.IntRange):
                 digits = wire.MAX_INTEGER_DIGITS
                 self.fail(f"{shown} is not an integer (at most {digits} ASCII digits)", param, ctx)
         return super().convert(value, param, ctx)
+
+
+def quiet(command: Callable[..., Any]) -> Callable[..., Any]:
+    """Only errors are logged unless --log-level (or AGENT_MEMORY_LOG) says otherwise: a
+    person reads the command's answer, not the log."""
+
+    @functools.wraps(command)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        logger, ctx = logging.getLogger(), click.get_current_context()
+        level = logger.level
+        source = ctx.find_root().get_parameter_source("log_level")
+        if source in (None, ParameterSource.DEFAULT) and "log_level" not in ctx.meta.get(
+            GIVEN_AFTER, {}
+        ):
+            logger.setLevel(logging.ERROR)
+        try:
+            return command(*args, **kwargs)
+        finally:
+            logger.setLevel(level)  # for whoever called it in this process (tests)
+
+    return run
 
 
 class Progress:
