@@ -1,10 +1,14 @@
 """The commands that move a whole database: export to and import from JSON Lines (and a GSD
 STATE.md), and reembed with another model. Registered on the group by cli.py.
+
+export and import log warnings and errors only at the default --log-level (a file from the
+future, an import taken out again): their report is their answer.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -19,7 +23,7 @@ from agent_memory.errors import (
     StorageError,
 )
 from agent_memory.storage.base import READ
-from agent_memory.terminal import Integer, Progress, Subcommand, quiet
+from agent_memory.terminal import Integer, Progress, Subcommand, quiet_below
 from agent_memory.wiring import Settings, fail
 
 
@@ -67,7 +71,7 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
     "is refused. Default: stdout.",
 )
 @click.pass_obj
-@quiet
+@quiet_below(logging.WARNING)
 def export(settings: Settings, output: Path | None) -> None:
     """Export every memory and relation as portable JSONL (format v1)."""
     try:
@@ -134,7 +138,7 @@ def export(settings: Settings, output: Path | None) -> None:
 )
 @click.argument("path", type=click.Path(path_type=Path))
 @click.pass_obj
-@quiet
+@quiet_below(logging.WARNING)
 def import_(settings: Settings, source_format: str | None, scope: str | None, path: Path) -> None:
     """Import memories and relations from PATH (validated whole before anything is written)."""
     from agent_memory.portable import jsonl_reader

@@ -33,25 +33,31 @@ class Integer(click.IntRange):
         return super().convert(value, param, ctx)
 
 
-def quiet(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Only errors are logged unless --log-level (or AGENT_MEMORY_LOG) says otherwise: a
-    person reads the command's answer, not the log."""
+def quiet_below(level: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A command that logs only from ``level`` up unless --log-level (or AGENT_MEMORY_LOG)
+    says otherwise: a person reads the command's answer, not the log."""
 
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        logger, ctx = logging.getLogger(), click.get_current_context()
-        level = logger.level
-        source = ctx.find_root().get_parameter_source("log_level")
-        if source in (None, ParameterSource.DEFAULT) and "log_level" not in ctx.meta.get(
-            GIVEN_AFTER, {}
-        ):
-            logger.setLevel(logging.ERROR)
-        try:
-            return command(*args, **kwargs)
-        finally:
-            logger.setLevel(level)  # for whoever called it in this process (tests)
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            logger, ctx = logging.getLogger(), click.get_current_context()
+            before = logger.level
+            source = ctx.find_root().get_parameter_source("log_level")
+            given_after = ctx.meta.get(GIVEN_AFTER, {})
+            if source in (None, ParameterSource.DEFAULT) and "log_level" not in given_after:
+                logger.setLevel(level)
+            try:
+                return command(*args, **kwargs)
+            finally:
+                logger.setLevel(before)  # for whoever called it in this process (tests)
 
-    return run
+        return run
+
+    return decorate
+
+
+# The memory commands and the brief: errors only (an agent hook's stderr is shown to people).
+quiet = quiet_below(logging.ERROR)
 
 
 class Progress:
