@@ -451,11 +451,12 @@ def context(
 ) -> None:
     """Print a brief for an agent's session start.
 
-    In Markdown: the project's pinned decisions, constraints and architecture, its recent
-    errors (with what is linked to them) and open todos, then the global ones; the most
-    recently used first, each with its id, within --max-chars. A read: nothing counts as
-    used. For an agent runtime's session-start hook: a database another process keeps
-    locked for more than a second gets no brief (one line on stderr, exit 0)."""
+    In Markdown: the project's pinned decisions, constraints and architecture, its
+    patterns, its recent errors (with what is linked to them) and open todos, then the
+    global ones; the most recently used first, each with its id, within --max-chars. A
+    read: nothing counts as used. For an agent runtime's session-start hook: a database
+    another process keeps locked for more than a second gets no brief (one line on stderr,
+    exit 0)."""
     from agent_memory import storage
 
     now = int(time.time())
