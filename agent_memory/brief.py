@@ -2,17 +2,25 @@
 work on a project, as Markdown within a character budget (or the same as JSON).
 
 Sections, in order: the project scope's pinned memories (DECISION, CONSTRAINT,
-ARCHITECTURE), its recent ERRORs with the memories linked to them (their fixes, causes),
-its open TODOs; then the same three for the global memories (no scope). In each, the most
-recently used first (for one type that is the strongest decay first; a new memory counts
-as just used). Left out: memories expired but not yet swept, and those another memory
-supersedes (the older side of a ``supersedes`` relation: no longer true). With a query,
-two sections instead, the scope's and the global memories that match it, by relevance.
+ARCHITECTURE), its PATTERNs, its recent ERRORs with the memories linked to them (their
+fixes, causes), its open TODOs; then the same four for the global memories (no scope). In
+each, the most recently used first (for one type that is the strongest decay first; a new
+memory counts as just used). Left out: memories expired but not yet swept, and those
+another memory supersedes (the older side of a ``supersedes`` relation: no longer true).
+With a query, two sections instead, the scope's and the global memories that match it, by
+relevance.
 
 The budget is filled a memory at a time from each section in turn, so that every section
 gets its best memories before any section gets more; a memory's content is cut to
 ITEM_CHARS. Reading is a pure read: nothing counts as used. Free of heavy imports: it
 runs at every agent's start.
+
+The brief goes into an agent's context, so a memory must not be able to pass for the brief
+itself: every line at column 0 (the header, the headings, a memory's first line) and every
+line a relation takes (indented 2) is written here. A memory's text is split wherever
+str.splitlines splits and goes on at CONTENT_INDENT; the fields kept on one line (tags, a
+scope, a snippet) and every line of content are display.printable (a control character is
+written as its escape).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_memory.display import printable, printable_lines
 from agent_memory.models import related as shaped
 from agent_memory.storage.base import Reader
 from agent_memory.vocabulary import MAX_LIMIT
@@ -45,6 +54,9 @@ RELATED_PER_ERROR = 3
 RELATED_CHARS = 160
 TAGS_CHARS = 120
 SCOPE_SHOWN_CHARS = 60
+# The lines of a memory's content after its first: deeper than a relation's "  - ", so that
+# no content line reads as one of the brief's own.
+CONTENT_INDENT = " " * 4
 PINNED = ("DECISION", "CONSTRAINT", "ARCHITECTURE")
 LEFT_OUT = "Older memories were left out to keep this short: memory_search finds them."
 NOTHING = "No memories are stored for this project or globally yet."
@@ -72,18 +84,19 @@ def label(scope: str | None) -> str:
     """A scope as a heading shows it: on one line, quoted, cut; Global for none."""
     if scope is None:
         return "Global"
-    flat = " ".join(scope.split()).replace("`", "'")
+    flat = printable(" ".join(scope.split()).replace("`", "'"))
     cut = flat if len(flat) <= SCOPE_SHOWN_CHARS else flat[: SCOPE_SHOWN_CHARS - 1] + "…"
     return f"`{cut}`"
 
 
 def recent(reader: Reader, scope: str | None, now: int) -> list[Section]:
-    """The six sections of a brief without a query (three when ``scope`` is None)."""
+    """The eight sections of a brief without a query (four when ``scope`` is None)."""
     out = []
     for where in dict.fromkeys([scope, None]):
         name = label(where)
         for title, types in (
             (f"{name}: decisions, constraints and architecture", PINNED),
+            (f"{name}: patterns", ("PATTERN",)),
             (f"{name}: recent errors", ("ERROR",)),
             (f"{name}: open todos", ("TODO",)),
         ):
@@ -146,11 +159,13 @@ def _cut(text: str, limit: int) -> str:
 def item(section: Section, memory: dict[str, Any]) -> str:
     """One memory as a Markdown list item (with its linked memories, for an ERROR)."""
     kind = f"{memory['type']} " if section.mixed else ""
-    tags = f" [{_cut(', '.join(memory['tags']), TAGS_CHARS)}]" if memory["tags"] else ""
-    content = _cut(memory["content"].strip(), ITEM_CHARS).replace("\n", "\n  ")
-    lines = [f"- #{memory['id']} {kind}{_date(memory['created_at'])}{tags}: {content}\n"]
+    tags = printable(_cut(", ".join(memory["tags"]), TAGS_CHARS))
+    tagged = f" [{tags}]" if memory["tags"] else ""
+    content = printable_lines(_cut(memory["content"].strip(), ITEM_CHARS))
+    text = f"\n{CONTENT_INDENT}".join(content)
+    lines = [f"- #{memory['id']} {kind}{_date(memory['created_at'])}{tagged}: {text}\n"]
     for r in memory.get("related", []):
-        snippet = _cut(" ".join(r["snippet"].split()), RELATED_CHARS)
+        snippet = printable(_cut(" ".join(r["snippet"].split()), RELATED_CHARS))
         lines.append(f"  - {r['kind']} #{r['id']} {r['type']}: {snippet}\n")
     return "".join(lines)
 
@@ -162,10 +177,10 @@ def heading(section: Section) -> str:
 def header(scope: str | None, query: str | None) -> str:
     where = f"For project {label(scope)}, then global" if scope is not None else "Global"
     if query is None:
-        what = "decisions, constraints and architecture, recent errors, open todos"
+        what = "decisions, constraints and architecture, patterns, recent errors, open todos"
         order = "the most recently used first"
     else:
-        what = f'the memories matching "{_cut(" ".join(query.split()), 80)}"'
+        what = f'the memories matching "{printable(_cut(" ".join(query.split()), 80))}"'
         order = "the most relevant first"
     return (
         "# Memory from earlier sessions (agent-memory)\n\n"

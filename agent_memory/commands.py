@@ -1,6 +1,6 @@
 """The commands for people and agent hooks: look at, search and correct memories from a
-terminal (search, list, show, store, update, forget, link, unlink), and the session brief
-(context).
+terminal (search, list, show, store, update, forget, link, unlink, stats), and the session
+brief (context).
 
 Each memory command hands one service method the arguments its MCP tool would get (an
 option left out is an argument left out, numbers as typed), so it validates and answers as
@@ -18,7 +18,6 @@ the top: ``context`` runs at every agent's start.
 from __future__ import annotations
 
 import functools
-import json
 import logging
 import sys
 import time
@@ -28,11 +27,11 @@ from pathlib import Path
 from typing import Any
 
 import click
-from click.core import ParameterSource
 
 from agent_memory import brief, display, project, wire
 from agent_memory.errors import (
     BackupFailed,
+    DatabaseBusy,
     DatabaseMissing,
     DatabaseOpenError,
     InvalidArgument,
@@ -42,9 +41,15 @@ from agent_memory.errors import (
     UnknownField,
 )
 from agent_memory.storage.base import CREATE, EXISTING, READ
-from agent_memory.storage.checks import memories
-from agent_memory.terminal import Integer, Subcommand
-from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT, LINK_KINDS, MAX_LIMIT, MAX_TTL_SECS
+from agent_memory.terminal import Integer, Subcommand, quiet
+from agent_memory.vocabulary import (
+    DEFAULT_SEARCH_LIMIT,
+    LINK_KINDS,
+    MAX_LIMIT,
+    MAX_TTL_SECS,
+    MEMORY_TYPES,
+    count,
+)
 
 log = logging.getLogger(__name__)
 
@@ -57,23 +62,6 @@ FAILURES = (StorageError, DatabaseMissing, DatabaseOpenError, SchemaTooNew, Back
 def _stop(message: str, code: int) -> None:
     click.echo(message, err=True)
     sys.exit(code)
-
-
-def _quiet(command: Callable[..., Any]) -> Callable[..., Any]:
-    """Only errors are logged unless --log-level (or AGENT_MEMORY_LOG) says otherwise."""
-
-    @functools.wraps(command)
-    def run(*args: Any, **kwargs: Any) -> Any:
-        logger, root = logging.getLogger(), click.get_current_context().find_root()
-        level = logger.level
-        if root.get_parameter_source("log_level") in (None, ParameterSource.DEFAULT):
-            logger.setLevel(logging.ERROR)
-        try:
-            return command(*args, **kwargs)
-        finally:
-            logger.setLevel(level)  # for whoever called it in this process (tests)
-
-    return run
 
 
 def _open(settings: Any, mode: str, embedding: bool = False) -> Any:  # -> MemoryService
@@ -117,7 +105,7 @@ def _args(**fields: Any) -> dict[str, Any]:
 
 
 def _print_json(payload: Any) -> None:
-    click.echo(json.dumps(payload, ensure_ascii=False))
+    click.echo(display.json_text(payload))
 
 
 def _print_table(memories: Iterable[dict[str, Any]], related: bool = False) -> int:
@@ -178,11 +166,21 @@ _json_option = click.option(
 )
 
 
+def _memory_type(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+    """--type in any case (decision, Decision): the type's name as the contract spells it
+    (upper-case); anything else as typed, for the service to refuse by name."""
+    if value is not None and value.upper() in MEMORY_TYPES:
+        return value.upper()
+    return value
+
+
 def _filters(command: Callable[..., Any]) -> Callable[..., Any]:
     """--type, --tag and --scope: the tool's filters, passed on as ``**filters``."""
     for option in reversed(
         [
-            click.option("--type", "type", metavar="TYPE", help="Only this type."),
+            click.option(
+                "--type", "type", metavar="TYPE", callback=_memory_type, help="Only this type."
+            ),
             click.option("--tag", metavar="TAG", help="Only memories carrying exactly this tag."),
             click.option("--scope", metavar="SCOPE", help="Only memories of this scope."),
         ]
@@ -207,7 +205,7 @@ _expand_option = click.option(
 @_expand_option
 @_json_option
 @click.pass_obj
-@_quiet
+@quiet
 def search(
     settings: Any, query: str, limit: str | None, expand: bool, as_json: bool, **filters: Any
 ) -> None:
@@ -234,7 +232,7 @@ def _search_mode(mode: str, pending: int, off: bool) -> str:
         return f"{mode} search: search by meaning is off (--embedder none)"
     if not pending:
         return f"{mode} search"
-    return f"{mode} search: {memories(pending)} not yet embedded; run `agent-memory embed`"
+    return f"{mode} search: {count(pending, 'memory')} not yet embedded; run `agent-memory embed`"
 
 
 @click.command("list", cls=Subcommand)
@@ -243,7 +241,7 @@ def _search_mode(mode: str, pending: int, off: bool) -> str:
 @_expand_option
 @_json_option
 @click.pass_obj
-@_quiet
+@quiet
 def list_(settings: Any, limit: str | None, expand: bool, as_json: bool, **filters: Any) -> None:
     """List memories, newest first (memory_list). Not a use."""
     args = _args(**filters, limit=_number(limit), expand_links=expand or None)
@@ -254,40 +252,51 @@ def list_(settings: Any, limit: str | None, expand: bool, as_json: bool, **filte
             click.echo('{"memories": [', nl=False)
             for position, memory in enumerate(rows):
                 separator = ", " if position else ""
-                click.echo(separator + json.dumps(memory, ensure_ascii=False), nl=False)
+                click.echo(separator + display.json_text(memory), nl=False)
             click.echo("]}")
             return
         shown = _print_table(rows, related=expand)
-    click.echo(f"{shown} memories", err=True)
+    click.echo(count(shown, "memory"), err=True)
 
 
 @click.command(cls=Subcommand)
 @click.argument("memory_id", metavar="ID")
 @_json_option
 @click.pass_obj
-@_quiet
+@quiet
 def show(settings: Any, memory_id: str, as_json: bool) -> None:
     """Show one memory whole, with its relations.
 
     Every field of memory ID, and its relations both ways. Not a use."""
-    _answer(settings, READ, "get", {"id": _number(memory_id)}, _print_record, as_json=as_json)
+    _show(settings, _number(memory_id), as_json)
 
 
-def _print_record(memory: dict[str, Any]) -> None:
-    for line in display.record(memory, int(time.time())):
-        click.echo(line)
+def _show(settings: Any, memory_id: Any, as_json: bool) -> None:
+    """Memory ``memory_id`` as ``show`` prints it (``update`` too, once it has changed it)."""
+
+    def record(memory: dict[str, Any]) -> None:
+        for line in display.record(memory, int(time.time())):
+            click.echo(line)
+
+    _answer(settings, READ, "get", {"id": memory_id}, record, as_json=as_json)
 
 
 @click.command(cls=Subcommand)
 @click.argument("content", required=False)
-@click.option("--type", "memory_type", metavar="TYPE", help="DECISION, PATTERN, ERROR, TODO, ...")
+@click.option(
+    "--type",
+    "memory_type",
+    metavar="TYPE",
+    callback=_memory_type,
+    help="DECISION, PATTERN, ERROR, TODO, ... (in any case)",
+)
 @click.option("--tag", "tags", multiple=True, metavar="TAG", help="A tag (repeat for several).")
 @click.option("--source", help="Where it came from.")
 @click.option("--scope", help="A project or area; leave out for a global memory.")
 @click.option("--ttl", metavar="SECONDS", help=f"Expire after SECONDS (1-{MAX_TTL_SECS}).")
 @_json_option
 @click.pass_obj
-@_quiet
+@quiet
 def store(
     settings: Any,
     content: str | None,
@@ -342,7 +351,7 @@ def _either(
 @click.option("--no-expiry", is_flag=True, help="Never expire.")
 @_json_option
 @click.pass_obj
-@_quiet
+@quiet
 def update(
     settings: Any,
     memory_id: str,
@@ -357,21 +366,29 @@ def update(
 ) -> None:
     """Patch a memory in place (memory_update).
 
-    What you give replaces, what you leave out stays. Counts as a use."""
+    What you give replaces, what you leave out stays. Counts as a use. Prints the memory
+    as show does."""
     args: dict[str, Any] = {"id": _number(memory_id)}
     if content is not None:
         args["content"] = _read_content(content)
     _either(args, "tags", list(tags) or None, no_tags, ("--tag", "--no-tags"))
     _either(args, "scope", scope, to_global, ("--scope", "--global"))
     _either(args, "ttl_secs", _number(ttl), no_expiry, ("--ttl", "--no-expiry"))
-    _answer(settings, EXISTING, "update", args, _print_record, as_json=as_json)
+    _answer(
+        settings,
+        EXISTING,
+        "update",
+        args,
+        lambda answer: _show(settings, answer["id"], as_json=False),
+        as_json=as_json,
+    )
 
 
 @click.command(cls=Subcommand)
 @click.argument("memory_id", metavar="ID")
 @_json_option
 @click.pass_obj
-@_quiet
+@quiet
 def forget(settings: Any, memory_id: str, as_json: bool) -> None:
     """Delete a memory and its relations (memory_forget)."""
 
@@ -390,7 +407,7 @@ def _edge_command(name: str, verb: str, help_text: str) -> click.Command:
     @click.option("--kind", metavar="KIND", help=f"One of {', '.join(LINK_KINDS)}.")
     @_json_option
     @click.pass_obj
-    @_quiet
+    @quiet
     def edge(settings: Any, from_id: str, to_id: str, kind: str | None, as_json: bool) -> None:
         args = _args(from_id=_number(from_id), to_id=_number(to_id), kind=kind)
 
@@ -442,8 +459,9 @@ unlink = _edge_command(
 )
 @click.option("--missing-ok", is_flag=True, help="No database yet: print nothing, exit 0.")
 @click.option("--json", "as_json", is_flag=True, help="The same memories as JSON, whole.")
+@click.option("--verbose", "-v", is_flag=True, help="Say on stderr which database the brief reads.")
 @click.pass_obj
-@_quiet
+@quiet
 def context(
     settings: Any,
     scope: str,
@@ -451,13 +469,16 @@ def context(
     max_chars: int,
     missing_ok: bool,
     as_json: bool,
+    verbose: bool,
 ) -> None:
     """Print a brief for an agent's session start.
 
-    In Markdown: the project's pinned decisions, constraints and architecture, its recent
-    errors (with what is linked to them) and open todos, then the global ones; the most
-    recently used first, each with its id, within --max-chars. A read: nothing counts as
-    used. For an agent runtime's session-start hook."""
+    In Markdown: the project's pinned decisions, constraints and architecture, its
+    patterns, its recent errors (with what is linked to them) and open todos, then the
+    global ones; the most recently used first, each with its id, within --max-chars. A
+    read: nothing counts as used. For an agent runtime's session-start hook: a database
+    another process keeps locked for more than a second gets no brief (one line on stderr,
+    exit 0)."""
     from agent_memory import storage
 
     now = int(time.time())
@@ -469,12 +490,20 @@ def context(
         reader = storage.open_reader(settings.db)  # exists, at this schema (migrated once)
     except DatabaseMissing as exc:
         if missing_ok:
+            if verbose:
+                click.echo(f"{exc}: no brief", err=True)
             return
         _stop(str(exc), EXIT_FAILED)
+    except DatabaseBusy as exc:  # the session starts without a brief rather than late
+        _stop(f"{exc}: no brief", 0)
     except FAILURES as exc:
         _stop(str(exc), EXIT_FAILED)
+    if verbose:
+        click.echo(f"brief from the database {reader.location}", err=True)
     try:
         sections = None if query is not None else brief.recent(reader, where, now)
+    except DatabaseBusy as exc:
+        _stop(f"{exc}: no brief", 0)
     except StorageFault as exc:
         log.error("context: storage error: %s", exc.detail)
         _stop(str(StorageError("context")), EXIT_FAILED)
@@ -492,4 +521,21 @@ def context(
         click.echo(brief.markdown(sections, where, query, max_chars), nl=False)
 
 
-COMMANDS = [search, list_, show, store, update, forget, link, unlink, context]
+@click.command(cls=Subcommand)
+@_json_option
+@click.pass_obj
+@quiet
+def stats(settings: Any, as_json: bool) -> None:
+    """Show what the database holds (memory://stats).
+
+    Memories in all, per type and per scope (the largest first), relations, and how many
+    memories have no vector yet. Not a use."""
+
+    def shown(answer: dict[str, Any]) -> None:
+        for line in display.stats(answer):
+            click.echo(line)
+
+    _answer(settings, READ, "stats", {}, shown, as_json=as_json)
+
+
+COMMANDS = [search, list_, show, store, update, forget, link, unlink, context, stats]

@@ -3,18 +3,22 @@
 A table row shows id, type, scope, tags, age (since the memory was stored), decay (as of
 now, the value a search would rank it with; a list's JSON carries the stored one) and the
 content on one line, cut to the terminal's width. A record shows every field and the whole
-content. Pure text: the commands decide where it goes.
+content. Text a memory holds is shown ``printable``: a control character is written as its
+escape, never sent to the terminal, so a memory cannot act on the terminal of the person
+reading it. Pure text: the commands decide where it goes.
 """
 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
 from agent_memory import ranking
+from agent_memory.vocabulary import count
 
 # Widths of the narrow columns are taken from the first TABLE_SAMPLE_ROWS rows (a list is
 # streamed: later rows are cut to them), each at most its cap; the content gets the rest
@@ -26,6 +30,12 @@ CONTENT_MIN_CHARS = 24
 DEFAULT_COLUMNS = 120  # when the output is not a terminal
 COLUMNS = ("ID", "TYPE", "SCOPE", "TAGS", "AGE", "DECAY", "CONTENT")
 _SPACE = re.compile(r"\s+")
+# What a terminal acts on instead of showing: the C0 controls but tab (ESC begins the
+# sequences that erase, move the cursor, set the window title, write the clipboard), DEL and
+# the C1 controls (U+009B is a CSI too), the line and paragraph separators, and the
+# bidirectional embeddings, overrides and isolates (they reorder what is shown).
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+_NAMED = {"\n": "\\n", "\r": "\\r"}
 # age units, largest first: (seconds, suffix)
 _UNITS = ((365 * 86400, "y"), (30 * 86400, "mo"), (86400, "d"), (3600, "h"), (60, "m"))
 
@@ -47,9 +57,35 @@ def when(timestamp: int, now: int) -> str:
     return f"{shown} ({age(now - timestamp)} ago)"
 
 
+def _escape(match: re.Match[str]) -> str:
+    char = match.group()
+    code = ord(char)
+    return _NAMED.get(char) or (f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}")
+
+
+def printable(text: str) -> str:
+    """``text`` with each control character written as its escape (\\x1b, \\n, \\u2028):
+    on one line, and nothing in it acts on a terminal."""
+    return _CONTROL.sub(_escape, text)
+
+
+def json_text(payload: Any) -> str:
+    """``payload`` as compact JSON on one line, with the control characters JSON may hold
+    raw (DEL, C1, the separators, the bidirectional ones) as \\u escapes: the same value."""
+    text = json.dumps(payload, ensure_ascii=False)
+    return _CONTROL.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
+
+
+def printable_lines(text: str) -> list[str]:
+    """``text`` as lines, split wherever str.splitlines splits (a bare \\r, \\v, \\u2028
+    too), each ``printable``; one empty line for no text."""
+    return [printable(line) for line in text.splitlines()] or [""]
+
+
 def one_line(text: str, width: int) -> str:
-    """``text`` with its whitespace runs as single spaces, cut to ``width`` with …."""
-    flat = _SPACE.sub(" ", text).strip()
+    """``text`` with its whitespace runs as single spaces, ``printable``, cut to ``width``
+    with …."""
+    flat = printable(_SPACE.sub(" ", text).strip())
     return flat if len(flat) <= width else flat[: max(width - 1, 0)] + "…"
 
 
@@ -64,8 +100,8 @@ def _cells(memory: dict[str, Any], now: int) -> list[str]:
     return [
         str(memory["id"]),
         memory["type"],
-        memory["scope"] or "-",
-        ",".join(memory["tags"]) or "-",
+        printable(memory["scope"] or "-"),
+        printable(",".join(memory["tags"]) or "-"),
         age(now - memory["created_at"]),
         f"{decay:.2f}",
     ]
@@ -104,10 +140,10 @@ def record(memory: dict[str, Any], now: int) -> Iterator[str]:
     """The lines of one memory shown whole: its fields, its content, its relations."""
     decay = ranking.decay(memory["type"], memory["last_accessed"], now)
     head = f"memory {memory['id']}  {memory['type']}"
-    yield head + (f"  scope {memory['scope']}" if memory["scope"] else "  global")
+    yield head + (f"  scope {printable(memory['scope'])}" if memory["scope"] else "  global")
     fields = [
-        ("tags", ", ".join(memory["tags"]) or "-"),
-        ("source", memory["source"] or "-"),
+        ("tags", printable(", ".join(memory["tags"])) or "-"),
+        ("source", printable(memory["source"] or "-")),
         ("created", when(memory["created_at"], now)),
         ("last used", when(memory["last_accessed"], now)),
     ]
@@ -121,11 +157,11 @@ def record(memory: dict[str, Any], now: int) -> Iterator[str]:
     for name, value in fields:
         yield f"{name:<10} {value}"
     yield ""
-    yield from memory["content"].splitlines() or [""]
+    yield from printable_lines(memory["content"])
     related = memory.get("related")
     if related:
         yield ""
-        yield f"related ({len(related)}):"
+        yield f"{count(len(related), 'relation')}:"
         yield from _related(related, indent="  ")
 
 
@@ -135,3 +171,36 @@ def _related(related: list[dict[str, Any]], indent: str) -> Iterator[str]:
     for r in related:
         snippet = one_line(r["snippet"], 80)
         yield f"{indent}{r['kind']:<{kind_width}}  {r['id']}  {r['type']}  {snippet}"
+
+
+# The fields of service.stats that stats() lays out; any other is shown as NAME: VALUE.
+_STATS_FIELDS = ("memories", "by_type", "by_scope", "links", "pending_embedding")
+STATS_NAME_CHARS = 40
+
+
+def stats(found: dict[str, Any]) -> Iterator[str]:
+    """The lines of what a store holds (service.stats, as memory://stats has it): the
+    totals, the memories per type and per scope (- for global, as in a table; the scopes
+    stats leaves out are summed on one line), then any other field as NAME: VALUE."""
+    yield (
+        f"{count(found['memories'], 'memory')}, {count(found['links'], 'link')}, "
+        f"{found['pending_embedding']} without a vector"
+    )
+    scopes = [(row["scope"], row["memories"]) for row in found["by_scope"]]
+    others = found["memories"] - sum(n for _, n in scopes)
+    if others > 0:
+        scopes.append(("(other scopes)", others))
+    for title, rows in (("TYPE", list(found["by_type"].items())), ("SCOPE", scopes)):
+        if not rows:
+            continue
+        names = [one_line(name or "-", STATS_NAME_CHARS) for name, _ in rows]
+        width = max(len(title), *(len(name) for name in names))
+        yield ""
+        yield f"{title:<{width}}  MEMORIES"
+        for name, (_, number) in zip(names, rows, strict=True):
+            yield f"{name:<{width}}  {number:>8}"
+    extra = [(name, value) for name, value in found.items() if name not in _STATS_FIELDS]
+    if extra:
+        yield ""
+    for name, value in extra:
+        yield f"{name.replace('_', ' ')}: {printable(str(value))}"

@@ -100,6 +100,20 @@ class DatabaseMissing(AgentMemoryError):
         super().__init__(f"no database at {path}")
 
 
+class DatabaseBusy(AgentMemoryError):
+    """database {path} is locked by another process; gave up after {waited} s
+
+    A read that must answer at once (the session brief) found the file locked (an
+    exclusive lock, a migration) for longer than it may wait.
+    """
+
+    def __init__(self, path: object, waited_secs: float) -> None:
+        self.path = path
+        super().__init__(
+            f"database {path} is locked by another process; gave up after {waited_secs:g} s"
+        )
+
+
 class BackupFailed(AgentMemoryError):
     """cannot back up the database to {path} before migrating ({cause}); the database was not
     migrated"""

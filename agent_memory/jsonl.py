@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from agent_memory.errors import FormatTooNew, InvalidArgument
+from agent_memory.vocabulary import count
 
 FORMAT = "agent-memory-export"
 VERSION = 1
@@ -218,8 +219,8 @@ class Reader:
         if (rows, links) != (header["exported_rows"], header["exported_links"]):
             raise _defect(
                 1,
-                f"the header announces {header['exported_rows']} memories and "
-                f"{header['exported_links']} links, the file holds {rows} and {links}",
+                f"the header announces {count(header['exported_rows'], 'memory')} and "
+                f"{count(header['exported_links'], 'link')}, the file holds {rows} and {links}",
             )
         self.header = header
         return header

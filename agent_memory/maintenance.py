@@ -1,11 +1,15 @@
 """The commands that handle a whole database: export to and import from JSON Lines (and a
 GSD STATE.md), embed what waits for a vector, reembed with another model, and doctor's
 checks and repairs. Registered on the group by cli.py.
+
+export and import log warnings and errors only at the default --log-level (a file from the
+future, an import taken out again): their report is their answer.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -24,8 +28,8 @@ from agent_memory.errors import (
 )
 from agent_memory.models import Pin
 from agent_memory.storage.base import CREATE, EXISTING, READ
-from agent_memory.storage.checks import memories
-from agent_memory.terminal import Integer, Progress, Subcommand
+from agent_memory.terminal import Integer, Progress, Subcommand, quiet_below
+from agent_memory.vocabulary import count
 from agent_memory.wiring import Settings, fail
 
 Progressed = Callable[[int, int], None]  # progress(done, total)
@@ -102,7 +106,7 @@ def embed(settings: Settings, batch: int) -> None:
         "embedding",
         lambda service, progress: service.embed_pending(batch=batch, progress=progress),
     )
-    click.echo(f"embedded {memories(embedded)} with {pin.describe()}", err=True)
+    click.echo(f"embedded {count(embedded, 'memory')} with {pin.describe()}", err=True)
 
 
 @click.command(cls=Subcommand)
@@ -115,6 +119,7 @@ def embed(settings: Settings, batch: int) -> None:
     "is refused. Default: stdout.",
 )
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def export(settings: Settings, output: Path | None) -> None:
     """Export every memory and relation as portable JSONL (format v1)."""
     try:
@@ -160,7 +165,7 @@ def export(settings: Settings, output: Path | None) -> None:
         finally:
             bar.close()
             service.close()
-    click.echo(f"exported {rows} memories and {links} links", err=True)
+    click.echo(f"exported {count(rows, 'memory')} and {count(links, 'link')}", err=True)
 
 
 @click.command("import", cls=Subcommand)
@@ -168,8 +173,8 @@ def export(settings: Settings, output: Path | None) -> None:
     "--from",
     "source_format",
     type=click.Choice(["jsonl", "gsd-state"]),
-    required=True,
-    help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md.",
+    help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md. "
+    "Default: told by PATH's name (*.jsonl, STATE.md).",
 )
 @click.option(
     "--scope",
@@ -178,11 +183,12 @@ def export(settings: Settings, output: Path | None) -> None:
 )
 @click.argument("path", type=click.Path(path_type=Path))
 @click.pass_obj
-def import_(settings: Settings, source_format: str, scope: str | None, path: Path) -> None:
+@quiet_below(logging.WARNING)
+def import_(settings: Settings, source_format: str | None, scope: str | None, path: Path) -> None:
     """Import memories and relations from PATH (validated whole before anything is written)."""
     from agent_memory.portable import jsonl_reader
 
-    if source_format == "gsd-state":
+    if (source_format or format_of(path)) == "gsd-state":
         import_gsd(settings, path, scope)
         return
     if scope is not None:
@@ -213,9 +219,23 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
     echo_import_report(report)
     if report["imported"]:
         click.echo(
-            f"{report['imported']} rows pending embedding — the sweep backfills them on the "
-            "next serve/serve-rest start (128 per tick), or run `agent-memory embed` now"
+            f"{count(report['imported'], 'row')} pending embedding — the sweep backfills "
+            "them on the next serve/serve-rest start (128 per tick), or run `agent-memory "
+            "embed` now"
         )
+
+
+def format_of(path: Path) -> str:
+    """The format PATH's name tells (a .jsonl suffix, a GSD STATE.md), in any case; a usage
+    error when it tells none."""
+    if path.suffix.lower() == ".jsonl":
+        return "jsonl"
+    if path.name.lower() == "state.md":
+        return "gsd-state"
+    raise click.UsageError(
+        f"cannot tell the format of {path} from its name (*.jsonl is jsonl, STATE.md is "
+        "gsd-state): pass --from jsonl or --from gsd-state"
+    )
 
 
 def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
@@ -256,7 +276,7 @@ def echo_import_report(report: dict[str, int]) -> None:
     click.echo(", ".join(f"{name}: {count}" for name, count in counts.items()))
     secrets, memories = (report.get(name, 0) for name in REDACTION_COUNTS)
     if secrets:
-        click.echo(f"secrets redacted: {secrets} in {memories} memories")
+        click.echo(f"secrets redacted: {secrets} in {count(memories, 'memory')}")
 
 
 @click.command(cls=Subcommand)

@@ -163,7 +163,7 @@ class _Import:
                 exc.detail,
             )
             return
-        log.info("import: took out the %d memories it had written, and their links", removed)
+        log.warning("import: took out the %d memories it had written, and their links", removed)
 
 
 def import_jsonl(

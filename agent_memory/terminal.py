@@ -1,11 +1,15 @@
-"""What the terminal commands share: ASCII-only integer options, an address option, and the
-progress of a long command (export, import, reembed) on stderr, for a person watching."""
+"""What the terminal commands share: ASCII-only integer options, an address option, the
+progress of a long command (export, import, reembed) on stderr, for a person watching, and
+their quiet logging."""
 
 from __future__ import annotations
 
+import functools
 import ipaddress
+import logging
 import re
 import sys
+from collections.abc import Callable
 from typing import Any
 
 import click
@@ -27,6 +31,33 @@ class Integer(click.IntRange):
                 digits = wire.MAX_INTEGER_DIGITS
                 self.fail(f"{shown} is not an integer (at most {digits} ASCII digits)", param, ctx)
         return super().convert(value, param, ctx)
+
+
+def quiet_below(level: int) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A command that logs only from ``level`` up unless --log-level (or AGENT_MEMORY_LOG)
+    says otherwise: a person reads the command's answer, not the log."""
+
+    def decorate(command: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(command)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            logger, ctx = logging.getLogger(), click.get_current_context()
+            before = logger.level
+            source = ctx.find_root().get_parameter_source("log_level")
+            given_after = ctx.meta.get(GIVEN_AFTER, {})
+            if source in (None, ParameterSource.DEFAULT) and "log_level" not in given_after:
+                logger.setLevel(level)
+            try:
+                return command(*args, **kwargs)
+            finally:
+                logger.setLevel(before)  # for whoever called it in this process (tests)
+
+        return run
+
+    return decorate
+
+
+# The memory commands and the brief: errors only (an agent hook's stderr is shown to people).
+quiet = quiet_below(logging.ERROR)
 
 
 class Progress:

@@ -37,3 +37,13 @@ MAX_TTL_SECS = 3_155_760_000  # about 100 years
 SNIPPET_CHARS = 160
 # Neighbours attached to each result by expand_links, most recent relations first.
 MAX_EXPANDED_LINKS = 10
+
+
+def count(number: int, noun: str) -> str:
+    """A count and its noun, plural unless the count is 1: 1 link, 2 links, 1 memory, 3
+    memories. Every count a command prints is written with it."""
+    if number == 1:
+        return f"{number} {noun}"
+    if noun.endswith("y") and noun[-2:-1] not in tuple("aeiou"):
+        return f"{number} {noun[:-1]}ies"
+    return f"{number} {noun}s"

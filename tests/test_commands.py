@@ -5,6 +5,7 @@ exit codes 0, 1 and 2, and the databases they refuse to create."""
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 from click.testing import CliRunner
@@ -143,7 +144,7 @@ def test_show_prints_one_memory_whole_with_its_relations(seeded):
     assert "tags       db" in lines and "source     chat" in lines and "uses       0" in lines
     assert "expires    never" in lines and "embedding  pending" in lines
     assert "We chose SQLite with WAL" in lines
-    assert lines[-2:] == ["related (1):", "  relates_to  2  PATTERN  Open one writer connection"]
+    assert lines[-2:] == ["1 relation:", "  relates_to  2  PATTERN  Open one writer connection"]
 
 
 def test_update_patches_and_clears_as_a_merge_patch(seeded, service):
@@ -170,6 +171,45 @@ def test_update_patches_and_clears_as_a_merge_patch(seeded, service):
     assert (got["tags"], got["expires_at"], got["scope"]) == ([], None, "x")
     assert am(seeded, "update", "1", "--content", "-", input="piped\n").exit_code == 0
     assert service.get({"id": 1})["content"] == "piped"
+
+
+def test_update_prints_the_memory_as_show_does(seeded):
+    """Every field (its uses too) and its relations: a record printed by one function."""
+    updated = am(seeded, "update", "1", "--tag", "wal")
+    shown = am(seeded, "show", "1")
+    assert updated.exit_code == 0 and "uses       1" in updated.stdout.splitlines()
+    ago = re.compile(r"\(\d+\w+ ago\)")  # the clock may tick between the two
+    assert ago.sub("", updated.stdout) == ago.sub("", shown.stdout)
+
+
+def test_a_type_is_taken_in_any_case(seeded, service):
+    assert am(seeded, "store", "x", "--type", "decision").stdout == "stored memory 4\n"
+    assert service.get({"id": 4})["type"] == "DECISION"
+    listed = am(seeded, "list", "--type", "Decision", "--json").stdout
+    assert [m["id"] for m in json.loads(listed)["memories"]] == [4, 1]
+    assert (
+        am(seeded, "search", "sqlite", "--type", "decision").stderr == "1 found (keyword search)\n"
+    )
+
+
+def test_stats_prints_what_memory_stats_holds(seeded, service):
+    result = am(seeded, "stats")
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == (
+        "3 memories, 1 link, 3 without a vector\n"
+        "\n"
+        "TYPE      MEMORIES\n"
+        "DECISION         1\n"
+        "PATTERN          1\n"
+        "TODO             1\n"
+        "\n"
+        "SCOPE  MEMORIES\n"
+        "kore          2\n"
+        "-             1\n"
+    )
+    resource = mcp_server.read_resource(service, "memory://stats").contents[0].text
+    assert json.loads(am(seeded, "stats", "--json").stdout) == json.loads(resource)
+    assert json.loads(resource) == service.stats()
 
 
 def test_forget_link_and_unlink(seeded, service):
@@ -259,8 +299,8 @@ def test_json_of_show_store_forget_and_unlink(seeded, service, frozen):
             'invalid argument: limit must be an integer (got "５")',
         ),
         (
-            ["search", "x", "--type", "todo"],
-            f"invalid memory type 'todo' (expected one of {TYPES})",
+            ["search", "x", "--type", "note"],
+            f"invalid memory type 'note' (expected one of {TYPES})",
         ),
         (
             ["list", "--expand"],
@@ -419,8 +459,8 @@ def test_a_database_this_process_cannot_write_is_read_read_only(seeded, service,
     ]
     assert am(seeded, "search", "sqlite").stdout.splitlines()[1].split()[0] == "1"
     assert am(seeded, "show", "1").exit_code == 0
-    assert am(seeded, "export").stderr.endswith("\nexported 3 memories and 1 links\n")
-    assert am(seeded, "context", "--scope", "kore").stdout.count("\n- #") == 2  # no PATTERN
+    assert am(seeded, "export").stderr == "exported 3 memories and 1 link\n"
+    assert am(seeded, "context", "--scope", "kore").stdout.count("\n- #") == 3
     assert (dump(seeded), file_hashes(seeded)) == (before, hashes)
 
 

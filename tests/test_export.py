@@ -130,7 +130,7 @@ def test_cli_export_to_stdout_and_to_a_private_file(service, clock, db_path, tmp
     assert [json.loads(x)["record"] for x in result.stdout.splitlines()] == ["header"] + [
         "memory"
     ] * 3 + ["link"] * 3
-    assert "exported 3 memories and 3 links" in result.stderr
+    assert result.stderr == "exported 3 memories and 3 links\n"  # and no log line
     target = tmp_path / "out" / "memory.jsonl"
     target.parent.mkdir()
     result = invoke(db_path, "--output", str(target))
@@ -143,6 +143,14 @@ def test_cli_export_to_stdout_and_to_a_private_file(service, clock, db_path, tmp
 
 def result_lines_after_header(result) -> list[str]:
     return result.stdout.splitlines()[1:]
+
+
+def test_one_is_said_in_the_singular(service, db_path):
+    first = service.store({"content": "one", "type": "TODO"})["id"]
+    assert invoke(db_path).stderr == "exported 1 memory and 0 links\n"
+    service.link({"from_id": service.store({"content": "two", "type": "TODO"})["id"],
+                  "to_id": first, "kind": "relates_to"})  # fmt: skip
+    assert invoke(db_path).stderr == "exported 2 memories and 1 link\n"
 
 
 def test_an_interrupted_export_leaves_the_old_file_and_no_temp(

@@ -515,6 +515,35 @@ def test_an_unreadable_file_is_one_line_and_exit_1(tmp_path, what):
     assert not (tmp_path / "never.db").exists()
 
 
+def test_an_import_logs_nothing_at_the_default_level(export_file, tmp_path):
+    """Its report is on stdout; a new database, a migration, the service opening are logged
+    at the info level, which only --log-level info shows."""
+    result = invoke(tmp_path / "target.db", "--from", "jsonl", str(export_file[0]))
+    assert (result.exit_code, result.stderr) == (0, "")
+    verbose = invoke(tmp_path / "other.db", "--log-level", "info", str(export_file[0]))
+    assert "INFO" in verbose.stderr
+
+
+def test_the_format_is_told_by_the_file_name(export_file, tmp_path):
+    path, _ = export_file
+    result = invoke(tmp_path / "target.db", str(path))
+    assert result.exit_code == 0, result.output
+    assert report_of(result)["imported"] == 4
+    shouted = tmp_path / "MEMORIES.JSONL"
+    shutil.copyfile(path, shouted)
+    assert report_of(invoke(tmp_path / "target.db", str(shouted)))["skipped duplicates"] == 4
+    for name in ("memories.json", "memories"):
+        other = tmp_path / name
+        shutil.copyfile(path, other)
+        result = invoke(tmp_path / "never.db", str(other))
+        assert (result.exit_code, result.stdout) == (2, "")
+        assert (
+            f"cannot tell the format of {other} from its name (*.jsonl is jsonl, STATE.md is "
+            "gsd-state): pass --from jsonl or --from gsd-state"
+        ) in result.stderr
+    assert not (tmp_path / "never.db").exists()
+
+
 def test_scope_is_refused_with_jsonl(export_file, tmp_path):
     result = invoke(tmp_path / "never.db", "--from", "jsonl", "--scope", "x", str(export_file[0]))
     assert result.exit_code == 2

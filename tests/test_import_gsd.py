@@ -181,6 +181,15 @@ def test_cli_import_scopes_to_the_project_and_re_running_is_a_no_op(tmp_path):
     assert result.stdout == "imported: 0, skipped duplicates: 7, malformed lines skipped: 0\n"
 
 
+def test_a_state_md_is_imported_without_from(tmp_path):
+    state = tmp_path / "kore" / ".planning" / "STATE.md"
+    state.parent.mkdir(parents=True)
+    state.write_text(MID_MILESTONE, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["--db", str(tmp_path / "memory.db"), "import", str(state)])
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert result.stdout == "imported: 7, skipped duplicates: 0, malformed lines skipped: 0\n"
+
+
 def test_cli_import_of_a_missing_or_non_utf8_file_is_one_line(tmp_path):
     for path, setup in [(tmp_path / "missing.md", None), (tmp_path / "latin1.md", b"- caf\xe9\n")]:
         if setup is not None:

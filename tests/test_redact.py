@@ -341,7 +341,7 @@ def test_memory_store_over_mcp_reports_the_redaction(service):
 @pytest.mark.parametrize(
     ("args", "env", "stored", "line"),
     [
-        ([], {}, "[redacted:github-token]", "secrets redacted: 1 in 1 memories\n"),
+        ([], {}, "[redacted:github-token]", "secrets redacted: 1 in 1 memory\n"),
         (["--redact", "off"], {}, GITHUB, None),
         ([], {"AGENT_MEMORY_REDACT": "off"}, GITHUB, None),
     ],

@@ -111,7 +111,10 @@ class Snapshot(Protocol):
 class Reader(Protocol):
     """A read-only view of a store for the session brief (``agent-memory context``), opened
     without building what a Store needs: it must answer at every agent's start. Nothing is
-    written, not even a recency bump. Raises only StorageFault."""
+    written, not even a recency bump. Raises only StorageFault, and DatabaseBusy when
+    another process holds the database locked for longer than the brief may wait."""
+
+    location: str  # as Store.location
 
     def recent(
         self, *, scope: str | None, types: Sequence[str], now: int, limit: int, window: int

@@ -8,16 +8,9 @@ from dataclasses import dataclass
 
 from agent_memory.models import Pin
 from agent_memory.storage.base import Finding
+from agent_memory.vocabulary import count
 
 PIN_AND_TABLES = "the pin and its vector tables"
-
-
-def memories(n: int) -> str:
-    return "1 memory" if n == 1 else f"{n} memories"
-
-
-def relations(n: int) -> str:
-    return "1 relation" if n == 1 else f"{n} relations"
 
 
 @dataclass(frozen=True)
@@ -43,7 +36,7 @@ def vector_findings(state: Vectors) -> list[Finding]:
         return [Finding(PIN_AND_TABLES, False, detail, True)]
     pinned = pin.describe() if pin is not None else "no vector yet"
     found = [Finding(PIN_AND_TABLES, True, pinned)]
-    for name, count, trouble in (
+    for name, number, trouble in (
         ("vectors belong to memories", state.orphans, "the vectors of {} that are gone"),
         ("vectors have the pinned size", state.misfits, "the vectors of {}: another size"),
         (
@@ -57,8 +50,8 @@ def vector_findings(state: Vectors) -> list[Finding]:
             "{} waiting for a vector but holding an old one",
         ),
     ):
-        detail = trouble.format(memories(count)) if count else ""
-        found.append(Finding(name, not count, detail, True))
+        detail = trouble.format(count(number, "memory")) if number else ""
+        found.append(Finding(name, not number, detail, True))
     return found
 
 
@@ -75,15 +68,15 @@ def vector_repairs(
     if unpaired is not None:
         return [
             "the pin and its vector tables did not go together: dropped both; "
-            f"{memories(unpaired)} wait for a vector again"
+            f"{count(unpaired, 'memory')} wait for a vector again"
         ]
     done = []
     if orphans:
-        done.append(f"removed the vectors of {memories(orphans)} that are gone")
+        done.append(f"removed the vectors of {count(orphans, 'memory')} that are gone")
     if misfits:
-        done.append(f"{memories(misfits)} had a vector of another size: pending again")
+        done.append(f"{count(misfits, 'memory')} had a vector of another size: pending again")
     if missing:
-        done.append(f"{memories(missing)} marked embedded had no vector: pending again")
+        done.append(f"{count(missing, 'memory')} marked embedded had no vector: pending again")
     if stale:
-        done.append(f"removed the old vectors of {memories(stale)} waiting for a new one")
+        done.append(f"removed the old vectors of {count(stale, 'memory')} waiting for a new one")
     return done

@@ -4,7 +4,8 @@
 well under a second: importing SQLAlchemy and building the store's engine alone take about
 0.3 s. This reader opens one read-only connection (database.read_only_uri: nothing is
 written beside the file, no lock is taken), checks the schema version, and asks its two
-questions in plain SQL. sqlite-vec is not loaded: the brief reads no vectors.
+questions in plain SQL. sqlite-vec is not loaded: the brief reads no vectors. A file another
+process holds locked is waited for BUSY_TIMEOUT_MS only, then DatabaseBusy.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 import sqlean
 
 from agent_memory import ranking
-from agent_memory.errors import DatabaseOpenError, SchemaTooNew, StorageFault
+from agent_memory.errors import DatabaseBusy, DatabaseOpenError, SchemaTooNew, StorageFault
 from agent_memory.storage.base import READ
 from agent_memory.storage.sqlite import database
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
@@ -55,12 +56,21 @@ FROM (
 ORDER BY e.self, e.created_at DESC, e.other DESC, e.kind
 """
 _VERSION = "SELECT version_num FROM alembic_version"
+# How long the brief waits for a lock another process holds (an exclusive locking mode, a
+# migration): session-start hooks give it 10 s in all (Claude Code, Codex), and a brief late
+# by more than a second is worth less than none. Other commands wait database.BUSY_TIMEOUT_MS.
+BUSY_TIMEOUT_MS = 1_000
+_SQLITE_BUSY = 5  # also a primary code: SQLITE_BUSY_RECOVERY, _SNAPSHOT, _TIMEOUT
+
+
+def _busy(exc: sqlean.Error) -> bool:
+    return getattr(exc, "sqlite_errorcode", 0) & 0xFF == _SQLITE_BUSY
 
 
 def _connect(path: Path) -> sqlean.Connection:
     try:
         conn = sqlean.connect(database.read_only_uri(path), uri=True, check_same_thread=False)
-        conn.execute(f"PRAGMA busy_timeout = {database.BUSY_TIMEOUT_MS}")
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     except sqlean.Error as exc:
         raise DatabaseOpenError(path, database.cause(path, str(exc))) from exc
     return conn
@@ -73,6 +83,8 @@ def _version(conn: sqlean.Connection, path: Path) -> int | None:
     except sqlean.Error as exc:
         if "no such table" in str(exc):
             return None
+        if _busy(exc):
+            raise DatabaseBusy(path, BUSY_TIMEOUT_MS / 1000) from exc
         raise DatabaseOpenError(path, database.cause(path, str(exc))) from exc
     return None if row is None else int(row[0])
 
@@ -80,8 +92,10 @@ def _version(conn: sqlean.Connection, path: Path) -> int | None:
 class SqliteReader:
     """See storage.base.Reader."""
 
-    def __init__(self, conn: sqlean.Connection) -> None:
+    def __init__(self, conn: sqlean.Connection, path: Path) -> None:
         self._conn = conn
+        self._path = path
+        self.location = str(path.absolute())
 
     def close(self) -> None:
         self._conn.close()
@@ -129,6 +143,8 @@ class SqliteReader:
         try:
             return self._conn.execute(sql, params).fetchall()
         except sqlean.Error as exc:
+            if _busy(exc):
+                raise DatabaseBusy(self._path, BUSY_TIMEOUT_MS / 1000) from exc
             raise StorageFault(str(exc)) from exc
 
 
@@ -151,4 +167,4 @@ def open_reader(location: str | os.PathLike[str] | None = None) -> SqliteReader:
         conn.close()
         database.open_database(path, mode=READ).close()
         conn = _connect(path)
-    return SqliteReader(conn)
+    return SqliteReader(conn, path)

@@ -24,14 +24,14 @@ from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
-from agent_memory.storage.checks import relations, vector_findings
+from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.sqlite import checks, portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections
 from agent_memory.storage.sqlite.database import Database, identity
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY
 from agent_memory.storage.sqlite.schema import memories, memory_links, meta
-from agent_memory.vocabulary import MAX_EXPANDED_LINKS, SQLITE_INT_MAX
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS, SQLITE_INT_MAX, count
 
 # The sweep rewrites decay scores and deletes expired rows in batches, one transaction
 # each, sized so that each holds the write lock for about SWEEP_HOLD_TARGET_SECS: the
@@ -568,7 +568,7 @@ class SqliteStore:
     def _check_links(self) -> list[Finding]:
         with self._connections.read() as conn:
             dangling = checks.dangling_links(conn)
-        detail = f"{relations(dangling)} to memories that are gone" if dangling else ""
+        detail = f"{count(dangling, 'relation')} to memories that are gone" if dangling else ""
         return [Finding("relations join existing memories", not dangling, detail, True)]
 
     def _check_keywords(self) -> list[Finding]:
@@ -620,7 +620,7 @@ class SqliteStore:
                 done.append("rebuilt the keyword index from the memories")
             dangling = checks.repair_links(conn)
             if dangling:
-                done.append(f"removed {relations(dangling)} to memories that are gone")
+                done.append(f"removed {count(dangling, 'relation')} to memories that are gone")
             done += checks.repair_vectors(conn)
         return done
 

@@ -1,0 +1,116 @@
+"""What the terminal commands write for a person: a memory's control characters escaped
+(a stored memory must not act on the reviewer's terminal), and counts in the singular for
+one."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from agent_memory import display
+from agent_memory.cli import cli
+from agent_memory.vocabulary import count
+
+# What a terminal acts on: C0 but tab and newline (newline ends our own lines), DEL, C1,
+# the separators and the bidirectional controls.
+RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+CLIPBOARD = "\x1b]52;c;Y3VybCBldmlsLnNofHNo\x07"  # OSC 52: write the clipboard
+HOSTILE = {
+    "content": f"hostile note{CLIPBOARD}\x1b[2K\x1b]0;pwned\x07\x9b31m\rfake line\u2028\u202eevil",
+    "type": "ERROR",
+    "tags": ["a\nb", "\x1b[8mhidden"],
+    "source": "src\x1b[31m",
+    "scope": "kore\x1b]0;x\x07",
+}
+
+
+def am(db_path, *args: str):
+    result = CliRunner().invoke(cli, ["--db", str(db_path), *args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
+    return result
+
+
+@pytest.fixture
+def hostile(service, db_path):
+    service.store(HOSTILE)
+    service.store({"content": "plain", "type": "TODO"})
+    service.link({"from_id": 2, "to_id": 1, "kind": "relates_to"})
+    return db_path
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["list"],
+        ["list", "--expand", "--limit", "5"],
+        ["search", "hostile note"],
+        ["search", "plain", "--expand"],
+        ["show", "1"],
+        ["show", "2"],
+        ["update", "1", "--ttl", "60"],
+        ["stats"],
+    ],
+    ids=["list", "list-expanded", "search", "search-expanded", "show", "show-related", "update",
+         "stats"],
+)  # fmt: skip
+def test_control_characters_are_shown_escaped(hostile, args):
+    result = am(hostile, *args)
+    assert result.exit_code == 0, result.output
+    assert not RAW_CONTROL.findall(result.stdout)
+    assert not RAW_CONTROL.findall(result.stderr)
+    if args[0] in ("show", "update") and args[1] == "1":
+        lines = result.stdout.splitlines()
+        assert lines[0] == "memory 1  ERROR  scope kore\\x1b]0;x\\x07"
+        assert "tags       a\\nb, \\x1b[8mhidden" in lines
+        assert "source     src\\x1b[31m" in lines
+        # the content's line breaks stay line breaks (a bare \r, U+2028 too), escaped within
+        assert (
+            "hostile note\\x1b]52;c;Y3VybCBldmlsLnNofHNo\\x07\\x1b[2K\\x1b]0;pwned\\x07\\x9b31m"
+            in lines
+        )
+        assert "fake line" in lines and "\\u202eevil" in lines
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["list"], ["search", "hostile note"], ["show", "1"], ["update", "1", "--ttl", "60"],
+     ["stats"]],
+)  # fmt: skip
+def test_json_escapes_them_too_and_means_the_same(hostile, service, args):
+    result = am(hostile, *args, "--json")
+    assert result.exit_code == 0 and not RAW_CONTROL.findall(result.stdout)
+    if args[0] == "show":
+        assert json.loads(result.stdout) == service.get({"id": 1})
+
+
+def test_the_brief_escapes_them_too(hostile):
+    result = am(hostile, "context", "--scope", "kore\x1b]0;x\x07")
+    assert result.exit_code == 0 and "hostile note" in result.stdout
+    assert not RAW_CONTROL.findall(result.stdout)
+
+
+def test_one_is_said_in_the_singular(service, db_path):
+    service.store({"content": "alone", "type": "TODO"})
+    assert am(db_path, "list").stderr == "1 memory\n"
+    service.store({"content": "other", "type": "TODO"})
+    service.link({"from_id": 2, "to_id": 1, "kind": "relates_to"})
+    assert am(db_path, "list").stderr == "2 memories\n"
+    assert "1 relation:" in am(db_path, "show", "1").stdout.splitlines()
+    assert am(db_path, "stats").stdout.splitlines()[0] == "2 memories, 1 link, 2 without a vector"
+
+
+def test_count_and_printable():
+    assert [count(n, "memory") for n in (0, 1, 2)] == [
+        "0 memories",
+        "1 memory",
+        "2 memories",
+    ]
+    assert [count(n, "link") for n in (1, 3)] == ["1 link", "3 links"]
+    assert count(2, "key") == "2 keys"
+    assert display.printable("a\x1b[31mb\tc\nd\x85\u2029") == "a\\x1b[31mb\tc\\nd\\x85\\u2029"
+    assert display.printable_lines("one\rtwo\x0bthree\u2028four\r\n") == [
+        "one", "two", "three", "four"
+    ]  # fmt: skip
