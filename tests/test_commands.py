@@ -188,7 +188,8 @@ def test_a_type_is_taken_in_any_case(seeded, service):
     listed = am(seeded, "list", "--type", "Decision", "--json").stdout
     assert [m["id"] for m in json.loads(listed)["memories"]] == [4, 1]
     assert (
-        am(seeded, "search", "sqlite", "--type", "decision").stderr == "1 found (keyword search)\n"
+        am(seeded, "search", "sqlite", "--type", "decision").stderr
+        == "1 found (keyword search: 4 memories not yet embedded; run `agent-memory embed`)\n"
     )
 
 
@@ -208,7 +209,10 @@ def test_stats_prints_what_memory_stats_holds(seeded, service):
         "-             1\n"
     )
     resource = mcp_server.read_resource(service, "memory://stats").contents[0].text
-    assert json.loads(am(seeded, "stats", "--json").stdout) == json.loads(resource)
+    # the test's service runs without an embedder, as --embedder none does
+    assert json.loads(am(seeded, "--embedder", "none", "stats", "--json").stdout) == json.loads(
+        resource
+    )
     assert json.loads(resource) == service.stats()
 
 
