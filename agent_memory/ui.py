@@ -103,15 +103,17 @@ def ui(ctx: click.Context, addr: tuple[str, int], browser: bool) -> None:
 
 
 def database_key(location: Any) -> bytes | None:
-    """This database's identity key, read from it; None when there is none to read (no
-    database yet, or one that cannot be read: then no daemon is trusted, and the
-    ``serve-rest`` that ui starts says what is wrong with it)."""
+    """This database's identity key, read from it; None when there is no database there
+    yet (no daemon is trusted then). One that cannot be read stops ui with the reason, as
+    the daemon it would start would stop."""
     from agent_memory import storage
     from agent_memory.errors import DatabaseOpenError
+    from agent_memory.wiring import fail
 
     try:
         return storage.database_key(location)
-    except DatabaseOpenError:
+    except DatabaseOpenError as exc:
+        fail(str(exc))  # exits
         return None
 
 

@@ -97,6 +97,10 @@ def database_key(location: str | os.PathLike[str] | None = None) -> bytes | None
     from agent_memory.storage.sqlite import database
 
     path = database.resolve_path(location)
+    if path.is_dir():
+        from agent_memory.errors import DatabaseOpenError
+
+        raise DatabaseOpenError(path, "is a directory")
     return database.identity_key(path, database.read_meta(path).get(IDENTITY_KEY))
 
 
