@@ -134,7 +134,13 @@ class DaemonServer(TcpWSGIServer):
         self.request_deadline = request_deadline
         port = int(self.effective_port)
         self.guard = rest.AddressGuard(host, port, allow_remote)
-        self.application = rest.create_app(service, host=host, port=port, allow_remote=allow_remote)
+        self.application = rest.create_app(
+            service,
+            host=host,
+            port=port,
+            allow_remote=allow_remote,
+            bound_ip=str(self.effective_host),
+        )
 
     def maintenance(self, now: float) -> None:
         """waitress's idle timeout, and the deadline of requests still arriving."""

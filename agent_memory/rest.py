@@ -48,6 +48,9 @@ _BOOLEANS = {"true": True, "false": False}
 _INTEGER_ARGS = frozenset({"limit", "id", "from_id", "to_id", "ttl_secs"})
 
 api = Blueprint("api", __name__)
+# app.extensions key: IP:PORT the daemon listens on, as its socket names it (what a proof of
+# the database's identity names; a client compares it with the address it reached).
+BOUND_ADDRESS = "agent_memory.bound_address"
 Rows = Generator[dict[str, Any], None, None]
 
 
@@ -195,7 +198,10 @@ def unlink(from_id: str, to_id: str, kind: str) -> tuple[Response, int]:
 
 @api.get("/health")
 def health() -> Response:
-    return jsonify(_service().health())
+    """Only ``challenge`` is read from the query (agent_memory.identity): anything else a
+    monitor adds (a cache buster) is ignored, as it always was."""
+    address = current_app.extensions[BOUND_ADDRESS]
+    return jsonify(_service().health(request.args.get("challenge"), address))
 
 
 @api.get("/openapi.json")
@@ -243,13 +249,16 @@ def create_app(
     host: str = "127.0.0.1",
     port: int = 7437,
     allow_remote: bool = False,
+    bound_ip: str | None = None,
 ) -> Flask:
-    """The REST app over ``service``; ``host``/``port`` are where it is bound."""
+    """The REST app over ``service``; ``host``/``port`` are where it is bound (``bound_ip``:
+    the IP address ``host`` named, when it is a name)."""
     app = Flask(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = max_body_bytes(service.max_content_bytes)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["agent_memory"] = service
+    app.extensions[BOUND_ADDRESS] = f"{bound_ip or host}:{port}"
     address = AddressGuard(host, port, allow_remote)
 
     @app.before_request

@@ -21,7 +21,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from agent_memory import DISTRIBUTION, __version__, fts, gsd, jsonl, portable, validate
+from agent_memory import DISTRIBUTION, __version__, fts, gsd, identity, jsonl, portable, validate
 from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
 from agent_memory.errors import (
     EmbedderUnavailable,
@@ -316,22 +316,31 @@ class MemoryService:
             return {**echo, "unlinked": True}
         return {**echo, "unlinked": False, "reason": "not_found"}
 
-    def health(self) -> dict[str, Any]:
+    def health(self, challenge: str | None = None, address: str = "") -> dict[str, Any]:
         """Liveness (the store answers a read), the embedder's status, and how searches run
         now: ``search_mode`` with the ``embedding`` serving it, or why search is by keyword
-        only and what would change that (``search_hint``)."""
+        only and what would change that (``search_hint``). Given a ``challenge``, the proof
+        that this process reads this database, as served at ``address`` (IP:PORT), for
+        ``agent-memory ui`` (agent_memory.identity); null for a database without an id."""
+        if challenge is not None:
+            challenge = validate.challenge(challenge)
         with self.storage("health"):
             self.db.ping()
             pin = self.db.pin()
         status = UNREACHABLE if self.embedder is None else self.embedder.status()
-        return {
+        answer = {
             "status": "ok",
             "embedder": status,
             "schema_version": self.db.schema_version,
             "version": __version__,
             **self._search_outlook(status, pin),
-            "database_id": self.db.identity,
         }
+        if challenge is not None:
+            key = self.db.identity_key
+            answer["database_proof"] = (
+                None if key is None else identity.proof(key, challenge, address)
+            )
+        return answer
 
     def _search_outlook(self, status: str, pin: Pin | None) -> dict[str, Any]:
         embedder = self.embedder

@@ -1,12 +1,15 @@
 """``agent-memory ui``: this database's web page, in the browser.
 
 The page is served by the REST daemon (``serve-rest``, see :mod:`agent_memory.web`). ``ui``
-first asks ``--addr`` whether a daemon there serves this database: its ``/health`` names the
-database it serves by an opaque id (:func:`agent_memory.storage.database_id`: the same for
-every path to one file, and telling nothing of the path). If one does, ``ui`` prints the
-page's address, opens it and exits. If not, it starts ``serve-rest`` with the same global
-options, at ``--addr`` when nothing listens there, else on a free port, and runs it in the
-foreground until Ctrl-C (or SIGTERM), like any server started from a terminal.
+first asks ``--addr`` whether a daemon there serves this database, and believes only a proof
+that needs read access to it: ``ui`` reads the database's id itself and sends a fresh
+challenge that the daemon must answer with it (:mod:`agent_memory.identity`; the id is never
+sent). If the daemon proves it, ``ui`` prints the page's address, opens it and exits. If
+nothing listens there, it starts ``serve-rest`` with the same global options at ``--addr``
+and runs it in the foreground until Ctrl-C (or SIGTERM), like any server started from a
+terminal. If something else listens there (a daemon of another database, any other
+program), an ``--addr`` given on the command line is refused with the reason; the default
+address gives way to a free port.
 
 Its imports wait for the command: every other command loads this module with cli.py.
 
@@ -35,6 +38,8 @@ DEFAULT_ADDR = "127.0.0.1:7437"  # serve-rest's default (cli.DEFAULT_REST_PORT)
 PROBE_TIMEOUT_SECS = 2.0
 LISTENING = re.compile(r"REST listening on (\S+):(\d+)$")
 FREE, OURS, OTHER = "free", "ours", "other"
+# How much of an answer to /health is read.
+MAX_HEALTH_BYTES = 64 * 1024
 
 
 def _parse_addr(ctx: click.Context, param: click.Parameter, text: str) -> tuple[str, int]:
@@ -50,8 +55,9 @@ def _parse_addr(ctx: click.Context, param: click.Parameter, text: str) -> tuple[
     show_default=True,
     metavar="HOST:PORT",
     callback=_parse_addr,
-    help="Where to look for the daemon, and to start it when none serves this database "
-    "there (loopback only; port 0: always start one on a free port).",
+    help="Where to look for the daemon, and to start it when nothing listens there "
+    "(loopback only; port 0: always start one on a free port). When something else "
+    "listens there, ui stops; without --addr it starts on a free port instead.",
 )
 @click.option(
     "--browser/--no-browser",
@@ -66,45 +72,79 @@ def ui(ctx: click.Context, addr: tuple[str, int], browser: bool) -> None:
     Uses the REST daemon already serving this database at --addr, or starts one (in the
     foreground: Ctrl-C stops it).
     """
-    from agent_memory import storage
     from agent_memory.terminal import is_loopback
     from agent_memory.wiring import fail
 
     host, port = addr
     if not is_loopback(host):
         fail(f"ui serves the page on a loopback address only (got {host}); use serve-rest")
-    found = probe(host, port, storage.database_id(ctx.obj.db)) if port else OTHER
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    found = probe(host, port, database_key(ctx.obj.db)) if port else OTHER
     if found == OURS:
         url = page_url(host, port)
-        click.echo(f"the daemon at {host}:{port} serves this database", err=True)
+        click.echo(f"the daemon at {shown} serves this database", err=True)
         click.echo(url)
         if browser:
             open_browser(url)
         return
     if found == OTHER and port:
-        click.echo(f"{host}:{port} serves something else: starting on a free port", err=True)
+        if ctx.get_parameter_source("addr") is not ParameterSource.DEFAULT:
+            fail(
+                f"{shown} is in use by a program that does not prove it serves this database "
+                "(a daemon of another database, or something else): ui will not send you "
+                "there. Stop it, or pass another --addr (port 0: any free port)"
+            )
+        click.echo(
+            f"{shown} is in use by something that does not serve this database: "
+            "starting on a free port",
+            err=True,
+        )
     sys.exit(serve(ctx, host, port if found == FREE else 0, browser))
 
 
-def probe(host: str, port: int, database_id: str) -> str:
-    """OURS when a daemon at host:port serves this database, FREE when nothing listens
-    there, OTHER for anything else (another database, another program, no answer)."""
+def database_key(location: Any) -> bytes | None:
+    """This database's identity key, read from it; None when there is no database there
+    yet (no daemon is trusted then). One that cannot be read stops ui with the reason, as
+    the daemon it would start would stop."""
+    from agent_memory import storage
+    from agent_memory.errors import DatabaseOpenError
+    from agent_memory.wiring import fail
+
+    try:
+        return storage.database_key(location)
+    except DatabaseOpenError as exc:
+        fail(str(exc))  # exits
+        return None
+
+
+def probe(host: str, port: int, key: bytes | None) -> str:
+    """OURS when the daemon at host:port proves it serves the database whose identity key
+    is ``key``, FREE when nothing listens there, OTHER for anything else (a daemon of
+    another database, another program, no answer; anything at all when ``key`` is None)."""
     import http.client
     import json
 
+    from agent_memory import identity
+
+    challenge = identity.challenge()
     connection = http.client.HTTPConnection(host, port, timeout=PROBE_TIMEOUT_SECS)
     try:
-        connection.request("GET", "/health", headers={"Accept": "application/json"})
+        connection.request(
+            "GET", f"/health?challenge={challenge}", headers={"Accept": "application/json"}
+        )
+        reached = connection.sock.getpeername()  # the IP and port the answer comes from
         response = connection.getresponse()
-        health = json.loads(response.read(64 * 1024))
+        health = json.loads(response.read(MAX_HEALTH_BYTES))
     except ConnectionRefusedError:
         return FREE
     except (OSError, http.client.HTTPException, ValueError):
         return OTHER
     finally:
         connection.close()
-    ours = response.status == 200 and isinstance(health, dict)
-    return OURS if ours and health.get("database_id") == database_id else OTHER
+    if key is None or response.status != 200 or not isinstance(health, dict):
+        return OTHER
+    expected = identity.proof(key, challenge, f"{reached[0]}:{reached[1]}")
+    return OURS if identity.same(expected, health.get("database_proof")) else OTHER
 
 
 def page_url(host: str, port: int) -> str:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
-from agent_memory import wire
+from agent_memory import identity, wire
 from agent_memory.errors import InvalidArgument, InvalidType, UnknownField
 from agent_memory.models import Filters
 from agent_memory.vocabulary import (
@@ -198,6 +198,15 @@ def required_string(args: Mapping[str, Any], name: str) -> str:
         raise InvalidType(f"{name} is required")
     value = optional_string(args, name)
     assert value is not None
+    return value
+
+
+def challenge(value: Any) -> str:
+    """A daemon's identity challenge (agent_memory.identity): fresh random hex, as ui sends."""
+    if not isinstance(value, str) or not identity.CHALLENGE.fullmatch(value):
+        raise InvalidArgument(
+            f"challenge must be 32 lowercase hexadecimal digits (got {shown(value)})"
+        )
     return value
 
 

@@ -28,6 +28,13 @@ from agent_memory.storage.base import CREATE
 OPEN_AFTER_ANSWER_SECS = 0.1
 LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+# Libraries' loggers shown only from this level up, unless --log-level debug. waitress's
+# queue logger warns "Task queue depth is N" each time a request waits for one of the
+# daemon's threads: a page load sends about ten requests at once (the page, its files, the
+# list, the counts, /health) and each waits a few milliseconds. More threads would not make
+# that news either (a graph of two hops sends 17 at once; one SQLite writer, one GIL), and a
+# daemon that is really behind shows it in its answer times, so the warning is off.
+QUIET_LOGGERS = {"alembic": logging.WARNING, "waitress.queue": logging.ERROR}
 
 log = logging.getLogger("agent_memory")
 
@@ -61,7 +68,8 @@ class Location(click.ParamType):
 def configure_logging(level: str) -> None:
     logging.basicConfig(stream=sys.stderr, level=level.upper(), format=LOG_FORMAT, force=True)
     if level.lower() != "debug":
-        logging.getLogger("alembic").setLevel(logging.WARNING)
+        for name, quiet in QUIET_LOGGERS.items():
+            logging.getLogger(name).setLevel(quiet)
 
 
 def fail(message: str) -> None:

@@ -80,6 +80,16 @@ def pg_template(pg_server: str) -> Iterator[str]:
 @pytest.fixture
 def pg_url(pg_server: str, pg_template: str) -> Iterator[str]:
     """A URL to a database of this test's own, a copy of the template, dropped after it."""
+    yield from _fresh_database(pg_server, pg_template)
+
+
+@pytest.fixture
+def other_pg_url(pg_server: str, pg_template: str) -> Iterator[str]:
+    """A second database of this test's own, on the same server, as pg_url."""
+    yield from _fresh_database(pg_server, pg_template)
+
+
+def _fresh_database(pg_server: str, pg_template: str) -> Iterator[str]:
     name = f"agent_memory_test_{os.getpid()}_{next(_names)}"
     with psycopg.connect(pg_server, autocommit=True) as conn:
         began = time.perf_counter()

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import os
 import random
+import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
 
 import anyio
 import psycopg
@@ -76,12 +77,40 @@ def test_a_url_is_shown_without_its_password(url, shown):
     assert "s3cret" not in urls.redacted(url)
 
 
-def test_a_databases_identity_ignores_who_connects():
-    a = urls.identity("postgresql://amy:one@db.example:5432/team")
-    assert a == urls.identity("postgresql://bob:two@db.example/team")
-    assert a != urls.identity("postgresql://amy@db.example/other")
-    assert a != urls.identity("postgresql://amy@db2.example/team")
-    assert storage.database_id("postgresql://amy@db.example/team") == a
+def service_file(tmp_path, **services: str) -> str:
+    """A libpq service file (PGSERVICEFILE) with a service of each name leading to the
+    database of its URL."""
+    lines = []
+    for name, url in services.items():
+        parts = urlsplit(url)
+        params = dict(parse_qsl(parts.query))
+        fields = {
+            "host": parts.hostname or params.get("host"),
+            "port": parts.port or params.get("port"),
+            "user": parts.username or params.get("user"),
+            "password": parts.password or params.get("password"),
+            "dbname": parts.path.lstrip("/"),
+        }
+        lines += [f"[{name}]", *(f"{k}={v}" for k, v in fields.items() if v)]
+    path = tmp_path / "pg_service.conf"
+    path.write_text("\n".join(lines) + "\n")
+    return str(path)
+
+
+TEAM_A, TEAM_B = "postgresql:///?service=teama", "postgresql:///?service=teamb"
+
+
+def test_two_services_are_two_databases(pg_url, other_pg_url, tmp_path, monkeypatch):
+    """Their URLs differ in nothing but the service's name: the id each database holds
+    tells them apart (issue 31, item 16)."""
+    services = service_file(tmp_path, teama=pg_url, teamb=other_pg_url)
+    monkeypatch.setenv("PGSERVICEFILE", services)
+    assert storage.database_key(TEAM_A) is None  # nothing there yet: no daemon to trust
+    for url in (TEAM_A, TEAM_B):
+        open_store(url).close()
+    assert storage.database_key(TEAM_A) == storage.database_key(pg_url)
+    assert storage.database_key(TEAM_B) == storage.database_key(other_pg_url)
+    assert storage.database_key(TEAM_A) != storage.database_key(TEAM_B)
 
 
 def test_only_postgresql_urls_are_urls():
@@ -501,10 +530,26 @@ def test_rest_round_trip_and_rest_with_mcp(pg_url):
     with RestDaemon(pg_url) as daemon:
         found = daemon.request("POST", "/api/search", json={"query": "stored"}).json()
         assert len(found["results"]) == 2
-        health = daemon.request("GET", "/health").json()
-        assert health["database_id"] == storage.database_id(pg_url)
         assert daemon.stop() == 0
     assert not any("password" in line for line in daemon.stderr_lines)
+
+
+def test_ui_does_not_take_one_service_for_another(pg_url, other_pg_url, tmp_path):
+    """A daemon serving team B's database at --addr: ui --db for team B uses it, ui --db for
+    team A refuses it, though both URLs name the same host, port and no database."""
+    services = service_file(tmp_path, teama=pg_url, teamb=other_pg_url)
+    open_store(pg_url).close()
+    env = server_env(PGSERVICEFILE=services, DISPLAY="", WAYLAND_DISPLAY="")
+    with RestDaemon(TEAM_B, env={"PGSERVICEFILE": services}) as daemon:
+        addr = ("ui", "--no-browser", "--addr", f"127.0.0.1:{daemon.port}")
+        run = {"capture_output": True, "text": True, "env": env, "timeout": 60}
+        same = subprocess.run([executable(), "--db", TEAM_B, *addr], **run)
+        other = subprocess.run([executable(), "--db", TEAM_A, *addr], **run)
+        assert daemon.stop() == 0
+    assert (same.returncode, same.stdout) == (0, f"http://127.0.0.1:{daemon.port}/\n")
+    assert "serves this database" in same.stderr
+    assert (other.returncode, other.stdout) == (1, ""), other.stderr
+    assert "does not prove it serves this database" in other.stderr
 
 
 def exported(path) -> tuple[list, list]:

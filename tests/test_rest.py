@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import threading
 from http.client import HTTPConnection, IncompleteRead
 
@@ -12,10 +13,10 @@ import sqlalchemy
 import waitress
 from fake_ollama import FakeOllama
 
-from agent_memory import __version__, rest
+from agent_memory import __version__, identity, rest
 from agent_memory.embedders.ollama import Ollama
 from agent_memory.rest import create_app
-from agent_memory.storage import database_id
+from agent_memory.storage import database_key
 from agent_memory.storage.sqlite import rows as sqlite_rows
 from agent_memory.storage.sqlite.database import head_revision
 
@@ -723,8 +724,35 @@ def test_health_reports_the_embedder(db_path, service, models, status):
         "schema_version": head_revision(),
         "version": __version__,
         **outlook,
-        "database_id": database_id(db_path),
     }
+
+
+def test_health_proves_which_database_it_serves_without_telling_its_id(db_path, service):
+    """The answer to a challenge is the HMAC only a reader of the database can make, for
+    the address the daemon is bound to; the id itself is in no answer."""
+    client = Client(create_app(service, host="localhost", port=8123, bound_ip="127.0.0.1"))
+    challenge = identity.challenge()
+    code, body = client("GET", f"/health?challenge={challenge}", base_url="http://localhost:8123")
+    key = database_key(db_path)
+    assert code == 200
+    assert body["database_proof"] == identity.proof(key, challenge, "127.0.0.1:8123")
+    assert body["database_proof"] != identity.proof(key, challenge, "127.0.0.1:8124")
+    stored = service.db.database.stored_id
+    assert re.fullmatch("[0-9a-f]{32}", stored)
+    assert stored not in json.dumps(body) and key.hex() not in json.dumps(body)
+    without = client("GET", "/health", base_url="http://localhost:8123")[1]
+    assert "database_proof" not in without  # no challenge, no proof
+
+
+@pytest.mark.parametrize("challenge", ["", "xyz", "A" * 32, "0" * 31, "0" * 33])
+def test_a_malformed_challenge_is_refused(service, challenge):
+    assert Client(create_app(service))("GET", f"/health?challenge={challenge}") == (
+        400,
+        {
+            "error": "invalid argument: challenge must be 32 lowercase hexadecimal digits "
+            f"(got {json.dumps(challenge)})"
+        },
+    )
 
 
 def test_health_with_ollama_down_is_still_ok(service):

@@ -162,6 +162,26 @@ def test_slow_clients_do_not_lock_the_others_out(db_path):
         assert server.stop() == 0
 
 
+def test_a_burst_of_requests_logs_no_queue_depth(db_path):
+    """A page load sends about ten requests at once; those waiting a few milliseconds for
+    one of the threads are no news for the operator (waitress warned on each)."""
+    with RestDaemon(db_path) as server, contextlib.ExitStack() as stack:
+        burst = [
+            stack.enter_context(
+                socket.create_connection(("127.0.0.1", server.port), timeout=CLIENT_TIMEOUT_SECS)
+            )
+            for _ in range(4 * daemon.REST_THREADS)
+        ]
+        for sock in burst:
+            sock.sendall(
+                request(f"Host: 127.0.0.1:{server.port}", "Connection: close", start=HEALTH)
+            )
+        for sock in burst:
+            assert read_until_closed(sock).startswith(b"HTTP/1.1 200 ")
+        assert server.stop() == 0
+    assert not [line for line in server.stderr_lines if "Task queue depth" in line]
+
+
 @pytest.fixture
 def in_process(service):
     """The daemon's server in this process, so a test can shorten its deadline."""

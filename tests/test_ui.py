@@ -2,10 +2,18 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
 import signal
 import socket
 import subprocess
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 import requests
@@ -14,7 +22,8 @@ from rest_daemon import START_TIMEOUT_SECS, RestDaemon
 
 from agent_memory import ui
 from agent_memory.cli import cli
-from agent_memory.storage import database_id
+from agent_memory.storage import database_key, open_store
+from agent_memory.storage.sqlite.database import read_meta
 
 from conftest import executable, server_env
 
@@ -67,25 +76,136 @@ def test_ui_uses_the_daemon_already_serving_this_database(db_path, browser_env, 
     assert opened.read_text() == f"{url}\n"
 
 
-@pytest.mark.parametrize("other_database", [True, False])
-def test_ui_starts_a_daemon_until_stopped(db_path, tmp_path, browser_env, opened, other_database):
-    """A daemon of another database at --addr: ui starts its own on a free port; nothing
-    there: at --addr. Either serves the page of this database, with ui's global options."""
-    other = RestDaemon(tmp_path / "other.db") if other_database else None
-    port = other.port if other else free_port()
+class Impostor(BaseHTTPRequestHandler):
+    """A program listening first on the port: it answers /health as a daemon of the
+    database would, with all it can know without reading the file (its path)."""
+
+    answer: ClassVar[dict] = {}
+    asked: ClassVar[list[str]] = []
+
+    def do_GET(self) -> None:
+        self.asked.append(self.path)
+        body = json.dumps(self.answer).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+@contextmanager
+def impostor(db_path: Path, port: int = 0) -> Iterator[tuple[int, list[str]]]:
+    """(its port, the paths it was asked for)."""
+    path_hash = hashlib.sha256(os.fsencode(os.path.realpath(db_path))).hexdigest()
+    answer = {
+        "status": "ok",
+        "embedder": "unreachable",
+        "search_mode": "keyword",
+        "database_id": path_hash[:16],  # what the daemon of this file answered before
+        "database_proof": path_hash,
+    }
+    handler = type("Handler", (Impostor,), {"answer": answer, "asked": []})
+    server = ThreadingHTTPServer(("127.0.0.1", port), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server.server_port, handler.asked
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_an_impostor_on_the_port_is_not_trusted(db_path):
+    """It listens first and answers with everything computable from the path: an --addr
+    given is refused, and the database's id was never sent to it (issue 31, item 17)."""
+    open_store(db_path).close()
+    with impostor(db_path) as (port, asked):
+        done = subprocess.run(
+            [
+                executable(),
+                "--db",
+                str(db_path),
+                "ui",
+                "--no-browser",
+                "--addr",
+                f"127.0.0.1:{port}",
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            env=server_env(),
+            timeout=START_TIMEOUT_SECS,
+        )
+    assert (done.returncode, done.stdout) == (1, ""), done.stderr
+    assert f"127.0.0.1:{port} is in use by a program that does not prove it serves" in done.stderr
+    assert "pass another --addr" in done.stderr
+    stored = read_meta(db_path)["database_id"]
+    assert len(asked) == 1 and stored not in asked[0]
+    assert database_key(db_path).hex() not in asked[0]
+
+
+def test_an_explicit_addr_serving_another_database_is_refused(db_path, tmp_path):
+    with RestDaemon(tmp_path / "other.db") as other:
+        started = start_ui(
+            server_env(), "--db", str(db_path), "ui", "--addr", f"127.0.0.1:{other.port}"
+        )
+        try:
+            assert started.stdout.readline() == ""  # no address: it did not start elsewhere
+            assert started.wait(timeout=START_TIMEOUT_SECS) == 1
+            assert "does not prove it serves this database" in started.stderr.read()
+        finally:
+            if started.poll() is None:
+                started.send_signal(signal.SIGINT)  # ui passes it on to what it started
+                started.wait(timeout=START_TIMEOUT_SECS)
+        assert other.stop() == 0
+
+
+def test_the_default_addr_gives_way_to_a_free_port(db_path, browser_env, opened):
+    """Something else on the default address (here an impostor): ui starts its own daemon
+    on a free port."""
+    open_store(db_path).close()
+    default_port = int(ui.DEFAULT_ADDR.rsplit(":", 1)[1])
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as the impostor binds
+        try:
+            sock.bind(("127.0.0.1", default_port))
+        except OSError:
+            pytest.skip(f"the default port {default_port} is in use on this machine")
+    with impostor(db_path, default_port):
+        started = start_ui(browser_env, "--db", str(db_path), "ui")
+        try:
+            url = started.stdout.readline().strip()
+            assert url.startswith("http://127.0.0.1:")
+            assert url != ui.page_url("127.0.0.1", default_port)
+            port = int(url.rstrip("/").rsplit(":", 1)[1])
+            assert ui.probe("127.0.0.1", port, database_key(db_path)) == ui.OURS
+            started.send_signal(signal.SIGINT)
+            assert started.wait(timeout=START_TIMEOUT_SECS) == 0
+            assert "starting on a free port" in started.stderr.read()
+        finally:
+            if started.poll() is None:
+                started.kill()
+            started.wait()
+
+
+@pytest.mark.parametrize("options_after", [True, False])
+def test_ui_starts_a_daemon_until_stopped(db_path, browser_env, opened, options_after):
+    """Nothing at --addr: ui starts the daemon of this database there, with its global
+    options (given before the subcommand's name or after it, as `serve --db x`)."""
+    port = free_port()
     limit = ("--max-content-bytes", "64")
     addr = ("--addr", f"127.0.0.1:{port}")
-    if other_database:  # the global options after the subcommand's name, as `serve --db x`
+    if options_after:
         args = ("ui", *addr, "--db", str(db_path), *limit)
     else:
         args = ("--db", str(db_path), *limit, "ui", *addr)
     started = start_ui(browser_env, *args)
     try:
         url = started.stdout.readline().strip()  # printed once the daemon listens
-        assert url.startswith("http://127.0.0.1:") and url.endswith("/")
-        assert (url != f"http://127.0.0.1:{port}/") is other_database
-        health = requests.get(f"{url}health", timeout=START_TIMEOUT_SECS).json()
-        assert health["database_id"] == database_id(db_path)
+        assert url == f"http://127.0.0.1:{port}/"
+        assert ui.probe("127.0.0.1", port, database_key(db_path)) == ui.OURS
         assert requests.get(url, timeout=START_TIMEOUT_SECS).text.startswith("<!doctype html>")
         too_big = requests.post(
             f"{url}api/memories", json={"content": "x" * 65, "type": "TODO"}, timeout=30
@@ -100,8 +220,6 @@ def test_ui_starts_a_daemon_until_stopped(db_path, tmp_path, browser_env, opened
         if started.poll() is None:
             started.kill()
         started.wait()
-        if other:
-            assert other.stop() == 0
 
 
 def test_ui_without_a_browser_only_prints_the_address(db_path):
@@ -149,5 +267,5 @@ def test_a_port_that_answers_something_else_is_not_ours(db_path, monkeypatch):
         listener.bind(("127.0.0.1", 0))
         listener.listen()
         port = listener.getsockname()[1]
-        assert ui.probe("127.0.0.1", port, database_id(db_path)) == ui.OTHER
-    assert ui.probe("127.0.0.1", free_port(), database_id(db_path)) == ui.FREE
+        assert ui.probe("127.0.0.1", port, database_key(db_path)) == ui.OTHER
+    assert ui.probe("127.0.0.1", free_port(), database_key(db_path)) == ui.FREE

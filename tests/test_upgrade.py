@@ -92,6 +92,21 @@ def test_every_released_revision_upgrades_to_head_intact(fixture, tmp_path):
     assert normalized_schema(path) == normalized_schema(fresh)
 
 
+def test_an_upgraded_file_gets_an_id_of_its_own_and_keeps_it(tmp_path):
+    """Two copies of a file from before ids: each gets its own random id at its upgrade
+    (ui tells databases apart by it), and keeps it at every later open."""
+    paths = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        paths.append(copy_fixture(FIXTURES / "memory-0006.db", tmp_path / name))
+        open_store(paths[-1]).close()
+    ids = [db.read_meta(path)["database_id"] for path in paths]
+    assert all(re.fullmatch("[0-9a-f]{32}", stored) for stored in ids)
+    assert ids[0] != ids[1]
+    open_store(paths[0]).close()
+    assert db.read_meta(paths[0])["database_id"] == ids[0]
+
+
 @pytest.mark.parametrize("fixture", OLD_FIXTURES, ids=lambda p: p.stem)
 def test_backup_is_a_genuine_self_contained_pre_migration_copy(fixture, tmp_path):
     path = copy_fixture(fixture, tmp_path)

@@ -142,13 +142,15 @@ def test_search_and_filters_show_the_right_memories(page, daemon):
     assert page.text("#total") == f"{stats['memories']} memories"
     assert page.text("#backlog") == f"{stats['pending_embedding']} waiting for an embedding"
     health = daemon.request("GET", "/health").json()
-    assert page.text("#health").startswith("keyword search · embedder unreachable · v")
+    assert page.text("#health").startswith("embedder unreachable · v")
+    assert page.text("#mode") == "keyword search"  # how a search would run, beside the box
     assert page.text("#search-hint") == health["search_hint"]  # why, and what changes it
 
     ranked = page.searched(lambda: page.tab.fill("#q", "zebra"))
     assert sorted(ranked) == sorted([a, b, c])
     page.expect_shown(ranked)  # best first, as the API ranked them
     assert page.text("#mode") == "keyword search"
+    assert page.text("header.top").count("search") == 1  # said once, not again by #health
     first = page.tab.locator("#results a.item").first
     assert first.locator(".decay").inner_text().startswith("decay ")
     assert first.locator(".age").inner_text().endswith(" old")
@@ -168,7 +170,72 @@ def test_search_and_filters_show_the_right_memories(page, daemon):
     page.tab.fill("#q", "")  # back to browsing, the filter kept
     page.tab.wait_for_selector("#list-title:text('Newest memories')")
     page.expect_shown([c])
-    assert page.text("#mode") == "newest first"
+    assert page.text("#mode") == "keyword search"
+
+
+def test_the_search_and_its_filters_are_in_the_address(page, chromium, daemon):
+    a = store(daemon, "quokka habits in the morning", "DECISION", tags=["fauna"], scope="addr")
+    b = store(daemon, "quokka sightings logged wrong", "ERROR", tags=["fauna"], scope="addr")
+    page.open()
+    page.searched(lambda: page.tab.fill("#q", "quo"))
+    typed = page.searched(lambda: page.tab.fill("#q", "quokka"))  # more typing: one entry
+    assert sorted(typed) == sorted([a, b])
+    page.tab.wait_for_url("**/?q=quokka")
+    assert page.searched(lambda: page.tab.select_option("#f-type", "ERROR")) == [b]
+    page.tab.wait_for_url("**/?q=quokka&type=ERROR")
+    page.expect_shown([b])
+    page.tab.fill("#f-scope", "addr")
+    page.tab.wait_for_url("**/?q=quokka&type=ERROR&scope=addr")
+    page.tab.click("#results a.item")  # the open memory goes in the hash, beside the search
+    page.tab.wait_for_url(f"**/?q=quokka&type=ERROR&scope=addr#/m/{b}")
+    page.tab.wait_for_selector(f"#d-title:text('ERROR #{b}')")
+    shared = page.tab.url
+    assert page.tab.title() == "quokka · agent-memory"
+
+    # Back and Forward walk the same views: the memory closes, then the filters go one by one
+    page.tab.go_back()
+    page.tab.wait_for_selector("#detail", state="hidden")
+    assert page.searched(page.tab.go_back) == [b]
+    assert page.tab.url.endswith("/?q=quokka&type=ERROR")
+    assert page.tab.input_value("#f-scope") == ""
+    unfiltered = page.searched(page.tab.go_back)  # the search as first typed
+    assert sorted(unfiltered) == sorted(typed)
+    assert page.tab.url.endswith("/?q=quokka")
+    assert (page.tab.input_value("#q"), page.tab.input_value("#f-type")) == ("quokka", "")
+    page.expect_shown(unfiltered)
+    assert page.searched(page.tab.go_forward) == [b]
+    assert page.tab.input_value("#f-type") == "ERROR"
+    page.tab.go_back()
+    page.tab.go_back()  # before the search: browsing, with the search box empty
+    page.tab.wait_for_selector("#list-title:text('Newest memories')")
+    assert page.tab.input_value("#q") == ""
+    assert page.tab.url == f"{daemon.url}/"
+
+    # a bookmark, or a link someone shared, opens the same view in a new browser
+    context = chromium.new_context()
+    try:
+        tab = context.new_page()
+        with tab.expect_response(lambda r: r.url.endswith("/api/search")) as answer:
+            tab.goto(shared)
+        assert [found["id"] for found in answer.value.json()["results"]] == [b]
+        assert answer.value.request.post_data_json == {
+            "query": "quokka",
+            "type": "ERROR",
+            "scope": "addr",
+            "limit": 50,
+        }
+        tab.wait_for_selector(f"#d-title:text('ERROR #{b}')")
+        assert [tab.input_value(f) for f in ("#q", "#f-type", "#f-tag", "#f-scope")] == [
+            "quokka",
+            "ERROR",
+            "",
+            "addr",
+        ]
+        with tab.expect_response(lambda r: r.url.endswith("/api/search")) as answer:
+            tab.goto(f"{daemon.url}/?q=quokka&tag=fauna&type=decision")  # any case
+        assert [found["id"] for found in answer.value.json()["results"]] == [a]
+    finally:
+        context.close()
 
 
 def test_browsing_pages_newest_first(page, daemon):

@@ -9,6 +9,8 @@ imports psycopg.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
+from typing import Any
 
 from agent_memory import DISTRIBUTION
 from agent_memory.models import Pin
@@ -85,16 +87,22 @@ def open_reader(location: str | os.PathLike[str] | None = None) -> Reader:
     return open_sqlite(location)
 
 
-def database_id(location: str | os.PathLike[str] | None = None) -> str:
-    """The ``identity`` the store at ``location`` (default as open_store picks it) has,
-    computed without opening it."""
+def database_key(location: str | os.PathLike[str] | None = None) -> bytes | None:
+    """The ``identity_key`` of the store at ``location`` (default as open_store picks it),
+    read from the database without loading an engine and changing nothing; None when there
+    is no database there yet, or one without an id (no daemon can be serving it). Raises
+    DatabaseOpenError when it cannot be read."""
     if is_postgres(location):
-        from agent_memory.storage.postgres.url import identity
-
-        return identity(str(_location(location)))
+        return _on_postgres(str(_location(location)), _postgres_identity)
+    from agent_memory.storage.base import IDENTITY_KEY
     from agent_memory.storage.sqlite import database
 
-    return database.identity(database.resolve_path(location))
+    path = database.resolve_path(location)
+    if path.is_dir():
+        from agent_memory.errors import DatabaseOpenError
+
+        raise DatabaseOpenError(path, "is a directory")
+    return database.identity_key(path, database.read_meta(path).get(IDENTITY_KEY))
 
 
 def ready_to_serve(location: str | os.PathLike[str] | None = None) -> bool:
@@ -120,13 +128,26 @@ def quick_pin(location: str | os.PathLike[str] | None = None) -> Pin | None:
     (``serve`` tells its client how searches will run before its first answer); for a
     PostgreSQL database, one libpq read of its ``meta`` table."""
     if is_postgres(location):
-        return _postgres_pin(str(_location(location)))
+        return _on_postgres(str(_location(location)), _postgres_pin)
     from agent_memory.storage.sqlite import database
 
     return pin_of(database.read_meta(database.resolve_path(location)))
 
 
-def _postgres_pin(url: str) -> Pin | None:
+def _postgres_pin(conn: Any) -> Pin | None:
+    if not conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]:
+        return None
+    return pin_of(dict(conn.execute("SELECT key, value FROM meta").fetchall()))
+
+
+def _postgres_identity(conn: Any) -> bytes | None:
+    from agent_memory.storage.postgres.database import identity_key
+
+    return identity_key(conn)
+
+
+def _on_postgres(url: str, read: Callable[[Any], Any]) -> Any:
+    """``read`` on one libpq connection to the database at ``url``."""
     from agent_memory.errors import DatabaseOpenError
     from agent_memory.storage.postgres.url import redacted
 
@@ -138,9 +159,7 @@ def _postgres_pin(url: str) -> Pin | None:
 
     try:
         with connect(url) as conn:
-            if not conn.execute("SELECT to_regclass('meta') IS NOT NULL").fetchone()[0]:
-                return None
-            return pin_of(dict(conn.execute("SELECT key, value FROM meta").fetchall()))
+            return read(conn)
     except psycopg.Error as exc:
         detail = str(exc).strip().replace(url, redacted(url))
         raise DatabaseOpenError(redacted(url), detail.splitlines()[0] if detail else "") from exc

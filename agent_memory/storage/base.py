@@ -49,6 +49,8 @@ EXPORT_MEMORY_COLUMNS = (
 
 PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
 PROVIDER_KEY = "embedding_provider"
+# The meta row holding the database's random id (agent_memory.identity), made with the schema.
+IDENTITY_KEY = "database_id"
 
 # How open_store treats the location (see there): create a database when there is none,
 # open an existing one only, or open an existing one to read (read-only if need be).
@@ -136,10 +138,11 @@ class Reader(Protocol):
 class Store(Protocol):
     schema_version: int
     location: str  # for logs: a path, or a URL without its password
-    # Opaque, and the same in every process that opens this database by whatever path
-    # (storage.database_id computes it without opening anything): `ui` compares it with a
-    # daemon's /health to know whether that daemon serves this database.
-    identity: str
+    # The secret a daemon proves it knows (agent_memory.identity), from the id the database
+    # holds and where it is: the same in every process that opens this database, by whatever
+    # path (storage.database_key reads it without an engine). Never sent anywhere. None for
+    # a database whose id is gone (someone deleted the meta row): no daemon of it is trusted.
+    identity_key: bytes | None
     read_only: bool  # opened for reading only (this process cannot write the file): writes fail
     holds_nul: bool  # its text can hold U+0000 (SQLite's can, PostgreSQL's cannot)
 

@@ -9,6 +9,10 @@ const DEBOUNCE_MS = 150;
 const PAGE_SIZE = 50; // index.html preloads the first page: /api/memories?limit=51
 const SEARCH_LIMIT = 50;
 const SNIPPET_CHARS = 240;
+// The search and its filters live in the address (?q=…&type=…&tag=…&scope=…), so a view can
+// be bookmarked, shared, reloaded and reached again with Back and Forward; the memory open
+// in the detail pane is the hash (#/m/ID), kept beside them.
+const ADDRESS_PARAMS = { q: "query", type: "type", tag: "tag", scope: "scope" };
 const KIND_READS = { relates_to: "relates to", supersedes: "supersedes",
   superseded_by: "superseded by", caused_by: "was caused by", caused: "caused" };
 
@@ -21,6 +25,7 @@ const state = {
   memory: null, // the memory open in the detail pane
   sequence: 0, // answers to older requests than the latest are dropped
   controller: null,
+  edited: null, // the box whose typing made the current history entry (more typing replaces it)
 };
 
 // -- formatting -------------------------------------------------------------------------
@@ -119,13 +124,12 @@ async function refresh() {
     if (searched) {
       const answer = await api.search({ query: state.query, ...filters(), limit: SEARCH_LIMIT }, signal);
       if (sequence !== state.sequence) return;
-      setText($("mode"), `${answer.search_mode} search`);
+      setText($("mode"), `${answer.search_mode} search`); // how this one ran
       memories = answer.results;
     } else {
       const before = state.cursors[state.page];
       const page = await api.list({ ...filters(), limit: PAGE_SIZE + 1, before }, signal);
       if (sequence !== state.sequence) return;
-      setText($("mode"), "newest first");
       $("older").disabled = page.length <= PAGE_SIZE;
       $("newer").disabled = state.page === 0;
       memories = page.slice(0, PAGE_SIZE);
@@ -138,16 +142,63 @@ async function refresh() {
   }
 }
 
-function restart() {
+// A new list or search, put in the address. ``edited``: the box typed into, whose further
+// typing replaces this history entry instead of adding one per pause.
+function restart(edited = null) {
+  remember(edited);
+  return fromFirstPage();
+}
+
+function fromFirstPage() {
   state.cursors = [null];
   state.page = 0;
   return refresh();
 }
 
+// The address's query string for the search and filters in force.
+function addressQuery() {
+  const params = new URLSearchParams();
+  for (const [name, key] of Object.entries(ADDRESS_PARAMS)) {
+    if (state[key].trim() !== "") params.set(name, state[key]);
+  }
+  return params.toString();
+}
+
+// The tab's (and a bookmark's) name: the search, when there is one.
+function nameTab() {
+  const query = state.query.trim();
+  document.title = query ? `${cut(query, 60)} · agent-memory` : "agent-memory";
+}
+
+function remember(edited) {
+  nameTab();
+  const query = addressQuery();
+  if (query === new URLSearchParams(location.search).toString()) return;
+  const next = `${location.pathname}${query ? `?${query}` : ""}${location.hash}`;
+  if (edited !== null && edited === state.edited) history.replaceState(null, "", next);
+  else history.pushState(null, "", next);
+  state.edited = edited;
+}
+
+// The search and filters the address names, into the boxes and the state; whether they
+// changed. A type in any case is taken ("decision"); one the page does not know is dropped.
+function fromAddress() {
+  const params = new URLSearchParams(location.search);
+  const before = JSON.stringify([state.query, state.type, state.tag, state.scope]);
+  $("q").value = state.query = params.get("q") || "";
+  $("f-type").value = (params.get("type") || "").toUpperCase();
+  state.type = $("f-type").value;
+  $("f-tag").value = state.tag = (params.get("tag") || "").trim();
+  $("f-scope").value = state.scope = (params.get("scope") || "").trim();
+  markPressed();
+  nameTab();
+  return JSON.stringify([state.query, state.type, state.tag, state.scope]) !== before;
+}
+
 let timer = null;
 function debounced() {
   clearTimeout(timer);
-  timer = setTimeout(restart, DEBOUNCE_MS);
+  timer = setTimeout(() => restart("q"), DEBOUNCE_MS);
 }
 
 function turn(step) {
@@ -225,20 +276,22 @@ async function loadStats() {
 async function loadHealth() {
   try {
     const health = await api.health();
-    setText($("health"),
-      `${health.search_mode} search · embedder ${health.embedder.replace("_", " ")} · v${health.version}`);
+    // How searches run goes beside the search box (a search's own answer updates it);
+    // this line says why: the embedder's state.
+    if (state.query.trim() === "") setText($("mode"), `${health.search_mode} search`);
+    setText($("health"), `embedder ${health.embedder.replace("_", " ")} · v${health.version}`);
     setText($("search-hint"), health.search_hint || ""); // why keyword only, and what changes it
   } catch (error) {
     status($("health"), error.message, true);
   }
 }
 
-function readFilters() {
+function readFilters(edited = null) {
   state.type = $("f-type").value;
   state.tag = $("f-tag").value.trim();
   state.scope = $("f-scope").value.trim();
   markPressed();
-  return restart();
+  return restart(edited);
 }
 
 // -- one memory -------------------------------------------------------------------------
@@ -319,6 +372,7 @@ async function openMemory(id, { focus = true } = {}) {
   const detail = $("detail");
   try {
     const memory = await api.get(id);
+    if (location.hash !== `#/m/${id}`) return; // the address moved on meanwhile (Back)
     detail.hidden = false;
     $("d-body").hidden = memory.found === false;
     if (memory.found === false) {
@@ -348,6 +402,7 @@ function closeDetail() {
 }
 
 function route() {
+  state.edited = null; // typing after a move starts a history entry of its own
   const match = /^#\/m\/(-?\d+)$/.exec(location.hash);
   if (match) {
     status($("d-status"), "");
@@ -465,7 +520,7 @@ async function forget() {
     status($("list-status"), `Memory #${memory.id} ${gone}.`);
     state.memory = null;
     $("detail").hidden = true;
-    history.replaceState(null, "", location.pathname);
+    history.replaceState(null, "", `${location.pathname}${location.search}`);
     await refresh();
     status($("list-status"), `Memory #${memory.id} ${gone}.`);
     $("q").focus();
@@ -516,11 +571,11 @@ function start() {
     state.query = $("q").value;
     debounced();
   });
-  $("f-type").addEventListener("change", readFilters);
+  $("f-type").addEventListener("change", () => readFilters());
   for (const id of ["f-tag", "f-scope"]) {
     $(id).addEventListener("input", () => {
       clearTimeout(timer);
-      timer = setTimeout(readFilters, DEBOUNCE_MS);
+      timer = setTimeout(() => readFilters(id), DEBOUNCE_MS);
     });
   }
   $("f-clear").addEventListener("click", () => {
@@ -552,6 +607,14 @@ function start() {
   }
   document.addEventListener("keydown", onKey);
   window.addEventListener("hashchange", route);
+  window.addEventListener("popstate", () => {
+    state.edited = null;
+    if (fromAddress()) {
+      clearTimeout(timer);
+      fromFirstPage();
+    }
+  });
+  fromAddress();
   refresh();
   loadStats();
   loadHealth();

@@ -25,8 +25,9 @@ import psycopg
 import sqlalchemy
 from sqlalchemy.engine import Engine
 
+from agent_memory import identity
 from agent_memory.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew
-from agent_memory.storage.base import CREATE, EXISTING, READ
+from agent_memory.storage.base import CREATE, EXISTING, IDENTITY_KEY, READ
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.sqlite.database import migrations_dir
 
@@ -65,11 +66,25 @@ def connect(url: str) -> psycopg.Connection[Any]:
     return psycopg.connect(url, **extra)
 
 
+def identity_key(conn: psycopg.Connection[Any]) -> bytes | None:
+    """The key of the database ``conn`` is connected to (agent_memory.identity): its stored
+    id, in the ``meta`` table its search_path leads to, with its name as its place (a copy
+    made with CREATE DATABASE ... TEMPLATE holds the same id); None before it has one."""
+    name, has_meta = conn.execute(
+        "SELECT current_database(), to_regclass('meta') IS NOT NULL"
+    ).fetchone()
+    if not has_meta:
+        return None
+    row = conn.execute("SELECT value FROM meta WHERE key = %s", (IDENTITY_KEY,)).fetchone()
+    return None if row is None else identity.key(row[0], name)
+
+
 @dataclass
 class Database:
     url: str
     engine: Engine
     schema_version: int
+    identity_key: bytes | None = None
 
     @property
     def location(self) -> str:
@@ -147,6 +162,9 @@ def open_database(url: str, *, mode: str = CREATE) -> Database:
                         location,
                         head,
                     )
+            driver = conn.connection.driver_connection
+            key = identity_key(driver)
+            driver.rollback()
     except (SchemaTooNew, DatabaseMissing):
         engine.dispose()
         raise
@@ -157,7 +175,7 @@ def open_database(url: str, *, mode: str = CREATE) -> Database:
         if _pgvector_missing(getattr(exc, "orig", None) or exc):
             cause = f"{cause}: {pgvector_hint(engine.dialect.server_version_info)}"
         raise DatabaseOpenError(location, cause) from exc
-    return Database(url=url, engine=engine, schema_version=head)
+    return Database(url=url, engine=engine, schema_version=head, identity_key=key)
 
 
 def _pgvector_missing(exc: BaseException) -> bool:

@@ -35,7 +35,6 @@ from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.postgres import checks, keyword, portable, rows, vectors
-from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import Database
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
@@ -62,7 +61,7 @@ class PostgresStore:
         self.database = database
         self.schema_version = database.schema_version
         self.location = database.location
-        self.identity = urls.identity(database.url)
+        self.identity_key = database.identity_key
         self._engine = database.engine
         self._stores = 0  # by this process (a lost increment between threads costs nothing)
         self._folding: threading.Thread | None = None  # the fold of the log, when running

@@ -1,21 +1,17 @@
 """PostgreSQL locations (``postgresql://...`` URLs), read without importing a driver.
 
-Why here and not in psycopg: ``serve`` and ``ui`` ask whether a location is a URL, what it
-is called in a log and which database it names before anything is connected, and a SQLite
-user must not pay for importing psycopg.
+Why here and not in psycopg: ``serve`` asks whether a location is a URL and what it is
+called in a log before anything is connected, and a SQLite user must not pay for importing
+psycopg. Which database a URL leads to is libpq's to say (services, ``hostaddr``,
+``options``...): that is read from the database itself (agent_memory.identity).
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 import re
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import urlsplit
 
 SCHEMES = ("postgresql://", "postgres://")
-# Hex digits of a database's identity, as for a SQLite file (storage.sqlite.database).
-IDENTITY_HEX_CHARS = 16
-DEFAULT_PORT = "5432"
 _PASSWORD_PARAMETER = re.compile(r"(^|&)password=[^&]*")
 
 
@@ -37,16 +33,3 @@ def redacted(url: str) -> str:
     query = _PASSWORD_PARAMETER.sub(r"\1password=***", parts.query)
     # By hand: urlunsplit drops the // of a URL with no host (a Unix socket's).
     return f"{parts.scheme}://{netloc}{parts.path}" + (f"?{query}" if query else "")
-
-
-def identity(url: str) -> str:
-    """An opaque name for the database ``url`` names: host, port and database name as libpq
-    resolves them (URL, then PGHOST, PGPORT, PGDATABASE), never the user or password."""
-    parts = urlsplit(url)
-    params = dict(parse_qsl(parts.query, True))
-    host = unquote(parts.hostname or "") or params.get("host") or os.environ.get("PGHOST", "")
-    port = str(parts.port or params.get("port") or os.environ.get("PGPORT") or DEFAULT_PORT)
-    user = unquote(parts.username or "") or params.get("user") or os.environ.get("PGUSER", "")
-    name = unquote(parts.path.lstrip("/")) or params.get("dbname") or os.environ.get("PGDATABASE")
-    key = "\0".join([host, port, name or user])
-    return hashlib.sha256(key.encode()).hexdigest()[:IDENTITY_HEX_CHARS]

@@ -14,7 +14,6 @@ this user cannot write (a read-only file or directory) is opened read-only (read
 from __future__ import annotations
 
 import functools
-import hashlib
 import importlib.util
 import logging
 import os
@@ -26,9 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 import sqlean
 
-from agent_memory import DISTRIBUTION
+from agent_memory import DISTRIBUTION, identity
 from agent_memory.errors import BackupFailed, DatabaseMissing, DatabaseOpenError, SchemaTooNew
-from agent_memory.storage.base import CREATE, READ
+from agent_memory.storage.base import CREATE, IDENTITY_KEY, READ
 
 if TYPE_CHECKING:
     import sqlalchemy
@@ -48,9 +47,6 @@ WAL_AUTOCHECKPOINT_PAGES = 4_000
 WAL_SWITCH_RETRY_SECS = 0.005
 _SQLITE_BUSY = 5
 
-# Hex digits of a database's identity (64 bits): no two files a user has will share one.
-IDENTITY_HEX_CHARS = 16
-
 # agent_memory/, where the wheel carries the migrations (see migrations_dir).
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
 _REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
@@ -68,12 +64,14 @@ def resolve_path(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False)) / DB_FILENAME
 
 
-def identity(path: Path) -> str:
-    """An opaque name for the database file at ``path``: the same for every process and
-    every path that leads to the file (symbolic links and relative paths resolved), and
-    telling nothing of the path itself (a client of /health sees it)."""
-    real = os.path.realpath(path)
-    return hashlib.sha256(os.fsencode(real)).hexdigest()[:IDENTITY_HEX_CHARS]
+def identity_key(path: Path, stored_id: str | None) -> bytes | None:
+    """The key of the file at ``path`` holding ``stored_id`` (agent_memory.identity): its
+    place is the file's real path, the same by every path that leads to it (symbolic links
+    and relative paths resolved), so a copy elsewhere has a key of its own."""
+    return None if stored_id is None else identity.key(stored_id, os.path.realpath(path))
+
+
+_READ_IDENTITY = f"SELECT value FROM meta WHERE key = '{IDENTITY_KEY}'"
 
 
 def migrations_dir() -> Path:
@@ -182,8 +180,9 @@ def read_only_uri(path: Path) -> str:
     and takes no lock (it could not in a read-only directory); one with a -wal (another
     process has it open) is read normally, read-only, so the newest committed data is seen.
     """
-    live = Path(f"{path}-wal").exists()
-    return f"{path.resolve().as_uri()}?mode=ro" + ("" if live else "&immutable=1")
+    real = path.resolve()  # SQLite keeps the -wal beside the file a symbolic link leads to
+    live = Path(f"{real}-wal").exists()
+    return f"{real.as_uri()}?mode=ro" + ("" if live else "&immutable=1")
 
 
 def writable(path: Path) -> bool:
@@ -269,6 +268,11 @@ class Database:
     engine: Engine
     schema_version: int
     read_only: bool = False  # opened with read_only_uri: every write fails
+    stored_id: str | None = None  # the meta row IDENTITY_KEY
+
+    @property
+    def identity_key(self) -> bytes | None:
+        return identity_key(self.path, self.stored_id)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -345,6 +349,7 @@ def open_database(path: str | os.PathLike[str] | None = None, *, mode: str = CRE
             _upgrade(engine, resolved, head)
         with engine.connect() as conn:  # the first real connection: re-check, it is cheap
             stored = int(conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar())
+            stored_id = conn.exec_driver_sql(_READ_IDENTITY).scalar()
         if stored > head:  # a newer agent-memory migrated it since our first look
             raise SchemaTooNew(stored, head)
     except (SchemaTooNew, DatabaseOpenError, BackupFailed):
@@ -354,7 +359,7 @@ def open_database(path: str | os.PathLike[str] | None = None, *, mode: str = CRE
         engine.dispose()
         detail = str(getattr(exc, "orig", None) or exc)
         raise DatabaseOpenError(resolved, cause(resolved, detail)) from exc
-    return Database(path=resolved, engine=engine, schema_version=head)
+    return Database(path=resolved, engine=engine, schema_version=head, stored_id=stored_id)
 
 
 def _open_read_only(path: Path) -> Database:
@@ -374,9 +379,11 @@ def _open_read_only(path: Path) -> Database:
     engine = create_engine(path, read_only=True)
     try:
         with engine.connect() as conn:
-            conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalar()
+            stored_id = conn.exec_driver_sql(_READ_IDENTITY).scalar()
     except (sqlalchemy.exc.SQLAlchemyError, sqlean.Error) as exc:
         engine.dispose()
         raise DatabaseOpenError(path, cause(path, str(getattr(exc, "orig", exc)))) from exc
     log.debug("opened %s read-only: this process cannot write it", path)
-    return Database(path=path, engine=engine, schema_version=head, read_only=True)
+    return Database(
+        path=path, engine=engine, schema_version=head, read_only=True, stored_id=stored_id
+    )

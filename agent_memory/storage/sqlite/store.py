@@ -27,7 +27,7 @@ from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.sqlite import checks, portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections
-from agent_memory.storage.sqlite.database import Database, identity
+from agent_memory.storage.sqlite.database import Database
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY
 from agent_memory.storage.sqlite.schema import memories, memory_links, meta
@@ -162,7 +162,7 @@ class SqliteStore:
         self.database = database
         self.schema_version = database.schema_version
         self.location = str(database.path)
-        self.identity = identity(database.path)
+        self.identity_key = database.identity_key
         self.read_only = database.read_only
         self.holds_nul = True
         self._connections = Connections(database.engine)
