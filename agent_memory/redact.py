@@ -83,10 +83,10 @@ def _whole(match: re.Match[str]) -> Span:
 # -- values: what stands for a secret, names one, or is prose or code -------------------
 
 # Words that are not secrets: values of code and config, and the examples of docs
-# (``https://user:password@host``, ``password=password``).
+# (``https://user:password@host``, ``password=password``, Swagger's ``"string"``).
 _NOT_SECRETS = frozenset(
-    {"null", "none", "nil", "true", "false", "undefined", "required"}
-    | {"password", "passwd", "pass", "secret", "token", "apikey", "api_key"}
+    {"null", "none", "nil", "true", "false", "undefined", "required", "string"}
+    | {"password", "passwd", "pass", "passphrase", "secret", "token", "apikey", "api_key"}
 )
 _COLOR = re.compile(r"#[0-9A-Fa-f]{3,8}")
 _MASKED = frozenset("*xX.•-_")
@@ -94,19 +94,18 @@ _NAME = re.compile(r"[^\W\d]+")  # letters and _, no digit
 _IDENTIFIER = re.compile(r"[A-Za-z_]\w*")
 _ATTRIBUTE = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 # The first word of an unquoted value, and what follows it in code: a name passed on
-# (``f(token=tok, x=1)``, ``(pw)``, ``pw;``), an annotation (``token: str,``,
-# ``key: KeyType = None``), an expression (``tok if tok else None``).
-_FIRST_WORD = re.compile(r"[^\s,;)}\]]*+")
+# (``f(token=tok, x=1)``, ``(pw)``, ``pw;``), an annotation (``token: str | None,``,
+# ``key: KeyType = None``), an expression (``tok if tok else None``, ``await load(x)``).
+_FIRST_WORD = re.compile(r"[^\s,;)}\]\"'`]*+")
 _PASSED = re.compile(r"[,;)}\]](?:\s|[,;)}\]]|$)|,[A-Za-z_]\w*=")
-_ANNOTATED = re.compile(r"[ \t]*+[,)\]=]")
+_ANNOTATED = re.compile(r"[ \t]*+[,)\]}=|]")
 _EXPRESSION = re.compile(r"[ \t]*+(?:$|[^\w\s]|(?:if|or|and|else|is|in|not|for)\b)")
-# Prose after a colon: words and numbers with sentence punctuation ("Password: incorrect",
-# "the token: rotate it weekly", "token: 12 left").
-_PROSE_SEPARATOR = r"[\s.,;:!?\"'()/-]"
-_PROSE = re.compile(
-    rf"{_PROSE_SEPARATOR}*+(?:[^\W\d_]++|\d++)"
-    rf"(?:{_PROSE_SEPARATOR}++(?:[^\W\d_]++|\d++))*+{_PROSE_SEPARATOR}*+"
-)
+_KEYWORDS = frozenset({"await", "yield", "lambda", "new", "not", "typeof"})
+_CALL = re.compile(r"[A-Za-z_][\w.]*\(")
+# Prose after a colon: words and numbers apart, between any punctuation ("Password:
+# incorrect", "the token: rotate it weekly", "token: 12 left", ":param token: see
+# :meth:`set`"). A piece mixing letters and digits (hunter2) is not prose.
+_PROSE = re.compile(r"[\W_]*+(?:[^\W\d_]++|\d++)(?:[\W_]++(?:[^\W\d_]++|\d++))*+[\W_]*+")
 # A path or a file name: where a secret is kept, not the secret. Segments read as names
 # (lowercase, Capitalized or camelCase words and digits): a random base64 value that
 # happens to begin with "/" does not.
@@ -122,6 +121,9 @@ _PATH = re.compile(
 # digits inside their pieces; these pieces are words, short tags (v2, k8s) or numbers.
 _PIECE = r"(?>(?:(?:[A-Z]?[a-z]+|[A-Z]+)[0-9]{0,2}|[0-9]{1,4}|[a-z0-9]{1,3})(?=[-_.]|\Z))"
 _WORDS = re.compile(rf"{_PIECE}(?:[-_.]{_PIECE})++")
+# One word (a constant's name, an enum value): after a key for an API key or a token,
+# whose values are always generated.
+_WORD = re.compile(r"[A-Z]?[a-z]{1,23}|[A-Z]{1,24}")
 # A hash or a UUID: after a key that does not name a credential (``token``, ``csrf_token``,
 # ``next_page_token``), an id rather than a secret.
 _ID = re.compile(
@@ -140,7 +142,7 @@ def _template(value: str) -> bool:
     ``{name}``, ``%s``, ``None``, ``#ffcc00``, a doc's ``password``, a marker already
     written."""
     return (
-        value[:1] in "$<{%"
+        value[:1] in "$<{%[:"
         or set(value) <= _MASKED
         or value.lower() in _NOT_SECRETS
         or "[redacted:" in value
@@ -150,7 +152,7 @@ def _template(value: str) -> bool:
 
 def _code_word(word: str) -> bool:
     """A word of code: ``os.environ[...]``, ``get_token()``, ``settings.token``."""
-    return word[:1] in "[:" or "(" in word or "[" in word or _ATTRIBUTE.fullmatch(word) is not None
+    return "(" in word or "[" in word or _ATTRIBUTE.fullmatch(word) is not None
 
 
 def _short(value: str) -> bool:
@@ -190,10 +192,11 @@ def _kept(kind: str, a: _Assignment) -> bool:
 
     Every key: placeholders, code, paths, and after a colon prose. The key decides how much
     more the value must show: a password is chosen by a person, so any other value is one;
-    secrets, API keys and tokens are generated, so a name made of words is a reference
-    (a header, a Kubernetes secret); and ``token`` names many things that are not
-    credentials (a CSRF, page or cache token), so after a key that does not name a
-    credential (``auth_token``, ``GITHUB_TOKEN`` do) a hash or a UUID is an id.
+    a secret is most often generated, so a name made of several words is a reference
+    (a Kubernetes secret, a header); API keys and tokens are always generated, so one
+    word is a name too; and ``token`` names many things that are not credentials (a CSRF,
+    page or cache token), so after a key that does not name a credential (``auth_token``,
+    ``GITHUB_TOKEN`` do) a hash or a UUID is an id.
     """
     value = a.value
     if _short(value) or "[redacted:" in value or _PATH.fullmatch(value):
@@ -210,6 +213,8 @@ def _kept(kind: str, a: _Assignment) -> bool:
             return True
     if kind != "password" and _WORDS.fullmatch(value):
         return True
+    if kind in ("api-key", "token") and _WORD.fullmatch(value):
+        return True
     return kind == "token" and not _CREDENTIAL_TOKEN.search(a.key) and bool(_ID.fullmatch(value))
 
 
@@ -220,6 +225,8 @@ def _code(word: str, rest: str, a: _Assignment) -> bool:
     if a.colon:
         typed = _NAME.fullmatch(word) or word[:1].isupper()
         return bool(typed and _IDENTIFIER.fullmatch(word) and _ANNOTATED.match(rest))
+    if a.spaced and (word in _KEYWORDS or _CALL.search(rest)):
+        return True
     if not _NAME.fullmatch(word):
         return False
     if _PASSED.match(rest) or (a.spaced and _EXPRESSION.match(rest)):
@@ -230,8 +237,9 @@ def _code(word: str, rest: str, a: _Assignment) -> bool:
 # -- assignments: KEY = value ------------------------------------------------------------
 
 # After the key: its closing quote (``"password":``, ``\"password\":`` in a JSON string
-# inside JSON), then ``=``, ``:``, ``:=`` or ``=>``.
-_SEPARATOR = r"(?P<close>\\?[\"'])?[ \t]*+(?P<sep>=>|:=|:(?![=:])|=(?!=))[ \t]*+"
+# inside JSON), then ``=``, ``:``, ``:=`` or ``=>``. A colon follows an unquoted key at
+# once (``pass :meth:`x``` is prose).
+_SEPARATOR = r"(?P<close>\\?[\"'])?(?P<space>[ \t]*+)(?P<sep>=>|:=|:(?![=:])|=(?!=))[ \t]*+"
 _QUOTED = {
     '"': re.compile(r'"((?:[^"\\\r\n]++|\\.)*+)"?'),
     "'": re.compile(r"'((?:[^'\\\r\n]++|\\.)*+)'?"),
@@ -245,7 +253,7 @@ _QUOTED = {
 _TO_LINE_END = re.compile(r"(?:[^\r\n\\]++|\\(?![rn]))*+")
 _TO_QUOTE = {q: re.compile(rf"(?:[^\r\n\\{q}]++|\\(?![rn]))*+") for q in "\"'`"}
 _IN_QUERY = re.compile(r"[^\s&#\"'<>]*+")
-_IN_LIST = re.compile(r"[^\r\n;]*+")
+_IN_LIST = re.compile(r"[^\r\n;\"']*+")
 _COMMENT = re.compile(r"[ \t]#")
 # A YAML key whose value is on the next line, indented (plain, or after | or >), unless
 # that line is another key, a list item or a comment.
@@ -265,6 +273,9 @@ def _value(text: str, match: re.Match[str], head: int) -> _Value | None:
     """The value after a key's separator (the key's identifier begins at ``head``), or
     None when there is none."""
     at = match.end()
+    opener = text[head - 1 : head] if head else ""
+    if opener in ("/", "\\") or (match["sep"] == ":" and match["space"] and not match["close"]):
+        return None  # a path (/etc/passwd), or not a key
     if match["sep"] == ":" and (below := _NEXT_LINE.match(text, at)):
         at = below.end()
     first = text[at : at + 1]
@@ -273,9 +284,8 @@ def _value(text: str, match: re.Match[str], head: int) -> _Value | None:
         found = _QUOTED[quote].match(text, at)
         assert found is not None
         return _Value(found.start(1), found.end(1), True)
-    if first in ("", "\r", "\n"):
-        return None
-    opener = text[head - 1 : head] if head else ""
+    if first in ("", "\r", "\n") or (first == "#" and text[at - 1] in " \t"):
+        return None  # nothing, or a comment
     if match["close"] is None and opener in _TO_QUOTE:
         scan = _TO_QUOTE[opener]
     elif opener in ("?", "&"):
@@ -513,7 +523,7 @@ RULES: tuple[Rule, ...] = (
         ("curl",),
         re.compile(
             rf"-{_began(1, _NOT_SPACE)}(?:u|-user)(?:[ \t]++|=)?+(?P<q>[\"'])?[^\s:\"']*+:"
-            r"(?P<value>(?(q)[^\"'\r\n]*+|[^\s\"']*+))"
+            r"(?P<value>(?(q)[^\"'\r\n]*+|[^\s\"'`]*+))"
         ),
         _curl_user,
     ),
