@@ -18,7 +18,6 @@ scan resumes after what its judge read. Stdlib only: imported on every server's 
 
 from __future__ import annotations
 
-import base64
 import binascii
 import re
 from collections.abc import Callable
@@ -164,7 +163,7 @@ def _basic_credentials(value: str) -> bool:
     if _BASE64.fullmatch(value) is None:
         return False
     try:
-        decoded = base64.b64decode(value + "=" * (-len(value) % 4), validate=True)
+        decoded = binascii.a2b_base64(value + "=" * (-len(value) % 4), strict_mode=True)
         text = decoded.decode("utf-8")
     except (binascii.Error, ValueError):
         return False
