@@ -584,8 +584,8 @@ def redact(text: str) -> tuple[str, list[str]]:
 
 
 def _apply(rule: Rule, text: str, found: list[str]) -> str:
-    """One rule over the whole text: each match judged once, the scan resumed after what
-    its judge read (so no position is read twice by the same rule's judge)."""
+    """One rule over the whole text: each match judged once, and the scan resumed after
+    what its judge read (a value is never searched again for the rule's start)."""
     marker = MARKER.format(rule.kind)
     pieces: list[str] = []
     copied = position = 0
