@@ -187,34 +187,41 @@ class _Assignment(NamedTuple):
 
 
 def _kept(kind: str, a: _Assignment) -> bool:
-    """The value stands for a secret, names one, or is code or prose, not a secret.
-
-    Every key: placeholders, code, paths, and after a colon prose. The key decides how much
-    more the value must show: a password is chosen by a person, so any other value is one;
-    a secret is most often generated, so a name made of several words is a reference
-    (a Kubernetes secret, a header); API keys and tokens are always generated, so one
-    word is a name too; and ``token`` names many things that are not credentials (a CSRF,
-    page or cache token), so after a key that does not name a credential (``auth_token``,
-    ``GITHUB_TOKEN`` do) a hash or a UUID is an id.
-    """
+    """The value stands for a secret, names one, or is code or prose, not a secret: for
+    every key, placeholders, code and after a colon prose; then :func:`_names`, on a
+    quoted value or an unquoted one's first word."""
     value = a.value
-    if _short(value) or "[redacted:" in value or _PATH.fullmatch(value):
+    if _short(value) or "[redacted:" in value:
         return True
     if a.quoted:
-        if _template(value):
-            return True
-    else:
-        word = _FIRST_WORD.match(value).group()  # type: ignore[union-attr]
-        rest = value[len(word) :]
-        if not word or _template(word) or _code_word(word) or _code(word, rest, a):
-            return True
-        if a.colon and (_NAME.fullmatch(value) or (rest and _PROSE.fullmatch(value))):
-            return True
-    if kind != "password" and _WORDS.fullmatch(value):
+        return _template(value) or _names(kind, a.key, value)
+    word = _FIRST_WORD.match(value).group()  # type: ignore[union-attr]
+    rest = value[len(word) :]
+    if not word or _template(word) or _code_word(word) or _code(word, rest, a):
         return True
-    if kind in ("api-key", "token") and _WORD.fullmatch(value):
+    if a.colon and (_NAME.fullmatch(value) or (rest and _PROSE.fullmatch(value))):
         return True
-    return kind == "token" and not _CREDENTIAL_TOKEN.search(a.key) and bool(_ID.fullmatch(value))
+    return _names(kind, a.key, word)
+
+
+def _names(kind: str, key: str, value: str) -> bool:
+    """A value that names a secret or something else, by what the key says it is.
+
+    For every key, a path. The key decides how much more the value must show: a password
+    is chosen by a person, so nothing else; a secret is most often generated, so a name
+    made of several words is a reference (a Kubernetes secret, a header); API keys and
+    tokens are always generated, so one word is a name too; and ``token`` names many
+    things that are not credentials (a CSRF, page or cache token), so after a key that
+    does not name a credential (``auth_token``, ``GITHUB_TOKEN`` do) a hash or a UUID is
+    an id.
+    """
+    if _PATH.fullmatch(value):
+        return True
+    if kind == "password":
+        return False
+    if _WORDS.fullmatch(value) or (kind in ("api-key", "token") and _WORD.fullmatch(value)):
+        return True
+    return kind == "token" and not _CREDENTIAL_TOKEN.search(key) and bool(_ID.fullmatch(value))
 
 
 def _code(word: str, rest: str, a: _Assignment) -> bool:

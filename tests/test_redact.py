@@ -327,6 +327,7 @@ AWS_SECRET = "/" + fake(ALNUM + "+/", 39, _MORE)  # base64 that begins like a pa
         # a hash or UUID after a key that names a credential is one
         (f"GITHUB_TOKEN={SHA1}", "GITHUB_TOKEN=[redacted:token]"),
         (f"access_token: {UUID}", "access_token: [redacted:token]"),
+        (f"CODECOV_TOKEN={UUID} for uploads", "CODECOV_TOKEN=[redacted:token]"),
         (f"DD_API_KEY={SHA1[:32]}", "DD_API_KEY=[redacted:api-key]"),
         (f"client_secret = '{SHA256}'", "client_secret = '[redacted:secret]'"),
     ],
@@ -351,6 +352,7 @@ def test_what_is_replaced(text, stored):
         "AccessKey: app.signing.key",
         f"token: {SHA1}",
         f"token = {UUID}",
+        f"Resume with the session token: {UUID} after a restart.",
         f"csrf_token: {SHA256}",
         f'"nextPageToken": "{UUID}"',
         "fixed in token: 3f2a9c1",
