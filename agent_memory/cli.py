@@ -112,8 +112,8 @@ class Group(click.Group):
     default="on",
     show_default=True,
     show_envvar=True,
-    help="Replace secrets (private keys, cloud and API keys, tokens, JWTs, password= values) "
-    "in stored and imported content by [redacted:KIND] markers.",
+    help="Replace secrets (private keys, cloud and API keys, tokens, JWTs, passwords) "
+    "in what is stored and imported by [redacted:KIND] markers.",
 )
 @click.option(
     "--log-level",

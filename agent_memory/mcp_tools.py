@@ -200,7 +200,7 @@ TOOLS = [
         "ARCHITECTURE (how the system is built), CONSTRAINT (a rule that must hold). "
         "DECISION, ARCHITECTURE and CONSTRAINT fade six times slower in ranking. Set "
         "ttl_secs for facts that stop being true (the memory is removed after that). "
-        "Secrets in content (private keys, API keys, tokens, JWTs, password= values) are "
+        "Secrets in any text field (private keys, API keys, tokens, JWTs, passwords) are "
         "replaced by [redacted:KIND] markers before storing; the answer then lists their "
         "kinds in redacted. Unknown arguments are refused.",
         _input(
@@ -300,7 +300,7 @@ TOOLS = [
         "or ttl_secs (never expire). content cannot be null or empty; type and source "
         "cannot change. Unknown fields are rejected. Returns the updated memory plus "
         "embedding_status (1: new content embedded, 0: embedding pending) and, when "
-        "secrets in content were replaced, redacted (as for memory_store); or "
+        "secrets were replaced, redacted (as for memory_store); or "
         "{updated: false, reason: not_found}. Counts as a use.",
         _input(
             "update",

@@ -40,8 +40,8 @@ IMPORT_OUTCOME = {
 }
 
 Progress = Callable[[int, int], None]
-# content -> (content as it may be stored, the kinds of secret replaced)
-Redact = Callable[[str], tuple[str, list[str]]]
+# Replaces, in a record, the secrets of its text fields; the kinds of secret replaced
+Redact = Callable[[dict[str, Any]], list[str]]
 
 
 def jsonl_reader(
@@ -107,9 +107,8 @@ class _Import:
 
     def memories(self, batch: list[dict[str, Any]]) -> list[Outcome]:
         found = []
-        for record in batch:  # the duplicate check sees the redacted content
-            record["content"], kinds = self.redact(record["content"])
-            found.append(len(kinds))
+        for record in batch:  # the duplicate check sees the redacted fields
+            found.append(len(self.redact(record)))
         outcomes = self.store.import_memories(batch, self.now)
         new = [memory_id for outcome, memory_id in outcomes if outcome == "imported"]
         if new:  # a batch's new rows take consecutive ids, in ascending batches

@@ -33,7 +33,7 @@ from agent_memory.errors import (
     StorageError,
     StorageFault,
 )
-from agent_memory.models import Embedding, Pin
+from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.models import related as _related
 from agent_memory.ranking import SEARCH_MODE_HYBRID, SEARCH_MODE_KEYWORD
 from agent_memory.redact import redact as redact_secrets
@@ -52,6 +52,10 @@ STATS_SCOPES = 50
 # query is bounded first, in fts.check_cost): an ordinary question takes 30 ms (p50, 66 ms
 # p99) at 100,000 memories, and a REST worker is free again within this.
 SEARCH_BUDGET_SECS = 2.0
+# The text fields of a memory, all redacted before a write. A tag and a scope are also what
+# filters match, so the tag and scope of a filter are redacted the same way: a filter
+# written as the memory was sent finds it.
+REDACTED_FIELDS = ("content", "source", "tags", "scope")
 # Pending rows the sweep embeds per tick (one embedder call), and reembed per batch.
 BACKFILL_BATCH_ROWS = 128
 REEMBED_BATCH_ROWS = 64
@@ -62,6 +66,12 @@ EMBEDDING_OFF = (
     "embedder, so pending_embedding counts memories that stay without one; search is by "
     "keyword only"
 )
+
+
+def _without_secrets(text: str, found: list[str]) -> str:
+    redacted, kinds = redact_secrets(text)
+    found += kinds
+    return redacted
 
 
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
@@ -108,10 +118,31 @@ class MemoryService:
             log.error("%s: storage error: %s", operation, exc.detail)
             raise StorageError(operation) from exc
 
-    def _redacted(self, content: str) -> tuple[str, list[str]]:
-        """Content as it may be stored: secrets replaced by markers (unless redact is off),
-        and the kinds replaced. Called after validation: the size limit is on what was sent."""
-        return redact_secrets(content) if self.redact else (content, [])
+    def _redacted(self, fields: dict[str, Any]) -> list[str]:
+        """Replace, in ``fields``, the secrets of every text field a memory stores (content,
+        source, each tag, scope; those present) by markers, unless redact is off; the kinds
+        replaced, field by field. Called after validation: the limits are on what was sent.
+        """
+        found: list[str] = []
+        if not self.redact:
+            return found
+        for name in REDACTED_FIELDS:
+            value = fields.get(name)
+            if isinstance(value, str):
+                fields[name] = _without_secrets(value, found)
+            elif isinstance(value, list):
+                fields[name] = [_without_secrets(item, found) for item in value]
+        return found
+
+    def _filters(self, args: Mapping[str, Any]) -> Filters:
+        """A search's or a list's filters, their tag and scope redacted as stored ones are."""
+        filters = validate.filters(args)
+        if not self.redact:
+            return filters
+        tag, scope = (
+            None if v is None else redact_secrets(v)[0] for v in (filters.tag, filters.scope)
+        )
+        return Filters(filters.memory_type, tag, scope)
 
     # -- operations -----------------------------------------------------------------------
 
@@ -137,11 +168,17 @@ class MemoryService:
         source = validate.label(args, "source")
         scope = validate.label(args, "scope")
         ttl = validate.ttl(args)
-        content, redacted = self._redacted(content)
-        embedding = self._embed_document(content)  # before the write lock, never under it
+        fields: dict[str, Any] = {
+            "content": content,
+            "tags": tags,
+            "source": source,
+            "scope": scope,
+        }
+        redacted = self._redacted(fields)
+        embedding = self._embed_document(fields["content"])  # before the write lock
         now = self.now()
         expires_at = None if ttl is None else now + ttl
-        memory = NewMemory(memory_type, content, tags, source, scope, now, expires_at)
+        memory = NewMemory(memory_type, **fields, now=now, expires_at=expires_at)
         with self.storage("store"):
             memory_id = self.db.insert(memory, embedding)
         return {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
@@ -152,7 +189,7 @@ class MemoryService:
         args = self._arguments("search", args)
         query = validate.required_string(args, "query")
         fts.check_cost(query)
-        filters = validate.filters(args)
+        filters = self._filters(args)
         limit = validate.limit(args, DEFAULT_SEARCH_LIMIT)
         assert limit is not None
         expand = validate.flag(args, "expand_links")
@@ -203,7 +240,7 @@ class MemoryService:
         holding it: bad arguments raise here, storage faults (StorageError) while iterating.
         """
         args = self._arguments("list", args)
-        filters = validate.filters(args)
+        filters = self._filters(args)
         limit = validate.limit(args, None)
         expand = validate.flag(args, "expand_links")
         before = validate.cursor(args)
@@ -270,15 +307,14 @@ class MemoryService:
         if not any(name in args for name in PATCH_FIELDS):
             raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
         changes: dict[str, Any] = {}
-        redacted: list[str] = []
         if "content" in args:
-            content = validate.content(args["content"], self.max_content_bytes)
-            changes["content"], redacted = self._redacted(content)
+            changes["content"] = validate.content(args["content"], self.max_content_bytes)
         if "tags" in args:
             changes["tags"] = validate.tags(args["tags"])
         if "scope" in args:
             changes["scope"] = validate.label(args, "scope")
         ttl = validate.ttl(args)
+        redacted = self._redacted(changes)
         embedding = self._embed_document(changes["content"]) if "content" in changes else None
         now = self.now()
         if "ttl_secs" in args:
