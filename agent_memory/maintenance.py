@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from agent_memory import files, storage, wiring
+from agent_memory import files, validate, wiring
 from agent_memory.errors import (
     EmbedderUnavailable,
     FormatTooNew,
@@ -143,9 +143,7 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
             "--scope is not accepted with --from jsonl: every memory in the file carries its "
             "own scope"
         )
-    reader = jsonl_reader(
-        path, settings.max_content_bytes, holds_nul=storage.holds_nul(settings.db)
-    )
+    reader = jsonl_reader(path, settings.max_content_bytes)
     try:
         reader.check()  # the database is not even opened for a file with a defect
     except UnicodeDecodeError:
@@ -180,6 +178,10 @@ def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
         fail(f"cannot read {path}: not UTF-8 text")
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror or exc}")
+    try:
+        validate.without_nul_lines(text)  # refused whole, before the database is opened
+    except InvalidArgument as exc:
+        fail(str(exc))
     parsed = gsd.parse(text)
     if not parsed.sections:
         known = ", ".join(name.title() for name in gsd.SECTIONS)

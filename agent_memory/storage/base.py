@@ -127,7 +127,6 @@ class Store(Protocol):
     # daemon's /health to know whether that daemon serves this database.
     identity: str
     read_only: bool  # opened for reading only (this process cannot write the file): writes fail
-    holds_nul: bool  # its text can hold U+0000 (SQLite's can, PostgreSQL's cannot)
 
     def close(self) -> None: ...
 

@@ -154,7 +154,6 @@ class SqliteStore:
         self.location = str(database.path)
         self.identity = identity(database.path)
         self.read_only = database.read_only
-        self.holds_nul = True
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
         self._index: Any = None  # a vector_index.VectorIndex, made by _vector_index()
