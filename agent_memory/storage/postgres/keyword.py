@@ -17,15 +17,15 @@ token count as the row's length.
 
 What FTS5 counts in a row is not only "the phrase occurs": it reads a phrase's positions
 while the phrase's iterator stands on the row, so a phrase under an AND or NOT that does not
-match the row counts nothing (``_conditions``), and a NEAR group counts only the instances that
-take part in a match (``_near_positions``, fts5ExprNearIsMatch's rule). Not reproduced: in
+match the row counts nothing (``_conditions``), and a NEAR group counts only the instances
+that take part in a match (``_near_positions``, fts5ExprNearIsMatch's rule). Not reproduced: in
 nested queries FTS5 sometimes counts a phrase whose iterator is parked on the row without
 matching it (with a NEAR group holding a multi-word phrase, even positions left over from an
 earlier row). That changes scores, never which rows match.
 
 What a tsvector cannot hold (PostgreSQL's limits; they only touch very long memories): a
-lexeme of 2,047 bytes or more (left out: not searchable), a position past 16,383 (clamped: phrases
-and NEAR past there match by chance), more than 256 positions of one lexeme (cut), and 1 MiB
+lexeme of 2,047 bytes or more (left out: not searchable), a position past 16,383 (clamped:
+phrases and NEAR past there match by chance), more than 256 positions of one lexeme (cut), and 1 MiB
 of lexemes and positions in all. 1 MiB of prose (5,000 distinct words) needs 110 KB, but 1 MiB
 of distinct words, hex ids or base64 needs 1.1 to 1.4 MB, which PostgreSQL refuses;
 ``document`` then indexes the lexemes of the first tokens that fit and still counts every
