@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from agent_memory import files, validate, wiring
+from agent_memory import files, wiring
 from agent_memory.errors import (
     EmbedderUnavailable,
     FormatTooNew,
@@ -170,7 +170,7 @@ def import_(settings: Settings, source_format: str, scope: str | None, path: Pat
 
 
 def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
-    from agent_memory import gsd
+    from agent_memory import gsd, validate
 
     try:
         text = path.read_text(encoding="utf-8")
