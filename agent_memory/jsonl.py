@@ -123,12 +123,37 @@ def _shown(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+class _DuplicateField(ValueError):
+    def __init__(self, name: str) -> None:
+        super().__init__(name)
+        self.name = name
+
+
+def _unique_fields(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """An object's fields, each given once: JSON lets a name repeat (the last value would
+    win), which hides a field's first value from whoever reads the file."""
+    found = dict(pairs)
+    if len(found) != len(pairs):
+        seen: set[str] = set()
+        for name, _ in pairs:
+            if name in seen:
+                raise _DuplicateField(name)
+            seen.add(name)
+    return found
+
+
+def _blank(text: str) -> bool:
+    return not text.strip(" \t\r\n")
+
+
 class Reader:
     """Validate a whole export file before anything is written; then stream its records.
 
     Every defect raises InvalidArgument naming the 1-based line; a file of a newer format
-    version raises FormatTooNew. ``check()`` is the first pass (it keeps only the keys seen,
-    so memory stays small); ``records()`` the second, over a file known to be valid.
+    version raises FormatTooNew. Blank lines at the end of the file (an editor's extra
+    newline) are accepted; one followed by a record is a defect, as is a field given twice.
+    ``check()`` is the first pass (it keeps only the keys seen, so memory stays small);
+    ``records()`` the second, over a file known to be valid.
 
     The reader checks the format (fields, JSON types, keys, counts); ``check_record`` (the
     service's, see service.jsonl_reader) is called with each record whose fields are of the
@@ -146,7 +171,9 @@ class Reader:
 
     def _object(self, number: int, text: str) -> dict[str, Any]:
         try:
-            value = json.loads(text)
+            value = json.loads(text, object_pairs_hook=_unique_fields)
+        except _DuplicateField as exc:
+            raise _defect(number, f"duplicate field `{exc.name}`") from None
         except ValueError as exc:
             raise _defect(number, f"not valid JSON ({exc})") from None
         except RecursionError:
@@ -185,7 +212,15 @@ class Reader:
         keys: set[int] = set()
         rows = links = 0
         header: dict[str, Any] | None = None
+        blank = 0  # the first of the blank lines just read
         for number, text in self._lines():
+            if _blank(text):
+                blank = blank or number
+                continue
+            if blank:
+                raise _defect(
+                    blank, "an empty line (blank lines are accepted only at the end of the file)"
+                )
             record = self._object(number, text)
             tag = record.get("record")
             if number == 1:
@@ -244,7 +279,7 @@ class Reader:
     def records(self) -> Iterator[dict[str, Any]]:
         """Every memory and link record, optional fields filled in (after ``check``)."""
         for number, text in self._lines():
-            if number == 1:
+            if number == 1 or _blank(text):
                 continue
             record = json.loads(text)
             for name, (_types, optional) in _FIELDS[record["record"]].items():

@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from agent_memory import files, storage, wiring
+from agent_memory import files, wiring
 from agent_memory.errors import (
     EmbedderUnavailable,
     EmbeddingOff,
@@ -196,9 +196,7 @@ def import_(settings: Settings, source_format: str | None, scope: str | None, pa
             "--scope is not accepted with --from jsonl: every memory in the file carries its "
             "own scope"
         )
-    reader = jsonl_reader(
-        path, settings.max_content_bytes, holds_nul=storage.holds_nul(settings.db)
-    )
+    reader = jsonl_reader(path, settings.max_content_bytes)
     try:
         reader.check()  # the database is not even opened for a file with a defect
     except UnicodeDecodeError:
@@ -239,7 +237,7 @@ def format_of(path: Path) -> str:
 
 
 def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
-    from agent_memory import gsd
+    from agent_memory import gsd, validate
 
     try:
         text = path.read_text(encoding="utf-8")
@@ -247,6 +245,10 @@ def import_gsd(settings: Settings, path: Path, scope: str | None) -> None:
         fail(f"cannot read {path}: not UTF-8 text")
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror or exc}")
+    try:
+        validate.without_nul_lines(text)  # refused whole, before the database is opened
+    except InvalidArgument as exc:
+        fail(str(exc))
     parsed = gsd.parse(text)
     if not parsed.sections:
         known = ", ".join(name.title() for name in gsd.SECTIONS)

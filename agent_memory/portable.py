@@ -45,17 +45,10 @@ Redact = Callable[[dict[str, Any]], list[str]]
 
 
 def jsonl_reader(
-    path: Any,
-    max_content_bytes: int = validate.DEFAULT_MAX_CONTENT_BYTES,
-    *,
-    holds_nul: bool = True,
+    path: Any, max_content_bytes: int = validate.DEFAULT_MAX_CONTENT_BYTES
 ) -> jsonl.Reader:
-    """The strict reader of an export file, refusing what a store call would refuse
-    (``holds_nul``: whether the store's text can hold U+0000, see storage.holds_nul)."""
-    return jsonl.Reader(
-        path,
-        lambda record: validate.import_record(record, max_content_bytes, holds_nul=holds_nul),
-    )
+    """The strict reader of an export file, refusing what a store call would refuse."""
+    return jsonl.Reader(path, lambda record: validate.import_record(record, max_content_bytes))
 
 
 def export(store: Store, write: Callable[[str], None], *, now: int) -> tuple[int, int]:

@@ -150,11 +150,10 @@ class MemoryService:
         self, operation: str, args: Any, allowed: tuple[str, ...] | None = None
     ) -> Mapping[str, Any]:
         """The arguments object, once no field in it is unknown to ``operation`` (or not in
-        ``allowed``), and no text in it is one the store cannot hold."""
+        ``allowed``), and no text in it holds NUL (U+0000)."""
         args = validate.mapping(args)
         validate.known_fields(args, ARGUMENTS[operation] if allowed is None else allowed)
-        if not self.db.holds_nul:
-            validate.text_without_nul(args)
+        validate.text_without_nul(args)
         return args
 
     def store(self, args: Any) -> dict[str, Any]:

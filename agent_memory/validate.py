@@ -346,14 +346,14 @@ def _without_nul(name: str, value: str, tag: int | None = None) -> None:
     if at >= 0:
         where = "" if tag is None else f" in tag {tag}"
         raise InvalidArgument(
-            f"{name} must not hold the NUL character (U+0000) in a PostgreSQL database, whose"
-            f" text cannot (got one at character {at}{where})"
+            f"{name} must not contain NUL characters (got one at character {at}{where})"
         )
 
 
 def text_without_nul(args: Mapping[str, Any]) -> None:
-    """For a store whose text cannot hold NUL (PostgreSQL's; SQLite's can): every text
-    argument, and each text of a list argument (tags), without one."""
+    """Every text argument, and each text of a list argument (tags), without U+0000, on
+    every engine: PostgreSQL's text cannot hold it, and both engines must keep the same
+    memories (a SQLite file is exported into PostgreSQL)."""
     for name, value in args.items():
         if isinstance(value, str):
             _without_nul(name, value)
@@ -363,12 +363,22 @@ def text_without_nul(args: Mapping[str, Any]) -> None:
                     _without_nul(name, item, position)
 
 
-def import_record(
-    record: Mapping[str, Any], max_content_bytes: int, *, holds_nul: bool = True
-) -> None:
+def without_nul_lines(text: str, what: str = "the file") -> None:
+    """Refuse a file whose text holds U+0000 (an import that holds one is refused whole),
+    naming the 1-based line."""
+    at = text.find("\x00")
+    if at >= 0:
+        line = text.count("\n", 0, at) + 1
+        column = at - (text.rfind("\n", 0, at) + 1)
+        raise InvalidArgument(
+            f"line {line}: {what} must not contain NUL characters (got one at character {column})"
+        )
+
+
+def import_record(record: Mapping[str, Any], max_content_bytes: int) -> None:
     """Refuse in a record of an export file what a store cannot keep (integers beyond 64
-    bits, text UTF-8 cannot encode, NUL when the store's text cannot hold it) and what a
-    store call would refuse (the same limits).
+    bits, text UTF-8 cannot encode, NUL) and what a store call would refuse (the same
+    limits).
 
     The reader calls this in its first pass, before the database is opened, once the
     record's fields have their JSON types; it names the line.
@@ -383,8 +393,7 @@ def import_record(
         elif kind_of is list:
             for position, tag in enumerate(value):
                 _encodable(name, tag, position)
-    if not holds_nul:
-        text_without_nul(record)
+    text_without_nul(record)
     if record["record"] == "memory":
         memory_type(record, required=True)
         content(record["content"], max_content_bytes)

@@ -176,21 +176,16 @@ def test_an_index_out_of_step_with_its_table_is_reindexed(filled, ollama):
     assert "repaired: rebuilt the indexes (REINDEX)" in repaired.stdout
 
 
-def test_an_interrupted_backup_is_reported_not_removed(filled, ollama, tmp_path):
+def test_copies_left_by_an_interrupted_backup_are_gone_after_doctor(filled, ollama, tmp_path):
     dead = tmp_path / f"{filled.name}.backup-pre-0006-20260101.tmp-{2**22 + 1}"
     dead.write_bytes(b"x" * 10)
-    writing = tmp_path / f"{filled.name}.backup-pre-0006-20260101.tmp-{os.getpid()}"
-    writing.write_bytes(b"")  # a backup being written now, by a running process
     kept = tmp_path / f"{filled.name}.backup-pre-0005-20251201"
     kept.write_bytes(b"")
-    result = doctor(filled, ollama, "--repair")
-    assert result.exit_code == 1
-    assert failing(result) == [
-        f"FAIL  no interrupted pre-migration backup: {dead} (10 bytes): copies of every "
-        "memory, forgotten ones too; delete them"
-    ]
+    result = doctor(filled, ollama)
+    assert result.exit_code == 0, result.output
+    assert "ok    no interrupted pre-migration backup" in result.stdout
     assert f"ok    pre-migration backups: {kept.name} (0 bytes)" in result.stdout
-    assert dead.exists() and writing.exists() and kept.exists()
+    assert not dead.exists() and kept.exists()
 
 
 def test_json_and_embedding_off(filled, ollama):

@@ -463,6 +463,12 @@ DEFECTS = [
         lambda recs: recs[:-1],
         "line 1: the header announces 4 memories and 3 links, the file holds 4 and 2",
     ),
+    ("duplicate field", lambda recs: recs, "line 3: duplicate field `content`"),
+    (
+        "blank line",
+        lambda recs: recs,
+        "line 3: an empty line (blank lines are accepted only at the end of the file)",
+    ),
 ]
 
 
@@ -480,12 +486,34 @@ def test_every_defect_rejects_the_file_naming_its_line(
         lines = path.read_text().splitlines(keepends=True)
         lines[2] = "[1, 2]\n"
         path.write_text("".join(lines))
+    if name == "duplicate field":  # the last value would win: the first is hidden
+        lines = path.read_text().splitlines(keepends=True)
+        lines[2] = lines[2].rstrip("}\n") + ', "content": "again"}\n'
+        path.write_text("".join(lines))
+    if name == "blank line":
+        lines = path.read_text().splitlines(keepends=True)
+        path.write_text("".join([*lines[:2], "\n", *lines[2:]]))
     target = tmp_path / "never.db"
     result = invoke(target, "--from", "jsonl", str(path))
     assert result.exit_code == 1
     last = result.stderr.strip().splitlines()[-1]
     assert last.startswith("invalid argument: " + message), last
     assert not target.exists()  # not even opened
+
+
+@pytest.mark.parametrize("tail", ["\n", "\n\n", "  \r\n\t\n"], ids=["one", "two", "spaces"])
+def test_blank_lines_at_the_end_of_the_file_are_accepted(export_file, tmp_path, tail):
+    path, records = export_file
+    path.write_text(path.read_text() + tail)
+    target = tmp_path / "target.db"
+    result = invoke(target, "--from", "jsonl", str(path))
+    assert result.exit_code == 0, result.output
+    assert report_of(result)["imported"] == 4
+    imported = MemoryService(open_store(target), clock=Clock())
+    try:
+        assert normalized(exported(imported)) == normalized(records)
+    finally:
+        imported.close()
 
 
 def test_a_newer_format_version_is_refused_before_anything_else(export_file, tmp_path):

@@ -23,6 +23,7 @@ from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite import migrate
+from agent_memory.storage.sqlite.backups import remove_stray_temps, stray_backup_temps
 
 from conftest import executable, file_hashes, run_agent_memory, server_env
 
@@ -471,3 +472,80 @@ def test_a_pinned_file_keeps_its_vectors_as_plain_floats(tmp_path):
     conn.close()
     assert [i for (i,) in query(path, "SELECT memory_id FROM memory_vector_floats")] == [1, 3]
     assert query(path, "SELECT memory_id FROM vector_changes") == [(2,)]
+
+
+# -- a backup interrupted: the temporary copy, private, removed at the next open -------------
+
+PAUSE_AFTER_THE_COPY = """
+import sys
+from agent_memory.storage.sqlite import database, migrate
+
+real_copy = migrate._copy
+
+
+def copy_then_wait(source, destination):
+    real_copy(source, destination)
+    print(destination, flush=True)
+    sys.stdin.read()  # killed here: the copy written, not yet renamed
+
+
+migrate._copy = copy_then_wait
+database.open_database(sys.argv[1])
+"""
+
+
+def test_a_killed_backup_leaves_a_private_copy_that_the_next_open_removes(tmp_path):
+    path = copy_fixture(OLD_FIXTURES[0], tmp_path)
+    child = subprocess.Popen(
+        [sys.executable, "-c", PAUSE_AFTER_THE_COPY, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=server_env(),
+    )
+    try:
+        temp = Path(child.stdout.readline().strip())
+        assert temp.name == f"memory.db.backup-pre-{HEAD:04d}-{today()}.tmp-{child.pid}"
+        assert stat.S_IMODE(temp.stat().st_mode) == 0o600  # private while it is written
+        # The child holds the write lock: its copy is being written, and stays.
+        assert remove_stray_temps(path) == []
+        assert temp.exists()
+    finally:
+        child.kill()
+        child.wait(timeout=60)
+    assert stray_backup_temps(path) == [temp]  # a whole copy of the database, left behind
+    db.open_database(path).close()
+    assert stray_backup_temps(path) == []
+    backup = tmp_path / f"memory.db.backup-pre-{HEAD:04d}-{today()}"
+    assert query(backup, ROWS) == query(OLD_FIXTURES[0], ROWS)
+    assert stat.S_IMODE(backup.stat().st_mode) == 0o600
+    assert db.read_revision(path) == HEAD
+
+
+def dead_pid() -> int:
+    """The PID of a process that has exited and been reaped."""
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+@pytest.mark.parametrize("at_head", [False, True], ids=["old file", "file at head"])
+def test_leftover_backup_copies_are_removed_at_the_next_open(tmp_path, at_head):
+    path = copy_fixture(ALL_FIXTURES[-1] if at_head else OLD_FIXTURES[0], tmp_path)
+    name = f"memory.db.backup-pre-{HEAD:04d}-20260101"
+    leftovers = [
+        tmp_path / f"{name}.tmp-{dead_pid()}",
+        tmp_path / f"{name}.tmp-{dead_pid()}-journal",
+        tmp_path / f"memory.db.backup-pre-0002-20250101.tmp-{os.getpid()}",  # no writer now
+    ]
+    kept = [
+        tmp_path / "memory.db.backup-pre-0002-20250101",  # a finished backup
+        tmp_path / f"other.db.backup-pre-{HEAD:04d}-20260101.tmp-1",  # another database's
+        tmp_path / f"{name}.tmp-notes.txt",
+    ]
+    for file in leftovers + kept:
+        file.write_bytes(b"forgotten memories")
+    assert stray_backup_temps(path) == sorted(leftovers)
+    db.open_database(path).close()
+    assert [p for p in leftovers if p.exists()] == []
+    assert [p for p in kept if p.exists()] == kept

@@ -8,6 +8,7 @@ agent_memory.query for why).
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from agent_memory.query.lexemes import tokens
@@ -122,13 +123,23 @@ class _Parser:
         return node
 
     def expr(self, base: int, min_level: int) -> Node:
+        """A run of one AND or OR (``a OR b OR c``) becomes one node at the run's end: made
+        at each operator, it would copy every child so far (O(N²) for 10,000 words). Its
+        height is checked at each operand, as FTS5 checks each node it makes."""
         left = self.primary(base)
+        run: list[Node] = []
+        run_op, height = "", 0
         while self.peek().kind in _BINARY and _BINARY[self.peek().kind] >= min_level:
             op = self.take(self.peek().kind).kind
             self._push(base + 2)
             right = self.expr(base + 2, _BINARY[op] + 1)
-            left = self.node(op, left, right)
-        return left
+            if op != run_op or op == "NOT":
+                if run:
+                    left = self._made(run_op, run, height)
+                run, run_op, height = [left], op, self._reach(op, left)
+            run.append(right)
+            height = self._checked(max(height, self._reach(op, right)))
+        return self._made(run_op, run, height) if run else left
 
     def primary(self, base: int) -> Node:
         kind = self.peek().kind
@@ -176,24 +187,40 @@ class _Parser:
         return self.nearset(base)
 
     def node(self, op: str, *operands: Node) -> Node:
+        height = self._checked(max(self._reach(op, operand) for operand in operands))
+        return self._made(op, operands, height)
+
+    def _made(self, op: str, operands: Sequence[Node], height: int) -> Node:
         """AND/OR nodes take in the children of a same-kind operand (FTS5 flattens them)."""
         made: Node
         if op == "NOT":
             made = Not(*operands)
-            children: list[Node] = list(operands)
         else:
             kind = And if op == "AND" else Or
-            children = []
+            children: list[Node] = []
             for operand in operands:
                 children.extend(operand.children if isinstance(operand, kind) else [operand])
             made = kind(tuple(children))
-        height = 1 + max(self.heights.get(id(child), 0) for child in children)
+        self.heights[id(made)] = height
+        return made
+
+    def _reach(self, op: str, operand: Node) -> int:
+        """The height a node of ``op`` has for holding ``operand``: one more than the
+        operand's, or the same for an operand it flattens (an OR in an OR)."""
+        same = (op == "AND" and isinstance(operand, And)) or (
+            op == "OR" and isinstance(operand, Or)
+        )
+        if same and id(operand) not in self.heights:  # rebuilt by _restrict: from its children
+            return 1 + max((self.heights.get(id(c), 0) for c in operand.children), default=0)
+        return self.heights.get(id(operand), 0) + (not same)
+
+    @staticmethod
+    def _checked(height: int) -> int:
         if height > MAX_TREE_DEPTH:
             raise QuerySyntaxError(
                 f"fts5 expression tree is too large (maximum depth {MAX_TREE_DEPTH})"
             )
-        self.heights[id(made)] = height
-        return made
+        return height
 
     # Column filters.
 

@@ -35,12 +35,6 @@ def is_postgres(location: str | os.PathLike[str] | None) -> bool:
     return is_url(_location(location))
 
 
-def holds_nul(location: str | os.PathLike[str] | None) -> bool:
-    """Whether the database's text can hold the NUL character (U+0000): a SQLite file's
-    can, PostgreSQL's cannot (the service refuses such text there, naming the field)."""
-    return not is_postgres(location)
-
-
 def _open_postgres(url: str, mode: str) -> Store:
     from agent_memory.errors import DatabaseOpenError
     from agent_memory.storage.postgres.url import redacted

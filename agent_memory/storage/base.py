@@ -144,7 +144,6 @@ class Store(Protocol):
     # a database whose id is gone (someone deleted the meta row): no daemon of it is trusted.
     identity_key: bytes | None
     read_only: bool  # opened for reading only (this process cannot write the file): writes fail
-    holds_nul: bool  # its text can hold U+0000 (SQLite's can, PostgreSQL's cannot)
 
     def close(self) -> None: ...
 

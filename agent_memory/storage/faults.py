@@ -15,6 +15,15 @@ from typing import Any, TypeVar
 from agent_memory.errors import StorageFault
 
 F = TypeVar("F", bound=Callable[..., Any])
+# An engine's message may quote what it refused (a word, a parameter, the memory itself in
+# PostgreSQL's CONTEXT line): the log keeps this many characters of it.
+MAX_DETAIL_CHARS = 500
+
+
+def detail_of(exc: BaseException) -> str:
+    """The engine's text for the log (the driver's own, not the SQL wrapper's), cut short."""
+    text = str(getattr(exc, "orig", None) or exc)
+    return text if len(text) <= MAX_DETAIL_CHARS else text[:MAX_DETAIL_CHARS] + "…"
 
 
 def guard(engine_errors: tuple[type[BaseException], ...]) -> Callable[[F], F]:
@@ -26,7 +35,7 @@ def guard(engine_errors: tuple[type[BaseException], ...]) -> Callable[[F], F]:
         try:
             yield
         except engine_errors as exc:
-            raise StorageFault(str(getattr(exc, "orig", None) or exc)) from exc
+            raise StorageFault(detail_of(exc)) from exc
 
     def guarded(method: F) -> F:
         if inspect.isgeneratorfunction(method):

@@ -17,15 +17,15 @@ token count as the row's length.
 
 What FTS5 counts in a row is not only "the phrase occurs": it reads a phrase's positions
 while the phrase's iterator stands on the row, so a phrase under an AND or NOT that does not
-match the row counts nothing (``_counted``), and a NEAR group counts only the instances that
-take part in a match (``_near_positions``, fts5ExprNearIsMatch's rule). Not reproduced: in
+match the row counts nothing (``_conditions``), and a NEAR group counts only the instances
+that take part in a match (``_near_positions``, fts5ExprNearIsMatch's rule). Not reproduced: in
 nested queries FTS5 sometimes counts a phrase whose iterator is parked on the row without
 matching it (with a NEAR group holding a multi-word phrase, even positions left over from an
 earlier row). That changes scores, never which rows match.
 
 What a tsvector cannot hold (PostgreSQL's limits; they only touch very long memories): a
-lexeme over 2,047 bytes (left out: not searchable), a position past 16,383 (clamped: phrases
-and NEAR past there match by chance), more than 256 positions of one lexeme (cut), and 1 MiB
+lexeme of 2,047 bytes or more (left out: not searchable), a position past 16,383 (clamped:
+phrases and NEAR past there match by chance), more than 256 positions of one lexeme (cut), and 1 MiB
 of lexemes and positions in all. 1 MiB of prose (5,000 distinct words) needs 110 KB, but 1 MiB
 of distinct words, hex ids or base64 needs 1.1 to 1.4 MB, which PostgreSQL refuses;
 ``document`` then indexes the lexemes of the first tokens that fit and still counts every
@@ -40,7 +40,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from agent_memory import query, ranking
-from agent_memory.query import And, Near, Node, Not, Phrase, bm25
+from agent_memory.query import And, Near, Node, Not, Or, Phrase, bm25
 from agent_memory.storage.postgres import tsquery
 from agent_memory.vocabulary import PINNED_TYPES
 
@@ -68,11 +68,12 @@ COUNTS_BY_INDEX_MAX = 4
 _LOGGED = (
     "CASE WHEN {value} IS NULL THEN 0 WHEN abs(t.rows) = 1 THEN t.rows ELSE ({value})::bigint END"
 )
+# The rows holding the lexeme ``w.x``.
 _LEXEME_ROWS = (
-    "(SELECT coalesce((SELECT rows FROM lexeme_rows WHERE lexeme = w.x), 0)"
+    "(coalesce((SELECT rows FROM lexeme_rows WHERE lexeme = w.x), 0)"
     " + coalesce((SELECT sum("
     + _LOGGED.format(value="t.lexemes ->> w.x")
-    + ") FROM keyword_totals t), 0) FROM (SELECT %s::text AS x) w)"
+    + ") FROM keyword_totals t), 0))::bigint"
 )
 # Every lexeme's change that the log holds, a row per (log row, lexeme).
 LOGGED_LEXEMES = (
@@ -106,6 +107,11 @@ TOTALS = (
     " UNION ALL SELECT rows, tokens FROM keyword_totals) t)"
 )
 COMPACT_LOCK = 0x616D_6B77  # "amkw": pg_try_advisory_xact_lock's key
+# A query's phrases (up to fts.MAX_QUERY_WORDS) are carried in arrays, one entry per phrase
+# (a column each would meet PostgreSQL's 1,664 columns in a select list). Up to this many,
+# a row's score is one sum written out in FTS5's order; past it, the sum runs over the arrays
+# (about 0.6 us more a row), since an expression 10,000 deep overflows PostgreSQL's stack.
+INLINE_SUM_MAX_PHRASES = 256
 
 
 def _quote(lexeme: str) -> str:
@@ -286,16 +292,32 @@ def _matches(node: Node, out: _Sql) -> None:
         out.add(")")
 
 
-def _counted(above: tuple[Node, ...], out: _Sql) -> None:
-    """The condition under which FTS5 counts a phrase's instances in row m: every node above
-    its leaf (but the root, which matched) matches the row too. FTS5 reads a phrase's
-    positions only while the phrase's iterator stands on the row, and an AND or NOT that
-    does not match the row has moved its children past it."""
-    if len(above) < 2:
-        out.add("TRUE")
-    for i, node in enumerate(above[:-1]):
-        out.add(" AND " if i else "")
-        _matches(node, out)
+def _candidates(node: Node, out: _Sql) -> None:
+    """SQL true for the rows the GIN index finds for ``node`` (a tree without NEAR groups).
+    An OR is asked as one tsquery per alternative (``@@ ANY``, a bitmap scan each): GIN
+    prepares a tsquery of N alternatives in O(N²) (one of 10,000 words took 1.7 s), and
+    N tsqueries of one alternative in O(N)."""
+    if not isinstance(node, Or):
+        rendered, params = tsquery.to_tsquery(node)
+        out.add(f"terms @@ {rendered}", params)
+        return
+    texts = [text for text in map(tsquery.tsquery_text, node.children) if text is not None]
+    out.add("terms @@ ANY(%s::tsquery[])" if texts else "FALSE", [texts] if texts else [])
+
+
+def _conditions(found: list[tuple[Phrase, Near, tuple[Node, ...]]]) -> dict[int, tuple[int, Node]]:
+    """The nodes whose match in a row decides whether FTS5 counts a phrase's instances
+    there: every node above the phrase's leaf but the root (which matched). FTS5 reads a
+    phrase's positions only while the phrase's iterator stands on the row, and an AND or
+    NOT that does not match the row has moved its children past it. Keyed by id(node),
+    each with its 1-based position in the row's ``above`` array: a node is matched once
+    a row, whatever the number of phrases under it."""
+    above: dict[int, tuple[int, Node]] = {}
+    for _, _, nodes in found:
+        for node in nodes[:-1]:
+            if id(node) not in above:
+                above[id(node)] = (len(above) + 1, node)
+    return above
 
 
 def _phrases(node: Node) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
@@ -324,28 +346,55 @@ def _plain_word(phrase: Phrase) -> bool:
 
 
 def _phrase_rows(phrases: Sequence[Phrase], out: _Sql) -> None:
-    """SELECT h0, h1, ...: how many rows hold each phrase (bm25's n), in one row."""
-    others = sum(not _plain_word(phrase) for phrase in phrases)
-    by_index = others <= COUNTS_BY_INDEX_MAX
-    out.add("SELECT ")
-    for i, phrase in enumerate(phrases):
-        out.add(", " if i else "")
-        if _plain_word(phrase):
-            lexeme = query.lexeme(phrase.terms[0].token)
-            out.add(f"{_LEXEME_ROWS} AS h{i}", [lexeme])
-            continue
-        rendered, params = tsquery.phrase_tsquery(phrase)
+    """SELECT h: how many rows hold each phrase (bm25's n), an array in the phrases' order.
+
+    The plain words' counts come from one array of their lexemes (``unnest``), however many
+    there are; the other phrases' each from the GIN index, or, past COUNTS_BY_INDEX_MAX of
+    them, all in one pass over the table. Each count is tagged with its phrase's position,
+    and the array is put together in that order.
+    """
+    words = [(i, phrase) for i, phrase in enumerate(phrases, 1) if _plain_word(phrase)]
+    others = [(i, phrase) for i, phrase in enumerate(phrases, 1) if not _plain_word(phrase)]
+    parts = []
+    if words:
+        lexemes = [query.lexeme(phrase.terms[0].token) for _, phrase in words]
+        parts.append(
+            (
+                f"SELECT w.i, {_LEXEME_ROWS} AS c FROM unnest(%s::text[], %s::int[]) w(x, i)",
+                [lexemes, [i for i, _ in words]],
+            )
+        )
+    if others:
+        by_index = len(others) <= COUNTS_BY_INDEX_MAX
+        counts, params = [], []
+        for _, phrase in others:
+            rendered, args = tsquery.phrase_tsquery(phrase)
+            params += args
+            if by_index:
+                counts.append(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered})")
+            else:
+                counts.append(f"count(*) FILTER (WHERE terms @@ {rendered})")
+        listed = "ARRAY[" + ", ".join(counts) + "]::bigint[]"
         if by_index:
-            out.add(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered}) AS h{i}", params)
+            counted = f"unnest(%s::int[], {listed}) o(i, c)"
+            params = [[i for i, _ in others], *params]
         else:
-            out.add(f"count(*) FILTER (WHERE terms @@ {rendered}) AS h{i}", params)
-    out.add("NULL AS none" if not phrases else "")
-    out.add(" FROM memories" if not by_index else "")
+            counted = f"(SELECT {listed} AS c FROM memories) a, unnest(%s::int[], a.c) o(i, c)"
+            params = [*params, [i for i, _ in others]]
+        parts.append((f"SELECT o.i, o.c FROM {counted}", params))
+    if not parts:
+        out.add("SELECT '{}'::bigint[] AS h")
+        return
+    out.add("SELECT array_agg(s.c ORDER BY s.i) AS h FROM (")
+    for n, (text, params) in enumerate(parts):
+        out.add(" UNION ALL " if n else "")
+        out.add(text, params)
+    out.add(") s")
 
 
 def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
-    """(SQL, parameters) giving, in one row, bm25's N and then how many rows match each of
-    ``leaves`` (the retry's words: a leaf of one phrase, or of none, which matches none)."""
+    """(SQL, parameters) giving one row: bm25's N, and an array of how many rows match each
+    of ``leaves`` (the retry's words: a leaf of one phrase, or of none, which matches none)."""
     phrases = [
         leaf.phrases[0]
         if isinstance(leaf, Near) and len(leaf.phrases) == 1 and tsquery.storable(leaf.phrases[0])
@@ -353,14 +402,14 @@ def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
         for leaf in leaves
     ]
     counted = [phrase for phrase in phrases if phrase is not None]
+    at, positions = 0, []  # each leaf's phrase's position in hits.h (1-based), or null
+    for phrase in phrases:
+        at += phrase is not None
+        positions.append(at if phrase is not None else None)
     sql = _Sql().add("WITH hits AS (")
     _phrase_rows(counted, sql)
-    sql.add(f") SELECT (SELECT n FROM {TOTALS} totals)")
-    at = 0
-    for phrase in phrases:
-        sql.add(", 0" if phrase is None else f", hits.h{at}::bigint")
-        at += phrase is not None
-    sql.add(" FROM hits")
+    sql.add(f") SELECT (SELECT n FROM {TOTALS} totals), ARRAY(SELECT coalesce(hits.h[u.k], 0)")
+    sql.add(" FROM unnest(%s::int[]) WITH ORDINALITY u(k, i) ORDER BY u.i) FROM hits", [positions])
     return sql.text(), sql.params
 
 
@@ -385,23 +434,32 @@ def keyword_ranking_sql(
     """
     found = _phrases(node)
     # N and the tokens of all rows from the totals log (no pass over the table); each
-    # phrase's row count (_phrase_rows).
+    # phrase's row count (_phrase_rows), and its IDF.
     sql = _Sql().add(
         f"WITH stats AS MATERIALIZED (SELECT n, tokens FROM {TOTALS} totals),"
         " hits AS MATERIALIZED ("
     )
     _phrase_rows([phrase for phrase, _, _ in found], sql)
-    sql.add("), idfs AS MATERIALIZED (SELECT ")
-    for i in range(len(found)):
-        # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
-        ratio = f"ln(((stats.n - hits.h{i}){_F} + 0.5{_F}) / (hits.h{i}{_F} + 0.5{_F}))"
-        sql.add(", " if i else "")
-        sql.add(f"(SELECT CASE WHEN x <= 0{_F} THEN {bm25.IDF_FLOOR!r}{_F} ELSE x END")
-        sql.add(f" FROM (SELECT {ratio} AS x) r) AS idf{i}")
-    sql.add(("" if found else "NULL AS none") + " FROM stats, hits)")
-    matching, params = tsquery.to_tsquery(_loosened(node) if scored is None else scored)
-    sql.add(", matched AS (SELECT id, doc_len, terms, tf, type, last_accessed FROM memories m")
-    sql.add(f" WHERE terms @@ {matching}", params)
+    # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
+    ratio = f"ln(((stats.n - u.h){_F} + 0.5{_F}) / (u.h{_F} + 0.5{_F}))"
+    sql.add(
+        f"), idfs AS MATERIALIZED (SELECT coalesce(array_agg(CASE WHEN r.x <= 0{_F}"
+        f" THEN {bm25.IDF_FLOOR!r}{_F} ELSE r.x END ORDER BY r.i), '{{}}') AS idf"
+        f" FROM stats, hits, LATERAL (SELECT {ratio} AS x, u.i"
+        " FROM unnest(hits.h) WITH ORDINALITY u(h, i)) r)"
+    )
+    # The nodes above a phrase's leaf that decide whether it counts (_conditions), each one's
+    # match computed once a row, in ``m.above``.
+    above = _conditions(found)
+    sql.add(", matched AS (SELECT id, doc_len, terms, tf, type, last_accessed")
+    if above:
+        sql.add(", ARRAY[")
+        for i, (_, condition) in enumerate(above.values()):
+            sql.add(", " if i else "")
+            _matches(condition, sql)
+        sql.add("] AS above")
+    sql.add(" FROM memories m WHERE ")
+    _candidates(_loosened(node) if scored is None else scored, sql)
     if scored is None and _has_near(node):
         sql.add(" AND ")
         _matches(node, sql)
@@ -413,30 +471,41 @@ def keyword_ranking_sql(
         sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
     # Each phrase's frequency in each row, counted only where FTS5 counts it. A phrase's
     # positions are only read from rows that contain it (one tsvector lookup first).
-    sql.add("), freqs AS MATERIALIZED (SELECT m.id, m.doc_len, m.type, m.last_accessed")
-    for i, (phrase, leaf, above) in enumerate(found):
-        sql.add(", CASE WHEN ")
-        _counted(above, sql)
+    sql.add("), freqs AS MATERIALIZED (SELECT m.id, m.doc_len, m.type, m.last_accessed, ARRAY[")
+    for i, (phrase, leaf, nodes) in enumerate(found):
+        sql.add(", " if i else "")
+        when = " AND ".join(f"m.above[{above[id(n)][0]}]" for n in nodes[:-1])
         if _single_word(phrase, leaf):
-            sql.add(" THEN ")
+            if when:
+                sql.add(f"CASE WHEN {when} THEN ")
             _word_frequency(phrase, sql)
         else:
             rendered, params = tsquery.phrase_tsquery(phrase)
-            sql.add(f" AND m.terms @@ {rendered} THEN ", params)
+            first = f"{when} AND " if when else ""
+            sql.add(f"CASE WHEN {first}m.terms @@ {rendered} THEN ", params)
             _frequency(phrase, leaf, sql)
-        sql.add(f" ELSE 0{_F} END AS f{i}")
-    sql.add(" FROM matched m")
+        if when or not _single_word(phrase, leaf):
+            sql.add(f" ELSE 0{_F} END")
+    sql.add("]::float8[] AS f FROM matched m")
     # FTS5: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), phrase by
     # phrase, in its order of operations; -bm25 is that score.
     k1, b = f"{bm25.BM25_K1!r}{_F}", f"{bm25.BM25_B!r}{_F}"
     norm = f"{k1} * (1{_F} - {b} + {b} * f.doc_len{_F} / (stats.tokens{_F} / stats.n{_F}))"
-    terms = [
-        f"idfs.idf{i} * ((f.f{i} * ({k1} + 1.0{_F})) / (f.f{i} + {norm}))"
-        for i in range(len(found))
-    ]
     sql.add(") SELECT f.id, ")
     if now is not None:
         sql.add(decay_sql("f") + " + ", [now])
-    sql.add("(" + (" + ".join(terms) or f"0{_F}") + ")")
+    if not found:
+        sql.add(f"0{_F}")
+    elif len(found) <= INLINE_SUM_MAX_PHRASES:
+        terms = [
+            f"idfs.idf[{i}] * ((f.f[{i}] * ({k1} + 1.0{_F})) / (f.f[{i}] + {norm}))"
+            for i in range(1, len(found) + 1)
+        ]
+        sql.add("(" + " + ".join(terms) + ")")
+    else:
+        sql.add(
+            f"(SELECT sum(u.idf * ((u.f * ({k1} + 1.0{_F})) / (u.f + {norm})) ORDER BY u.i)"
+            " FROM unnest(idfs.idf, f.f) WITH ORDINALITY u(idf, f, i))"
+        )
     sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
     return sql.text(), sql.params

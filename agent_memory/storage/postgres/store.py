@@ -55,7 +55,6 @@ class PostgresStore:
     """The store over one PostgreSQL database (see storage.base.Store for the promises)."""
 
     read_only = False
-    holds_nul = False  # PostgreSQL's text cannot: the service refuses it, naming the field
 
     def __init__(self, database: Database) -> None:
         self.database = database
@@ -287,7 +286,7 @@ class PostgresStore:
         if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
             return None
         statement, params = keyword.word_rows_sql(tree.children)
-        total, *counts = conn.exec_driver_sql(statement, tuple(params)).one()
+        total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
         planned = bm25.plan(words, total, dict(zip(words, counts, strict=True)))
         if planned is None:
             return None

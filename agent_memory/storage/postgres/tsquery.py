@@ -1,8 +1,13 @@
-"""Rendering a query tree as a PostgreSQL tsquery built from bound parameters only.
+"""Rendering a query tree as a PostgreSQL tsquery, bound as one parameter.
 
 Why not ``websearch_to_tsquery`` or ``to_tsquery`` on the raw text: the first loses prefixes
 and parentheses, the second raises on raw input. The tree (agent_memory.query) is FTS5's
 reading of the text, so both backends match the same rows.
+
+Why one tsquery text and not one ``%s::tsquery`` per term joined by SQL operators: a query
+may hold 10,000 words (fts.MAX_QUERY_WORDS), and a chain of 10,000 ``||`` is deeper than
+PostgreSQL's stack allows, copies the tsquery at every step, and binds a parameter per word.
+The text is data for tsquery's own parser: each lexeme is quoted and escaped, never SQL.
 """
 
 from __future__ import annotations
@@ -12,13 +17,11 @@ from agent_memory.query import COLUMNS, And, Near, Node, Not, Phrase, Term, lexe
 # A NEAR group's tsquery spells out every allowed distance; past this one it is only an AND
 # of its phrases (looser than FTS5: see to_tsquery).
 NEAR_SPELLED_MAX = 32
-# PostgreSQL's longest lexeme (tsvector.h), in bytes: longer words are not stored, so a term
-# that long matches nothing there (FTS5 keeps tokens up to MAX_TOKEN_BYTES).
-MAX_LEXEME_BYTES = 2_047
-
-
-# A tsquery fragment and its parameters; None where FTS5 would match no row at all.
-_Sql = tuple[str, list[str]] | None
+# PostgreSQL's longest lexeme, in bytes: tsvector.h's MAXSTRLEN is 2,047 and both tsvector
+# and tsquery input refuse a word of that length or more ("word is too long"). Longer words
+# are not stored, so a term that long matches nothing there (FTS5 keeps tokens up to
+# MAX_TOKEN_BYTES).
+MAX_LEXEME_BYTES = 2_046
 
 
 def tsquery_lexeme(term: Term, first: bool = False) -> str:
@@ -36,11 +39,12 @@ def _tsquery_text(word: str, prefix: bool = False, first: bool = False) -> str:
 
 
 def to_tsquery(node: Node, column: str = COLUMNS[0]) -> tuple[str, list[str]]:
-    """A PostgreSQL tsquery expression for ``node``, from bound parameters only.
+    """A PostgreSQL tsquery expression for ``node``: ``%s::tsquery`` and its one parameter,
+    the tsquery text.
 
-    Each term is a ``%s::tsquery`` parameter holding FTS5's lexeme (see ``lexeme``), prefixes
-    as ``:*``, phrases joined by ``<->``, AND / OR / NOT as ``&&`` / ``||`` / ``&& !!``. A
-    ``^`` phrase asks its first lexeme at weight A, which only the document's first token has.
+    Each term is FTS5's lexeme (see ``lexeme``), prefixes as ``:*``, phrases joined by
+    ``<->``, AND / OR / NOT as ``&`` / ``|`` / ``& !``. A ``^`` phrase asks its first lexeme
+    at weight A, which only the document's first token has.
 
     Where it differs from FTS5: a NEAR group of two phrases is spelled out as every order and
     distance FTS5 allows (``A <k> B``: B starts k - 1 tokens after A ends), except overlaps of
@@ -49,38 +53,42 @@ def to_tsquery(node: Node, column: str = COLUMNS[0]) -> tuple[str, list[str]]:
     group is the AND of its phrases. When nothing can match (a word-less leaf under AND, an
     excluding column filter), the fragment is ``NULL::tsquery``, which matches no row.
     """
-    rendered = _tsq(node, column)
-    return rendered if rendered is not None else ("NULL::tsquery", [])
+    rendered = tsquery_text(node, column)
+    return ("%s::tsquery", [rendered]) if rendered is not None else ("NULL::tsquery", [])
 
 
-def _tsq(node: Node, column: str) -> _Sql:
+def tsquery_text(node: Node, column: str = COLUMNS[0]) -> str | None:
+    """The tsquery input text of ``node``; None where FTS5 would match no row at all."""
     if isinstance(node, Near):
         return _tsq_leaf(node, column)
     if isinstance(node, Not):
-        left, right = _tsq(node.left, column), _tsq(node.right, column)
+        left, right = tsquery_text(node.left, column), tsquery_text(node.right, column)
         if left is None or right is None:
             return left
-        return f"({left[0]} && !!{right[0]})", left[1] + right[1]
-    parts = [_tsq(child, column) for child in node.children]
+        return f"({left} & !{right})"
+    parts = [tsquery_text(child, column) for child in node.children]
     if isinstance(node, And):
         if any(part is None for part in parts):
             return None
-        kept = [part for part in parts if part is not None]
-        joiner = " && "
+        joiner = " & "
     else:
-        kept = [part for part in parts if part is not None]
-        if not kept:
-            return None
-        joiner = " || "
-    return "(" + joiner.join(sql for sql, _ in kept) + ")", [p for _, ps in kept for p in ps]
+        joiner = " | "
+    kept = [part for part in parts if part is not None]
+    return "(" + joiner.join(kept) + ")" if kept else None
+
+
+def phrase_text(phrase: Phrase) -> str:
+    """One phrase as tsquery text: its lexemes joined by ``<->`` (in parentheses when more
+    than one)."""
+    words = [
+        tsquery_lexeme(term, first=phrase.first and i == 0) for i, term in enumerate(phrase.terms)
+    ]
+    return words[0] if len(words) == 1 else "(" + " <-> ".join(words) + ")"
 
 
 def phrase_tsquery(phrase: Phrase) -> tuple[str, list[str]]:
-    """One phrase as a tsquery: its lexemes joined by ``<->``."""
-    params = [
-        tsquery_lexeme(term, first=phrase.first and i == 0) for i, term in enumerate(phrase.terms)
-    ]
-    return "(" + " <-> ".join(["%s::tsquery"] * len(params)) + ")", params
+    """One phrase as a tsquery expression: ``%s::tsquery`` and its text (phrase_text)."""
+    return "%s::tsquery", [phrase_text(phrase)]
 
 
 def storable(phrase: Phrase) -> bool:
@@ -88,43 +96,38 @@ def storable(phrase: Phrase) -> bool:
     return all(len(lexeme(term.token).encode()) <= MAX_LEXEME_BYTES for term in phrase.terms)
 
 
-def _tsq_leaf(node: Near, column: str) -> _Sql:
+def _tsq_leaf(node: Near, column: str) -> str | None:
     if not node.phrases or (node.columns is not None and column not in node.columns):
         return None
     if not all(storable(phrase) for phrase in node.phrases):
         return None
     if len(node.phrases) == 1:
-        return phrase_tsquery(node.phrases[0])
+        return phrase_text(node.phrases[0])
     if not 0 <= node.distance <= NEAR_SPELLED_MAX:
-        rendered = [phrase_tsquery(phrase) for phrase in node.phrases]
-        return "(" + " && ".join(sql for sql, _ in rendered) + ")", [
-            p for _, ps in rendered for p in ps
-        ]
+        return "(" + " & ".join(phrase_text(phrase) for phrase in node.phrases) + ")"
     pairs = []
     for i in range(len(node.phrases)):
         for j in range(i + 1, len(node.phrases)):
             pairs.append(_near_pair(node.phrases[i], node.phrases[j], node.distance))
-    return "(" + " && ".join(sql for sql, _ in pairs) + ")", [p for _, ps in pairs for p in ps]
+    return "(" + " & ".join(pairs) + ")"
 
 
-def _near_pair(a: Phrase, b: Phrase, distance: int) -> tuple[str, list[str]]:
+def _near_pair(a: Phrase, b: Phrase, distance: int) -> str:
     """``A`` and ``B`` at most ``distance`` tokens apart, in either order, overlaps included.
 
     ``A <k> B``: B starts k - 1 tokens after A ends (k = 0: on A's last token). B starting
     further inside A (or A inside B) is the one phrase of both, where their lexemes agree.
     """
-    alternatives, params = [], []
-    first, second = phrase_tsquery(a), phrase_tsquery(b)
+    alternatives = []
+    first, second = phrase_text(a), phrase_text(b)
     for k in range(distance + 2):
-        for (left, lp), (right, rp) in ((first, second), (second, first)):
-            alternatives.append(f"tsquery_phrase({left}, {right}, {k})")
-            params += lp + rp
+        for left, right in ((first, second), (second, first)):
+            alternatives.append(f"{left} <{k}> {right}")
     for offset in range(2 - len(b.terms), len(a.terms) - 1):  # where B starts, from A's start
         merged = _overlap(a, b, offset)
         if merged is not None:
-            alternatives.append("(" + " <-> ".join(["%s::tsquery"] * len(merged)) + ")")
-            params += merged
-    return "(" + " || ".join(alternatives) + ")", params
+            alternatives.append("(" + " <-> ".join(merged) + ")")
+    return "(" + " | ".join(alternatives) + ")"
 
 
 def _overlap(a: Phrase, b: Phrase, offset: int) -> list[str] | None:

@@ -28,6 +28,7 @@ import sqlean
 from agent_memory import DISTRIBUTION, identity
 from agent_memory.errors import BackupFailed, DatabaseMissing, DatabaseOpenError, SchemaTooNew
 from agent_memory.storage.base import CREATE, IDENTITY_KEY, READ
+from agent_memory.storage.sqlite import backups
 
 if TYPE_CHECKING:
     import sqlalchemy
@@ -345,6 +346,7 @@ def open_database(path: str | os.PathLike[str] | None = None, *, mode: str = CRE
         _create_private(resolved)
     engine = create_engine(resolved)
     try:
+        backups.remove_stray_temps(resolved)  # left by a killed migration: whole copies
         if current != head:
             _upgrade(engine, resolved, head)
         with engine.connect() as conn:  # the first real connection: re-check, it is cheap

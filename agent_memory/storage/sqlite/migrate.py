@@ -6,10 +6,11 @@ re-reads the version under the lock, and only the first finds work to do. DDL ru
 that one transaction (the engine issues its own BEGIN), so a failed upgrade leaves nothing.
 
 Before an existing file is migrated it is copied with SQLite's online backup to
-``<db>.backup-pre-NNNN-YYYYMMDD`` (NNNN the target version, the date in UTC). The copy
-reads the last committed state, which is the pre-migration database because we hold the
-write lock. It is written to a temporary file, synced and renamed into place, and only
-then are older copies for the same target removed. No backup, no migration.
+``<db>.backup-pre-NNNN-YYYYMMDD`` (NNNN the target version, the date in UTC; the names are
+backups.py's). The copy reads the last committed state, which is the pre-migration database
+because we hold the write lock. It is written to a temporary file, synced and renamed into
+place, and only then are older copies for the same target removed. No backup, no migration.
+A temporary file left by a killed backup is removed at the next open (backups.py).
 
 The copy holds every memory, so it is no more readable than the database: mode 0600, or
 the database's own mode when that is stricter. The temporary name is created exclusively
@@ -24,7 +25,6 @@ from __future__ import annotations
 import datetime
 import logging
 import os
-import re
 from pathlib import Path
 
 import sqlalchemy
@@ -36,6 +36,7 @@ from sqlalchemy.engine import Engine
 
 from agent_memory import files
 from agent_memory.errors import BackupFailed, SchemaTooNew
+from agent_memory.storage.sqlite import backups
 from agent_memory.storage.sqlite import database as db
 
 log = logging.getLogger(__name__)
@@ -50,60 +51,6 @@ def alembic_config() -> Config:
 def current_revision(conn: sqlalchemy.Connection) -> int | None:
     rev = MigrationContext.configure(conn).get_current_revision()
     return None if rev is None else int(rev)
-
-
-# A backup's name after the database's: BACKUP_INFIX, the target version and the day, and
-# TEMP_INFIX with the writer's pid while it is being written (see backup).
-BACKUP_INFIX, TEMP_INFIX = ".backup-pre-", ".tmp-"
-_BACKUP_NAME = re.compile(
-    re.escape(BACKUP_INFIX) + r"\d{4}-\d{8}(?:" + re.escape(TEMP_INFIX) + r"(\d+))?"
-)
-
-
-def backup_path(path: Path, target: int, day: datetime.date) -> Path:
-    return path.with_name(f"{path.name}{BACKUP_INFIX}{target:04d}-{day:%Y%m%d}")
-
-
-def temporary_path(final: Path, pid: int) -> Path:
-    """Where process ``pid`` writes the backup ``final`` before renaming it into place."""
-    return final.with_name(f"{final.name}{TEMP_INFIX}{pid}")
-
-
-def backup_files(path: Path) -> tuple[list[Path], list[Path]]:
-    """Beside the database at ``path``: its pre-migration backups, and the temporary files
-    of backups cut short (their writer is no longer running), each a whole copy of the
-    database. Read from the names only; the temporary file of a backup being written now
-    is in neither list."""
-    done: list[Path] = []
-    stray: list[Path] = []
-    try:
-        beside = sorted(path.parent.iterdir())
-    except OSError:
-        return done, stray
-    for found in beside:
-        match = found.name.startswith(path.name) and _BACKUP_NAME.fullmatch(
-            found.name, len(path.name)
-        )
-        if not match:
-            continue
-        if match.group(1) is None:
-            done.append(found)
-        elif not _running(int(match.group(1))):
-            stray.append(found)
-    return done, stray
-
-
-def _running(pid: int) -> bool:
-    """Whether process ``pid`` runs on this machine (one of another user's included)."""
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except (ProcessLookupError, OverflowError):
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _copy(source: Path, destination: Path) -> None:
@@ -123,8 +70,8 @@ def _copy(source: Path, destination: Path) -> None:
 
 def backup(path: Path, target: int) -> Path:
     """Copy ``path`` next to itself before migrating it to ``target``; BackupFailed if not."""
-    final = backup_path(path, target, datetime.datetime.now(datetime.UTC).date())
-    temporary = temporary_path(final, os.getpid())
+    final = backups.backup_path(path, target, datetime.datetime.now(datetime.UTC).date())
+    temporary = backups.temp_path(final)
     fd = None
     try:
         fd = files.create_temp(temporary)
@@ -142,9 +89,8 @@ def backup(path: Path, target: int) -> Path:
     finally:
         if fd is not None:
             os.close(fd)
-    same_target = re.compile(re.escape(f"{path.name}{BACKUP_INFIX}{target:04d}-") + r"\d{8}$")
-    for older in path.parent.iterdir():
-        if older != final and same_target.match(older.name):
+    for older in backups.backups(path, target):
+        if older != final:
             older.unlink()
     return final
 

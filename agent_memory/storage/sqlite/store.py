@@ -164,7 +164,6 @@ class SqliteStore:
         self.location = str(database.path)
         self.identity_key = database.identity_key
         self.read_only = database.read_only
-        self.holds_nul = True
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
         self._index: Any = None  # a vector_index.VectorIndex, made by _vector_index()
@@ -585,17 +584,26 @@ class SqliteStore:
             return vector_findings(checks.vector_state(conn))
 
     def _check_backups(self) -> list[Finding]:
-        """Backups beside the file (migrate.py names them): those of a migration that was
-        cut short are a whole copy of the database each, forgotten memories included."""
-        from agent_memory.storage.sqlite import migrate
+        """Backups beside the file (backups.py names them). The copies an interrupted backup
+        left are removed when the file is opened for writing; one still here is being
+        written now, or could not be removed (the log says why)."""
+        from agent_memory.storage.sqlite import backups
 
-        done, stray = migrate.backup_files(self.database.path)
+        done, stray = (
+            backups.backups(self.database.path),
+            backups.stray_backup_temps(self.database.path),
+        )
         found = [
             Finding(
                 "no interrupted pre-migration backup",
                 not stray,
                 "; ".join(f"{path} ({_size(path)})" for path in stray)
-                + (": copies of every memory, forgotten ones too; delete them" if stray else ""),
+                + (
+                    ": copies of every memory, forgotten ones too; the next open removes them "
+                    "once no migration is writing one"
+                    if stray
+                    else ""
+                ),
             )
         ]
         if done:
