@@ -4,7 +4,6 @@ sqlite3 connection, or psycopg), found by doctor, and put right by ``--repair``.
 from __future__ import annotations
 
 import json
-import os
 
 import pytest
 import sqlean
