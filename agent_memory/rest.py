@@ -31,6 +31,7 @@ from werkzeug.exceptions import HTTPException
 from agent_memory import web, wire
 from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
 from agent_memory.service import MemoryService
+from agent_memory.vocabulary import REST_ARGUMENTS
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +45,10 @@ BODY_SLACK_BYTES = 1024 * 1024
 # than this is one piece): the daemon holds one piece, not the whole answer.
 STREAM_CHUNK_CHARS = 256 * 1024
 _BOOLEANS = {"true": True, "false": False}
-# Query parameters read as integers when they are well formed (else handed on as text).
+# Query parameters read as integers or booleans when they are well formed (else handed on
+# as text).
 _INTEGER_ARGS = frozenset({"limit", "id", "from_id", "to_id", "ttl_secs"})
+_BOOLEAN_ARGS = frozenset({"expand_links", "record_use"})
 
 api = Blueprint("api", __name__)
 # app.extensions key: IP:PORT the daemon listens on, as its socket names it (what a proof of
@@ -89,7 +92,7 @@ def _body(*, original_route: bool) -> Any:
 def _query_value(name: str, text: str) -> Any:
     if name in _INTEGER_ARGS:
         return _integer(text)
-    if name == "expand_links":
+    if name in _BOOLEAN_ARGS:
         return _BOOLEANS.get(text, text)
     return text
 
@@ -161,7 +164,9 @@ def _json_array(rows: Rows, dumps: Callable[..., str]) -> Iterator[str]:
 
 @api.post("/api/search")
 def search() -> Response:
-    return jsonify(_service().search(_with_query(_body(original_route=True))))
+    """The tool's search; ``record_use: false`` (the web page's) records no use."""
+    body = _with_query(_body(original_route=True))
+    return jsonify(_service().search(body, fields=REST_ARGUMENTS["search"]))
 
 
 @api.get("/api/memories/<id>")

@@ -182,16 +182,21 @@ class MemoryService:
             memory_id = self.db.insert(memory, embedding)
         return {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
 
-    def search(self, args: Any, *, record_use: bool = True) -> dict[str, Any]:
+    def search(
+        self, args: Any, *, record_use: bool = True, fields: tuple[str, ...] | None = None
+    ) -> dict[str, Any]:
         """``record_use=False``: a pure read (the session brief); the results are not
-        bumped. A read-only store is never bumped."""
-        args = self._arguments("search", args)
+        bumped. A read-only store is never bumped. ``fields``: the arguments this transport
+        takes, when not the tool's (REST's add ``record_use``, which turns the bump off too).
+        """
+        args = self._arguments("search", args, fields)
         query = validate.required_string(args, "query")
         fts.check_cost(query)
         filters = self._filters(args)
         limit = validate.limit(args, DEFAULT_SEARCH_LIMIT)
         assert limit is not None
         expand = validate.flag(args, "expand_links")
+        record_use = validate.flag(args, "record_use", default=True) and record_use
         embedding = None if self.embedder is None else self.embedder.embed_query(query)
         now = self.now()
         deadline = time.monotonic() + SEARCH_BUDGET_SECS

@@ -304,10 +304,11 @@ def kind(args: Mapping[str, Any]) -> str:
     return value
 
 
-def flag(args: Mapping[str, Any], name: str) -> bool:
-    value = args.get(name, False)
+def flag(args: Mapping[str, Any], name: str, *, default: bool = False) -> bool:
+    """A boolean argument; ``default`` when absent or null."""
+    value = args.get(name)
     if value is None:
-        return False
+        return default
     if not isinstance(value, bool):
         raise InvalidType(f"{name} must be a boolean (got {shown(value)})")
     return value

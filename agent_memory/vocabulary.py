@@ -25,6 +25,10 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
     "get": ("id",),
     "stats": (),
 }
+# What a REST search takes besides: ``record_use: false`` answers without recording the use
+# of the results (the web page's searches: a person browsing is not an agent using a
+# memory). The MCP tool does not take it: an agent's search is a use.
+REST_ARGUMENTS: dict[str, tuple[str, ...]] = {"search": (*ARGUMENTS["search"], "record_use")}
 
 # SQLite's INTEGER: a signed 64-bit value. Ids, counts and timestamps beyond it cannot be
 # stored (an overflowing sum in SQL turns into a REAL).

@@ -71,7 +71,8 @@ PAGE_SEARCH = """async (query) => {
 API_SEARCH = """async (query) => {
   const start = performance.now();
   const answer = await fetch('/api/search', {method: 'POST',
-    headers: {'Content-Type': 'application/json'}, body: JSON.stringify({query, limit: 50})});
+    headers: {'Content-Type': 'application/json'},
+    body: JSON.stringify({query, limit: 50, record_use: false})});
   await answer.json();
   return performance.now() - start;
 }"""

@@ -13,6 +13,7 @@ from pathlib import Path
 from rest_daemon import RestDaemon
 
 from agent_memory.rest import create_app
+from agent_memory.vocabulary import REST_ARGUMENTS
 
 SCHEMATHESIS_EXAMPLES = 30
 
@@ -42,6 +43,13 @@ def test_every_route_is_documented_and_every_documented_route_exists(service):
     doc = document()
     assert doc["openapi"].startswith("3.1")
     assert served_routes(create_app(service)) == documented_routes(doc)
+
+
+def test_the_search_body_names_what_a_rest_search_takes():
+    search = document()["components"]["schemas"]["SearchRequest"]
+    assert list(search["properties"]) == list(REST_ARGUMENTS["search"])
+    record_use = search["properties"]["record_use"]
+    assert (record_use["type"], record_use["default"]) == ("boolean", True)
 
 
 def test_the_daemon_serves_the_document(db_path):

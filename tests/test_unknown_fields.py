@@ -14,7 +14,7 @@ from mcp import Client
 from agent_memory import mcp_server
 from agent_memory.errors import UnknownField
 from agent_memory.rest import create_app
-from agent_memory.vocabulary import ARGUMENTS
+from agent_memory.vocabulary import ARGUMENTS, REST_ARGUMENTS
 
 from conftest import dump
 
@@ -135,6 +135,7 @@ def http(service):
         ("GET", "/api/memories?type=TODO&sort=asc", None, "list", "sort", None),
         ("POST", "/api/search", {"query": "maven", "tags": ["maven"]}, "search", "tags", "tag"),
         ("POST", "/api/search?scop=kore", {"query": "maven"}, "search", "scop", "scope"),
+        ("POST", "/api/search?use=false", {"query": "maven"}, "search", "use", "record_use"),
         ("GET", "/api/memories/1?verbose=1", None, "get", "verbose", None),
         ("GET", "/api/stats?scope=kore", None, "stats", "scope", None),
         ("PATCH", "/api/memories/1", {"ttl_sec": 5}, "update", "ttl_sec", "ttl_secs"),
@@ -154,7 +155,7 @@ def http(service):
 def test_every_route_refuses_an_unknown_body_field_or_query_parameter(
     http, db_path, seeded, method, path, body, operation, field, suggestion
 ):
-    known = ARGUMENTS["update"][1:] if operation == "update" else ARGUMENTS[operation]
+    known = {**ARGUMENTS, **REST_ARGUMENTS, "update": ARGUMENTS["update"][1:]}[operation]
     status, answer = http(method, path, body)
     assert status == 400
     assert answer == {"error": str(UnknownField(field, known, suggestion))}

@@ -13,9 +13,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import browser
 import pytest
+import sqlean
 from rest_daemon import RestDaemon
 
 WAIT_MS = 10_000  # for the page to show what the API already answered (a slow CI machine)
+DAY = 86_400
 IDS_SHOWN = "[...document.querySelectorAll('#results a.item')].map((a) => Number(a.dataset.id))"
 
 
@@ -38,6 +40,7 @@ def chromium():
 def daemon(tmp_path_factory):
     home = tmp_path_factory.mktemp("web-home")
     with RestDaemon(home / "memory.db", env={"HOME": str(home)}) as running:
+        running.db_path = home / "memory.db"
         running.drain_stderr()
         yield running
         assert running.stop() == 0
@@ -82,8 +85,8 @@ class Page:
             assert self.shown() == expected
 
     def searched(self, action) -> list[int]:
-        """What the search that ``action`` set off answered, best first (ranks shift with
-        every search, since a search counts as a use: the page must show this order)."""
+        """What the search that ``action`` set off answered, best first (the page must show
+        this order)."""
         with self.tab.expect_response(lambda r: r.url.endswith("/api/search")) as answer:
             action()
         return [found["id"] for found in answer.value.json()["results"]]
@@ -130,6 +133,12 @@ def store(daemon, content: str, memory_type: str = "TODO", **fields) -> int:
 
 def memory(daemon, memory_id: int) -> dict:
     return daemon.request("GET", f"/api/memories/{memory_id}").json()
+
+
+def uses(daemon, ids: list[int]) -> dict[int, tuple[int, int]]:
+    """Each memory's (access_count, last_accessed), as the API reads them."""
+    read = {m: memory(daemon, m) for m in ids}
+    return {m: (found["access_count"], found["last_accessed"]) for m, found in read.items()}
 
 
 def test_search_and_filters_show_the_right_memories(page, daemon):
@@ -223,6 +232,7 @@ def test_the_search_and_its_filters_are_in_the_address(page, chromium, daemon):
             "type": "ERROR",
             "scope": "addr",
             "limit": 50,
+            "record_use": False,
         }
         tab.wait_for_selector(f"#d-title:text('ERROR #{b}')")
         assert [tab.input_value(f) for f in ("#q", "#f-type", "#f-tag", "#f-scope")] == [
@@ -236,6 +246,43 @@ def test_the_search_and_its_filters_are_in_the_address(page, chromium, daemon):
         assert [found["id"] for found in answer.value.json()["results"]] == [a]
     finally:
         context.close()
+
+
+def test_the_page_counts_no_use_searching_browsing_or_opening(page, daemon):
+    """A person browsing is not an agent using a memory: a search typed into the page, the
+    memory it opens, the graph around it and the list leave each memory's access_count and
+    last_accessed as they were (read back through the API, from the database)."""
+    made = [store(daemon, f"wombat burrow note {i}", scope="nouse") for i in range(3)]
+    daemon.request(
+        "POST", "/api/links", json={"from_id": made[0], "to_id": made[1], "kind": "relates_to"}
+    )
+    conn = sqlean.connect(str(daemon.db_path))  # a day old: a use now would move last_accessed
+    try:
+        with conn:
+            conn.execute(
+                f"UPDATE memories SET last_accessed = last_accessed - {DAY} WHERE scope = 'nouse'"
+            )
+    finally:
+        conn.close()
+    before = uses(daemon, made)
+    assert [count for count, _ in before.values()] == [0, 0, 0]
+
+    page.open()
+    page.tab.fill("#f-scope", "nouse")
+    page.tab.wait_for_url("**/?scope=nouse")
+    ranked = page.searched(lambda: page.tab.fill("#q", "wombat burrow"))
+    assert sorted(ranked) == made
+    page.expect_shown(ranked)
+    page.tab.click(f"#results a.item[data-id='{made[0]}']")
+    page.tab.wait_for_selector(f"#d-title:text('TODO #{made[0]}')")
+    page.tab.wait_for_function("() => document.querySelectorAll('#g-nodes a').length === 2")
+    assert page.listed(lambda: page.tab.fill("#q", "")) == made[::-1]
+    assert uses(daemon, made) == before
+
+    agent = daemon.request("POST", "/api/search", json={"query": "wombat", "limit": 1}).json()
+    (used,) = [found["id"] for found in agent["results"]]  # a client's search is a use
+    count, last_accessed = uses(daemon, made)[used]
+    assert (count, last_accessed > before[used][1]) == (1, True)
 
 
 def test_browsing_pages_newest_first(page, daemon):

@@ -39,7 +39,8 @@ function query(params) {
 
 export const api = {
   list: (params, signal) => call("GET", `/api/memories${query(params)}`, undefined, signal),
-  search: (body, signal) => call("POST", "/api/search", body, signal),
+  // A person browsing is not an agent using a memory: the page's searches record no use.
+  search: (body, signal) => call("POST", "/api/search", { ...body, record_use: false }, signal),
   get: (id) => call("GET", `/api/memories/${encodeURIComponent(id)}`),
   stats: () => call("GET", "/api/stats"),
   health: () => call("GET", "/health"),
