@@ -14,6 +14,7 @@ from mcp.shared.exceptions import MCPError
 
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from agent_memory.storage.sqlite.database import head_revision
 
 from conftest import Clock, executable, run_agent_memory, server_env
 
@@ -187,11 +188,14 @@ def test_stdout_carries_only_json_rpc(db_path):
     assert "DEBUG" in stderr and not any("DEBUG" in line for line in lines)
 
 
+NEWER = head_revision() + 1  # a schema no release of this binary knows
+
+
 @pytest.mark.parametrize(
     "setup,expected",
     [
         ("garbage", "file is not a database"),
-        ("newer", "database schema is version 7 but this binary supports up to version"),
+        ("newer", f"database schema is version {NEWER} but this binary supports up to version"),
         ("directory", "is a directory"),
     ],
 )
@@ -203,7 +207,7 @@ def test_unusable_database_is_one_line_and_exit_1(db_path, setup, expected):
         import sqlean
 
         conn = sqlean.connect(str(db_path))
-        conn.execute("UPDATE alembic_version SET version_num = '0007'")
+        conn.execute(f"UPDATE alembic_version SET version_num = '{NEWER:04d}'")
         conn.commit()
         conn.close()
     else:

@@ -131,6 +131,7 @@ def test_past_the_exact_rows_only_the_rarest_words_rows_are_scored(
 def test_the_hybrid_keyword_leg_leaves_common_words_out_too(pg_service, clock, scored, monkeypatch):
     fill(pg_service, clock, 300)
     toy = Embedding.of(Pin("toy", 4, "none", "ollama"), [1.0, 0.0, 0.0, 0.0])
+    pg_service.db.repin(toy.pin)  # a database pinned to the query's model searches hybrid
 
     def page() -> list[int]:
         found = pg_service.db.search(
