@@ -132,12 +132,21 @@ def _answer(
     *,
     as_json: bool,
     missing: Callable[[dict[str, Any]], str] = lambda answer: f"memory {answer['id']} not found",
+    read_back: bool = False,
 ) -> None:
     """One service operation and its answer: as JSON, or ``show``n; a not-found answer
-    exits 1 (with ``missing``'s line, or the JSON)."""
+    exits 1 (with ``missing``'s line, or the JSON). ``read_back``: ``show`` gets the
+    memory as ``get`` reads it (uses, relations), on the same service, with the answer's
+    ``redacted``; the answer itself if it was forgotten meanwhile."""
     service = _open(settings, mode, _needs_vectors(operation, args))
     with _answering(service):
         answer = getattr(service, operation)(args)
+        if read_back and not as_json and answer.get("reason") != "not_found":
+            whole = service.get({"id": answer["id"]})
+            if whole.get("reason") != "not_found":
+                answer = (
+                    {**whole, "redacted": answer["redacted"]} if "redacted" in answer else whole
+                )
     if answer.get("reason") == "not_found":
         if as_json:
             _print_json(answer)
@@ -272,13 +281,19 @@ def show(settings: Any, memory_id: str, as_json: bool) -> None:
 
 
 def _show(settings: Any, memory_id: Any, as_json: bool) -> None:
-    """Memory ``memory_id`` as ``show`` prints it (``update`` too, once it has changed it)."""
+    _answer(settings, READ, "get", {"id": memory_id}, _print_record, as_json=as_json)
 
-    def record(memory: dict[str, Any]) -> None:
-        for line in display.record(memory, int(time.time())):
-            click.echo(line)
 
-    _answer(settings, READ, "get", {"id": memory_id}, record, as_json=as_json)
+def _print_record(memory: dict[str, Any]) -> None:
+    """A memory as ``show`` prints it; after it, what was redacted (``update``)."""
+    for line in display.record(memory, int(time.time())):
+        click.echo(line)
+    if memory.get("redacted"):
+        click.echo(f"\n{_redaction_note(memory)}")
+
+
+def _redaction_note(answer: dict[str, Any]) -> str:
+    return f"secrets redacted: {', '.join(answer['redacted'])}"
 
 
 @click.command(cls=Subcommand)
@@ -321,8 +336,7 @@ def store(
     )
 
     def stored(answer: dict[str, Any]) -> None:
-        redacted = answer.get("redacted")
-        said = f" (secrets redacted: {', '.join(redacted)})" if redacted else ""
+        said = f" ({_redaction_note(answer)})" if answer.get("redacted") else ""
         click.echo(f"stored memory {answer['id']}{said}")
 
     _answer(settings, CREATE, "store", args, stored, as_json=as_json)
@@ -374,14 +388,7 @@ def update(
     _either(args, "tags", list(tags) or None, no_tags, ("--tag", "--no-tags"))
     _either(args, "scope", scope, to_global, ("--scope", "--global"))
     _either(args, "ttl_secs", _number(ttl), no_expiry, ("--ttl", "--no-expiry"))
-    _answer(
-        settings,
-        EXISTING,
-        "update",
-        args,
-        lambda answer: _show(settings, answer["id"], as_json=False),
-        as_json=as_json,
-    )
+    _answer(settings, EXISTING, "update", args, _print_record, as_json=as_json, read_back=True)
 
 
 @click.command(cls=Subcommand)

@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from agent_memory import mcp_server
 from agent_memory.cli import cli
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database
 
 from conftest import START, dump, file_hashes
@@ -180,6 +181,36 @@ def test_update_prints_the_memory_as_show_does(seeded):
     assert updated.exit_code == 0 and "uses       1" in updated.stdout.splitlines()
     ago = re.compile(r"\(\d+\w+ ago\)")  # the clock may tick between the two
     assert ago.sub("", updated.stdout) == ago.sub("", shown.stdout)
+
+
+def test_update_says_what_was_redacted_as_store_does(seeded):
+    stored = am(seeded, "store", "password=hunter2hunter2", "--type", "PATTERN")
+    assert stored.stdout == "stored memory 4 (secrets redacted: password)\n"
+    updated = am(seeded, "update", "1", "--content", "DB_PASSWORD=hunter2hunter2")
+    assert updated.exit_code == 0
+    assert "DB_PASSWORD=[redacted:password]" in updated.stdout.splitlines()
+    assert updated.stdout.endswith("\n\nsecrets redacted: password\n")
+
+
+def test_update_succeeds_when_the_memory_is_forgotten_before_it_is_shown(seeded, monkeypatch):
+    """Another process forgets the memory just after the update: the update still happened,
+    and the command shows it from its own database connection, exit 0."""
+    update = MemoryService.update
+
+    def update_then_forgotten(self, args, **kwargs):
+        answer = update(self, args, **kwargs)
+        other = MemoryService(open_store(seeded))
+        try:
+            other.forget({"id": answer["id"]})
+        finally:
+            other.close()
+        return answer
+
+    monkeypatch.setattr(MemoryService, "update", update_then_forgotten)
+    result = am(seeded, "update", "1", "--tag", "wal")
+    assert (result.exit_code, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "memory 1  DECISION  scope kore" and "tags       wal" in lines
 
 
 def test_a_type_is_taken_in_any_case(seeded, service):
