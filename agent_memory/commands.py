@@ -236,12 +236,13 @@ def search(
 
 def _search_mode(mode: str, pending: int, off: bool) -> str:
     """How the search ran, and why not by meaning when that is what is missing: memories
-    without a vector (``agent-memory embed`` makes them), or embedding turned off."""
+    waiting for a vector (``agent-memory embed`` makes them), or embedding turned off."""
     if off:
         return f"{mode} search: search by meaning is off (--embedder none)"
     if not pending:
         return f"{mode} search"
-    return f"{mode} search: {count(pending, 'memory')} not yet embedded; run `agent-memory embed`"
+    waiting = f"{count(pending, 'memory')} waiting for a vector"
+    return f"{mode} search: {waiting}; run `agent-memory embed`"
 
 
 @click.command("list", cls=Subcommand)
@@ -536,7 +537,7 @@ def stats(settings: Any, as_json: bool) -> None:
     """Show what the database holds (memory://stats).
 
     Memories in all, per type and per scope (the largest first), relations, and how many
-    memories have no vector yet. Not a use."""
+    memories are waiting for a vector. Not a use."""
 
     def shown(answer: dict[str, Any]) -> None:
         for line in display.stats(answer):

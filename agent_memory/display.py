@@ -184,7 +184,7 @@ def stats(found: dict[str, Any]) -> Iterator[str]:
     stats leaves out are summed on one line), then any other field as NAME: VALUE."""
     yield (
         f"{count(found['memories'], 'memory')}, {count(found['links'], 'link')}, "
-        f"{found['pending_embedding']} without a vector"
+        f"{found['pending_embedding']} waiting for a vector"
     )
     scopes = [(row["scope"], row["memories"]) for row in found["by_scope"]]
     others = found["memories"] - sum(n for _, n in scopes)

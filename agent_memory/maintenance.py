@@ -217,7 +217,7 @@ def import_(settings: Settings, source_format: str | None, scope: str | None, pa
     echo_import_report(report)
     if report["imported"]:
         click.echo(
-            f"{count(report['imported'], 'row')} pending embedding — the sweep backfills "
+            f"{count(report['imported'], 'memory')} waiting for a vector — the sweep backfills "
             "them on the next serve/serve-rest start (128 per tick), or run `agent-memory "
             "embed` now"
         )

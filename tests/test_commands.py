@@ -133,7 +133,7 @@ def test_search_prints_what_it_found_and_the_mode(seeded, frozen):
     assert result.exit_code == 0
     assert [line.split()[0] for line in result.stdout.splitlines()] == ["ID", "1"]
     assert result.stderr == (  # stored without an embedder: none has a vector
-        "1 found (keyword search: 3 memories not yet embedded; run `agent-memory embed`)\n"
+        "1 found (keyword search: 3 memories waiting for a vector; run `agent-memory embed`)\n"
     )
 
 
@@ -220,7 +220,7 @@ def test_a_type_is_taken_in_any_case(seeded, service):
     assert [m["id"] for m in json.loads(listed)["memories"]] == [4, 1]
     assert (
         am(seeded, "search", "sqlite", "--type", "decision").stderr
-        == "1 found (keyword search: 4 memories not yet embedded; run `agent-memory embed`)\n"
+        == "1 found (keyword search: 4 memories waiting for a vector; run `agent-memory embed`)\n"
     )
 
 
@@ -228,7 +228,7 @@ def test_stats_prints_what_memory_stats_holds(seeded, service):
     result = am(seeded, "stats")
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout == (
-        "3 memories, 1 link, 3 without a vector\n"
+        "3 memories, 1 link, 3 waiting for a vector\n"
         "\n"
         "TYPE      MEMORIES\n"
         "DECISION         1\n"

@@ -120,7 +120,7 @@ def test_a_terminal_search_says_what_waits_for_a_vector(waiting, ollama):
     result = run(waiting, ollama, "search", "datastore", embedder="ollama")
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[-1] == (
-        "5 found (keyword search: 5 memories not yet embedded; run `agent-memory embed`)"
+        "5 found (keyword search: 5 memories waiting for a vector; run `agent-memory embed`)"
     )
     assert run(waiting, ollama, "embed").exit_code == 0
     result = run(waiting, ollama, "search", "datastore")
@@ -130,7 +130,7 @@ def test_a_terminal_search_says_what_waits_for_a_vector(waiting, ollama):
     svc.close()
     result = run(waiting, ollama, "search", "datastore")
     assert result.stderr.splitlines()[-1] == (
-        "6 found (hybrid search: 1 memory not yet embedded; run `agent-memory embed`)"
+        "6 found (hybrid search: 1 memory waiting for a vector; run `agent-memory embed`)"
     )
 
 
