@@ -141,3 +141,21 @@ def test_a_terminal_search_with_embedding_off_says_so(waiting, ollama):
         "5 found (keyword search: search by meaning is off (--embedder none))"
     )
     assert ollama.requests == []
+
+
+def test_embed_logs_nothing_at_the_default_level(waiting, ollama):
+    """Its answer is its last line; the database opening is logged at the info level, which
+    only --log-level info shows (as for export and import)."""
+    result = run(waiting, ollama, "embed")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "embedded 5 memories with nomic-embed-text (ollama, 768 dimensions, nomic prefixes)"
+    ]
+    assert "INFO" in run(waiting, ollama, "--log-level", "info", "embed").stderr
+
+
+def test_an_embed_stopped_after_one_memory_counts_it_in_the_singular(waiting, ollama):
+    ollama.fail_after = 2  # the probe and one batch of one
+    result = run(waiting, ollama, "embed", "--batch", "1", embedder="ollama")
+    assert result.exit_code == 1
+    assert " did not answer after 1 memory; " in result.stderr.splitlines()[-1]
