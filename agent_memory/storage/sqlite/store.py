@@ -162,12 +162,16 @@ class SqliteStore:
         self.database = database
         self.schema_version = database.schema_version
         self.location = str(database.path)
-        self.identity_key = database.identity_key
         self.read_only = database.read_only
         self._connections = Connections(database.engine)
         self._keyword = KeywordIndex()
         self._index: Any = None  # a vector_index.VectorIndex, made by _vector_index()
         self._index_made = threading.Lock()
+
+    @functools.cached_property
+    def identity_key(self) -> bytes | None:
+        """Computed when first asked (a daemon's health, for ``ui``), not on every open."""
+        return self.database.identity_key
 
     def close(self) -> None:
         if self._index is not None:
