@@ -223,20 +223,21 @@ def search(
     QUERY is words, a question or FTS5 syntax. The memories found count as used."""
     args = _args(query=query, **filters, limit=_number(limit), expand_links=expand or None)
     service = _open(settings, READ, embedding=True)
+    off = service.embedding_off
     with _answering(service):
         answer = service.search(args)
-        backlog = None if as_json else service.embedding_backlog()
-    if backlog is None:
+        waiting = 0 if as_json or off else service.waiting_for_vectors()
+    if as_json:
         _print_json(answer)
         return
     shown = _print_table(answer["results"], related=expand)
-    mode = _search_mode(answer["search_mode"], backlog[1], service.embedding_off)
-    click.echo(f"{shown} found ({mode})", err=True)
+    click.echo(f"{shown} found ({_search_mode(answer['search_mode'], waiting, off)})", err=True)
 
 
 def _search_mode(mode: str, pending: int, off: bool) -> str:
     """How the search ran, and why not by meaning when that is what is missing: memories
-    waiting for a vector (``agent-memory embed`` makes them), or embedding turned off."""
+    waiting for a vector (``agent-memory embed`` makes them), or embedding turned off
+    (then nothing is counted)."""
     if off:
         return f"{mode} search: search by meaning is off (--embedder none)"
     if not pending:

@@ -290,11 +290,11 @@ class MemoryService:
             answer["embedding"] = EMBEDDING_OFF
         return answer
 
-    def embedding_backlog(self) -> tuple[int, int]:
-        """(memories, memories without a vector of their current content): what a search
-        from a terminal reports beside its mode."""
+    def waiting_for_vectors(self) -> int:
+        """The memories without a vector of their current content: what a search from a
+        terminal reports beside its mode. Cheap when none is (a partial index)."""
         with self.storage("search"):
-            return self.db.embedding_counts()
+            return self.db.pending_count()
 
     def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
         """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.

@@ -3,7 +3,10 @@ the terminal says how it ran and what is still waiting."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import sqlalchemy
 from click.testing import CliRunner
 
 from agent_memory.cli import cli
@@ -159,3 +162,31 @@ def test_an_embed_stopped_after_one_memory_counts_it_in_the_singular(waiting, ol
     result = run(waiting, ollama, "embed", "--batch", "1", embedder="ollama")
     assert result.exit_code == 1
     assert " did not answer after 1 memory; " in result.stderr.splitlines()[-1]
+
+
+# count(*) over the memories table without a condition (SQL as SQLAlchemy compiles it too)
+EVERY_MEMORY_COUNTED = re.compile(r"count\(\*\)(?: AS \w+)? FROM memories(?! WHERE)", re.I)
+
+
+def test_a_terminal_search_never_counts_every_memory(waiting, ollama):
+    """What it says beside its mode needs only the memories waiting for a vector (a
+    partial index), never a count of the whole table (0.4 s at 100,000 on PostgreSQL)."""
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *args):
+        statements.append(" ".join(statement.split()))
+
+    def counted_all_in_a_search(embedder: str) -> list[str]:
+        statements.clear()
+        assert run(waiting, ollama, "search", "datastore", embedder=embedder).exit_code == 0
+        assert statements  # the listener saw the search
+        return [s for s in statements if EVERY_MEMORY_COUNTED.search(s)]
+
+    sqlalchemy.event.listen(sqlalchemy.Engine, "before_cursor_execute", seen)
+    try:
+        assert counted_all_in_a_search("ollama") == []  # keyword: 5 waiting
+        assert counted_all_in_a_search("none") == []
+        assert run(waiting, ollama, "embed").exit_code == 0
+        assert counted_all_in_a_search("auto") == []  # hybrid: none waiting
+    finally:
+        sqlalchemy.event.remove(sqlalchemy.Engine, "before_cursor_execute", seen)

@@ -483,6 +483,11 @@ class PostgresStore:
             total, pending = conn.exec_driver_sql(rows.EMBEDDING_COUNTS).one()
         return int(total), int(pending)
 
+    @_guarded
+    def pending_count(self) -> int:
+        with self._read() as conn:
+            return int(conn.exec_driver_sql(rows.PENDING_COUNT).scalar_one())
+
     # -- import and export ----------------------------------------------------------------
 
     @_guarded
