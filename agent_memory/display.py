@@ -153,7 +153,8 @@ def record(memory: dict[str, Any], now: int) -> Iterator[str]:
     fields.append(("expires", "never" if expires is None else when(expires, now)))
     fields.append(("decay", f"{decay:.3f}"))
     if "embedding_status" in memory:
-        fields.append(("embedding", "done" if memory["embedding_status"] else "pending"))
+        waiting = "waiting for a vector"
+        fields.append(("embedding", "done" if memory["embedding_status"] else waiting))
     for name, value in fields:
         yield f"{name:<10} {value}"
     yield ""

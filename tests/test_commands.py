@@ -143,7 +143,7 @@ def test_show_prints_one_memory_whole_with_its_relations(seeded):
     lines = result.stdout.splitlines()
     assert lines[0] == "memory 1  DECISION  scope kore"
     assert "tags       db" in lines and "source     chat" in lines and "uses       0" in lines
-    assert "expires    never" in lines and "embedding  pending" in lines
+    assert "expires    never" in lines and "embedding  waiting for a vector" in lines
     assert "We chose SQLite with WAL" in lines
     assert lines[-2:] == ["1 relation:", "  relates_to  2  PATTERN  Open one writer connection"]
 

@@ -204,6 +204,8 @@ def test_counts_read_in_the_singular_and_embedding_off_is_said(chromium, tmp_pat
             page.open()
             assert page.text("#total") == "2 memories"
             assert page.text("#links-count") == "1 relation"
+            page.open(f"#/m/{first}")  # its own state, in the same words
+            assert "waiting for a vector" in page.text("#d-fields")
             assert page.problems == []
         finally:
             context.close()

@@ -367,7 +367,7 @@ function renderDetail(memory) {
     ...field("Expires", expiry(memory.expires_at)),
     ...field("Decay", memory.decay_score.toFixed(3)),
     ...field("Uses", String(memory.access_count)),
-    ...field("Embedding", memory.embedding_status ? "made from this text" : "pending"),
+    ...field("Embedding", memory.embedding_status ? "made from this text" : "waiting for a vector"),
   );
   renderRelated(memory);
   fillEditForm(memory);
