@@ -132,12 +132,21 @@ def _answer(
     *,
     as_json: bool,
     missing: Callable[[dict[str, Any]], str] = lambda answer: f"memory {answer['id']} not found",
+    read_back: bool = False,
 ) -> None:
     """One service operation and its answer: as JSON, or ``show``n; a not-found answer
-    exits 1 (with ``missing``'s line, or the JSON)."""
+    exits 1 (with ``missing``'s line, or the JSON). ``read_back``: ``show`` gets the
+    memory as ``get`` reads it (uses, relations), on the same service, with the answer's
+    ``redacted``; the answer itself if it was forgotten meanwhile."""
     service = _open(settings, mode, _needs_vectors(operation, args))
     with _answering(service):
         answer = getattr(service, operation)(args)
+        if read_back and not as_json and answer.get("reason") != "not_found":
+            whole = service.get({"id": answer["id"]})
+            if whole.get("reason") != "not_found":
+                answer = (
+                    {**whole, "redacted": answer["redacted"]} if "redacted" in answer else whole
+                )
     if answer.get("reason") == "not_found":
         if as_json:
             _print_json(answer)
@@ -214,25 +223,27 @@ def search(
     QUERY is words, a question or FTS5 syntax. The memories found count as used."""
     args = _args(query=query, **filters, limit=_number(limit), expand_links=expand or None)
     service = _open(settings, READ, embedding=True)
+    off = service.embedding_off
     with _answering(service):
         answer = service.search(args)
-        backlog = None if as_json else service.embedding_backlog()
-    if backlog is None:
+        waiting = 0 if as_json or off else service.waiting_for_vectors()
+    if as_json:
         _print_json(answer)
         return
     shown = _print_table(answer["results"], related=expand)
-    mode = _search_mode(answer["search_mode"], backlog[1], service.embedding_off)
-    click.echo(f"{shown} found ({mode})", err=True)
+    click.echo(f"{shown} found ({_search_mode(answer['search_mode'], waiting, off)})", err=True)
 
 
 def _search_mode(mode: str, pending: int, off: bool) -> str:
     """How the search ran, and why not by meaning when that is what is missing: memories
-    without a vector (``agent-memory embed`` makes them), or embedding turned off."""
+    waiting for a vector (``agent-memory embed`` makes them), or embedding turned off
+    (then nothing is counted)."""
     if off:
         return f"{mode} search: search by meaning is off (--embedder none)"
     if not pending:
         return f"{mode} search"
-    return f"{mode} search: {count(pending, 'memory')} not yet embedded; run `agent-memory embed`"
+    waiting = f"{count(pending, 'memory')} waiting for a vector"
+    return f"{mode} search: {waiting}; run `agent-memory embed`"
 
 
 @click.command("list", cls=Subcommand)
@@ -272,13 +283,19 @@ def show(settings: Any, memory_id: str, as_json: bool) -> None:
 
 
 def _show(settings: Any, memory_id: Any, as_json: bool) -> None:
-    """Memory ``memory_id`` as ``show`` prints it (``update`` too, once it has changed it)."""
+    _answer(settings, READ, "get", {"id": memory_id}, _print_record, as_json=as_json)
 
-    def record(memory: dict[str, Any]) -> None:
-        for line in display.record(memory, int(time.time())):
-            click.echo(line)
 
-    _answer(settings, READ, "get", {"id": memory_id}, record, as_json=as_json)
+def _print_record(memory: dict[str, Any]) -> None:
+    """A memory as ``show`` prints it; after it, what was redacted (``update``)."""
+    for line in display.record(memory, int(time.time())):
+        click.echo(line)
+    if memory.get("redacted"):
+        click.echo(f"\n{_redaction_note(memory)}")
+
+
+def _redaction_note(answer: dict[str, Any]) -> str:
+    return f"secrets redacted: {', '.join(answer['redacted'])}"
 
 
 @click.command(cls=Subcommand)
@@ -321,8 +338,7 @@ def store(
     )
 
     def stored(answer: dict[str, Any]) -> None:
-        redacted = answer.get("redacted")
-        said = f" (secrets redacted: {', '.join(redacted)})" if redacted else ""
+        said = f" ({_redaction_note(answer)})" if answer.get("redacted") else ""
         click.echo(f"stored memory {answer['id']}{said}")
 
     _answer(settings, CREATE, "store", args, stored, as_json=as_json)
@@ -374,14 +390,7 @@ def update(
     _either(args, "tags", list(tags) or None, no_tags, ("--tag", "--no-tags"))
     _either(args, "scope", scope, to_global, ("--scope", "--global"))
     _either(args, "ttl_secs", _number(ttl), no_expiry, ("--ttl", "--no-expiry"))
-    _answer(
-        settings,
-        EXISTING,
-        "update",
-        args,
-        lambda answer: _show(settings, answer["id"], as_json=False),
-        as_json=as_json,
-    )
+    _answer(settings, EXISTING, "update", args, _print_record, as_json=as_json, read_back=True)
 
 
 @click.command(cls=Subcommand)
@@ -529,7 +538,7 @@ def stats(settings: Any, as_json: bool) -> None:
     """Show what the database holds (memory://stats).
 
     Memories in all, per type and per scope (the largest first), relations, and how many
-    memories have no vector yet. Not a use."""
+    memories are waiting for a vector. Not a use."""
 
     def shown(answer: dict[str, Any]) -> None:
         for line in display.stats(answer):

@@ -153,7 +153,8 @@ def record(memory: dict[str, Any], now: int) -> Iterator[str]:
     fields.append(("expires", "never" if expires is None else when(expires, now)))
     fields.append(("decay", f"{decay:.3f}"))
     if "embedding_status" in memory:
-        fields.append(("embedding", "done" if memory["embedding_status"] else "pending"))
+        waiting = "waiting for a vector"
+        fields.append(("embedding", "done" if memory["embedding_status"] else waiting))
     for name, value in fields:
         yield f"{name:<10} {value}"
     yield ""
@@ -184,7 +185,7 @@ def stats(found: dict[str, Any]) -> Iterator[str]:
     stats leaves out are summed on one line), then any other field as NAME: VALUE."""
     yield (
         f"{count(found['memories'], 'memory')}, {count(found['links'], 'link')}, "
-        f"{found['pending_embedding']} without a vector"
+        f"{found['pending_embedding']} waiting for a vector"
     )
     scopes = [(row["scope"], row["memories"]) for row in found["by_scope"]]
     others = found["memories"] - sum(n for _, n in scopes)

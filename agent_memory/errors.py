@@ -6,6 +6,7 @@ Each class's docstring is its message template, in the style of sqlite-utils and
 from __future__ import annotations
 
 from agent_memory import DISTRIBUTION
+from agent_memory.vocabulary import count
 
 
 class AgentMemoryError(Exception):
@@ -127,6 +128,11 @@ class BackupFailed(AgentMemoryError):
         )
 
 
+def _verb(command: str) -> str:
+    """What a command does, in a sentence: reembed re-embeds."""
+    return "re-embed" if command == "reembed" else command
+
+
 class EmbedderUnavailable(AgentMemoryError):
     """cannot re-embed: {embedder} did not answer{progress}; {advice}, then run reembed again
     to go on
@@ -136,21 +142,20 @@ class EmbedderUnavailable(AgentMemoryError):
 
     def __init__(self, embedder: str, advice: str, done: int = 0, command: str = "reembed") -> None:
         self.embedder = embedder
-        progress = f" after {done} memories" if done else ""
-        verb = "re-embed" if command == "reembed" else command
+        progress = f" after {count(done, 'memory')}" if done else ""
         super().__init__(
-            f"cannot {verb}: {embedder} did not answer{progress}; {advice}, then run {command} "
-            "again to go on"
+            f"cannot {_verb(command)}: {embedder} did not answer{progress}; {advice}, then run "
+            f"{command} again to go on"
         )
 
 
 class EmbeddingOff(AgentMemoryError):
-    """cannot {command}: search by meaning is off (--embedder none); run it with --embedder
-    auto, ollama or local"""
+    """cannot {verb}: search by meaning is off (--embedder none); run it with --embedder
+    auto, ollama or local (the verb: re-embed for reembed, as EmbedderUnavailable says)"""
 
     def __init__(self, command: str) -> None:
         super().__init__(
-            f"cannot {command}: search by meaning is off (--embedder none); run it with "
+            f"cannot {_verb(command)}: search by meaning is off (--embedder none); run it with "
             "--embedder auto, ollama or local"
         )
 

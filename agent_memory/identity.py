@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import hmac
 import re
-import secrets
 
 # A challenge: 128 random bits as lowercase hex, fresh for each question.
 CHALLENGE = re.compile(r"[0-9a-f]{32}")
@@ -39,6 +38,9 @@ def key(stored_id: str, place: str) -> bytes:
 
 
 def challenge() -> str:
+    """A fresh challenge; only ``ui`` asks one (secrets imports random: not on every open)."""
+    import secrets
+
     return secrets.token_hex(16)
 
 

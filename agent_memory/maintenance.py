@@ -2,8 +2,8 @@
 GSD STATE.md), embed what waits for a vector, reembed with another model, and doctor's
 checks and repairs. Registered on the group by cli.py.
 
-export and import log warnings and errors only at the default --log-level (a file from the
-future, an import taken out again): their report is their answer.
+Every command here logs warnings and errors only at the default --log-level (a file from
+the future, an import taken out again): its report is its answer.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Any
 
 import click
 
-from agent_memory import files, wiring
+from agent_memory import display, files, wiring
 from agent_memory.errors import (
     EmbedderUnavailable,
     EmbeddingOff,
@@ -71,6 +71,7 @@ def _embedding_run(
 )
 @_batch_option
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def reembed(settings: Settings, everything: bool, batch: int) -> None:
     """Re-embed memories with --embed-model and pin the database to it.
 
@@ -85,12 +86,13 @@ def reembed(settings: Settings, everything: bool, batch: int) -> None:
             everything=everything, batch=batch, progress=progress
         ),
     )
-    click.echo(f"re-embedded {embedded} memories with {pin.describe()}", err=True)
+    click.echo(f"re-embedded {count(embedded, 'memory')} with {pin.describe()}", err=True)
 
 
 @click.command(cls=Subcommand)
 @_batch_option
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def embed(settings: Settings, batch: int) -> None:
     """Embed now the memories still waiting for a vector.
 
@@ -217,7 +219,7 @@ def import_(settings: Settings, source_format: str | None, scope: str | None, pa
     echo_import_report(report)
     if report["imported"]:
         click.echo(
-            f"{count(report['imported'], 'row')} pending embedding — the sweep backfills "
+            f"{count(report['imported'], 'memory')} waiting for a vector — the sweep backfills "
             "them on the next serve/serve-rest start (128 per tick), or run `agent-memory "
             "embed` now"
         )
@@ -291,6 +293,7 @@ def echo_import_report(report: dict[str, int]) -> None:
 )
 @click.option("--json", "as_json", is_flag=True, help="The report as JSON, for scripts.")
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def doctor(settings: Settings, repair: bool, as_json: bool) -> None:
     """Check the database: integrity, keyword index, vectors, pin, backups, embedder.
 
@@ -310,7 +313,7 @@ def doctor(settings: Settings, repair: bool, as_json: bool) -> None:
     finally:
         service.close()
     if as_json:
-        click.echo(json.dumps(report, ensure_ascii=False))
+        click.echo(display.json_text(report))
     else:
         for line in doctor_lines(report):
             click.echo(line)
@@ -343,12 +346,9 @@ def doctor_lines(report: dict[str, Any]) -> list[str]:
     )
     lines.append(f"embedder: {embedder}{status}; {how}")
     failed = sum(not check["ok"] for check in report["checks"])
+    fails = "fails" if failed == 1 else "fail"
     lines.append(
-        "doctor: all checks pass"
-        if not failed
-        else "doctor: 1 check fails"
-        if failed == 1
-        else f"doctor: {failed} checks fail"
+        f"doctor: {count(failed, 'check')} {fails}" if failed else "doctor: all checks pass"
     )
     return lines
 

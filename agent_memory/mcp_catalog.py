@@ -53,7 +53,7 @@ RESOURCES = [
         name="stats",
         title="What the memory holds",
         description="Memories per type and per scope (the largest scopes), relations, and "
-        "memories without a vector yet (pending_embedding); when search by meaning is off, "
+        "memories waiting for a vector (pending_embedding); when search by meaning is off, "
         "`embedding` says that none is coming.",
         mime_type=JSON,
     ),

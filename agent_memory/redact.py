@@ -86,6 +86,7 @@ def _whole(match: re.Match[str]) -> Span:
 _NOT_SECRETS = frozenset(
     {"null", "none", "nil", "true", "false", "undefined", "required", "string"}
     | {"password", "passwd", "pass", "passphrase", "secret", "token", "apikey", "api_key"}
+    | {"x-oauth-basic"}  # GitHub's password beside a token written as a URL's user
 )
 _COLOR = re.compile(r"#[0-9A-Fa-f]{3,8}")
 _MASKED = frozenset("*xX.•-_")
@@ -371,12 +372,18 @@ def _basic(match: re.Match[str]) -> Span:
     return match.start("value"), match.end("value"), _basic_credentials(match["value"])
 
 
+_MARKER_WRITTEN = re.compile(r"\[redacted:[a-z-]++\]")
+
+
 def _url_password(match: re.Match[str]) -> Span:
     """scheme://user:password@host: the password runs to the last @ before the host (it
-    may hold @), and the user may be empty (redis://:password@host)."""
+    may hold @), and the user may be empty (redis://:password@host). A user already
+    redacted (a token written as the user) is one piece: its marker's colon does not end
+    it."""
     authority = match["authority"]
     at = authority.rfind("@")
-    colon = authority.find(":", 0, max(at, 0))
+    userinfo = _MARKER_WRITTEN.sub(lambda m: "_" * len(m.group()), authority[: max(at, 0)])
+    colon = userinfo.find(":")
     start = match.start("authority") + colon + 1
     end = match.start("authority") + at
     password = authority[colon + 1 : at]

@@ -59,12 +59,11 @@ REDACTED_FIELDS = ("content", "source", "tags", "scope")
 # Pending rows the sweep embeds per tick (one embedder call), and reembed per batch.
 BACKFILL_BATCH_ROWS = 128
 REEMBED_BATCH_ROWS = 64
-# What stats adds when search by meaning is off: its pending_embedding count is then not
-# a backlog on its way to vectors.
+# What stats adds when search by meaning is off: the memories waiting for a vector are
+# then not a backlog on its way to vectors.
 EMBEDDING_OFF = (
     "off (--embedder none): no memory gets a vector while agent-memory runs without an "
-    "embedder, so pending_embedding counts memories that stay without one; search is by "
-    "keyword only"
+    "embedder, so the memories waiting for a vector keep waiting; search is by keyword only"
 )
 
 
@@ -291,11 +290,11 @@ class MemoryService:
             answer["embedding"] = EMBEDDING_OFF
         return answer
 
-    def embedding_backlog(self) -> tuple[int, int]:
-        """(memories, memories without a vector of their current content): what a search
-        from a terminal reports beside its mode."""
+    def waiting_for_vectors(self) -> int:
+        """The memories without a vector of their current content: what a search from a
+        terminal reports beside its mode. Cheap when none is (a partial index)."""
         with self.storage("search"):
-            return self.db.embedding_counts()
+            return self.db.pending_count()
 
     def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
         """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.

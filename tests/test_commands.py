@@ -13,6 +13,7 @@ from click.testing import CliRunner
 from agent_memory import mcp_server
 from agent_memory.cli import cli
 from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database
 
 from conftest import START, dump, file_hashes
@@ -132,7 +133,7 @@ def test_search_prints_what_it_found_and_the_mode(seeded, frozen):
     assert result.exit_code == 0
     assert [line.split()[0] for line in result.stdout.splitlines()] == ["ID", "1"]
     assert result.stderr == (  # stored without an embedder: none has a vector
-        "1 found (keyword search: 3 memories not yet embedded; run `agent-memory embed`)\n"
+        "1 found (keyword search: 3 memories waiting for a vector; run `agent-memory embed`)\n"
     )
 
 
@@ -142,7 +143,7 @@ def test_show_prints_one_memory_whole_with_its_relations(seeded):
     lines = result.stdout.splitlines()
     assert lines[0] == "memory 1  DECISION  scope kore"
     assert "tags       db" in lines and "source     chat" in lines and "uses       0" in lines
-    assert "expires    never" in lines and "embedding  pending" in lines
+    assert "expires    never" in lines and "embedding  waiting for a vector" in lines
     assert "We chose SQLite with WAL" in lines
     assert lines[-2:] == ["1 relation:", "  relates_to  2  PATTERN  Open one writer connection"]
 
@@ -182,6 +183,36 @@ def test_update_prints_the_memory_as_show_does(seeded):
     assert ago.sub("", updated.stdout) == ago.sub("", shown.stdout)
 
 
+def test_update_says_what_was_redacted_as_store_does(seeded):
+    stored = am(seeded, "store", "password=hunter2hunter2", "--type", "PATTERN")
+    assert stored.stdout == "stored memory 4 (secrets redacted: password)\n"
+    updated = am(seeded, "update", "1", "--content", "DB_PASSWORD=hunter2hunter2")
+    assert updated.exit_code == 0
+    assert "DB_PASSWORD=[redacted:password]" in updated.stdout.splitlines()
+    assert updated.stdout.endswith("\n\nsecrets redacted: password\n")
+
+
+def test_update_succeeds_when_the_memory_is_forgotten_before_it_is_shown(seeded, monkeypatch):
+    """Another process forgets the memory just after the update: the update still happened,
+    and the command shows it from its own database connection, exit 0."""
+    update = MemoryService.update
+
+    def update_then_forgotten(self, args, **kwargs):
+        answer = update(self, args, **kwargs)
+        other = MemoryService(open_store(seeded))
+        try:
+            other.forget({"id": answer["id"]})
+        finally:
+            other.close()
+        return answer
+
+    monkeypatch.setattr(MemoryService, "update", update_then_forgotten)
+    result = am(seeded, "update", "1", "--tag", "wal")
+    assert (result.exit_code, result.stderr) == (0, "")
+    lines = result.stdout.splitlines()
+    assert lines[0] == "memory 1  DECISION  scope kore" and "tags       wal" in lines
+
+
 def test_a_type_is_taken_in_any_case(seeded, service):
     assert am(seeded, "store", "x", "--type", "decision").stdout == "stored memory 4\n"
     assert service.get({"id": 4})["type"] == "DECISION"
@@ -189,7 +220,7 @@ def test_a_type_is_taken_in_any_case(seeded, service):
     assert [m["id"] for m in json.loads(listed)["memories"]] == [4, 1]
     assert (
         am(seeded, "search", "sqlite", "--type", "decision").stderr
-        == "1 found (keyword search: 4 memories not yet embedded; run `agent-memory embed`)\n"
+        == "1 found (keyword search: 4 memories waiting for a vector; run `agent-memory embed`)\n"
     )
 
 
@@ -197,7 +228,7 @@ def test_stats_prints_what_memory_stats_holds(seeded, service):
     result = am(seeded, "stats")
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout == (
-        "3 memories, 1 link, 3 without a vector\n"
+        "3 memories, 1 link, 3 waiting for a vector\n"
         "\n"
         "TYPE      MEMORIES\n"
         "DECISION         1\n"

@@ -232,14 +232,16 @@ def test_an_older_database_is_migrated_once_then_read(tmp_path):
 
 
 def test_context_imports_nothing_it_does_not_need(project):
-    """It runs at every agent's start: no MCP SDK, Flask, SQLAlchemy, HTTP client, Alembic."""
+    """It runs at every agent's start: no MCP SDK, Flask, SQLAlchemy, HTTP client, Alembic,
+    nor the daemon identity's secrets and hmac (only ``ui`` and a daemon's health need them)."""
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
         "from agent_memory.cli import cli\n"
         f"result = CliRunner().invoke(cli, ['--db', {str(project)!r}, 'context'])\n"
         "assert result.exit_code == 0, result.output\n"
-        "heavy = ('mcp', 'flask', 'waitress', 'sqlalchemy', 'alembic', 'requests')\n"
+        "heavy = ('mcp', 'flask', 'waitress', 'sqlalchemy', 'alembic', 'requests', 'secrets',"
+        " 'hmac')\n"
         "print(sorted(m for m in heavy if m in sys.modules))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -15,7 +15,7 @@ import sqlean
 from sqlalchemy import inspect
 
 from agent_memory.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew
-from agent_memory.storage import EXISTING, READ
+from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite import schema
 
@@ -104,6 +104,18 @@ def _imports_after_open(path: Path) -> bool:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     return out.stdout.strip() == "True"
+
+
+def test_opening_a_file_leaves_the_daemon_identity_unimported(db_path):
+    """Its key (hmac) is made when a daemon's health asks for it; secrets only for ui."""
+    open_store(db_path).close()
+    code = (
+        "import sys; from agent_memory.storage import open_store; "
+        f"open_store({str(db_path)!r}).close(); "
+        "print([m for m in ('secrets', 'hmac', 'agent_memory.identity') if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
 
 
 def test_alembic_is_imported_only_when_there_is_work(db_path):

@@ -279,3 +279,18 @@ def test_postgres_wrong_keyword_totals_are_rebuilt(pg_filled, pg, ollama):
     )
     search = ["--db", pg_filled, "--embedder", "none", "search", "datastore", "--json"]
     assert [r["id"] for r in json.loads(CliRunner().invoke(cli, search).stdout)["results"]] == [1]
+
+
+def test_doctor_json_is_written_as_every_json_answer(filled, ollama):
+    """Through display.json_text: a control character a report may hold (here in the model
+    name it names) is escaped, and the value is the same."""
+    model = "odd\u2028model\x85"
+    result = doctor(filled, ollama, "--json", "--embed-model", model, embedder="ollama")
+    assert "\u2028" not in result.stdout and "\x85" not in result.stdout
+    assert model in json.loads(result.stdout)["embedder"]
+
+
+def test_doctor_logs_nothing_at_the_default_level(filled, ollama):
+    result = doctor(filled, ollama)
+    assert (result.exit_code, result.stderr) == (0, "")
+    assert "INFO" in doctor(filled, ollama, "--log-level", "info").stderr

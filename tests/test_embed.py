@@ -3,7 +3,10 @@ the terminal says how it ran and what is still waiting."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
+import sqlalchemy
 from click.testing import CliRunner
 
 from agent_memory.cli import cli
@@ -120,7 +123,7 @@ def test_a_terminal_search_says_what_waits_for_a_vector(waiting, ollama):
     result = run(waiting, ollama, "search", "datastore", embedder="ollama")
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[-1] == (
-        "5 found (keyword search: 5 memories not yet embedded; run `agent-memory embed`)"
+        "5 found (keyword search: 5 memories waiting for a vector; run `agent-memory embed`)"
     )
     assert run(waiting, ollama, "embed").exit_code == 0
     result = run(waiting, ollama, "search", "datastore")
@@ -130,7 +133,7 @@ def test_a_terminal_search_says_what_waits_for_a_vector(waiting, ollama):
     svc.close()
     result = run(waiting, ollama, "search", "datastore")
     assert result.stderr.splitlines()[-1] == (
-        "6 found (hybrid search: 1 memory not yet embedded; run `agent-memory embed`)"
+        "6 found (hybrid search: 1 memory waiting for a vector; run `agent-memory embed`)"
     )
 
 
@@ -141,3 +144,49 @@ def test_a_terminal_search_with_embedding_off_says_so(waiting, ollama):
         "5 found (keyword search: search by meaning is off (--embedder none))"
     )
     assert ollama.requests == []
+
+
+def test_embed_logs_nothing_at_the_default_level(waiting, ollama):
+    """Its answer is its last line; the database opening is logged at the info level, which
+    only --log-level info shows (as for export and import)."""
+    result = run(waiting, ollama, "embed")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "embedded 5 memories with nomic-embed-text (ollama, 768 dimensions, nomic prefixes)"
+    ]
+    assert "INFO" in run(waiting, ollama, "--log-level", "info", "embed").stderr
+
+
+def test_an_embed_stopped_after_one_memory_counts_it_in_the_singular(waiting, ollama):
+    ollama.fail_after = 2  # the probe and one batch of one
+    result = run(waiting, ollama, "embed", "--batch", "1", embedder="ollama")
+    assert result.exit_code == 1
+    assert " did not answer after 1 memory; " in result.stderr.splitlines()[-1]
+
+
+# count(*) over the memories table without a condition (SQL as SQLAlchemy compiles it too)
+EVERY_MEMORY_COUNTED = re.compile(r"count\(\*\)(?: AS \w+)? FROM memories(?! WHERE)", re.I)
+
+
+def test_a_terminal_search_never_counts_every_memory(waiting, ollama):
+    """What it says beside its mode needs only the memories waiting for a vector (a
+    partial index), never a count of the whole table (0.4 s at 100,000 on PostgreSQL)."""
+    statements: list[str] = []
+
+    def seen(conn, cursor, statement, *args):
+        statements.append(" ".join(statement.split()))
+
+    def counted_all_in_a_search(embedder: str) -> list[str]:
+        statements.clear()
+        assert run(waiting, ollama, "search", "datastore", embedder=embedder).exit_code == 0
+        assert statements  # the listener saw the search
+        return [s for s in statements if EVERY_MEMORY_COUNTED.search(s)]
+
+    sqlalchemy.event.listen(sqlalchemy.Engine, "before_cursor_execute", seen)
+    try:
+        assert counted_all_in_a_search("ollama") == []  # keyword: 5 waiting
+        assert counted_all_in_a_search("none") == []
+        assert run(waiting, ollama, "embed").exit_code == 0
+        assert counted_all_in_a_search("auto") == []  # hybrid: none waiting
+    finally:
+        sqlalchemy.event.remove(sqlalchemy.Engine, "before_cursor_execute", seen)

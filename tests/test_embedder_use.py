@@ -52,6 +52,7 @@ NO_VECTORS_NEEDED = [
     ["unlink", "1", "2", "--kind", "relates_to"],
     ["update", "1", "--tag", "db"],
     ["context", "--scope", "kore"],
+    ["stats"],
     ["export"],
     ["import", "--from", "jsonl", "{tmp}/memories.jsonl"],
     ["import", "--from", "gsd-state", "{tmp}/STATE.md"],

@@ -115,7 +115,7 @@ def test_round_trip_into_an_empty_database(export_file, tmp_path):
     assert result.stdout.splitlines() == [
         "imported: 4, skipped duplicates: 0, skipped expired: 0, links imported: 3, "
         "links skipped duplicates: 0, links dropped: 0",
-        "4 rows pending embedding — the sweep backfills them on the next serve/serve-rest "
+        "4 memories waiting for a vector — the sweep backfills them on the next serve/serve-rest "
         "start (128 per tick), or run `agent-memory embed` now",
     ]
     svc = MemoryService(open_store(target), clock=Clock(START + 500))

@@ -116,7 +116,7 @@ def test_reading_commands_read_a_read_only_directory_and_writes_name_the_cause(r
     found = run("search", "sqlite", db=db, env=readonly_env(), prefix=who)
     assert found.returncode == 0  # no bump
     assert found.stderr == (
-        "1 found (keyword search: 2 memories not yet embedded; run `agent-memory embed`)\n"
+        "1 found (keyword search: 2 memories waiting for a vector; run `agent-memory embed`)\n"
     )
     exported = run("export", db=db, env=readonly_env(), prefix=who)
     assert exported.returncode == 0

@@ -240,7 +240,10 @@ def test_a_server_without_pgvector_says_where_to_get_it(without_pgvector):
     assert line.startswith(f"cannot open database {urls.redacted(url)}: ")
     assert 'extension "vector" is not available: install pgvector where PostgreSQL runs' in line
     assert f"(Debian/Ubuntu: postgresql-{major}-pgvector; Homebrew: pgvector)" in line
-    assert "the embedded PostgreSQL with pgvector that the README describes" in line
+    assert (
+        "the embedded PostgreSQL with pgvector as docs/postgresql.md in agent-memory's "
+        "repository describes"
+    ) in line
 
 
 def test_without_the_extra_a_url_is_one_clear_line(monkeypatch):

@@ -336,6 +336,43 @@ def test_what_is_replaced(text, stored):
     assert redact(text)[0] == stored
 
 
+GHP = "ghp_" + fake(ALNUM, 36, _MORE)
+AKIA = "AKIA" + fake(UPPER, 16, _MORE)
+SK_ANT = "sk-ant-api03-" + fake(URLSAFE, 93, _MORE) + "AA"
+
+
+# A token written as a URL's user: its own marker, listed once (the url-password rule
+# does not read the marker's colon as the user's end); x-oauth-basic is GitHub's filler.
+@pytest.mark.parametrize(
+    ("text", "stored", "kinds"),
+    [
+        (
+            f"https://{GHP}@github.com/o/r.git",
+            "https://[redacted:github-token]@github.com/o/r.git",
+            ["github-token"],
+        ),
+        (
+            f"https://{GHP}:x-oauth-basic@github.com/o/r.git",
+            "https://[redacted:github-token]:x-oauth-basic@github.com/o/r.git",
+            ["github-token"],
+        ),
+        (f"https://{AKIA}@host/x", "https://[redacted:aws-access-key]@host/x", ["aws-access-key"]),
+        (
+            f"https://{SK_ANT}@api.example.com/v1",
+            "https://[redacted:anthropic-api-key]@api.example.com/v1",
+            ["anthropic-api-key"],
+        ),
+        (
+            f"https://{GHP}:hunter2hunter2@host/x",
+            "https://[redacted:github-token]:[redacted:url-password]@host/x",
+            ["github-token", "url-password"],
+        ),
+    ],
+)
+def test_a_token_as_a_url_user_is_redacted_once(text, stored, kinds):
+    assert redact(text) == (stored, kinds)
+
+
 # Values after a key named for a secret that are not secrets: the memory keeps its fact.
 @pytest.mark.parametrize(
     "text",

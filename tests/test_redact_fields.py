@@ -57,6 +57,26 @@ def test_store_redacts_every_text_field_and_says_so(service, db_path):
     assert_no_secret_on_disk(db_path)
 
 
+@pytest.mark.parametrize(
+    ("source", "stored"),
+    [
+        (
+            f"https://{GITHUB}@github.com/o/r.git",
+            "https://[redacted:github-token]@github.com/o/r.git",
+        ),
+        (
+            f"https://{GITHUB}:x-oauth-basic@github.com/o/r.git",
+            "https://[redacted:github-token]:x-oauth-basic@github.com/o/r.git",
+        ),
+    ],
+)
+def test_a_token_as_the_user_of_a_source_url_is_one_secret(service, source, stored):
+    answer = service.store({"content": "the app's remote", "type": "PATTERN", "source": source})
+    assert answer["redacted"] == ["github-token"]
+    (memory,) = service.list({})
+    assert memory["source"] == stored
+
+
 def test_filters_written_as_the_memory_was_sent_still_find_it(service):
     memory_id = service.store(MEMORY)["id"]
     assert [m["id"] for m in service.list({"scope": REMOTE})] == [memory_id]

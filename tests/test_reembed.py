@@ -138,7 +138,25 @@ def test_reembed_with_embedding_off_is_one_line(pinned, ollama):
     result = CliRunner().invoke(cli, ["--db", str(pinned), "--embedder", "none", "reembed"])
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines()[-1] == (
-        "cannot reembed: search by meaning is off (--embedder none); run it with --embedder "
+        "cannot re-embed: search by meaning is off (--embedder none); run it with --embedder "
         "auto, ollama or local"
     )
     assert state(pinned, ollama, "nomic-embed-text")[:2] == (NOMIC, (5, 0))
+
+
+def test_reembed_logs_nothing_at_the_default_level(pinned, ollama):
+    result = reembed(pinned, ollama.url)
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines() == [
+        "re-embedded 5 memories with mxbai-embed-large (ollama, 768 dimensions, none prefixes)"
+    ]
+    assert "INFO" in reembed(pinned, ollama.url, "--all", "--log-level", "info").stderr
+
+
+def test_one_memory_re_embedded_is_said_in_the_singular(db_path, ollama):
+    svc = MemoryService(open_store(db_path))
+    svc.store({"content": TEXTS[0], "type": "TODO"})
+    svc.close()
+    result = reembed(db_path, ollama.url, model="nomic-embed-text")
+    assert result.exit_code == 0, result.output
+    assert result.stderr.splitlines()[-1].startswith("re-embedded 1 memory with nomic-embed-text")

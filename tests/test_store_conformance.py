@@ -264,12 +264,13 @@ def test_the_first_vector_pins_the_store_and_others_wait_pending(store):
     b = store.insert(new("b"), vector(0, 1, 0, pin=OTHER))  # another model: stored, pending
     assert store.pin() == PIN
     assert store.pending(10) == [(b, "b")]
-    assert store.embedding_counts() == (2, 1)
+    assert store.embedding_counts() == (2, 1) and store.pending_count() == 1
     assert store.write_vectors([(b, "b", vector(0, 1, 0))]) == 1
     assert store.write_vectors([(a, "not its text", vector(0, 1, 0))]) == 0
-    assert store.embedding_counts() == (2, 0)
+    assert store.embedding_counts() == (2, 0) and store.pending_count() == 0
     store.repin(OTHER)
     assert store.pin() == OTHER and store.embedding_counts() == (2, 2)
+    assert store.pending_count() == 2
 
 
 # -- import and export ------------------------------------------------------------------------

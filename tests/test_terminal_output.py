@@ -99,7 +99,9 @@ def test_one_is_said_in_the_singular(service, db_path):
     service.link({"from_id": 2, "to_id": 1, "kind": "relates_to"})
     assert am(db_path, "list").stderr == "2 memories\n"
     assert "1 relation:" in am(db_path, "show", "1").stdout.splitlines()
-    assert am(db_path, "stats").stdout.splitlines()[0] == "2 memories, 1 link, 2 without a vector"
+    assert (
+        am(db_path, "stats").stdout.splitlines()[0] == "2 memories, 1 link, 2 waiting for a vector"
+    )
 
 
 def test_count_and_printable():

@@ -149,7 +149,7 @@ def test_search_and_filters_show_the_right_memories(page, daemon):
     page.open()
     stats = daemon.request("GET", "/api/stats").json()
     assert page.text("#total") == f"{stats['memories']} memories"
-    assert page.text("#backlog") == f"{stats['pending_embedding']} waiting for an embedding"
+    assert page.text("#backlog") == f"{stats['pending_embedding']} waiting for a vector"
     health = daemon.request("GET", "/health").json()
     assert page.text("#health").startswith("embedder unreachable · v")
     assert page.text("#mode") == "keyword search"  # how a search would run, beside the box
@@ -180,6 +180,36 @@ def test_search_and_filters_show_the_right_memories(page, daemon):
     page.tab.wait_for_selector("#list-title:text('Newest memories')")
     page.expect_shown([c])
     assert page.text("#mode") == "keyword search"
+
+
+def test_counts_read_in_the_singular_and_embedding_off_is_said(chromium, tmp_path):
+    """A page of its own, on a daemon run with --embedder none: nothing waits for a vector
+    there, and one memory or one relation reads as such."""
+    db_path = tmp_path / "memory.db"
+    env = {"HOME": str(tmp_path), "AGENT_MEMORY_EMBEDDER": "none"}
+    with RestDaemon(db_path, env=env) as daemon:
+        daemon.drain_stderr()
+        first = store(daemon, "the only memory at first")
+        context = chromium.new_context()
+        try:
+            page = Page(context, daemon).open()
+            assert page.text("#total") == "1 memory"
+            assert page.text("#links-count") == "0 relations"
+            assert page.text("#backlog") == "search by meaning is off (--embedder none)"
+            second = store(daemon, "a second one, linked to the first")
+            linked = daemon.request(
+                "POST", "/api/links", json={"from_id": second, "to_id": first, "kind": "relates_to"}
+            )
+            assert linked.status_code in (200, 201), linked.text
+            page.open()
+            assert page.text("#total") == "2 memories"
+            assert page.text("#links-count") == "1 relation"
+            page.open(f"#/m/{first}")  # its own state, in the same words
+            assert "waiting for a vector" in page.text("#d-fields")
+            assert page.problems == []
+        finally:
+            context.close()
+        assert daemon.stop() == 0
 
 
 def test_the_search_and_its_filters_are_in_the_address(page, chromium, daemon):

@@ -237,6 +237,10 @@ class Store(Protocol):
     def embedding_counts(self) -> tuple[int, int]:
         """(rows, rows pending embedding)."""
 
+    def pending_count(self) -> int:
+        """Rows pending embedding, read from the partial index of those rows alone: about
+        nothing when none is pending, however many memories there are."""
+
     # -- import and export ----------------------------------------------------------------
     def import_memories(self, batch: Sequence[dict[str, Any]], now: int) -> list[Outcome]:
         """Insert a batch of export records in one transaction. A record already present on

@@ -54,6 +54,10 @@ function expiry(ts) {
   return left > 0 ? `${when(ts)} (in ${span(left)})` : `${when(ts)} (passed: the next sweep removes it)`;
 }
 
+// "1 memory", "2 memories": a count and its noun (as agent_memory.vocabulary.count).
+const PLURALS = { memory: "memories", relation: "relations" };
+const counted = (n, noun) => `${n.toLocaleString()} ${n === 1 ? noun : PLURALS[noun]}`;
+
 const cut = (text, n) => (text.length > n ? `${text.slice(0, n)}…` : text);
 
 function setText(el, text) {
@@ -253,7 +257,7 @@ async function loadStats() {
   try {
     const stats = await api.stats();
     const total = stats.memories;
-    setText($("total"), `${total.toLocaleString()} memories`);
+    setText($("total"), counted(total, "memory"));
     $("by-type").replaceChildren(...Object.entries(stats.by_type)
       .sort((a, b) => b[1] - a[1])
       .map(([type, n]) => countButton(type, n, total, "type", type)));
@@ -264,10 +268,14 @@ async function loadStats() {
     markPressed();
     $("scope-list").replaceChildren(...stats.by_scope.filter((s) => s.scope !== null)
       .map((s) => Object.assign(document.createElement("option"), { value: s.scope })));
-    setText($("links-count"), `${stats.links.toLocaleString()} relations`);
-    setText($("backlog"), stats.pending_embedding
-      ? `${stats.pending_embedding.toLocaleString()} waiting for an embedding`
-      : "every memory is embedded");
+    setText($("links-count"), counted(stats.links, "relation"));
+    // stats.embedding is there only when embedding is off: then nothing is on its way
+    let backlog = "every memory is embedded";
+    if (stats.embedding) backlog = "search by meaning is off (--embedder none)";
+    else if (stats.pending_embedding) {
+      backlog = `${stats.pending_embedding.toLocaleString()} waiting for a vector`;
+    }
+    setText($("backlog"), backlog);
   } catch (error) {
     status($("total"), error.message, true);
   }
@@ -359,7 +367,7 @@ function renderDetail(memory) {
     ...field("Expires", expiry(memory.expires_at)),
     ...field("Decay", memory.decay_score.toFixed(3)),
     ...field("Uses", String(memory.access_count)),
-    ...field("Embedding", memory.embedding_status ? "made from this text" : "pending"),
+    ...field("Embedding", memory.embedding_status ? "made from this text" : "waiting for a vector"),
   );
   renderRelated(memory);
   fillEditForm(memory);

@@ -190,10 +190,10 @@ def _pgvector_missing(exc: BaseException) -> bool:
 
 def pgvector_hint(server_version: tuple[int, ...] | None) -> str:
     """Where pgvector comes from: the OS package for the server's major version (NN when
-    it is not known), or the embedded server the README describes."""
+    it is not known), or the embedded server whose steps are in docs/postgresql.md."""
     major = server_version[0] if server_version else "NN"
     return (
         f"install pgvector where PostgreSQL runs (Debian/Ubuntu: postgresql-{major}-pgvector; "
-        "Homebrew: pgvector), or run the embedded PostgreSQL with pgvector that the README "
-        "describes"
+        "Homebrew: pgvector), or run the embedded PostgreSQL with pgvector as "
+        "docs/postgresql.md in agent-memory's repository describes"
     )

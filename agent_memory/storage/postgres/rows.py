@@ -56,10 +56,8 @@ SELECT * FROM (
 ORDER BY last_accessed DESC, created_at DESC, id DESC
 LIMIT %(limit)s
 """
-EMBEDDING_COUNTS = (
-    "SELECT (SELECT count(*) FROM memories),"
-    " (SELECT count(*) FROM memories WHERE embedding_status = 0)"
-)
+PENDING_COUNT = "SELECT count(*) FROM memories WHERE embedding_status = 0"  # memories_pending
+EMBEDDING_COUNTS = f"SELECT (SELECT count(*) FROM memories), ({PENDING_COUNT})"
 DELETE_EXPIRED = """
 DELETE FROM memories WHERE id IN (
   SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= %s

@@ -36,7 +36,7 @@ from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.postgres import checks, keyword, portable, rows, vectors
 from agent_memory.storage.postgres.database import Database
-from agent_memory.vocabulary import MAX_EXPANDED_LINKS
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS, count
 
 log = logging.getLogger(__name__)
 
@@ -483,6 +483,11 @@ class PostgresStore:
             total, pending = conn.exec_driver_sql(rows.EMBEDDING_COUNTS).one()
         return int(total), int(pending)
 
+    @_guarded
+    def pending_count(self) -> int:
+        with self._read() as conn:
+            return int(conn.exec_driver_sql(rows.PENDING_COUNT).scalar_one())
+
     # -- import and export ----------------------------------------------------------------
 
     @_guarded
@@ -644,7 +649,7 @@ class PostgresStore:
             Finding(
                 "each word's row count matches the memories",
                 not words,
-                f"{words} word{'s' if words != 1 else ''} counted wrong" if words else "",
+                f"{count(words, 'word')} counted wrong" if words else "",
                 True,
             ),
             *vector_findings(state),
@@ -671,8 +676,8 @@ class PostgresStore:
         while True:
             began = time.perf_counter()
             with self._write() as conn:
-                count, more = batch(conn)
+                batched, more = batch(conn)
             longest = max(longest, time.perf_counter() - began)
-            done += count
+            done += batched
             if not more or (pause is not None and pause()):
                 return done, longest

@@ -23,13 +23,10 @@ import sqlean
 
 from agent_memory.models import Pin
 from agent_memory.storage.checks import Vectors, vector_repairs
-from agent_memory.storage.sqlite import vectors
+from agent_memory.storage.sqlite import database, vectors
 
 # integrity_check's first lines shown (it gives up to 100).
 SHOWN_PROBLEMS = 5
-# SQLite's primary result code of a corrupt database (FTS5 answers a mismatch with
-# SQLITE_CORRUPT_VTAB, whose primary code it is).
-_SQLITE_CORRUPT = 11
 # integrity_check's complaints that REINDEX answers: an index out of step with its table.
 _INDEX_PROBLEM = re.compile(r"(missing from|wrong # of entries in) index ")
 
@@ -75,7 +72,7 @@ _STALE = " UNION ".join(
 _EMBEDDED = "SELECT id FROM memories WHERE embedding_status = 1"
 
 
-def count(query: str) -> str:
+def _count_sql(query: str) -> str:
     return f"SELECT count(*) FROM ({query})"
 
 
@@ -101,12 +98,12 @@ def dangling_links(conn: sqlalchemy.Connection) -> int:
 
 def keyword_index_matches(conn: sqlalchemy.Connection) -> bool:
     """FTS5's own check of the index against the memories (inside a write transaction:
-    FTS5 takes its commands as INSERTs). A mismatch is SQLITE_CORRUPT_VTAB."""
+    FTS5 takes its commands as INSERTs). A mismatch is SQLITE_CORRUPT_VTAB (primary code
+    SQLITE_CORRUPT)."""
     try:
         conn.exec_driver_sql(KEYWORD_CHECK)
     except (sqlalchemy.exc.DatabaseError, sqlean.DatabaseError) as exc:
-        code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
-        if code is not None and code & 0xFF == _SQLITE_CORRUPT:
+        if database.primary_code(exc) == database.SQLITE_CORRUPT:
             return False
         raise
     return True
@@ -118,7 +115,7 @@ def _sizes(pin: Pin) -> tuple[int, int]:
 
 
 def _counted(conn: sqlalchemy.Connection, query: str, params: tuple[int, ...] = ()) -> int:
-    return int(conn.exec_driver_sql(count(query), params).scalar_one())
+    return int(conn.exec_driver_sql(_count_sql(query), params).scalar_one())
 
 
 def vector_state(conn: sqlalchemy.Connection) -> Vectors:

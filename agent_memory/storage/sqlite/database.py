@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import sqlean
 
-from agent_memory import DISTRIBUTION, identity
+from agent_memory import DISTRIBUTION
 from agent_memory.errors import BackupFailed, DatabaseMissing, DatabaseOpenError, SchemaTooNew
 from agent_memory.storage.base import CREATE, IDENTITY_KEY, READ
 from agent_memory.storage.sqlite import backups
@@ -46,7 +46,9 @@ BUSY_TIMEOUT_MS = 30_000
 WAL_AUTOCHECKPOINT_PAGES = 4_000
 
 WAL_SWITCH_RETRY_SECS = 0.005
-_SQLITE_BUSY = 5
+# SQLite's primary result codes (an extended code's low byte: SQLITE_BUSY_SNAPSHOT is BUSY).
+SQLITE_BUSY = 5
+SQLITE_CORRUPT = 11
 
 # agent_memory/, where the wheel carries the migrations (see migrations_dir).
 PACKAGE_DIR = Path(__file__).resolve().parents[2]
@@ -69,7 +71,11 @@ def identity_key(path: Path, stored_id: str | None) -> bytes | None:
     """The key of the file at ``path`` holding ``stored_id`` (agent_memory.identity): its
     place is the file's real path, the same by every path that leads to it (symbolic links
     and relative paths resolved), so a copy elsewhere has a key of its own."""
-    return None if stored_id is None else identity.key(stored_id, os.path.realpath(path))
+    if stored_id is None:
+        return None
+    from agent_memory import identity  # hashlib and hmac: not for a brief or a plain open
+
+    return identity.key(stored_id, os.path.realpath(path))
 
 
 _READ_IDENTITY = f"SELECT value FROM meta WHERE key = '{IDENTITY_KEY}'"
@@ -105,9 +111,16 @@ def _switch_to_wal(dbapi_conn: sqlean.Connection) -> None:
             dbapi_conn.execute("PRAGMA journal_mode = WAL").fetchall()
             return
         except sqlean.OperationalError as exc:
-            if exc.sqlite_errorcode != _SQLITE_BUSY or time.monotonic() > deadline:
+            if primary_code(exc) != SQLITE_BUSY or time.monotonic() > deadline:
                 raise
             time.sleep(WAL_SWITCH_RETRY_SECS)
+
+
+def primary_code(exc: BaseException) -> int | None:
+    """SQLite's primary result code of an error sqlean raised, or SQLAlchemy wrapped (its
+    extended code's low byte); None for any other error."""
+    code = getattr(getattr(exc, "orig", None) or exc, "sqlite_errorcode", None)
+    return None if code is None else code & 0xFF
 
 
 @functools.cache

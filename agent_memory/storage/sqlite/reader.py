@@ -60,11 +60,11 @@ _VERSION = "SELECT version_num FROM alembic_version"
 # migration): session-start hooks give it 10 s in all (Claude Code, Codex), and a brief late
 # by more than a second is worth less than none. Other commands wait database.BUSY_TIMEOUT_MS.
 BUSY_TIMEOUT_MS = 1_000
-_SQLITE_BUSY = 5  # also a primary code: SQLITE_BUSY_RECOVERY, _SNAPSHOT, _TIMEOUT
 
 
 def _busy(exc: sqlean.Error) -> bool:
-    return getattr(exc, "sqlite_errorcode", 0) & 0xFF == _SQLITE_BUSY
+    """SQLITE_BUSY, or one of its extended codes (_RECOVERY, _SNAPSHOT, _TIMEOUT)."""
+    return database.primary_code(exc) == database.SQLITE_BUSY
 
 
 def _connect(path: Path) -> sqlean.Connection:
