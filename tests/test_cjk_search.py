@@ -60,6 +60,19 @@ def test_a_word_is_found_inside_a_sentence_in_hybrid_search(store):
         assert (page.mode, ids(page.results)) == ("hybrid", [made[language]]), word
 
 
+def test_the_service_finds_a_cjk_word_with_the_model_and_without(hybrid, service):
+    """The same file, searched through the fake Ollama (hybrid) and without an embedder."""
+    made = {
+        lang: hybrid.store({"content": text, "type": "DECISION"})["id"]
+        for lang, text in SENTENCES.items()
+    }
+    for svc, mode in ((hybrid, "hybrid"), (service, "keyword")):
+        for word, language in WORDS:
+            answer = svc.search({"query": word, "limit": 1})
+            found = (answer["search_mode"], [r["id"] for r in answer["results"]])
+            assert found == (mode, [made[language]]), word
+
+
 def test_a_single_character_finds_each_word_holding_it(store):
     a = store.insert(new("数据库"), None)
     b = store.insert(new("仓库管理"), None)
