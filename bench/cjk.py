@@ -1,6 +1,6 @@
 """Scripts written without spaces: what their bigrams cost, and what the upgrade to them takes.
 
-    .venv/bin/python bench/cjk.py [--size 100000] [--upgrade-only]
+    .venv/bin/python bench/cjk.py [--size 100000] [--upgrade-only | --postgres]
 
 Two files of --size memories are written at revision 0007 (plain SQL, indexed by that
 revision's triggers), then opened at head, which backs each up and migrates it (0008:
@@ -10,7 +10,8 @@ keyword_text for the rows that need it, the keyword index made again from the vi
 - "chinese": synthetic Chinese sentences, words of one to four ideographs drawn by Zipf's law,
   a Latin name in one sentence of five.
 
-For each: the upgrade's time and the file's size before and after (both vacuumed). On the
+For each: the upgrade's time and the file's size before and after (both vacuumed). With
+--postgres, PostgreSQL's upgrade (0009) instead, on a throwaway server. On the
 Chinese file, the store's searches in process (limit 10, no recency bump): words of one,
 two and four characters, and pasted runs of 30 and 300 characters taken from a memory (a run
 is a phrase of one bigram per character).
@@ -119,13 +120,66 @@ def timed(service: MemoryService, queries: list[str]) -> tuple[float, float, flo
     return pct(times, 0.5) * 1e3, pct(times, 0.99) * 1e3, found / len(queries)
 
 
+def postgres_upgrade(size: int, words: list[str]) -> None:
+    """PostgreSQL's 0009 on a database at 0008 holding ``size`` bench memories and one Chinese
+    memory per hundred, each row's lexemes as 0008 wrote them (no bigrams), on a throwaway
+    server (tests/postgres_server.py)."""
+    from unittest import mock
+
+    import psycopg
+
+    sys.path.insert(0, str(HERE.parent / "tests"))
+    from pg_fixtures import database_url
+    from postgres_server import PostgresServer
+
+    from agent_memory import query
+    from agent_memory.storage.postgres import database, keyword
+
+    latin = [m["content"] for m in corpus.developer_memories(size)]
+    chinese = [m["content"] for m in chinese_memories(size // 100, words)]
+    with mock.patch.object(query, "indexed_text", lambda text: None):  # as 0008 indexed
+        rows = [(content, *keyword.document(content)) for content in latin + chinese]
+    server = PostgresServer()
+    server.start()
+    try:
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute("CREATE DATABASE bench")
+        url = database_url(server.url, "bench")
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")
+        engine = database.create_engine(url)
+        with engine.connect() as conn, conn.begin():
+            database._upgrade(conn, 8)
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.cursor().executemany(
+                "INSERT INTO memories (type, content, tags, base_weight, decay_score,"
+                " access_count, created_at, last_accessed, embedding_status, content_hash,"
+                " doc_len, terms, tf) VALUES ('TODO', %s, '[]', 1, 1, 0, 0, 0, 0, 0, %s,"
+                " %s::tsvector, %s::jsonb)",
+                [(content, length, terms, tf) for content, terms, length, tf in rows],
+            )
+            conn.execute("VACUUM ANALYZE memories")
+        start = time.perf_counter()
+        with engine.connect() as conn, conn.begin():
+            database._upgrade(conn, 9)
+        took = time.perf_counter() - start
+        engine.dispose()
+        print(f"PostgreSQL 0009, {size:,} + {len(chinese):,} Chinese memories: {took:.1f} s")
+    finally:
+        server.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--upgrade-only", action="store_true", help="the Latin file's upgrade")
+    parser.add_argument("--postgres", action="store_true", help="PostgreSQL's upgrade only")
     args = parser.parse_args()
     rng = random.Random(3)
     words = vocabulary(rng)
+    if args.postgres:
+        postgres_upgrade(args.size, words)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         latin, chinese = Path(tmp) / "latin.db", Path(tmp) / "chinese.db"
         write_at_0007(latin, corpus.developer_memories(args.size))
