@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import re
 
-from agent_memory import unicode61
-from agent_memory.query.lexemes import tokens
+from agent_memory.query.lexemes import token_ranges, tokens
 from agent_memory.query.tree import Near, Node, Not, Phrase, Term
 
 # Unicode blocks of scripts written without spaces between words (Korean has spaces, but
@@ -49,18 +48,10 @@ UNSEGMENTED_BLOCKS = (
 )
 
 
-def _token_ranges() -> list[tuple[int, int]]:
-    runs = unicode61.TOKEN_RUNS
-    return [
-        (runs[i], runs[i + 1] - 1 if i + 1 < len(runs) else 0x10FFFF)
-        for i in range(0, len(runs), 2)
-    ]
-
-
 def _run_class() -> str:
     """The regex class of the characters rewritten: token characters in those blocks."""
     ranges = []
-    for lo, hi in _token_ranges():
+    for lo, hi in token_ranges():
         for block_lo, block_hi in UNSEGMENTED_BLOCKS:
             if lo <= block_hi and block_lo <= hi:
                 ranges.append((max(lo, block_lo), min(hi, block_hi)))
