@@ -91,6 +91,7 @@ def test_fts_index_and_triggers_exist(db_path):
         "memories_fts_delete",
         "memories_fts_update",
         "memories_content_hash_stale",
+        "memories_keyword_text_stale",
         "vector_changes_pruned",
     }
     conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")

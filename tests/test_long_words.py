@@ -22,7 +22,7 @@ from conftest import Clock, run_agent_memory
 pytest_plugins = ["pg_fixtures"]
 
 # Words around the limit, in bytes of UTF-8; multi-byte letters straddling it (ж is 2
-# bytes, 東 3: neither is folded by remove_diacritics, so the lexeme keeps their bytes).
+# bytes, ა (Georgian) 3: neither is folded by remove_diacritics, so the lexeme keeps their bytes).
 WORDS = {
     "2045": "x" * 2045,
     "2046": "x" * 2046,
@@ -31,8 +31,8 @@ WORDS = {
     "2046-cyrillic": "ж" * 1023,
     "2047-cyrillic-then-x": "ж" * 1023 + "x",
     "2047-x-then-cyrillic": "x" * 2045 + "ж",
-    "2046-cjk": "東" * 682,
-    "2049-cjk": "東" * 683,
+    "2046-3byte": "ა" * 682,
+    "2049-3byte": "ა" * 683,
 }
 
 

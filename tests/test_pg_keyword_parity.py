@@ -68,6 +68,11 @@ EDGE_CASES = [
     ("DECISION", "assembly assemblies apologies autospecced hopefulness electrical", []),
     ("PATTERN", " ".join(["postgres"] * 300) + " redis", ["long"]),
     ("ARCHITECTURE", "the the the the the the the the kafka", []),
+    ("DECISION", "我们选择了数据库PostgreSQL，因为它支持事务。数据库每天备份。", ["kafka"]),
+    ("PATTERN", "データベースにはPostgreSQLを選びました。理由は信頼性です。", []),
+    ("ERROR", "데이터베이스는 PostgreSQL을 선택했습니다. 데이터베이스를 백업합니다.", []),
+    ("TODO", "哈哈哈哈 哈哈 数据数据数据 库", ["auth"]),
+    ("DECISION", "ใช้ฐานข้อมูลนี้ kafka", []),
 ]
 QUERIES = [
     # single words
@@ -97,6 +102,10 @@ QUERIES = [
     # questions and labels: not FTS5, so the plain-language retry
     "what did we decide about the maven release?", "sqlite-vec", "TODO: auth", "AUTH-1234",
     "what's the auth story?", "src/auth/service_12.py", "it's 1e10, isn't it?",
+    # scripts written without spaces: bigrams
+    "数据库", "数据", "库", "数据库 AND 事务", '"数据库 PostgreSQL"', "データベース",
+    "데이터베이스", "哈哈哈", "数据数据", "NEAR(数据库 事务, 10)", "^我们", "数据*",
+    "what about 数据库?", "ฐานข้อมูล", "kafka OR 库",
     # matches nothing
     "zzzzzz", '""', "kafka AND zzzzzz",
 ]  # fmt: skip

@@ -202,6 +202,45 @@ def test_a_database_of_revision_0006_upgrades_and_counts_its_words(pg_url, pg):
         store.close()
 
 
+def test_a_database_of_revision_0008_upgrades_and_finds_cjk_words(pg_url, pg):
+    """Before 0009 a sentence without spaces was one lexeme (as in FTS5's index then); the
+    upgrade tokenizes those rows again as bigrams, and the counts follow."""
+    from agent_memory.storage.postgres import database
+
+    engine = database.create_engine(pg_url)
+    with engine.connect() as conn, conn.begin():
+        database._upgrade(conn, 8)
+    engine.dispose()
+    as_0008_wrote = [
+        ("我们选择了数据库", "'我们选择了数据库':1A", 1, {"我们选择了数据库": 1}),
+        ("데이터베이스를 선택했습니다", "'데이터베이스를':1A '선택했습니다':2", 2,
+         {"데이터베이스를": 1, "선택했습니다": 1}),
+        ("kafka retry", "'kafka':1A 'retri':2", 2, {"kafka": 1, "retri": 1}),
+    ]  # fmt: skip
+    for i, (content, terms, length, tf) in enumerate(as_0008_wrote, start=1):
+        pg.execute(
+            "INSERT INTO memories (type, content, tags, base_weight, decay_score, access_count,"
+            " created_at, last_accessed, embedding_status, content_hash, doc_len, terms, tf)"
+            " VALUES ('TODO', %s, '[]', 1, 1, 0, %s, %s, 0, %s, %s, %s::tsvector, %s::jsonb)",
+            (content, T0, T0, i, length, terms, json.dumps(tf)),
+        )
+    store = open_store(pg_url)
+    try:
+        assert store.schema_version == head_revision() >= 9
+        for word, expected in [
+            ("数据库", "我们选择了数据库"),
+            ("선택", "데이터베이스를 선택했습니다"),
+        ]:
+            found = store.search(word, None, now=T0, limit=5, filters=Filters())
+            assert [m["content"] for m in found.results] == [expected]
+        found = store.search("kafka", None, now=T0, limit=5, filters=Filters())
+        assert [m["content"] for m in found.results] == ["kafka retry"]
+        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
+        assert pg.execute(LEXEMES_AGREE).fetchone() == (True,)
+    finally:
+        store.close()
+
+
 def test_an_unreachable_server_is_one_line_without_the_password(tmp_path):
     url = f"postgresql://amy:s3cret@/nothing?host={tmp_path}&connect_timeout=2"
     with pytest.raises(DatabaseOpenError) as caught:

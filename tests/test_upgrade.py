@@ -108,6 +108,68 @@ def test_an_upgraded_file_gets_an_id_of_its_own_and_keeps_it(tmp_path):
     assert db.read_meta(paths[0])["database_id"] == ids[0]
 
 
+CJK_BEFORE_0008 = [
+    "我们选择了数据库PostgreSQL，因为它支持事务。",
+    "データベースにはPostgreSQLを選びました。",
+    "데이터베이스는 PostgreSQL을 선택했습니다.",
+]
+
+
+def add_rows_as_0007_did(path: Path, contents: list[str]) -> list[int]:
+    """Rows stored by a version at revision 0007: its triggers index them."""
+    conn = sqlean.connect(str(path))
+    try:
+        ids = []
+        for content in contents:
+            cursor = conn.execute(
+                "INSERT INTO memories (type, content, tags, base_weight, created_at,"
+                " last_accessed, content_hash) VALUES ('DECISION', ?, '[]', 2.0, ?, ?, ?)",
+                (content, 1767225600, 1767225600, models.content_hash(content)),
+            )
+            ids.append(cursor.lastrowid)
+        conn.commit()
+        return ids
+    finally:
+        conn.close()
+
+
+def test_an_upgrade_finds_cjk_words_inside_the_sentences_already_there(tmp_path):
+    """Before 0008 a sentence without spaces was one token of the index: a word inside it
+    found nothing. The upgrade indexes the rows already there as bigrams."""
+    path = copy_fixture(FIXTURES / "memory-0007.db", tmp_path)
+    zh, ja, ko = add_rows_as_0007_did(path, CJK_BEFORE_0008)
+    match = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
+    assert query(path, match.replace("?", "'数据库'")) == []
+    service = MemoryService(open_store(path))
+    try:
+        for word, expected in [("数据库", zh), ("事务", zh), ("データベース", ja), ("선택", ko)]:
+            assert [r["id"] for r in service.search({"query": word})["results"]] == [expected]
+        found = service.search({"query": "PostgreSQL"})["results"]
+        assert sorted(r["id"] for r in found) == [zh, ja, ko]
+        assert [r["id"] for r in service.search({"query": "maven group"})["results"]] == [1]
+    finally:
+        service.close()
+    query(path, "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+
+
+def test_a_rewrite_by_a_process_older_than_0008_leaves_no_old_meaning(tmp_path):
+    """A process that opened the file before 0008 rewrites content without its keyword
+    text: the stale one is dropped, so the old sentence's words stop matching."""
+    path = tmp_path / "memory.db"
+    service = MemoryService(open_store(path))
+    memory_id = service.store({"content": CJK_BEFORE_0008[0], "type": "DECISION"})["id"]
+    conn = sqlean.connect(str(path))
+    conn.execute("UPDATE memories SET content = '缓存放在内存里' WHERE id = ?", (memory_id,))
+    conn.commit()
+    conn.close()
+    assert service.search({"query": "数据库"})["results"] == []
+    assert query(path, "SELECT keyword_text FROM memories") == [(None,)]
+    service.update({"id": memory_id, "content": "缓存放在内存里"})
+    assert [r["id"] for r in service.search({"query": "内存"})["results"]] == [memory_id]
+    service.close()
+    query(path, "INSERT INTO memories_fts(memories_fts, rank) VALUES ('integrity-check', 1)")
+
+
 @pytest.mark.parametrize("fixture", OLD_FIXTURES, ids=lambda p: p.stem)
 def test_backup_is_a_genuine_self_contained_pre_migration_copy(fixture, tmp_path):
     path = copy_fixture(fixture, tmp_path)

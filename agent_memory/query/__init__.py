@@ -1,7 +1,8 @@
 """The FTS5 query language, parsed once into a tree and rendered for each storage backend.
 
 Modules: ``tree`` (the nodes), ``lexemes`` (FTS5's tokens and porter lexemes), ``parser``
-(fts5parse.y), ``fts5`` (back to a MATCH string); the PostgreSQL tsquery renderer is
+(fts5parse.y), ``bigrams`` (scripts written without spaces, as the index holds them),
+``fts5`` (back to a MATCH string); the PostgreSQL tsquery renderer is
 agent_memory/storage/postgres/tsquery.py (SQL stays under storage/).
 
 Why a parser of our own: the SQLite backend hands the raw text to FTS5, but PostgreSQL has no
@@ -28,7 +29,8 @@ queries get theirs from here.
 
 from __future__ import annotations
 
-from agent_memory.query.fts5 import to_fts5
+from agent_memory.query.bigrams import indexed_text, rewrite, unsegmented
+from agent_memory.query.fts5 import indexed_match, to_fts5
 from agent_memory.query.lexemes import fold, lexeme, tokens
 from agent_memory.query.parser import is_special, or_of_words, parse, search_tree, searched
 from agent_memory.query.tree import (
@@ -57,13 +59,17 @@ __all__ = [
     "QuerySyntaxError",
     "Term",
     "fold",
+    "indexed_match",
+    "indexed_text",
     "is_special",
     "lexeme",
     "or_of_words",
     "parse",
     "phrase_paths",
+    "rewrite",
     "search_tree",
     "searched",
     "to_fts5",
     "tokens",
+    "unsegmented",
 ]

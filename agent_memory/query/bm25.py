@@ -16,6 +16,8 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from agent_memory.query.bigrams import unsegmented
+
 # FTS5's bm25 parameters (fts5_aux.c, fixed in SQLite): term-frequency saturation, length
 # weight, and the smallest IDF (given where the formula is not positive).
 BM25_K1 = 1.2
@@ -89,7 +91,10 @@ def plan(words: Sequence[str], total: int, hits: Mapping[str, int]) -> Plan | No
     left_out: dict[str, float] = {}
     for word in words:
         weight = idf(total, hits[word])
-        if weight <= PRUNE_MAX_IDF:
+        # A word of a script written without spaces is a phrase of bigrams in the index
+        # (query.bigrams), whose occurrences can overlap: only words that are one token
+        # there are added back (SQLite counts them by highlight(), which merges overlaps).
+        if weight <= PRUNE_MAX_IDF and not unsegmented(word):
             left_out[word] = left_out.get(word, 0.0) + weight
     kept = [w for w in words if w not in left_out]
     if not kept:

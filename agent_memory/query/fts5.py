@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-from agent_memory.query.tree import COLUMNS, And, Near, Node, Not, Or, Phrase
+from agent_memory.query.bigrams import rewrite, unsegmented
+from agent_memory.query.parser import parse
+from agent_memory.query.tree import COLUMNS, And, Near, Node, Not, Or, Phrase, QuerySyntaxError
 
 _LEVEL = {Or: 1, And: 2, Not: 3}
+
+
+def indexed_match(text: str) -> str:
+    """A MATCH expression as the index must read it: ``text`` itself unless it holds a run
+    of a script written without spaces, which is rewritten as the index holds it
+    (query.bigrams). Text FTS5 refuses stays as it is, for FTS5 to refuse."""
+    if not unsegmented(text):
+        return text
+    try:
+        return to_fts5(rewrite(parse(text)))
+    except QuerySyntaxError:
+        return text
 
 
 def to_fts5(node: Node) -> str:

@@ -22,12 +22,16 @@ PORTER_MAX_BYTES = 64
 LEXEME_CACHE_TOKENS = 65_536
 
 
-def _char_class(runs: tuple[int, ...], extra: frozenset[int] = frozenset()) -> str:
-    ranges = [
+def token_ranges(runs: tuple[int, ...] = unicode61.TOKEN_RUNS) -> list[tuple[int, int]]:
+    """unicode61's token characters as (first, last) code point ranges."""
+    return [
         (runs[i], runs[i + 1] - 1 if i + 1 < len(runs) else 0x10FFFF)
         for i in range(0, len(runs), 2)
     ]
-    ranges += [(cp, cp) for cp in sorted(extra)]
+
+
+def _char_class(runs: tuple[int, ...], extra: frozenset[int] = frozenset()) -> str:
+    ranges = token_ranges(runs) + [(cp, cp) for cp in sorted(extra)]
     return "".join(f"\\U{lo:08x}-\\U{hi:08x}" for lo, hi in ranges)
 
 

@@ -11,6 +11,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from agent_memory.query.bigrams import rewrite
 from agent_memory.query.lexemes import tokens
 from agent_memory.query.tree import (
     COLUMNS,
@@ -384,10 +385,13 @@ def searched(text: str) -> tuple[Node | None, list[str]]:
 
     The retry's tree is the OR of its words' leaves, one per word, in the words' order: a
     backend that leaves common words out of a question (query.bm25) finds each word's leaf.
+    Runs of scripts written without spaces are rewritten as the index holds them
+    (query.bigrams).
     """
     if is_special(text):
         return None, []
     try:
-        return parse(text), []
+        return rewrite(parse(text)), []
     except QuerySyntaxError:
-        return or_of_words(text), _WORD.findall(text)
+        retry = or_of_words(text)
+        return (None if retry is None else rewrite(retry)), _WORD.findall(text)

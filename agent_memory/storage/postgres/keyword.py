@@ -123,9 +123,10 @@ def document(content: str) -> tuple[str, int, str]:
     JSON): bind them to ``%s::tsvector``, ``%s``, ``%s::jsonb``.
 
     Once the tsvector is full (TSVECTOR_MAX_BYTES), later tokens are still counted (tf and
-    the token count) but no longer indexed.
+    the token count) but no longer indexed. Runs of scripts written without spaces count as
+    their bigrams, as in FTS5's index (query.bigrams).
     """
-    found = query.tokens(content)
+    found = query.tokens(query.indexed_text(content) or content)
     positions: dict[str, list[int]] = {}
     counts: dict[str, int] = {}
     lexemes: dict[str, str] = {}  # token -> lexeme: a long memory repeats its words

@@ -34,7 +34,7 @@ from sqlalchemy import bindparam, func, literal_column, select
 
 from agent_memory import fts
 from agent_memory.models import Filters
-from agent_memory.query import bm25
+from agent_memory.query import bm25, indexed_match
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
@@ -210,11 +210,14 @@ class Run:
         return MAX_DECAY if self.page else 0.0
 
     def __call__(self, match: str, n: int, within: str | None) -> list[tuple[Any, float]]:
-        """(item, score) best first, at most ``n``; FtsQueryError when FTS5 cannot parse."""
+        """(item, score) best first, at most ``n``; FtsQueryError when FTS5 cannot parse.
+
+        Both expressions are read as the index holds text (query.indexed_match)."""
+        match = indexed_match(match)
         self._probe(match)
         params = {**self.params, "match": match, "limit": n}
         if within is not None:
-            params["within"] = within
+            params["within"] = indexed_match(within)
         if not self.page:
             found = self.conn.execute(_leg_statement(self.key, within is not None), params)
             return [(memory_id, -bm25) for memory_id, bm25 in found]
@@ -362,7 +365,8 @@ class KeywordIndex:
                 or now - cached[2] > FREQUENCY_CACHE_SECS
                 or abs(total - cached[1]) > FREQUENCY_CACHE_DRIFT * cached[1]
             ):
-                found = conn.exec_driver_sql(_PHRASE_ROWS, (f'"{word}"',)).scalar_one()
+                phrase = indexed_match(f'"{word}"')
+                found = conn.exec_driver_sql(_PHRASE_ROWS, (phrase,)).scalar_one()
                 if len(self._frequencies) >= FREQUENCY_CACHE_WORDS:
                     self._frequencies.clear()
                 cached = self._frequencies[word] = (found, total, now)

@@ -15,6 +15,7 @@ from sqlalchemy import func, select
 
 from agent_memory import ranking
 from agent_memory.models import Pin, content_hash
+from agent_memory.query import indexed_text
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.sqlite import vectors
 from agent_memory.storage.sqlite.schema import memories, memory_links
@@ -55,6 +56,7 @@ _IMPORT_COLUMNS = (
     "expires_at",
     "embedding_status",
     "content_hash",
+    "keyword_text",
 )
 # Raw SQL, so that an import passes all its links in one executemany: through SQLAlchemy,
 # a statement per edge cost 1.3 s of a 100,000-memory import's 12 (10,000 links).
@@ -151,6 +153,7 @@ def import_memories(
                 record["expires_at"],
                 0,
                 hashes[i],
+                indexed_text(record["content"]),
             )
         )
     ids: list[int] = []

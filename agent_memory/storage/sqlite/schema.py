@@ -1,7 +1,7 @@
 """SQLAlchemy Core definitions of the plain tables, as the newest migration leaves them.
 
-The FTS5 index (``memories_fts``), the vec0 vector table (``memory_vectors``) and their
-triggers are raw SQL in the migrations and the store; SQLAlchemy has no notion of
+The FTS5 index (``memories_fts``, reading ``memories_fts_source``), the vector tables and
+their triggers are raw SQL in the migrations and the store; SQLAlchemy has no notion of
 virtual tables. The migrations do not
 import this module: a revision must keep describing the schema of its own day.
 """
@@ -29,6 +29,8 @@ memories = Table(
     Column("expires_at", Integer),
     Column("embedding_status", Integer, nullable=False),  # 1: vector made from this content
     Column("content_hash", Integer, nullable=False),  # models.content_hash(content)
+    # What the keyword index reads instead of content (query.indexed_text), or NULL
+    Column("keyword_text", Text),
 )
 
 memory_links = Table(

@@ -22,6 +22,7 @@ from sqlalchemy import bindparam, delete, func, insert, literal_column, select, 
 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
+from agent_memory.query import indexed_text
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
@@ -211,6 +212,7 @@ class SqliteStore:
             "last_accessed": memory.now,
             "expires_at": memory.expires_at,
             "content_hash": content_hash(memory.content),
+            "keyword_text": indexed_text(memory.content),
         }
         with self._connections.write() as conn:
             embedded = embedding is not None and vectors.pinned(conn, embedding.pin)
@@ -231,6 +233,8 @@ class SqliteStore:
             params["new_tags"] = json.dumps(list(changes["tags"]), ensure_ascii=False)
         if "content" in changes:
             changes["content_hash"] = params["new_content_hash"] = content_hash(changes["content"])
+            text = indexed_text(changes["content"])
+            changes["keyword_text"] = params["new_keyword_text"] = text
         params.update(memory_id=memory_id, now=now)
         with self._connections.write() as conn:
             embedded = False
