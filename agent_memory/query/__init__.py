@@ -30,7 +30,15 @@ from __future__ import annotations
 
 from agent_memory.query.fts5 import to_fts5
 from agent_memory.query.lexemes import fold, lexeme, tokens
-from agent_memory.query.parser import is_special, or_of_words, parse, search_tree, searched
+from agent_memory.query.parser import (
+    and_of_words,
+    is_special,
+    or_of_words,
+    parse,
+    plain_words,
+    search_tree,
+    searched,
+)
 from agent_memory.query.tree import (
     COLUMNS,
     NEAR_DEFAULT,
@@ -56,12 +64,14 @@ __all__ = [
     "Phrase",
     "QuerySyntaxError",
     "Term",
+    "and_of_words",
     "fold",
     "is_special",
     "lexeme",
     "or_of_words",
     "parse",
     "phrase_paths",
+    "plain_words",
     "search_tree",
     "searched",
     "to_fts5",

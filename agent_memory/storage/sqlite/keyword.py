@@ -34,7 +34,7 @@ from sqlalchemy import bindparam, func, literal_column, select
 
 from agent_memory import fts
 from agent_memory.models import Filters
-from agent_memory.query import bm25
+from agent_memory.query import bm25, plain_words
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
@@ -204,11 +204,6 @@ class Run:
             {**rows.filter_params(filters), "now": now} if page else rows.filter_params(filters)
         )
 
-    @property
-    def ceiling(self) -> float:
-        """The most a row matching none of the words searched can score: its decay."""
-        return MAX_DECAY if self.page else 0.0
-
     def __call__(self, match: str, n: int, within: str | None) -> list[tuple[Any, float]]:
         """(item, score) best first, at most ``n``; FtsQueryError when FTS5 cannot parse."""
         self._probe(match)
@@ -275,34 +270,50 @@ class KeywordIndex:
         return [memory_id for memory_id, _ in self._match(run, query, limit, now)]
 
     def _match(self, run: Run, query: str, limit: int, now: int) -> list[Any]:
-        """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty."""
-        try:
-            return run(query, limit, None)
-        except FtsQueryError as exc:
-            log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
-        words = fts.words(query)
+        """Plain words as words; other text as FTS5 syntax and, if FTS5 cannot parse it, as
+        its words (query.searched decides alike); wordless is empty."""
+        words = plain_words(query)
+        if words is None or len(set(words)) < 2:
+            try:
+                return run(query, limit, None)
+            except FtsQueryError as exc:
+                log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
+            words = fts.words(query)
         if not words:
             return []
         try:
-            found = self._pruned(run, words, limit, now)
-            return found if found is not None else run(fts.or_of(words), limit, None)
+            return self._words(run, words, limit, now)
         except FtsQueryError as exc:
             raise exc.error from None  # quoted words always parse: the database is at fault
 
-    def _pruned(self, run: Run, words: list[str], limit: int, now: int) -> list[Any] | None:
-        """The OR of the words that carry weight decides the page, when it can; else None.
-
-        Words of IDF at most PRUNE_MAX_IDF are left out and added back to the best rows
-        (see _decided). When the words kept match many rows, first only the rows that match
-        their rarest words are scored (bm25.rarest), then, if those cannot decide the page,
-        every row the kept words match.
-        """
+    def _words(self, run: Run, words: list[str], limit: int, now: int) -> list[Any]:
+        """The rows holding every word first (FTS5's AND), then the rows holding one of the
+        informative words (bm25.plan), each scored by the OR of all the words."""
         if len(set(words)) < 2:
-            return None  # nothing to leave out: spare the counting
+            return run(fts.or_of(words), limit, None)
+        first = run(fts.and_of(words), limit, None)
+        if len(first) >= limit:
+            return first
         total, hits = self.word_rows(run.conn, words, now)
         planned = bm25.plan(words, total, hits)
-        if planned is None:
-            return None
+        if not planned.kept:
+            return first
+        wanted = limit + len(first)  # the first rows come again: they hold the kept words
+        found = self._pruned(run, planned, wanted) if planned.shortcut else None
+        if found is None:
+            within = fts.or_of(planned.kept) if planned.left_out else None
+            found = run(fts.or_of(words), wanted, within)
+        seen = {_ident(item) for item, _ in first}
+        return first + [pair for pair in found if _ident(pair[0]) not in seen][: limit - len(first)]
+
+    def _pruned(self, run: Run, planned: bm25.Plan, limit: int) -> list[Any] | None:
+        """The rows of the informative words, scored by them alone with the left-out words
+        added back (see _decided), when that decides the page; else None.
+
+        When the words kept match many rows, first only the rows that match their rarest
+        words are scored (bm25.rarest), then, if those cannot decide the page, every row the
+        kept words match.
+        """
         match = fts.or_of(planned.kept)
         if planned.rarest is not None:
             page = self._decided(run, match, fts.or_of(planned.rarest), limit, planned)
@@ -317,13 +328,14 @@ class KeywordIndex:
     ) -> list[Any] | None:
         """The page of ``match`` with the left-out words added back, or None.
 
-        The left-out words add at most ``planned.bound`` (BM25_TERM_MAX x their IDFs) to a row's
-        score: a row past the best ``n`` scores at most the next one's score plus that, and
-        a row matching only those words the run's ceiling plus that. The best ``n`` rows get
-        the left-out words added back (term_scores); when the ``limit``-th of them still
-        beats every row past them, it is the page, in the full query's order. First with
+        The left-out words add at most ``planned.bound`` (BM25_TERM_MAX x their IDFs) to a
+        row's score, so a row past the best ``n`` scores at most the next one's score plus
+        that (rows holding only left-out words are not matched). The best ``n`` rows get the
+        left-out words added back (term_scores); when the ``limit``-th of them still beats
+        every row past them, it is the page, in the full query's order. First with
         n = limit; when rows past the page nearly tie with it, once more with
-        PRUNE_RESCORE_ROWS more rows.
+        PRUNE_RESCORE_ROWS more rows. With ``within``, fewer than ``limit`` rows is None:
+        the other kept words' rows are needed to fill the page.
         """
         weights, bound = planned.left_out, planned.bound
         if not weights:
@@ -331,17 +343,15 @@ class KeywordIndex:
             return found if len(found) >= limit else None
         for n in (limit, limit + PRUNE_RESCORE_ROWS):
             found = run(match, n + 1, within)
-            if len(found) < limit:
-                return None  # rows matching only the left-out words are needed to fill it
+            if within is not None and len(found) < limit:
+                return None
             added = term_scores(run.conn, [_ident(item) for item, _ in found[:n]], weights)
             exact = sorted(
                 ((item, score + added[_ident(item)]) for item, score in found[:n]),
                 key=lambda pair: (-pair[1], _ident(pair[0])),
             )
-            if exact[limit - 1][1] > max([run.ceiling] + [s for _, s in found[n:]]) + bound:
-                return exact[:limit]
-            if len(found) <= n:
-                return None  # every match was seen: only the ceiling stands in the way
+            if len(found) <= n or exact[limit - 1][1] > found[n][1] + bound:
+                return exact[:limit]  # every match seen, or none past them can catch up
         return None
 
     def word_rows(
@@ -349,12 +359,10 @@ class KeywordIndex:
     ) -> tuple[int, dict[str, int]]:
         """(rows indexed, how many rows match each word as the phrase ``"word"``).
 
-        Counts are cached (FREQUENCY_CACHE_SECS); below PRUNE_MIN_ROWS rows none is counted.
+        Counts are cached (FREQUENCY_CACHE_SECS).
         """
         total = indexed_rows(conn)
         hits: dict[str, int] = {}
-        if total < bm25.PRUNE_MIN_ROWS:
-            return total, hits
         for word in set(words):
             cached = self._frequencies.get(word)
             if (
