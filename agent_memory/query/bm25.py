@@ -38,6 +38,9 @@ BM25_TERM_MAX = BM25_K1 + 1
 # (SQLite, bench corpus, in process, p50 of 200 questions: 3.0 against 3.8-5.2 ms at 1,000
 # memories, 6.6 against 5.7-6.2 at 2,000, 18 against 8.5-12 at 5,000).
 PRUNE_MAX_IDF = math.log(3)
+# A word in at most this many rows is informative however few rows there are: on a handful
+# of memories a quarter is one row, and "sqlite" in 2 of 6 is no stop word.
+INFORMATIVE_ROWS = 2
 PRUNE_MIN_ROWS = 2_000
 # On a database of more than PRUNE_EXACT_ROWS memories, when the words kept are found in
 # more than PRUNE_SCORED_SHARE of the rows in all (counted per word), bm25 is computed only
@@ -77,9 +80,13 @@ def rarest(kept: Sequence[str], hits: Mapping[str, int], budget: float) -> list[
 
 def informative(words: Sequence[str], total: int, hits: Mapping[str, int]) -> set[str]:
     """The words that carry information: IDF above PRUNE_MAX_IDF (in at most about a quarter
-    of the ``total`` rows); when none of those occurs, the rarest words that occur as well,
-    so that a question is never emptied of the words its rows hold."""
-    kept = {word for word in words if idf(total, hits[word]) > PRUNE_MAX_IDF}
+    of the ``total`` rows) or in at most INFORMATIVE_ROWS rows; when none of those occurs,
+    the rarest words that occur as well, so that a question is never emptied."""
+    kept = {
+        word
+        for word in words
+        if hits[word] <= INFORMATIVE_ROWS or idf(total, hits[word]) > PRUNE_MAX_IDF
+    }
     if any(hits[word] for word in kept):
         return kept
     found = [hits[word] for word in words if hits[word]]
