@@ -3,19 +3,20 @@ shortcut that makes a question cheap on a large file, in one place and one read 
 
 A keyword page ranks by ``score = decay - bm25`` (bm25 is negative in FTS5: lower is
 better), ties by id; the keyword leg of a hybrid search ranks by bm25 alone. The query runs
-as FTS5 syntax first; only if FTS5 cannot parse it, once more as its words quoted and
-OR-ed (fts.or_of_words). That retry is where questions land ("what vector store do we
-use?"), and where the shortcuts apply, each of them exact unless said otherwise:
+as FTS5 syntax, unless it is plain words; plain words, and a query FTS5 cannot parse,
+are searched as words (query.searched, query.bm25): the rows holding every word first
+(FTS5's AND), then the rows holding an informative word, scored by the OR of all the words.
+That is where questions land ("what vector store do we use?"), and where the shortcuts
+apply, each of them exact unless said otherwise:
 
 1. Candidates: an unfiltered page ranks the best KEYWORD_CANDIDATES rows by bm25 in the
    index alone, then blends decay into those only. Decay lies in (0, MAX_DECAY], so a row
    past the candidates scores at most the last candidate's -bm25 + MAX_DECAY: when the
    page's last score beats that, the page is the full query's.
-2. Pruning (planned by agent_memory.query.bm25, as on PostgreSQL): words in more than
-   about 44% of rows (bm25 IDF at most PRUNE_MAX_IDF: "the", "we") are left out of the OR
-   when the other words alone decide the page: their bm25 share is added back to the
-   best rows (term_scores, FTS5's own arithmetic) and the page is taken only when no row
-   past it could catch up (see _decided).
+2. Pruning (planned by agent_memory.query.bm25, as on PostgreSQL): past PRUNE_MIN_ROWS,
+   the informative words alone are scored when they decide the page: the other words'
+   bm25 share is added back to the best rows (term_scores, FTS5's own arithmetic) and the
+   page is taken only when no row past it could catch up (see _decided).
 3. Restriction (past PRUNE_EXACT_ROWS memories, not exact): when the kept words match many
    rows, only rows matching the rarest of them are scored (see bm25.rarest).
 """
