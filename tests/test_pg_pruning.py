@@ -163,3 +163,22 @@ def test_the_hybrid_keyword_leg_leaves_common_words_out_too(pg_service, clock, s
     # No memory has a vector: every result comes from the keyword leg, and holds one of
     # the informative words, not "the" alone (in every row).
     assert all({"sqlite", "cache"} & set(m["content"].split()) for m in found.results)
+
+
+@pytest.mark.parametrize("engine", ["postgres", "sqlite"])
+def test_the_hybrid_leg_takes_only_words_of_weight_on_a_tiny_store(
+    pg_service, service, clock, engine
+):
+    # "the" is in 1 of 2 memories: keyword mode, which must not come back empty, takes it
+    # (the few-rows floor); the keyword leg of a hybrid search, where the model answers
+    # what no word finds, takes only words of IDF above ln 3, so the filler does not join
+    # the fusion (no memory has a vector here: the page is the keyword leg's).
+    svc = pg_service if engine == "postgres" else service
+    svc.store({"content": "We chose PostgreSQL as our datastore.", "type": "DECISION"})
+    login = svc.store({"content": "The login page crashed.", "type": "ERROR"})["id"]
+    question = "which relational database did the team pick"
+    assert ids(svc.search({"query": question}, record_use=False)["results"]) == [login]
+    toy = Embedding.of(Pin("toy", 4, "none", "ollama"), [1.0, 0.0, 0.0, 0.0])
+    svc.db.repin(toy.pin)
+    found = svc.db.search(question, toy, now=clock.now, limit=10, filters=Filters())
+    assert found.mode == "hybrid" and ids(found.results) == []

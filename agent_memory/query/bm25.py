@@ -78,10 +78,19 @@ def rarest(kept: Sequence[str], hits: Mapping[str, int], budget: float) -> list[
     return chosen if len(chosen) < len(ordered) else None
 
 
-def informative(words: Sequence[str], total: int, hits: Mapping[str, int]) -> set[str]:
+def informative(
+    words: Sequence[str], total: int, hits: Mapping[str, int], never_empty: bool = True
+) -> set[str]:
     """The words that carry information: IDF above PRUNE_MAX_IDF (in at most about a quarter
     of the ``total`` rows) or in at most INFORMATIVE_ROWS rows; when none of those occurs,
-    the rarest words that occur as well, so that a question is never emptied."""
+    the rarest words that occur as well, so that a question is never emptied.
+
+    Without ``never_empty`` (the keyword leg of a hybrid search, where the model answers
+    what no word finds), only the IDF rule: on a store of a few memories a word such as
+    "the" in one of them would otherwise outrank, in the fusion, what the model found.
+    """
+    if not never_empty:
+        return {word for word in words if idf(total, hits[word]) > PRUNE_MAX_IDF}
     kept = {
         word
         for word in words
@@ -111,10 +120,12 @@ class Plan:
         return BM25_TERM_MAX * sum(self.left_out.values())
 
 
-def plan(words: Sequence[str], total: int, hits: Mapping[str, int]) -> Plan:
+def plan(
+    words: Sequence[str], total: int, hits: Mapping[str, int], never_empty: bool = True
+) -> Plan:
     """The plan for the ``words`` of a question over ``total`` rows, ``hits`` rows holding
-    each word."""
-    chosen = informative(words, total, hits)
+    each word; ``never_empty`` as for ``informative``."""
+    chosen = informative(words, total, hits, never_empty)
     left_out: dict[str, float] = {}
     for word in words:
         if word not in chosen:

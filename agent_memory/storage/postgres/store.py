@@ -288,7 +288,8 @@ class PostgresStore:
             return first
         statement, params = keyword.word_rows_sql(tree.children)
         total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
-        planned = bm25.plan(words, total, dict(zip(words, counts, strict=True)))
+        hits = dict(zip(words, counts, strict=True))
+        planned = bm25.plan(words, total, hits, never_empty=now is not None)
         if not planned.kept:
             return first
         leaves = dict(zip(words, tree.children, strict=True))

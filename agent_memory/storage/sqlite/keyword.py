@@ -296,7 +296,7 @@ class KeywordIndex:
         if len(first) >= limit:
             return first
         total, hits = self.word_rows(run.conn, words, now)
-        planned = bm25.plan(words, total, hits)
+        planned = bm25.plan(words, total, hits, never_empty=run.page)
         if not planned.kept:
             return first
         wanted = limit + len(first)  # the first rows come again: they hold the kept words
