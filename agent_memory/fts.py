@@ -48,6 +48,12 @@ def or_of(found: list[str]) -> str:
     return " OR ".join(f'"{w}"' for w in found)
 
 
+def and_of(found: list[str]) -> str:
+    """``["port", "busy"]`` -> ``"port" "busy"``: the rows holding every word (FTS5's implicit
+    AND; query.and_of_words is the same text as a tree)."""
+    return " ".join(f'"{w}"' for w in found)
+
+
 def or_of_words(query: str) -> str | None:
     """``what's sqlite-vec?`` -> ``"what" OR "s" OR "sqlite" OR "vec"``; None when wordless."""
     found = words(query)

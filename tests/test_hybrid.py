@@ -44,7 +44,9 @@ def ids_of(answer: dict) -> list[int]:
 
 def test_a_paraphrase_with_no_shared_word_is_found(hybrid, service):
     ids = fill(hybrid)
-    assert service.search({"query": PARAPHRASE})["results"] == []  # keyword mode finds nothing
+    # Keyword mode misses the target (it shares no word with it; "the" in 1 of 5 memories
+    # counts as informative on so small a store, so a filler may come back).
+    assert ids["datastore"] not in ids_of(service.search({"query": PARAPHRASE}))
     answer = hybrid.search({"query": PARAPHRASE, "limit": 3})
     assert answer["search_mode"] == "hybrid"
     assert ids_of(answer)[0] == ids["datastore"]

@@ -156,7 +156,12 @@ def sqlite_top(service: MemoryService, text: str, filters: dict) -> list[tuple[i
 
 
 def postgres_top(pg: psycopg.Connection, text: str, filters: dict) -> list[tuple[int, float]]:
-    tree = query.search_tree(text)
+    if query.is_special(text):
+        return []
+    try:  # the low-level ranking of the same text as sqlite_top: FTS5's reading, or the OR
+        tree = query.parse(text)
+    except query.QuerySyntaxError:
+        tree = query.or_of_words(text)
     if tree is None:
         return []
     statement, params = keyword.keyword_ranking_sql(tree, limit=TOP, **filters)

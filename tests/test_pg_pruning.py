@@ -1,9 +1,10 @@
 """A question's common words left out on PostgreSQL, as on SQLite (agent_memory.query.bm25).
 
-The PostgreSQL store scores only the rows of a question's kept words (or, past
-PRUNE_EXACT_ROWS, of its rarest ones), each with its whole score, and takes the page when no
-row holding only left-out words could reach it. The reference is the full query as the store
-would run it with nothing left out; the other reference is SQLite's page for the same memories.
+A query searched as words ranks the rows holding every word first, then the rows holding one
+of its informative words; the PostgreSQL store scores each with its whole score (the OR of
+every word), and past PRUNE_EXACT_ROWS only the rows of the rarest words first. The reference
+is that query written out with the store's own ranking statement and nothing restricted
+(``full_page``); the other reference is SQLite's page for the same memories.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import pytest
 from test_search_at_scale import DAY, fill, ids, the_in_443_of_1000
 
 from agent_memory.models import Embedding, Filters, Pin
-from agent_memory.query import bm25, search_tree
+from agent_memory.query import and_of_words, bm25, or_of_words, searched
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword
@@ -50,16 +51,32 @@ def _words(node) -> list[str]:
     return [leaf.phrases[0].terms[0].token for leaf in node.children]
 
 
-def full_page(service: MemoryService, question: str, now: int, limit: int) -> list[int]:
-    """The question's page with no word left out: every matching row scored."""
-    statement, params = keyword.keyword_ranking_sql(search_tree(question), limit=limit, now=now)
-    with service.db._read() as conn:
+def full_page(service: MemoryService, question: str, now: int | None, limit: int) -> list[int]:
+    """The page of a question searched as words, every row scored with every word: the
+    rows holding every word first, then those holding an informative word (bm25.informative,
+    from the store's own counts), each part by the score of the OR of every word."""
+    tree, words = searched(question)
+    assert words, "a question searched as words"
+
+    def ranked(node) -> list[int]:
+        statement, params = keyword.keyword_ranking_sql(node, limit=10**9, now=now)
         return [int(i) for i, _ in conn.exec_driver_sql(statement, tuple(params))]
+
+    with service.db._read() as conn:
+        statement, params = keyword.word_rows_sql(tree.children)
+        total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
+        chosen = bm25.informative(words, total, dict(zip(words, counts, strict=True)))
+        every = set(ranked(and_of_words(words)))
+        some = set(ranked(or_of_words(" ".join(w for w in words if w in chosen))))
+        order = ranked(tree)
+    first = [i for i in order if i in every]
+    return (first + [i for i in order if i in some - every])[:limit]
 
 
 @pytest.mark.parametrize("limit", [1, 3, 10])
 @pytest.mark.parametrize(
-    "question", ["what is the sqlite cache?", "the kafka retry, again?", "the docker-oauth note?"]
+    "question",
+    ["what is the sqlite cache?", "the kafka retry, again?", "the docker-oauth note, again?"],
 )
 def test_common_words_are_left_out_and_the_page_is_the_full_querys(
     pg_service, service, clock, scored, question, limit
@@ -79,26 +96,31 @@ def test_common_words_are_left_out_and_the_page_is_the_full_querys(
 
 
 def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(pg_service, clock, scored):
-    # "the" in 443 of 1,002 rows (IDF about 0.23): left out. A and B tie on "vec"; B's four
-    # "the" put it first. The rows scored hold "vec" and get "the" counted too, so B leads;
-    # and a page of one is taken only when no row holding "the" alone could beat it.
+    # "the" in 443 of 1,002 rows (IDF about 0.23): left out ("kafka", in no row, keeps any
+    # row from holding every word). A and B tie on "vec"; B's four "the" put it first. The
+    # rows scored hold "vec" or "kafka" and get "the" counted too, so B leads.
     the_in_443_of_1000(pg_service)
     a = pg_service.store({"content": "vec alpha beta gamma delta", "type": "TODO"})["id"]
     b = pg_service.store({"content": "vec the the the the", "type": "TODO"})["id"]
-    assert full_page(pg_service, "vec the?", clock.now, 2) == [b, a]
+    assert full_page(pg_service, "vec the kafka?", clock.now, 2) == [b, a]
     scored.clear()
-    assert ids(pg_service.search({"query": "vec the?", "limit": 2})["results"]) == [b, a]
-    assert scored == ["vec"]
+    found = pg_service.search({"query": "vec the kafka?", "limit": 2})["results"]
+    assert ids(found) == [b, a]
+    assert scored == [None, "vec kafka"]  # every word's rows (none), then the kept words'
 
 
-def test_a_page_rows_of_left_out_words_could_reach_takes_the_full_query(pg_service, clock, scored):
-    # One row holds "vec": a page of two needs a row holding only "the".
-    the_in_443_of_1000(pg_service)
+def test_rows_holding_only_left_out_words_are_not_matched(pg_service, service, clock, scored):
+    # One row holds "vec": the 443 rows holding only "the" do not fill the page of two.
+    for svc in (pg_service, service):
+        the_in_443_of_1000(svc)
     only = pg_service.store({"content": "vec alpha", "type": "TODO"})["id"]
-    expected = full_page(pg_service, "vec the?", clock.now, 2)
+    service.store({"content": "vec alpha", "type": "TODO"})
+    expected = full_page(pg_service, "vec the kafka?", clock.now, 2)
     scored.clear()
-    assert ids(pg_service.search({"query": "vec the?", "limit": 2})["results"]) == expected
-    assert expected[0] == only and scored == ["vec", None]
+    found = pg_service.search({"query": "vec the kafka?", "limit": 2})["results"]
+    assert ids(found) == expected == [only]
+    assert scored == [None, "vec kafka"]
+    assert ids(service.search({"query": "vec the kafka?", "limit": 2})["results"]) == [only]
 
 
 def test_past_the_exact_rows_only_the_rarest_words_rows_are_scored(
@@ -124,23 +146,39 @@ def test_past_the_exact_rows_only_the_rarest_words_rows_are_scored(
     assert full_page(pg_service, question, clock.now, 1) == [fresh]
     scored.clear()
     assert ids(pg_service.search({"query": question, "limit": 1})["results"]) == [old]
-    assert scored == ["zebra"]
+    assert scored == [None, "zebra"]  # every word's rows (none), then the rarest word's
     assert ids(service.search({"query": question, "limit": 1})["results"]) == [made["sqlite"][0]]
 
 
-def test_the_hybrid_keyword_leg_leaves_common_words_out_too(pg_service, clock, scored, monkeypatch):
+def test_the_hybrid_keyword_leg_leaves_common_words_out_too(pg_service, clock, scored):
     fill(pg_service, clock, 300)
     toy = Embedding.of(Pin("toy", 4, "none", "ollama"), [1.0, 0.0, 0.0, 0.0])
     pg_service.db.repin(toy.pin)  # a database pinned to the query's model searches hybrid
 
-    def page() -> list[int]:
-        found = pg_service.db.search(
-            "what is the sqlite cache?", toy, now=clock.now, limit=10, filters=Filters()
-        )
-        assert found.mode == "hybrid"
-        return ids(found.results)
-
-    pruned = page()
+    found = pg_service.db.search(
+        "what is the sqlite cache?", toy, now=clock.now, limit=10, filters=Filters()
+    )
+    assert found.mode == "hybrid" and len(found.results) == 10
     assert scored[-1] is not None and "the" not in scored[-1].split()
-    monkeypatch.setattr(bm25, "PRUNE_MAX_IDF", -1.0)  # no word left out
-    assert page() == pruned and scored[-1] is None
+    # No memory has a vector: every result comes from the keyword leg, and holds one of
+    # the informative words, not "the" alone (in every row).
+    assert all({"sqlite", "cache"} & set(m["content"].split()) for m in found.results)
+
+
+@pytest.mark.parametrize("engine", ["postgres", "sqlite"])
+def test_the_hybrid_leg_takes_only_words_of_weight_on_a_tiny_store(
+    pg_service, service, clock, engine
+):
+    # "the" is in 1 of 2 memories: keyword mode, which must not come back empty, takes it
+    # (the few-rows floor); the keyword leg of a hybrid search, where the model answers
+    # what no word finds, takes only words of IDF above ln 3, so the filler does not join
+    # the fusion (no memory has a vector here: the page is the keyword leg's).
+    svc = pg_service if engine == "postgres" else service
+    svc.store({"content": "We chose PostgreSQL as our datastore.", "type": "DECISION"})
+    login = svc.store({"content": "The login page crashed.", "type": "ERROR"})["id"]
+    question = "which relational database did the team pick"
+    assert ids(svc.search({"query": question}, record_use=False)["results"]) == [login]
+    toy = Embedding.of(Pin("toy", 4, "none", "ollama"), [1.0, 0.0, 0.0, 0.0])
+    svc.db.repin(toy.pin)
+    found = svc.db.search(question, toy, now=clock.now, limit=10, filters=Filters())
+    assert found.mode == "hybrid" and ids(found.results) == []

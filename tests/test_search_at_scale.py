@@ -1,13 +1,15 @@
 """The shortcuts keyword search takes on large databases, and what they give up.
 
-Two give the answer of the plain query (issue 8): an unfiltered search ranks candidates in
-the index alone and blends decay into them (keyword.KEYWORD_CANDIDATES), and the
-OR-of-words retry leaves out words too common to matter (bm25.PRUNE_MAX_IDF). The third,
-on files past bm25.PRUNE_EXACT_ROWS whose kept words match more than PRUNE_SCORED_SHARE
-of the rows, scores only the rows of the rarest words: its pages are the plain query's when
-those rows hold them, and a test shows when they do not.
-The reference here is the query the contract describes, written out in SQL: every row
-matching any word, by decay - bm25, ties by id.
+Two give the answer of the full query (issue 8): an unfiltered search ranks candidates in
+the index alone and blends decay into them (keyword.KEYWORD_CANDIDATES), and a query
+searched as words scores its informative words alone and adds the common ones back
+(bm25.PRUNE_MIN_ROWS). The third, on files past bm25.PRUNE_EXACT_ROWS whose kept words
+match more than PRUNE_SCORED_SHARE of the rows, scores only the rows of the rarest words:
+its pages are the full query's when those rows hold them, and a test shows when they do not.
+The references here are the queries decisions.md describes, written out in SQL: for FTS5
+syntax every row matching it, by decay - bm25, ties by id (``reference``); for a query
+searched as words, the rows holding every word first, then the rows holding an informative
+word, each by decay - the bm25 of the OR of all the words (``words_reference``).
 """
 
 from __future__ import annotations
@@ -47,6 +49,30 @@ def reference(raw, match: str, now: int, limit: int) -> list[int]:
     return [r[0] for r in ranked[:limit]]
 
 
+def matching(raw, match: str) -> set[int]:
+    query = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ?"
+    return {row[0] for row in raw.execute(query, (match,))}
+
+
+def informative(raw, words: list[str]) -> list[str]:
+    """The informative words (bm25.informative) by the rows holding each, counted in SQL."""
+    total = raw.execute("SELECT count(*) FROM memories").fetchone()[0]
+    hits = {word: phrase_rows(raw, word) for word in words}
+    chosen = bm25.informative(words, total, hits)
+    return [word for word in dict.fromkeys(words) if word in chosen]
+
+
+def words_reference(raw, question: str, now: int, limit: int) -> list[int]:
+    """A query searched as words: the rows holding every word first, then the rows holding
+    an informative word, each part by decay - bm25 of the OR of every word, ties by id."""
+    words = fts.words(question)
+    every = matching(raw, fts.and_of(words))
+    some = matching(raw, fts.or_of(informative(raw, words)))
+    ranked = reference(raw, fts.or_of(words), now, 10**9)
+    first = [i for i in ranked if i in every]
+    return (first + [i for i in ranked if i in some - every])[:limit]
+
+
 def fill(service, clock, rows: int, seed: int = 5, repeats: bool = False) -> None:
     """Every row says "the"; each has one to three topic words, a type and an age."""
     rng = random.Random(seed)
@@ -77,7 +103,10 @@ def test_blended_candidates_give_the_full_querys_page(
     # which forces the walk past the first chunks and, often, back to the full query.
     fill(service, clock, 300, repeats=repeats)
     clock.advance(DAY)
-    expected = reference(raw, query, clock.now, limit)
+    if query == "retry schema":  # plain words: searched as words
+        expected = words_reference(raw, query, clock.now, limit)
+    else:
+        expected = reference(raw, query, clock.now, limit)
     assert ids(service.search({"query": query, "limit": limit})["results"]) == expected
 
 
@@ -116,50 +145,60 @@ def test_common_words_are_left_out_when_the_rest_decide(
 ):
     fill(service, clock, 300)
     clock.advance(DAY)
-    words = fts.words(question)
-    expected = reference(raw, fts.or_of(words), clock.now, limit)
+    expected = words_reference(raw, question, clock.now, limit)
     assert ids(service.search({"query": question, "limit": limit})["results"]) == expected
-    # The raw query failed to parse, then the words without "the" decided the page.
-    assert pruning[-1] == fts.or_of([w for w in words if w != "the"])
+    # The informative words alone (not "the", in every row) decided the page.
+    kept = informative(raw, fts.words(question))
+    assert "the" not in kept and pruning[-1] == fts.or_of(kept)
 
 
-def test_common_words_count_when_the_rest_do_not_fill_the_page(service, clock, raw, pruning):
+def test_rows_holding_only_common_words_do_not_fill_the_page(service, clock, raw, pruning):
     fill(service, clock, 300)
-    service.store({"content": "one zebra", "type": "TODO"})
+    zebra = service.store({"content": "one zebra", "type": "TODO"})["id"]
     clock.advance(DAY)
-    # One row has "zebra"; the page of 5 is then filled by rows that match only "the".
-    expected = reference(raw, '"the" OR "zebra"', clock.now, 5)
+    # One row has "zebra"; the 300 rows that hold only "the" are not matched.
+    expected = words_reference(raw, "the zebra?", clock.now, 5)
+    assert expected == [zebra]
     assert ids(service.search({"query": "the zebra?", "limit": 5})["results"]) == expected
-    assert pruning[-1] == '"the" OR "zebra"'
-    assert len(expected) == 5
+    assert pruning[-1] == '"zebra"'
 
 
-def test_common_words_count_when_a_fresh_row_could_outscore_the_rest(service, clock, raw, pruning):
-    # "rare" is in 24 of 60 rows: weighty enough to be kept (IDF 0.4), too weak for its
-    # long-unused rows to beat a just-used row that matches only "the" (decay 1).
+def test_a_fresh_row_of_common_words_only_is_not_matched(service, clock, raw, pruning):
+    # "rare" is in 24 of 60 rows (IDF 0.4), "the" in all and "kafka" in none: the one
+    # informative word occurs nowhere, so the rarest that occurs is kept too. The
+    # just-used rows holding only "the" (decay 1) would outscore the long-unused "rare"
+    # rows in the OR of the words, but are not matched.
     for i in range(24):
         service.store({"content": f"the rare note {i}", "type": "TODO"})
         clock.advance(30 * DAY)
     for i in range(36):
         service.store({"content": f"the other thing {i}", "type": "TODO"})
-    expected = reference(raw, '"the" OR "rare"', clock.now, 10)
-    found = service.search({"query": "the rare?", "limit": 10})["results"]
-    assert ids(found) == expected
-    assert any("rare" not in memory["content"] for memory in found)
-    assert pruning[-1] == '"the" OR "rare"'
+    assert reference(raw, '"the" OR "rare"', clock.now, 1)[0] not in matching(raw, '"rare"')
+    expected = words_reference(raw, "the rare kafka?", clock.now, 10)
+    found = service.search({"query": "the rare kafka?", "limit": 10})["results"]
+    assert ids(found) == expected and len(found) == 10
+    assert all("rare" in memory["content"] for memory in found)
+    assert pruning[-1] == '"rare" OR "kafka"'
 
 
-def test_few_rows_search_every_word(service, clock, raw, monkeypatch):
-    calls: list[str] = []
+def test_few_rows_score_every_word_in_one_query(service, clock, raw, monkeypatch):
+    calls: list[tuple[str, str | None]] = []
     original = keyword.Run.__call__
     monkeypatch.setattr(
         keyword.Run,
         "__call__",
-        lambda self, match, n, within: calls.append(match) or original(self, match, n, within),
+        lambda self, match, n, within: (
+            calls.append((match, within)) or original(self, match, n, within)
+        ),
     )
     fill(service, clock, 50)
-    service.search({"query": "the sqlite cache?", "limit": 3})
-    assert calls[-1] == '"the" OR "sqlite" OR "cache"'
+    question = "the sqlite cache zebra?"  # no row holds every word
+    expected = words_reference(raw, question, clock.now, 10)
+    assert ids(service.search({"query": question, "limit": 10})["results"]) == expected
+    kept = informative(raw, fts.words(question))
+    assert "the" not in kept
+    # Below PRUNE_MIN_ROWS: the OR of every word, over the rows of the informative ones.
+    assert calls[-1] == ('"the" OR "sqlite" OR "cache" OR "zebra"', fts.or_of(kept))
 
 
 @pytest.mark.parametrize(("rows", "hits"), [(100, 0), (100, 50), (100, 51), (100, 100), (7, 3)])
@@ -202,19 +241,20 @@ def the_in_443_of_1000(service) -> None:
 
 
 def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(service, clock, raw, pruning):
-    # "the" in 443 of 1,002 rows: IDF about 0.23, so it is left out of the retry. A and B
-    # tie on "vec" alone; B's four "the" put it first in the full query, and the page of
-    # one must be B: a pruned page is only taken when its last row leads by more than the
-    # left-out words could add.
+    # "the" in 443 of 1,002 rows: IDF about 0.23, so it is left out of the rows scored
+    # ("kafka", in no row, keeps any row from holding every word). A and B tie on "vec"
+    # alone; B's four "the" put it first in the full query, and the page of one must be
+    # B: a pruned page is only taken when its last row leads by more than the left-out
+    # words could add.
     the_in_443_of_1000(service)
     a = service.store({"content": "vec alpha beta gamma delta", "type": "TODO"})["id"]
     b = service.store({"content": "vec the the the the", "type": "TODO"})["id"]
-    expected = reference(raw, '"vec" OR "the"', clock.now, 1)
+    expected = words_reference(raw, "vec the kafka?", clock.now, 1)
     assert expected == [b] and a != b
-    assert ids(service.search({"query": "vec the?", "limit": 1})["results"]) == expected
-    # The retry without "the" ran; its tie was settled by adding "the" back to its best
-    # rows, not by the full query.
-    assert '"vec"' in pruning and '"vec" OR "the"' not in pruning
+    assert ids(service.search({"query": "vec the kafka?", "limit": 1})["results"]) == expected
+    # The informative words alone ran; their tie was settled by adding "the" back to
+    # their best rows, not by the full query.
+    assert '"vec" OR "kafka"' in pruning and '"vec" OR "the" OR "kafka"' not in pruning
 
 
 def test_a_pruned_page_is_in_the_full_querys_order(service, clock, raw, pruning):
@@ -222,10 +262,10 @@ def test_a_pruned_page_is_in_the_full_querys_order(service, clock, raw, pruning)
     the_in_443_of_1000(service)
     a = service.store({"content": "vec alpha beta gamma", "type": "TODO"})["id"]
     b = service.store({"content": "vec the the the", "type": "TODO"})["id"]
-    expected = reference(raw, '"vec" OR "the"', clock.now, 2)
+    expected = words_reference(raw, "vec the kafka?", clock.now, 2)
     assert expected == [b, a]
-    assert ids(service.search({"query": "vec the?", "limit": 2})["results"]) == expected
-    assert pruning[-1] == '"vec"'
+    assert ids(service.search({"query": "vec the kafka?", "limit": 2})["results"]) == expected
+    assert pruning[-1] == '"vec" OR "kafka"'
 
 
 def test_a_tie_the_best_rows_cannot_settle_takes_the_full_query(
@@ -235,9 +275,9 @@ def test_a_tie_the_best_rows_cannot_settle_takes_the_full_query(
     the_in_443_of_1000(service)
     service.store({"content": "vec alpha beta gamma delta", "type": "TODO"})
     service.store({"content": "vec the the the the", "type": "TODO"})
-    expected = reference(raw, '"vec" OR "the"', clock.now, 1)
-    assert ids(service.search({"query": "vec the?", "limit": 1})["results"]) == expected
-    assert pruning[-1] == '"vec" OR "the"'
+    expected = words_reference(raw, "vec the kafka?", clock.now, 1)
+    assert ids(service.search({"query": "vec the kafka?", "limit": 1})["results"]) == expected
+    assert pruning[-1] == '"vec" OR "the" OR "kafka"'
 
 
 @pytest.mark.parametrize("word", ["the", "sqlite", "note", "x", "absent"])
@@ -347,7 +387,7 @@ def test_only_rows_matching_within_are_scored_with_every_word(service, clock, ra
 def test_many_matches_score_only_the_rows_of_the_rarest_words(service, clock, raw, scored):
     made = zebras(service, clock, 3)
     question = "the zebra sqlite cache?"
-    expected = reference(raw, fts.or_of(fts.words(question)), clock.now, 3)
+    expected = words_reference(raw, question, clock.now, 3)
     assert sorted(expected) == sorted(made) and expected[0] == made[0]  # "sqlite" counts too
     assert ids(service.search({"query": question, "limit": 3})["results"]) == expected
     assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
@@ -358,7 +398,7 @@ def test_rows_of_the_rarest_words_that_cannot_fill_the_page_score_every_row(
 ):
     zebras(service, clock, 3)
     question = "the zebra sqlite cache?"
-    expected = reference(raw, fts.or_of(fts.words(question)), clock.now, 5)
+    expected = words_reference(raw, question, clock.now, 5)
     assert ids(service.search({"query": question, "limit": 5})["results"]) == expected
     assert scored[-2:] == [
         ('"zebra" OR "sqlite" OR "cache"', '"zebra"'),
@@ -377,7 +417,7 @@ def test_past_the_scored_rows_a_row_without_the_rarest_words_is_not_ranked(
     clock.advance(400 * DAY)
     fresh = service.store({"content": "sqlite cache", "type": "TODO"})["id"]
     question = "the zebra sqlite cache?"
-    assert reference(raw, fts.or_of(fts.words(question)), clock.now, 1) == [fresh]
+    assert words_reference(raw, question, clock.now, 1) == [fresh]
     assert ids(service.search({"query": question, "limit": 1})["results"]) == [old]
     bm25.PRUNE_SCORED_SHARE = 1.0  # (monkeypatched: restored after the test)
     assert ids(service.search({"query": question, "limit": 1})["results"]) == [fresh]
@@ -401,12 +441,24 @@ def test_up_to_the_scored_rows_every_row_is_scored(service, clock, scored, monke
     assert all(within is None for _, within in scored)
 
 
-def test_a_question_of_common_words_only_takes_the_full_query(service, clock, raw, pruning):
-    fill(service, clock, 300)  # "the" and "note" are in every row
+@pytest.mark.parametrize(
+    ("question", "last"),
+    [
+        ("the note?", '"the" "note"'),  # every row holds both: they fill the page
+        ("the note kafkaesque?", '"the" OR "note" OR "kafkaesque"'),
+    ],
+)
+def test_a_question_of_common_words_only_takes_the_full_query(
+    service, clock, raw, pruning, question, last
+):
+    # "the" and "note" are in every row and "kafkaesque" in none: the rarest words that
+    # occur count as informative, so a question is never emptied, and with no word left
+    # out of the rows scored the page is the full query's.
+    fill(service, clock, 300)
     clock.advance(DAY)
-    expected = reference(raw, '"the" OR "note"', clock.now, 5)
-    assert ids(service.search({"query": "the note?", "limit": 5})["results"]) == expected
-    assert pruning[-1] == '"the" OR "note"'
+    expected = words_reference(raw, question, clock.now, 5)
+    assert ids(service.search({"query": question, "limit": 5})["results"]) == expected
+    assert len(expected) == 5 and pruning[-1] == last
 
 
 def test_the_candidates_of_a_restricted_search_are_the_rarest_words_rows(
@@ -418,7 +470,7 @@ def test_the_candidates_of_a_restricted_search_are_the_rarest_words_rows(
     made = zebras(service, clock, 60)
     fresh = service.store({"content": "sqlite cache", "type": "TODO"})["id"]
     question = "the zebra sqlite cache?"
-    full = reference(raw, fts.or_of(fts.words(question)), clock.now, 400)
+    full = words_reference(raw, question, clock.now, 400)
     assert full[0] == fresh
     expected = [i for i in full if i in set(made)][:10]
     assert ids(service.search({"query": question, "limit": 10})["results"]) == expected
@@ -428,11 +480,12 @@ def test_the_candidates_of_a_restricted_search_are_the_rarest_words_rows(
 def test_a_restricted_question_without_common_words_is_one_query(service, clock, raw, scored):
     made = zebras(service, clock, 3)
     question = "zebra sqlite cache?"  # no word in most rows: nothing is left out
-    expected = reference(raw, fts.or_of(fts.words(question)), clock.now, 3)
+    expected = words_reference(raw, question, clock.now, 3)
     assert sorted(expected) == sorted(made)
     assert ids(service.search({"query": question, "limit": 3})["results"]) == expected
     assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
-    assert len(scored) == 2  # the raw query (not FTS5 syntax), then the restricted one
+    # The raw query (not FTS5 syntax), the rows holding every word, then the restricted one.
+    assert len(scored) == 3 and scored[1] == ('"zebra" "sqlite" "cache"', None)
 
 
 def test_a_nul_in_content_leaves_the_pruned_page_the_full_querys(service, clock, raw):

@@ -32,7 +32,15 @@ from __future__ import annotations
 from agent_memory.query.bigrams import indexed_text, rewrite, unsegmented
 from agent_memory.query.fts5 import indexed_match, to_fts5
 from agent_memory.query.lexemes import fold, lexeme, tokens
-from agent_memory.query.parser import is_special, or_of_words, parse, search_tree, searched
+from agent_memory.query.parser import (
+    and_of_words,
+    is_special,
+    or_of_words,
+    parse,
+    plain_words,
+    search_tree,
+    searched,
+)
 from agent_memory.query.tree import (
     COLUMNS,
     NEAR_DEFAULT,
@@ -58,6 +66,7 @@ __all__ = [
     "Phrase",
     "QuerySyntaxError",
     "Term",
+    "and_of_words",
     "fold",
     "indexed_match",
     "indexed_text",
@@ -66,6 +75,7 @@ __all__ = [
     "or_of_words",
     "parse",
     "phrase_paths",
+    "plain_words",
     "rewrite",
     "search_tree",
     "searched",

@@ -1,12 +1,18 @@
-"""FTS5's bm25 as both backends compute it, and which words of a question may be left out.
+"""FTS5's bm25 as both backends compute it, and which words of a question carry information.
 
-A question FTS5 cannot parse is searched as the OR of its words (the plain-language retry).
-Its common words ("the", "we": in more than about 44% of rows) match nearly every row and
-barely move a score, yet scoring every row they match is most of a question's cost. So both
-backends plan a question the same way (``plan``): words of IDF at most PRUNE_MAX_IDF are left
-out of the rows to score, and, past PRUNE_EXACT_ROWS memories, only the rows of the rarest
-words are scored when the kept words match many rows. How each backend adds the left-out
-words back and checks that no row could have been missed is its own (storage/*/keyword.py);
+A query of plain words, or one FTS5 cannot parse (the retry), is searched as words
+(decisions.md, "Plain-language keyword queries"): the rows holding every word first, then
+the rows holding its informative words, every row scored by the bm25 of the OR of all its
+words. A word is informative when it is in at most about a quarter of rows (IDF above
+PRUNE_MAX_IDF); when no word that occurs is, the rarest that occurs is (``informative``).
+Judged by the index's own counts, this needs no stop-word list and holds in every language:
+"the", "we", "which" match nearly every row and no longer bring them in.
+
+Scoring every row the common words match was also most of a question's cost, so both
+backends plan it the same way (``plan``): past PRUNE_MIN_ROWS memories the informative words
+alone are scored and the others' share added back to the best rows, and past
+PRUNE_EXACT_ROWS only the rows of the rarest words are scored when the kept words match many
+rows. How each backend adds the left-out words back is its own (storage/*/keyword.py);
 docs/performance.md, section 3, has the measurements behind the settings.
 """
 
@@ -25,11 +31,18 @@ BM25_B = 0.75
 IDF_FLOOR = 1e-6
 # One query term adds at most idf * (k1 + 1) to a row's bm25 score.
 BM25_TERM_MAX = BM25_K1 + 1
-# Words of IDF at most PRUNE_MAX_IDF (in more than about 44% of rows) may be left out of the
-# retry's OR. Below PRUNE_MIN_ROWS memories every word is searched: there that is as fast
-# or faster (SQLite, bench corpus, in process, p50 of 200 questions: 3.0 against 3.8-5.2 ms
-# at 1,000 memories, 6.6 against 5.7-6.2 at 2,000, 18 against 8.5-12 at 5,000).
-PRUNE_MAX_IDF = 0.25
+# Words of IDF at most PRUNE_MAX_IDF (ln 3: in more than about a quarter of the rows) carry
+# no information: rows holding only them are not matched, and past PRUNE_MIN_ROWS they are
+# left out of the rows scored. A quarter, not the 44% (IDF 0.25) once used for speed alone:
+# on a project of 18 memories "we" is in 7 and "and" in 6, and at 44% they brought in a third
+# of the store (tests/test_everyday_set.py). Below PRUNE_MIN_ROWS memories every word is
+# scored in one query: there that is as fast or faster than adding the common words back
+# (SQLite, bench corpus, in process, p50 of 200 questions: 3.0 against 3.8-5.2 ms at 1,000
+# memories, 6.6 against 5.7-6.2 at 2,000, 18 against 8.5-12 at 5,000).
+PRUNE_MAX_IDF = math.log(3)
+# A word in at most this many rows is informative however few rows there are: on a handful
+# of memories a quarter is one row, and "sqlite" in 2 of 6 is no stop word.
+INFORMATIVE_ROWS = 2
 PRUNE_MIN_ROWS = 2_000
 # On a database of more than PRUNE_EXACT_ROWS memories, when the words kept are found in
 # more than PRUNE_SCORED_SHARE of the rows in all (counted per word), bm25 is computed only
@@ -67,15 +80,41 @@ def rarest(kept: Sequence[str], hits: Mapping[str, int], budget: float) -> list[
     return chosen if len(chosen) < len(ordered) else None
 
 
+def informative(
+    words: Sequence[str], total: int, hits: Mapping[str, int], never_empty: bool = True
+) -> set[str]:
+    """The words that carry information: IDF above PRUNE_MAX_IDF (in at most about a quarter
+    of the ``total`` rows) or in at most INFORMATIVE_ROWS rows; when none of those occurs,
+    the rarest words that occur as well, so that a question is never emptied.
+
+    Without ``never_empty`` (the keyword leg of a hybrid search, where the model answers
+    what no word finds), only the IDF rule: on a store of a few memories a word such as
+    "the" in one of them would otherwise outrank, in the fusion, what the model found.
+    """
+    if not never_empty:
+        return {word for word in words if idf(total, hits[word]) > PRUNE_MAX_IDF}
+    kept = {
+        word
+        for word in words
+        if hits[word] <= INFORMATIVE_ROWS or idf(total, hits[word]) > PRUNE_MAX_IDF
+    }
+    if any(hits[word] for word in kept):
+        return kept
+    found = [hits[word] for word in words if hits[word]]
+    return kept | {word for word in words if found and hits[word] == min(found)}
+
+
 @dataclass(frozen=True)
 class Plan:
-    """How to search a question's words: ``kept`` in the OR, ``left_out`` (word -> its IDF
-    times its repeats in the question) added back to the best rows, and, when not None,
-    only the rows of the ``rarest`` words scored first."""
+    """How to search a question's words: rows holding one of ``kept`` (its informative
+    words, repeats kept) are matched; ``left_out`` (word -> its IDF times its repeats)
+    still count in their scores; when not None, only the rows of the ``rarest`` words
+    are scored first; ``shortcut``: score the kept words alone and add the others back."""
 
     kept: list[str]
     left_out: dict[str, float]
     rarest: list[str] | None
+    shortcut: bool
 
     @property
     def bound(self) -> float:
@@ -83,25 +122,22 @@ class Plan:
         return BM25_TERM_MAX * sum(self.left_out.values())
 
 
-def plan(words: Sequence[str], total: int, hits: Mapping[str, int]) -> Plan | None:
-    """The plan for the OR of ``words`` over ``total`` rows, ``hits`` rows holding each
-    word; None when every word should simply be searched."""
-    if len(set(words)) < 2 or total < PRUNE_MIN_ROWS:
-        return None
+def plan(
+    words: Sequence[str], total: int, hits: Mapping[str, int], never_empty: bool = True
+) -> Plan:
+    """The plan for the ``words`` of a question over ``total`` rows, ``hits`` rows holding
+    each word; ``never_empty`` as for ``informative``."""
+    chosen = informative(words, total, hits, never_empty)
     left_out: dict[str, float] = {}
     for word in words:
-        weight = idf(total, hits[word])
-        # A word of a script written without spaces is a phrase of bigrams in the index
-        # (query.bigrams), whose occurrences can overlap: only words that are one token
-        # there are added back (SQLite counts them by highlight(), which merges overlaps).
-        if weight <= PRUNE_MAX_IDF and not unsegmented(word):
-            left_out[word] = left_out.get(word, 0.0) + weight
-    kept = [w for w in words if w not in left_out]
-    if not kept:
-        return None
+        if word not in chosen:
+            left_out[word] = left_out.get(word, 0.0) + idf(total, hits[word])
+    kept = [w for w in words if w in chosen]
     within = None
     if total > PRUNE_EXACT_ROWS:
         within = rarest(kept, hits, PRUNE_SCORED_SHARE * total)
-    if within is None and not left_out:
-        return None  # nothing to leave out: that is the full query
-    return Plan(kept, left_out, within)
+    # A word of a script written without spaces is a phrase of bigrams in the index
+    # (query.bigrams), whose occurrences can overlap: SQLite's shortcut counts left-out
+    # words by highlight(), which merges overlaps, so such a word left out means no shortcut.
+    shortcut = total >= PRUNE_MIN_ROWS and not any(unsegmented(w) for w in left_out)
+    return Plan(kept, left_out, within, shortcut)

@@ -374,6 +374,28 @@ def or_of_words(text: str) -> Node | None:
     return parse(" OR ".join(f'"{word}"' for word in words))
 
 
+def plain_words(text: str) -> list[str] | None:
+    """The words of a plain-language query (barewords only: no operator, quote, prefix star,
+    column filter, NEAR group or parenthesis), or None when the text uses FTS5 syntax or
+    FTS5 would refuse it. ``\\w+`` words, as the retry takes them."""
+    try:
+        lexemes = _lex(text.split("\x00", 1)[0])
+    except QuerySyntaxError:
+        return None
+    if text.startswith("*") or any(
+        lexeme.kind not in ("STRING", "EOF") or lexeme.text.startswith('"') for lexeme in lexemes
+    ):
+        return None
+    return _WORD.findall(text)
+
+
+def and_of_words(words: Sequence[str]) -> Node:
+    """Rows holding every word: the words quoted, side by side (FTS5's implicit AND, which
+    leaves out the word-less ones), as the SQLite backend asks it (agent_memory.fts.and_of),
+    rewritten as the index holds text (query.bigrams)."""
+    return rewrite(parse(" ".join(f'"{word}"' for word in words)))
+
+
 def search_tree(text: str) -> Node | None:
     """The query as FTS5 reads it or, when FTS5 would refuse it, its plain-language retry;
     None when nothing can match (no words, or an FTS5 special query)."""
@@ -381,17 +403,22 @@ def search_tree(text: str) -> Node | None:
 
 
 def searched(text: str) -> tuple[Node | None, list[str]]:
-    """(search_tree's tree, the retry's words when the tree is the retry, else none).
+    """(the tree to search, the words when the query is searched as words, else none).
 
-    The retry's tree is the OR of its words' leaves, one per word, in the words' order: a
-    backend that leaves common words out of a question (query.bm25) finds each word's leaf.
-    Runs of scripts written without spaces are rewritten as the index holds them
-    (query.bigrams).
+    A query is searched as words (decisions.md, "Plain-language keyword queries") when it is
+    plain language of two words or more, or when FTS5 would refuse it (the retry). Its tree
+    is then the OR of its words' leaves, one per word, in the words' order: a backend ranks
+    the rows holding every word first (and_of_words), then the rows holding its informative
+    words (query.bm25.plan), and finds each word's leaf in this tree. Runs of scripts written
+    without spaces are rewritten as the index holds them (query.bigrams), in every tree.
     """
     if is_special(text):
         return None, []
-    try:
-        return rewrite(parse(text)), []
-    except QuerySyntaxError:
-        retry = or_of_words(text)
-        return (None if retry is None else rewrite(retry)), _WORD.findall(text)
+    words = plain_words(text)
+    if words is None or len(set(words)) < 2:
+        try:
+            return rewrite(parse(text)), []
+        except QuerySyntaxError:
+            words = _WORD.findall(text)
+    tree = or_of_words(text)
+    return (None if tree is None else rewrite(tree)), words

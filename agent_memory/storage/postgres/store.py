@@ -30,7 +30,7 @@ import sqlalchemy
 from agent_memory import ranking
 from agent_memory.errors import SearchTimedOut
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
-from agent_memory.query import Node, Or, bm25, searched
+from agent_memory.query import Node, Or, and_of_words, bm25, searched
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
@@ -234,16 +234,17 @@ class PostgresStore:
         now: int | None,
     ) -> list[int]:
         """Ids by -bm25 (plus decay as of ``now`` when given), filters before the cut;
-        ``words``: the retry's, when ``tree`` is the plain-language retry."""
+        ``words``: the query's, when it is searched as words (query.searched)."""
         if tree is None:
             return []
         # The GIN index for the phrases' row counts and the matching rows: on a table of a
         # few thousand rows the planner scans it instead, 10 ms a count at 10,000 rows
         # against 0.5 for a rare word by the index (common words cost the same either way).
         conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-        found = self._pruned(conn, tree, words, limit, filters, now)
-        if found is None:
+        if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
             found = self._ranking(conn, tree, limit, filters, now)
+        else:
+            found = self._words(conn, tree, words, limit, filters, now)
         return [memory_id for memory_id, _ in found]
 
     def _ranking(
@@ -266,7 +267,7 @@ class PostgresStore:
         )
         return [(int(i), float(s)) for i, s in conn.exec_driver_sql(statement, tuple(params))]
 
-    def _pruned(
+    def _words(
         self,
         conn: sqlalchemy.Connection,
         tree: Node,
@@ -274,34 +275,40 @@ class PostgresStore:
         limit: int,
         filters: Filters,
         now: int | None,
-    ) -> list[tuple[int, float]] | None:
-        """A question's page with its common words left out of the rows scored (the plan
-        of query.bm25, as on SQLite), or None when that cannot decide it.
+    ) -> list[tuple[int, float]]:
+        """A query searched as words (as on SQLite): the rows holding every word first, then
+        the rows holding one of its informative words (query.bm25.plan), every row with the
+        whole score of the OR of the words (``tree``, one leaf per word).
 
-        Each row scored gets its whole score, every word counted. Rows holding only
-        left-out words score at most the ceiling (decay, on a page) plus what those words
-        can add (plan.bound): the page is taken when its last row beats that. Scoring only
-        the rarest words' rows first is, as on SQLite, not exact (query.bm25).
+        Past PRUNE_EXACT_ROWS, only the rows of the rarest words are scored first; as on
+        SQLite, that is not exact (query.bm25).
         """
-        if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
-            return None
+        first = self._ranking(conn, and_of_words(words), limit, filters, now)
+        if len(first) >= limit:
+            return first
         statement, params = keyword.word_rows_sql(tree.children)
         total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
-        planned = bm25.plan(words, total, dict(zip(words, counts, strict=True)))
-        if planned is None:
-            return None
+        hits = dict(zip(words, counts, strict=True))
+        planned = bm25.plan(words, total, hits, never_empty=now is not None)
+        if not planned.kept:
+            return first
         leaves = dict(zip(words, tree.children, strict=True))
-        ceiling = ranking.MAX_DECAY if now is not None else 0.0
-        tries = [planned.rarest] if planned.rarest is not None else []
-        tries += [planned.kept] if planned.left_out else []
-        for chosen in tries:
-            scored = Or(tuple(leaves[word] for word in dict.fromkeys(chosen)))
-            found = self._ranking(conn, tree, limit, filters, now, scored)
-            if len(found) >= limit and (
-                not planned.left_out or found[limit - 1][1] > ceiling + planned.bound
-            ):
-                return found
-        return None
+        wanted = limit + len(first)  # the first rows come again: they hold the kept words
+        found = None
+        if planned.rarest is not None:
+            scored = Or(tuple(leaves[word] for word in dict.fromkeys(planned.rarest)))
+            found = self._ranking(conn, tree, wanted, filters, now, scored)
+            if len(found) < wanted:
+                found = None  # the other kept words' rows are needed to fill the page
+        if found is None:
+            scored = (
+                Or(tuple(leaves[word] for word in dict.fromkeys(planned.kept)))
+                if planned.left_out
+                else None
+            )
+            found = self._ranking(conn, tree, wanted, filters, now, scored)
+        seen = {memory_id for memory_id, _ in first}
+        return first + [pair for pair in found if pair[0] not in seen][: limit - len(first)]
 
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters

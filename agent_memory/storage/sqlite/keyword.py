@@ -3,19 +3,20 @@ shortcut that makes a question cheap on a large file, in one place and one read 
 
 A keyword page ranks by ``score = decay - bm25`` (bm25 is negative in FTS5: lower is
 better), ties by id; the keyword leg of a hybrid search ranks by bm25 alone. The query runs
-as FTS5 syntax first; only if FTS5 cannot parse it, once more as its words quoted and
-OR-ed (fts.or_of_words). That retry is where questions land ("what vector store do we
-use?"), and where the shortcuts apply, each of them exact unless said otherwise:
+as FTS5 syntax, unless it is plain words; plain words, and a query FTS5 cannot parse,
+are searched as words (query.searched, query.bm25): the rows holding every word first
+(FTS5's AND), then the rows holding an informative word, scored by the OR of all the words.
+That is where questions land ("what vector store do we use?"), and where the shortcuts
+apply, each of them exact unless said otherwise:
 
 1. Candidates: an unfiltered page ranks the best KEYWORD_CANDIDATES rows by bm25 in the
    index alone, then blends decay into those only. Decay lies in (0, MAX_DECAY], so a row
    past the candidates scores at most the last candidate's -bm25 + MAX_DECAY: when the
    page's last score beats that, the page is the full query's.
-2. Pruning (planned by agent_memory.query.bm25, as on PostgreSQL): words in more than
-   about 44% of rows (bm25 IDF at most PRUNE_MAX_IDF: "the", "we") are left out of the OR
-   when the other words alone decide the page: their bm25 share is added back to the
-   best rows (term_scores, FTS5's own arithmetic) and the page is taken only when no row
-   past it could catch up (see _decided).
+2. Pruning (planned by agent_memory.query.bm25, as on PostgreSQL): past PRUNE_MIN_ROWS,
+   the informative words alone are scored when they decide the page: the other words'
+   bm25 share is added back to the best rows (term_scores, FTS5's own arithmetic) and the
+   page is taken only when no row past it could catch up (see _decided).
 3. Restriction (past PRUNE_EXACT_ROWS memories, not exact): when the kept words match many
    rows, only rows matching the rarest of them are scored (see bm25.rarest).
 """
@@ -34,7 +35,7 @@ from sqlalchemy import bindparam, func, literal_column, select
 
 from agent_memory import fts
 from agent_memory.models import Filters
-from agent_memory.query import bm25, indexed_match
+from agent_memory.query import bm25, indexed_match, plain_words
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
@@ -204,11 +205,6 @@ class Run:
             {**rows.filter_params(filters), "now": now} if page else rows.filter_params(filters)
         )
 
-    @property
-    def ceiling(self) -> float:
-        """The most a row matching none of the words searched can score: its decay."""
-        return MAX_DECAY if self.page else 0.0
-
     def __call__(self, match: str, n: int, within: str | None) -> list[tuple[Any, float]]:
         """(item, score) best first, at most ``n``; FtsQueryError when FTS5 cannot parse.
 
@@ -278,34 +274,50 @@ class KeywordIndex:
         return [memory_id for memory_id, _ in self._match(run, query, limit, now)]
 
     def _match(self, run: Run, query: str, limit: int, now: int) -> list[Any]:
-        """Raw FTS5 first; if it cannot parse, once more as OR-ed words; wordless is empty."""
-        try:
-            return run(query, limit, None)
-        except FtsQueryError as exc:
-            log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
-        words = fts.words(query)
+        """Plain words as words; other text as FTS5 syntax and, if FTS5 cannot parse it, as
+        its words (query.searched decides alike); wordless is empty."""
+        words = plain_words(query)
+        if words is None or len(set(words)) < 2:
+            try:
+                return run(query, limit, None)
+            except FtsQueryError as exc:
+                log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
+            words = fts.words(query)
         if not words:
             return []
         try:
-            found = self._pruned(run, words, limit, now)
-            return found if found is not None else run(fts.or_of(words), limit, None)
+            return self._words(run, words, limit, now)
         except FtsQueryError as exc:
             raise exc.error from None  # quoted words always parse: the database is at fault
 
-    def _pruned(self, run: Run, words: list[str], limit: int, now: int) -> list[Any] | None:
-        """The OR of the words that carry weight decides the page, when it can; else None.
-
-        Words of IDF at most PRUNE_MAX_IDF are left out and added back to the best rows
-        (see _decided). When the words kept match many rows, first only the rows that match
-        their rarest words are scored (bm25.rarest), then, if those cannot decide the page,
-        every row the kept words match.
-        """
+    def _words(self, run: Run, words: list[str], limit: int, now: int) -> list[Any]:
+        """The rows holding every word first (FTS5's AND), then the rows holding one of the
+        informative words (bm25.plan), each scored by the OR of all the words."""
         if len(set(words)) < 2:
-            return None  # nothing to leave out: spare the counting
+            return run(fts.or_of(words), limit, None)
+        first = run(fts.and_of(words), limit, None)
+        if len(first) >= limit:
+            return first
         total, hits = self.word_rows(run.conn, words, now)
-        planned = bm25.plan(words, total, hits)
-        if planned is None:
-            return None
+        planned = bm25.plan(words, total, hits, never_empty=run.page)
+        if not planned.kept:
+            return first
+        wanted = limit + len(first)  # the first rows come again: they hold the kept words
+        found = self._pruned(run, planned, wanted) if planned.shortcut else None
+        if found is None:
+            within = fts.or_of(planned.kept) if planned.left_out else None
+            found = run(fts.or_of(words), wanted, within)
+        seen = {_ident(item) for item, _ in first}
+        return first + [pair for pair in found if _ident(pair[0]) not in seen][: limit - len(first)]
+
+    def _pruned(self, run: Run, planned: bm25.Plan, limit: int) -> list[Any] | None:
+        """The rows of the informative words, scored by them alone with the left-out words
+        added back (see _decided), when that decides the page; else None.
+
+        When the words kept match many rows, first only the rows that match their rarest
+        words are scored (bm25.rarest), then, if those cannot decide the page, every row the
+        kept words match.
+        """
         match = fts.or_of(planned.kept)
         if planned.rarest is not None:
             page = self._decided(run, match, fts.or_of(planned.rarest), limit, planned)
@@ -320,13 +332,14 @@ class KeywordIndex:
     ) -> list[Any] | None:
         """The page of ``match`` with the left-out words added back, or None.
 
-        The left-out words add at most ``planned.bound`` (BM25_TERM_MAX x their IDFs) to a row's
-        score: a row past the best ``n`` scores at most the next one's score plus that, and
-        a row matching only those words the run's ceiling plus that. The best ``n`` rows get
-        the left-out words added back (term_scores); when the ``limit``-th of them still
-        beats every row past them, it is the page, in the full query's order. First with
+        The left-out words add at most ``planned.bound`` (BM25_TERM_MAX x their IDFs) to a
+        row's score, so a row past the best ``n`` scores at most the next one's score plus
+        that (rows holding only left-out words are not matched). The best ``n`` rows get the
+        left-out words added back (term_scores); when the ``limit``-th of them still beats
+        every row past them, it is the page, in the full query's order. First with
         n = limit; when rows past the page nearly tie with it, once more with
-        PRUNE_RESCORE_ROWS more rows.
+        PRUNE_RESCORE_ROWS more rows. With ``within``, fewer than ``limit`` rows is None:
+        the other kept words' rows are needed to fill the page.
         """
         weights, bound = planned.left_out, planned.bound
         if not weights:
@@ -334,17 +347,15 @@ class KeywordIndex:
             return found if len(found) >= limit else None
         for n in (limit, limit + PRUNE_RESCORE_ROWS):
             found = run(match, n + 1, within)
-            if len(found) < limit:
-                return None  # rows matching only the left-out words are needed to fill it
+            if within is not None and len(found) < limit:
+                return None
             added = term_scores(run.conn, [_ident(item) for item, _ in found[:n]], weights)
             exact = sorted(
                 ((item, score + added[_ident(item)]) for item, score in found[:n]),
                 key=lambda pair: (-pair[1], _ident(pair[0])),
             )
-            if exact[limit - 1][1] > max([run.ceiling] + [s for _, s in found[n:]]) + bound:
-                return exact[:limit]
-            if len(found) <= n:
-                return None  # every match was seen: only the ceiling stands in the way
+            if len(found) <= n or exact[limit - 1][1] > found[n][1] + bound:
+                return exact[:limit]  # every match seen, or none past them can catch up
         return None
 
     def word_rows(
@@ -352,12 +363,10 @@ class KeywordIndex:
     ) -> tuple[int, dict[str, int]]:
         """(rows indexed, how many rows match each word as the phrase ``"word"``).
 
-        Counts are cached (FREQUENCY_CACHE_SECS); below PRUNE_MIN_ROWS rows none is counted.
+        Counts are cached (FREQUENCY_CACHE_SECS).
         """
         total = indexed_rows(conn)
         hits: dict[str, int] = {}
-        if total < bm25.PRUNE_MIN_ROWS:
-            return total, hits
         for word in set(words):
             cached = self._frequencies.get(word)
             if (
