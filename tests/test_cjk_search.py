@@ -137,3 +137,19 @@ def test_runs_are_indexed_as_overlapping_bigrams():
     # Followed in its phrase, a run ends there: its last character is a token of its own.
     assert query.indexed_match('"数据 库"') == '"数据" + "据" + "库" *'
     assert query.indexed_match("v2数据") == '"v2" + "数据"'
+
+
+def test_a_plain_question_finds_the_memory_holding_one_of_its_words(store):
+    """Plain words, one of them in no memory: the memory holding the other is still found."""
+    made = stored(store)
+    assert ids(search(store, "数据库 缓存").results) == [made["zh"]]
+    assert ids(search(store, "缓存 데이터베이스").results) == [made["ko"]]
+
+
+def test_a_plain_question_ranks_the_memory_holding_every_word_first(store):
+    """The rows holding every word come first, even below another's bm25."""
+    often = store.insert(new("数据库：数据库的数据库，数据库。"), None)
+    both = store.insert(new(SENTENCES["zh"]), None)
+    for i in range(3):
+        store.insert(new(f"事务 {i}"), None)
+    assert ids(search(store, "数据库 事务").results)[:2] == [both, often]
