@@ -164,7 +164,8 @@ def postgres_top(pg: psycopg.Connection, text: str, filters: dict) -> list[tuple
         tree = query.or_of_words(text)
     if tree is None:
         return []
-    statement, params = keyword.keyword_ranking_sql(tree, limit=TOP, **filters)
+    # Rewritten as the index holds text (query.bigrams), as Run's indexed_match does.
+    statement, params = keyword.keyword_ranking_sql(query.rewrite(tree), limit=TOP, **filters)
     return [(int(i), float(s)) for i, s in pg.execute(statement, params)]
 
 

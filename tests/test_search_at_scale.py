@@ -19,7 +19,7 @@ import random
 
 import pytest
 
-from agent_memory import fts, ranking
+from agent_memory import fts, query, ranking
 from agent_memory.models import Filters
 from agent_memory.query import bm25
 from agent_memory.storage.base import NewMemory
@@ -505,3 +505,22 @@ def test_a_nul_in_content_leaves_the_pruned_page_the_full_querys(service, clock,
     assert expected == [plain] and nul == plain + 1
     assert ids(service.search({"query": "zebra OR common", "limit": 1})["results"]) == expected
     assert ids(service.search({"query": "zebra common?", "limit": 1})["results"]) == expected
+
+
+def test_a_left_out_cjk_word_takes_no_shortcut(service, clock, raw, pruning):
+    """A common word of a script written without spaces is a phrase of bigrams whose
+    occurrences overlap ("哈哈哈" twice in "哈哈哈哈"): highlight() would count it once, so it
+    is not added back by term_scores; the page is the full query's."""
+    rng = random.Random(3)
+    for i in range(60):
+        laugh = "哈哈哈哈" if i % 2 else "哈哈哈"
+        service.store({"content": f"{laugh} {rng.choice(WORDS)} {i}", "type": "TODO"})
+        clock.advance(rng.randint(0, 5 * DAY))
+    question = "哈哈哈 kafka retry"
+    assert bm25.plan(["哈哈哈", "kafka"], 3000, {"哈哈哈": 3000, "kafka": 1}).shortcut is False
+    words = fts.words(question)
+    every = matching(raw, query.indexed_match(fts.and_of(words)))
+    ranked = reference(raw, query.indexed_match(fts.or_of(words)), clock.now, 10**9)
+    some = matching(raw, fts.or_of(["kafka", "retry"]))
+    expected = ([i for i in ranked if i in every] + [i for i in ranked if i in some - every])[:10]
+    assert ids(service.search({"query": question, "limit": 10})["results"]) == expected
