@@ -4,8 +4,14 @@ vector leg (HNSW, cosine).
 The table's dimension is the pinned model's, so it is made together with the pin (as on
 SQLite) under an advisory lock: two servers storing a first vector at once pin once. Its
 HNSW index answers the vector leg approximately; ``hnsw.ef_search`` is raised to the leg's
-size (the default 40 returns at most 40 rows). The leg is unfiltered (the contract filters
-it after its cut), so no iterative scan is needed.
+size (the default 40 returns at most 40 rows).
+
+Type, tag and scope filters apply before the leg's cut. When at most EXACT_MAX_ROWS
+memories pass them, the leg is exact: the distance of each passing memory's vector, no
+index. Past that, the filters sit in the index query's WHERE clause and pgvector's
+iterative scan (0.8) goes on through the graph until the leg is full of passing memories
+(``hnsw.iterative_scan = relaxed_order``; the rows are sorted again after), up to
+ITERATIVE_MAX_TUPLES visited.
 """
 
 from __future__ import annotations
@@ -15,8 +21,9 @@ import struct
 
 import sqlalchemy
 
-from agent_memory.models import Embedding, Pin
+from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
+from agent_memory.storage.postgres.rows import filters_sql
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +34,11 @@ HNSW_MAX_DIMENSIONS = 2_000
 # hnsw.ef_search: at least the leg's size (pgvector's limit is 1,000), and at least this.
 EF_SEARCH_MIN = 100
 EF_SEARCH_MAX = 1_000
+# A filtered leg is exact when at most this many memories pass its filters (counted up to
+# it, by their indexes).
+EXACT_MAX_ROWS = 10_000
+# hnsw.max_scan_tuples of a filtered leg's iterative scan (pgvector's default: 20,000).
+ITERATIVE_MAX_TUPLES = 100_000
 
 _READ_PIN = "SELECT key, value FROM meta WHERE key = ANY(%s)"
 _PIN_NAMES = [*PIN_KEYS, PROVIDER_KEY]
@@ -40,6 +52,28 @@ SELECT memory_id FROM (
     SELECT memory_id, embedding <=> %(q)s::vector AS distance FROM memory_vectors
     ORDER BY embedding <=> %(q)s::vector LIMIT %(limit)s
 ) AS nearest ORDER BY distance, memory_id
+"""
+
+
+# Filtered: the conditions of rows.filters_sql (each from AND) go in at {where}.
+_PASSING_COUNT = (
+    "SELECT count(*) FROM (SELECT 1 FROM memories AS m WHERE true{where} LIMIT %s) AS p"
+)
+_NEAREST_PASSING = """
+SELECT memory_id FROM (
+    SELECT v.memory_id, v.embedding <=> %s::vector AS distance
+    FROM memory_vectors AS v JOIN memories AS m ON m.id = v.memory_id
+    WHERE true{where}
+    ORDER BY v.embedding <=> %s::vector LIMIT %s
+) AS nearest ORDER BY distance, memory_id
+"""
+_EXACT_PASSING = """
+WITH passing AS MATERIALIZED (
+    SELECT v.memory_id, v.embedding <=> %s::vector AS distance
+    FROM memories AS m JOIN memory_vectors AS v ON v.memory_id = m.id
+    WHERE true{where}
+)
+SELECT memory_id FROM passing ORDER BY distance, memory_id LIMIT %s
 """
 
 
@@ -102,9 +136,24 @@ def remove(conn: sqlalchemy.Connection, memory_id: int) -> None:
     conn.exec_driver_sql(_REMOVE, (memory_id,))
 
 
-def nearest(conn: sqlalchemy.Connection, embedding: Embedding, limit: int) -> list[int]:
-    """The ``limit`` nearest ids by cosine distance, ties by id (inside a read transaction)."""
+def nearest(
+    conn: sqlalchemy.Connection, embedding: Embedding, limit: int, filters: Filters
+) -> list[int]:
+    """The ``limit`` nearest ids by cosine distance among the memories that pass
+    ``filters``, ties by id (inside a read transaction)."""
+    q = literal(embedding.vector)
     ef = min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, limit))
     conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {ef}")
-    found = conn.exec_driver_sql(_NEAREST, {"q": literal(embedding.vector), "limit": limit})
-    return [memory_id for (memory_id,) in found]
+    if not filters:
+        found = conn.exec_driver_sql(_NEAREST, {"q": q, "limit": limit})
+        return [memory_id for (memory_id,) in found]
+    where, params = filters_sql(filters)
+    count = _PASSING_COUNT.format(where=where)
+    passing = conn.exec_driver_sql(count, (*params, EXACT_MAX_ROWS + 1)).scalar_one()
+    if passing <= EXACT_MAX_ROWS:
+        statement, args = _EXACT_PASSING.format(where=where), (q, *params, limit)
+    else:
+        conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.exec_driver_sql(f"SET LOCAL hnsw.max_scan_tuples = {ITERATIVE_MAX_TUPLES}")
+        statement, args = _NEAREST_PASSING.format(where=where), (q, *params, q, limit)
+    return [memory_id for (memory_id,) in conn.exec_driver_sql(statement, args)]
