@@ -6,17 +6,24 @@ SQLite) under an advisory lock: two servers storing a first vector at once pin o
 HNSW index answers the vector leg approximately; ``hnsw.ef_search`` is raised to the leg's
 size (the default 40 returns at most 40 rows).
 
-Type, tag and scope filters apply before the leg's cut. When at most EXACT_MAX_ROWS
-memories pass them, the leg is exact: the distance of each passing memory's vector, no
-index. Past that, the filters sit in the index query's WHERE clause and pgvector's
-iterative scan (0.8) goes on through the graph until the leg is full of passing memories
-(``hnsw.iterative_scan = relaxed_order``; the rows are sorted again after), up to
-ITERATIVE_MAX_TUPLES visited.
+Type, tag and scope filters apply before the leg's cut, by one of two plans:
+- exact: the distance of every passing memory's vector, no index; its cost grows with the
+  memories that pass;
+- the index: the filters sit in the WHERE clause of the HNSW query, and pgvector's iterative
+  scan (0.8; ``hnsw.iterative_scan = relaxed_order``, the rows sorted again after) goes on
+  through the graph until the leg is full of passing memories. It visits about
+  leg x vectors / passing tuples, so its cost falls as more memories pass.
+The leg is exact when few enough pass that the exact plan costs less (see _exact_bound),
+counted up to that bound by the filters' own indexes; else the index, and exact after all
+should the scan end short of the leg (the filters' rows are rarer than counted, or lie far
+from the query beyond ITERATIVE_MAX_TUPLES). PostgreSQL's planner may still choose a bitmap
+scan of the filters and a sort: that is exact too.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import struct
 
 import sqlalchemy
@@ -34,9 +41,12 @@ HNSW_MAX_DIMENSIONS = 2_000
 # hnsw.ef_search: at least the leg's size (pgvector's limit is 1,000), and at least this.
 EF_SEARCH_MIN = 100
 EF_SEARCH_MAX = 1_000
-# A filtered leg is exact when at most this many memories pass its filters (counted up to
-# it, by their indexes).
-EXACT_MAX_ROWS = 10_000
+# A filtered leg: exact when at most EXACT_MIN_ROWS memories pass, or at most
+# sqrt(ITERATIVE_COST x leg x vectors): a tuple the iterative scan visits cost about
+# ITERATIVE_COST times one exact distance (see docs/performance.md), so there the two plans
+# cost the same.
+EXACT_MIN_ROWS = 1_000
+ITERATIVE_COST = 10
 # hnsw.max_scan_tuples of a filtered leg's iterative scan (pgvector's default: 20,000).
 ITERATIVE_MAX_TUPLES = 100_000
 
@@ -55,6 +65,8 @@ SELECT memory_id FROM (
 """
 
 
+# The planner's count of the vectors (-1 before the table's first ANALYZE).
+_VECTORS_ESTIMATE = "SELECT reltuples FROM pg_class WHERE oid = 'memory_vectors'::regclass"
 # Filtered: the conditions of rows.filters_sql (each from AND) go in at {where}.
 _PASSING_COUNT = (
     "SELECT count(*) FROM (SELECT 1 FROM memories AS m WHERE true{where} LIMIT %s) AS p"
@@ -148,12 +160,20 @@ def nearest(
         found = conn.exec_driver_sql(_NEAREST, {"q": q, "limit": limit})
         return [memory_id for (memory_id,) in found]
     where, params = filters_sql(filters)
+    bound = _exact_bound(conn, limit)
     count = _PASSING_COUNT.format(where=where)
-    passing = conn.exec_driver_sql(count, (*params, EXACT_MAX_ROWS + 1)).scalar_one()
-    if passing <= EXACT_MAX_ROWS:
-        statement, args = _EXACT_PASSING.format(where=where), (q, *params, limit)
-    else:
+    if conn.exec_driver_sql(count, (*params, bound + 1)).scalar_one() > bound:
         conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
         conn.exec_driver_sql(f"SET LOCAL hnsw.max_scan_tuples = {ITERATIVE_MAX_TUPLES}")
-        statement, args = _NEAREST_PASSING.format(where=where), (q, *params, q, limit)
-    return [memory_id for (memory_id,) in conn.exec_driver_sql(statement, args)]
+        statement = _NEAREST_PASSING.format(where=where)
+        found = conn.exec_driver_sql(statement, (q, *params, q, limit)).all()
+        if len(found) == limit:
+            return [memory_id for (memory_id,) in found]
+    statement = _EXACT_PASSING.format(where=where)
+    return [memory_id for (memory_id,) in conn.exec_driver_sql(statement, (q, *params, limit))]
+
+
+def _exact_bound(conn: sqlalchemy.Connection, limit: int) -> int:
+    """Up to how many passing memories the exact plan costs less than the iterative scan."""
+    vectors = max(conn.exec_driver_sql(_VECTORS_ESTIMATE).scalar_one(), 0.0)
+    return max(EXACT_MIN_ROWS, int(math.sqrt(ITERATIVE_COST * limit * vectors)))
