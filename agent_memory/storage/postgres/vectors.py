@@ -42,11 +42,13 @@ HNSW_MAX_DIMENSIONS = 2_000
 EF_SEARCH_MIN = 100
 EF_SEARCH_MAX = 1_000
 # A filtered leg: exact when at most EXACT_MIN_ROWS memories pass, or at most
-# sqrt(ITERATIVE_COST x leg x vectors): a tuple the iterative scan visits cost about
-# ITERATIVE_COST times one exact distance (see docs/performance.md), so there the two plans
-# cost the same.
+# sqrt(ITERATIVE_COST x leg x vectors), where the two plans cost the same if a tuple the
+# iterative scan visits costs ITERATIVE_COST times a passing memory's exact distance. That
+# ratio was 4-10 at 100,000 vectors (mostly cached), 0.6 at 1,000,000 read through
+# the OS cache (PostgreSQL's default 128 MB of buffers; docs/performance.md). 1 leans to the
+# index, where the planner can still choose to sort the few rows exactly itself.
 EXACT_MIN_ROWS = 1_000
-ITERATIVE_COST = 10
+ITERATIVE_COST = 1
 # hnsw.max_scan_tuples of a filtered leg's iterative scan (pgvector's default: 20,000).
 ITERATIVE_MAX_TUPLES = 100_000
 
