@@ -70,8 +70,7 @@ def fuse(
     """The hybrid page: RRF of the two rankings times each row's decay, best first.
 
     ``rows`` holds the rows that exist and pass the filters, with ``decay_score`` as of the
-    query: an id missing from it (filtered out, or forgotten) drops out of both legs, so the
-    vector leg is filtered after its cut, as the contract says.
+    query: an id missing from it (forgotten, or filtered out) drops out of both legs.
     """
     fused = rrf([[i for i in keyword if i in rows], [i for i in nearest if i in rows]])
     best = sorted(fused, key=lambda i: (-fused[i] * rows[i]["decay_score"], i))

@@ -39,7 +39,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "tests"))
 
 from agent_memory import ranking  # noqa: E402
-from agent_memory.models import Embedding, Pin  # noqa: E402
+from agent_memory.models import Embedding, Filters, Pin  # noqa: E402
 from agent_memory.storage import open_store  # noqa: E402
 from agent_memory.storage.sqlite import vector_index, vectors  # noqa: E402
 
@@ -193,7 +193,7 @@ def measure(path: Path, queries: np.ndarray, sql_queries: int) -> dict:
                 with store._connections.read() as conn:
                     started = time.perf_counter()
                     if leg == "index":
-                        found[leg].append(store._vector_leg(conn, embedding, LEG))
+                        found[leg].append(store._vector_leg(conn, embedding, LEG, Filters()))
                     else:
                         found[leg].append(vectors.ranking(conn, embedding, LEG))
                     timing[leg].append((time.perf_counter() - started) * 1e3)

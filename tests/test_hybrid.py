@@ -15,7 +15,7 @@ from agent_memory.models import Filters
 from agent_memory.ranking import rrf
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.storage.sqlite import vectors
+from agent_memory.storage.sqlite import vector_index, vectors
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT
 
@@ -132,15 +132,65 @@ def test_filters_apply_to_both_legs(hybrid):
         assert args.get("scope") != "nowhere" or answer["results"] == []
 
 
-def test_the_vector_leg_filters_after_its_cut(hybrid):
-    """The contract's recall bound: a filtered hybrid query can find fewer than limit."""
-    for i in range(8):
-        hybrid.store({"content": f"database pick {i}", "type": "TODO"})
-    far = hybrid.store({"content": "rollout checklist", "type": "DECISION"})["id"]
-    # limit 1: each leg keeps 4; the DECISION is not among the 4 nearest, nor a keyword hit.
-    answer = hybrid.search({"query": "database pick", "type": "DECISION", "limit": 1})
-    assert answer == {"search_mode": "hybrid", "results": []}
-    assert far in ids_of(hybrid.search({"query": "rollout", "type": "DECISION", "limit": 1}))
+# Ten projects of memories on the same topics; the filters below each pick out project 3.
+PROJECT_WORDS = ["database", "cache", "crash", "latency", "login", "rollout", "vector", "pytest"]
+PROJECTS, PER_PROJECT = 10, 12
+# No word of it is in any memory: the keyword leg finds nothing, the ranking is the model's.
+TOPIC_QUESTION = "which datastore got picked for redis lag"
+AREA_FILTERS = [{"scope": "project-3"}, {"type": "DECISION"}, {"tag": "area-3"}]
+
+
+def projects(only: int | None = None) -> list[dict]:
+    """Project g's memories carry scope project-g and tag area-g; only project 3's are
+    DECISIONs. ``only``: that project's memories alone."""
+    others = ["PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT"]
+    return [
+        {
+            "content": f"{PROJECT_WORDS[(g + k) % 8]} {PROJECT_WORDS[(3 * g + 2 * k) % 8]} "
+            f"area{g}note{k}",
+            "type": "DECISION" if g == 3 else others[(g + k) % 5],
+            "tags": [f"area-{g}"],
+            "scope": f"project-{g}",
+        }
+        for g in range(PROJECTS)
+        for k in range(PER_PROJECT)
+        if only is None or g == only
+    ]
+
+
+@pytest.fixture(params=["index", "sql"])
+def vector_path(request, monkeypatch):
+    """The SQLite vector leg by this process's index (loaded before the searches), or by
+    SQL (as before the index is loaded, or without numpy)."""
+    if request.param == "sql":
+        monkeypatch.setattr(vector_index, "np", None)
+    return request.param
+
+
+@pytest.mark.parametrize("area", AREA_FILTERS, ids=["scope", "type", "tag"])
+def test_a_filtered_search_recalls_what_a_database_of_that_area_alone_does(
+    tmp_path, clock, ollama, vector_path, area
+):
+    """Filters apply before the vector leg's cut: among ten projects, a search filtered to
+    one finds what the same search finds in a database holding that project alone."""
+    answers = []
+    for name, only in (("all", None), ("alone", 3)):
+        svc = MemoryService(
+            open_store(tmp_path / f"{name}.db"), clock=clock, embedder=embedder_for(ollama.url)
+        )
+        try:
+            for memory in projects(only):
+                svc.store(memory)
+            if vector_path == "index":
+                svc.db.load_vector_index()
+            answer = svc.search({"query": TOPIC_QUESTION, "limit": 5, **area})
+            assert answer["search_mode"] == "hybrid"
+            answers.append([m["content"] for m in answer["results"]])
+        finally:
+            svc.close()
+    among_ten, alone = answers
+    assert len(alone) == 5
+    assert among_ten == alone
 
 
 def test_the_keyword_leg_filters_before_its_cut(hybrid):

@@ -37,7 +37,7 @@ from agent_memory.errors import (
     SearchTimedOut,
     StorageFault,
 )
-from agent_memory.models import Filters
+from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.service import MemoryService
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.base import NewMemory
@@ -458,6 +458,59 @@ def test_a_words_row_count_is_the_rows_that_hold_it(pg_url, pg):
         assert counts[:3] == [28, 20, 0]
         prefixed = keyword.word_rows_sql([query.parse("run*")])[0]
         assert "lexeme_rows" not in prefixed  # a prefix is counted from the index
+    finally:
+        store.close()
+
+
+# -- the vector leg's filters ------------------------------------------------------------------
+
+
+def toy(rng: random.Random, *centre: float) -> Embedding:
+    """An 8-d vector near ``centre``."""
+    values = [*centre, *[0.0] * (8 - len(centre))]
+    return Embedding.of(TOY_PIN, [v + rng.gauss(0, 0.05) for v in values])
+
+
+TOY_PIN = Pin("toy", 8, "none", "ollama")
+
+
+@pytest.mark.parametrize("plan", ["iterative", "short-then-exact"])
+def test_a_filtered_vector_leg_walks_the_hnsw_graph_past_the_memories_it_rejects(
+    pg_url, pg, monkeypatch, plan
+):
+    """1,000 memories nearer the query than any of the 1,000 that pass the filter: the
+    index's first ef_search answers are all rejected, and the iterative scan goes on (or,
+    stopped short by max_scan_tuples, the exact plan answers)."""
+    from agent_memory.storage.postgres import vectors
+
+    rng = random.Random(5)
+    query = toy(rng, 1.0)
+    rows = [
+        {"type": "TODO", "content": f"{scope} {i}", "tags": [], "source": None, "scope": scope,
+         "created_at": T0, "access_count": 0, "expires_at": None}
+        for scope in ("other", "wanted") for i in range(1_000)
+    ]  # fmt: skip
+    wanted = Filters(scope="wanted")
+    store = open_store(pg_url)
+    try:
+        made = store.import_memories(rows, T0)
+        store.write_vectors(
+            [
+                (memory_id, row["content"], toy(rng, *((1.0,) if i < 1_000 else (0.3, 1.0))))
+                for i, ((_, memory_id), row) in enumerate(zip(made, rows, strict=True))
+            ]
+        )
+        pg.execute("ANALYZE")  # the planner then takes the index for a filter half the rows pass
+        exact = store.search("", query, now=T0, limit=5, filters=wanted).results  # the bound
+        monkeypatch.setattr(vectors, "EXACT_MIN_ROWS", 0)
+        monkeypatch.setattr(vectors, "ITERATIVE_COST", 0)
+        if plan == "iterative":
+            monkeypatch.setattr(vectors, "_EXACT_PASSING", None)  # it must not be needed
+        else:
+            monkeypatch.setattr(vectors, "ITERATIVE_MAX_TUPLES", 50)
+        found = store.search("", query, now=T0, limit=5, filters=wanted).results
+        assert [m["content"] for m in found] == [m["content"] for m in exact]
+        assert len(found) == 5 and all(m["scope"] == "wanted" for m in found)
     finally:
         store.close()
 

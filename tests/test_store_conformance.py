@@ -25,8 +25,13 @@ OTHER = Pin("other", DIMENSION, "none", "ollama")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path):
-    if request.param == "postgres":
+def store_engine(request) -> str:
+    return request.param
+
+
+@pytest.fixture
+def store(store_engine, request, tmp_path):
+    if store_engine == "postgres":
         opened = open_store(request.getfixturevalue("pg_url"))
     else:
         opened = open_store(tmp_path / "memory.db")
@@ -227,7 +232,7 @@ def test_filters_apply_before_the_keyword_cut(store):
     assert ids(search(store, "cache", limit=1, memory_type="ERROR").results) == [wanted]
 
 
-def test_hybrid_fuses_both_legs_and_filters_the_vector_leg_after_its_cut(store):
+def test_hybrid_fuses_both_legs(store):
     a = store.insert(new("alpha words", "TODO"), vector(1, 0, 0))
     b = store.insert(new("beta words", "ERROR"), vector(0.9, 0.1, 0))
     c = store.insert(new("gamma", "TODO"), vector(0, 0, 1))
@@ -239,6 +244,48 @@ def test_hybrid_fuses_both_legs_and_filters_the_vector_leg_after_its_cut(store):
         a,
         c,
     ]
+
+
+@pytest.fixture(params=["index", "scan"])
+def vector_leg(request, store, store_engine, monkeypatch):
+    """How the vector leg runs. SQLite: "index", this process's index, loaded before the
+    search; "scan", the SQL leg. PostgreSQL: "index", the query of the HNSW index's
+    iterative scan (on so few rows the planner may sort them exactly:
+    tests/test_postgres.py makes it walk the graph); "scan", the exact distance of every
+    passing memory."""
+    from agent_memory.storage.postgres import vectors as pg_vectors
+    from agent_memory.storage.sqlite import vector_index
+
+    postgres = store_engine == "postgres"
+    if request.param == "scan" and not postgres:
+        monkeypatch.setattr(vector_index, "np", None)
+    if request.param == "index" and postgres:
+        monkeypatch.setattr(pg_vectors, "EXACT_MIN_ROWS", 0)
+        monkeypatch.setattr(pg_vectors, "ITERATIVE_COST", 0)
+
+    def ready() -> None:
+        if request.param == "index" and not postgres:
+            store.load_vector_index()
+
+    return ready
+
+
+@pytest.mark.parametrize(
+    "by",
+    [{"memory_type": "ERROR"}, {"tag": "wanted"}, {"scope": "wanted"}],
+    ids=["type", "tag", "scope"],
+)
+def test_filters_apply_before_the_vector_leg_s_cut(store, vector_leg, by):
+    for i in range(8):
+        store.insert(new(f"near {i}", tags=["other"], scope="other"), vector(1, 0.01 * i, 0))
+    wanted = store.insert(new("far", "ERROR", tags=["wanted"], scope="wanted"), vector(0, 1, 0))
+    store.insert(new("farther", "ERROR", tags=["wanted"], scope="wanted"), vector(-1, 0.1, 0))
+    vector_leg()
+    page = search(store, "", vector(1, 0, 0), limit=1, **by)  # each leg keeps 4
+    assert page.mode == ranking.SEARCH_MODE_HYBRID
+    assert ids(page.results) == [wanted]
+    page = search(store, "", vector(1, 0, 0), limit=5, **by)
+    assert len(page.results) == 2
 
 
 def test_a_query_vector_of_another_pin_searches_by_keyword(store):

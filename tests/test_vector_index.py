@@ -7,6 +7,8 @@ end test at the bottom runs two real ``agent-memory serve`` processes.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
 
@@ -38,8 +40,8 @@ def fill(store, matrix: np.ndarray) -> list[int]:
     ]
 
 
-def nearest(store, query: np.ndarray, limit: int = 10) -> list[int]:
-    page = store.search("", embedding(query), now=T0, limit=limit, filters=Filters())
+def nearest(store, query: np.ndarray, limit: int = 10, filters: Filters | None = None) -> list[int]:
+    page = store.search("", embedding(query), now=T0, limit=limit, filters=filters or Filters())
     return [m["id"] for m in page.results]
 
 
@@ -157,5 +159,69 @@ def test_without_numpy_the_sql_leg_serves(db_path, monkeypatch):
         ids = fill(store, matrix)
         store.load_vector_index()
         assert nearest(store, matrix[3], 5) == exact(ids, matrix, matrix[3], 5)
+    finally:
+        store.close()
+
+
+# -- filters before the cut -------------------------------------------------------------------
+
+# Scopes of 60, 240 and 600 memories: with the ``small`` thresholds and a first pass that
+# keeps 500 rows, the first is re-ranked whole (at most 200 pass), the second scored on its
+# own rows, the third through the sign plane's pass over every row, the others set aside.
+SCOPE_SIZES = {"few": 60, "some": 240, "many": 600}
+
+
+def fill_scoped(store, matrix: np.ndarray) -> dict[str, tuple[list[int], np.ndarray]]:
+    """Each scope's ids and their vectors; the scopes interleaved."""
+    names = [name for name, size in SCOPE_SIZES.items() for _ in range(size)]
+    rows: dict[str, list[tuple[int, int]]] = {name: [] for name in SCOPE_SIZES}
+    for i in np.random.default_rng(7).permutation(len(names)):
+        memory = NewMemory("TODO", f"memory {i}", [], None, names[i], T0, None)
+        rows[names[i]].append((store.insert(memory, embedding(matrix[i])), i))
+    return {
+        name: ([memory_id for memory_id, _ in found], matrix[[i for _, i in found]])
+        for name, found in rows.items()
+    }
+
+
+@pytest.mark.parametrize("scope", list(SCOPE_SIZES))
+def test_a_filtered_search_finds_what_an_exact_scan_of_the_passing_memories_finds(
+    db_path, small, scope, monkeypatch
+):
+    monkeypatch.setattr(vector_index, "STAGE1_KEEP", 500)
+    rng = np.random.default_rng(8)
+    matrix = unit(rng, sum(SCOPE_SIZES.values()))
+    store = open_store(db_path)
+    try:
+        passing, vectors_of_scope = fill_scoped(store, matrix)[scope]
+        store.load_vector_index()
+        queries = unit(rng, 20)
+        found = [nearest(store, q, 10, Filters(scope=scope)) for q in queries]
+        expected = [exact(passing, vectors_of_scope, q, 10) for q in queries]
+        recall = np.mean([len(set(f) & set(e)) / 10 for f, e in zip(found, expected, strict=True)])
+        assert recall >= 0.98
+        assert all(set(f) <= set(passing) for f in found)
+    finally:
+        store.close()
+
+
+# Tags that hold another's JSON text, quotes, separators and brackets.
+TRICKY_TAGS = ["db", "db2", "xdb", 'a"db', 'db"', '"db"', "d\\b", "db,", "[db]", ", db", "ü-db"]
+
+
+def test_the_vector_leg_s_tag_filter_passes_the_memories_the_list_s_does(db_path):
+    """The leg's text search for a tag (vectors._passing_clauses) is exact."""
+    store = open_store(db_path)
+    try:
+        lists = [[t] for t in TRICKY_TAGS] + [TRICKY_TAGS, TRICKY_TAGS[::-1]]
+        lists += [[a, b] for a, b in itertools.pairwise(TRICKY_TAGS)]
+        for i, tags in enumerate(lists):
+            store.insert(NewMemory("TODO", f"memory {i}", tags, None, None, T0, None), None)
+        for tag in [*TRICKY_TAGS, "d", "b", '"', ",", "absent"]:
+            listed = {m["id"] for m in store.memories(Filters(tag=tag), None)}
+            with store._connections.read() as conn:
+                text = vectors.passing_ids(conn, Filters(tag=tag))
+            assert {int(i) for i in text.split(",") if i} == listed, tag
+            assert len(listed) == sum(tag in tags for tags in lists)
     finally:
         store.close()

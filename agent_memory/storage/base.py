@@ -183,7 +183,7 @@ class Store(Protocol):
         pin given back as ``other_pin``):
         ``decay - bm25`` descending, ties by id, filters before the cut; the query as FTS5
         syntax, else its words OR-ed. Hybrid: ranking.fuse of the keyword leg (bm25, filters
-        before its cut) and the vector leg (cosine, filters after its cut), each of
+        before its cut) and the vector leg (cosine, filters before its cut), each of
         ranking.leg_size(limit). ``deadline`` is a time.monotonic() value."""
 
     def memories(

@@ -213,7 +213,7 @@ class PostgresStore:
                 stored = vectors.stored_pin(conn)
                 if stored == embedding.pin:  # else keyword: no vector yet, or another model's
                     leg = ranking.leg_size(limit)
-                    nearest = vectors.nearest(conn, embedding, leg)
+                    nearest = vectors.nearest(conn, embedding, leg, filters)
                     ranked = self._ranked(conn, tree, words, leg, filters, None)
                     found = self._rows(conn, [*dict.fromkeys([*ranked, *nearest])], now, filters)
                     page = ranking.fuse(ranked, nearest, found, limit)

@@ -4,19 +4,33 @@ vector leg (HNSW, cosine).
 The table's dimension is the pinned model's, so it is made together with the pin (as on
 SQLite) under an advisory lock: two servers storing a first vector at once pin once. Its
 HNSW index answers the vector leg approximately; ``hnsw.ef_search`` is raised to the leg's
-size (the default 40 returns at most 40 rows). The leg is unfiltered (the contract filters
-it after its cut), so no iterative scan is needed.
+size (the default 40 returns at most 40 rows).
+
+Type, tag and scope filters apply before the leg's cut, by one of two plans:
+- exact: the distance of every passing memory's vector, no index; its cost grows with the
+  memories that pass;
+- the index: the filters sit in the WHERE clause of the HNSW query, and pgvector's iterative
+  scan (0.8; ``hnsw.iterative_scan = relaxed_order``, the rows sorted again after) goes on
+  through the graph until the leg is full of passing memories. It visits about
+  leg x vectors / passing tuples, so its cost falls as more memories pass.
+The leg is exact when few enough pass that the exact plan costs less (see _exact_bound),
+counted up to that bound by the filters' own indexes; else the index, and exact after all
+should the scan end short of the leg (the filters' rows are rarer than counted, or lie far
+from the query beyond ITERATIVE_MAX_TUPLES). PostgreSQL's planner may still choose a bitmap
+scan of the filters and a sort: that is exact too.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 import struct
 
 import sqlalchemy
 
-from agent_memory.models import Embedding, Pin
+from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
+from agent_memory.storage.postgres.rows import filters_sql
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +41,16 @@ HNSW_MAX_DIMENSIONS = 2_000
 # hnsw.ef_search: at least the leg's size (pgvector's limit is 1,000), and at least this.
 EF_SEARCH_MIN = 100
 EF_SEARCH_MAX = 1_000
+# A filtered leg: exact when at most EXACT_MIN_ROWS memories pass, or at most
+# sqrt(ITERATIVE_COST x leg x vectors), where the two plans cost the same if a tuple the
+# iterative scan visits costs ITERATIVE_COST times a passing memory's exact distance. That
+# ratio was 4-10 at 100,000 vectors (mostly cached), 0.6 at 1,000,000 read through
+# the OS cache (PostgreSQL's default 128 MB of buffers; docs/performance.md). 1 leans to the
+# index, where the planner can still choose to sort the few rows exactly itself.
+EXACT_MIN_ROWS = 1_000
+ITERATIVE_COST = 1
+# hnsw.max_scan_tuples of a filtered leg's iterative scan (pgvector's default: 20,000).
+ITERATIVE_MAX_TUPLES = 100_000
 
 _READ_PIN = "SELECT key, value FROM meta WHERE key = ANY(%s)"
 _PIN_NAMES = [*PIN_KEYS, PROVIDER_KEY]
@@ -40,6 +64,30 @@ SELECT memory_id FROM (
     SELECT memory_id, embedding <=> %(q)s::vector AS distance FROM memory_vectors
     ORDER BY embedding <=> %(q)s::vector LIMIT %(limit)s
 ) AS nearest ORDER BY distance, memory_id
+"""
+
+
+# The planner's count of the vectors (-1 before the table's first ANALYZE).
+_VECTORS_ESTIMATE = "SELECT reltuples FROM pg_class WHERE oid = 'memory_vectors'::regclass"
+# Filtered: the conditions of rows.filters_sql (each from AND) go in at {where}.
+_PASSING_COUNT = (
+    "SELECT count(*) FROM (SELECT 1 FROM memories AS m WHERE true{where} LIMIT %s) AS p"
+)
+_NEAREST_PASSING = """
+SELECT memory_id FROM (
+    SELECT v.memory_id, v.embedding <=> %s::vector AS distance
+    FROM memory_vectors AS v JOIN memories AS m ON m.id = v.memory_id
+    WHERE true{where}
+    ORDER BY v.embedding <=> %s::vector LIMIT %s
+) AS nearest ORDER BY distance, memory_id
+"""
+_EXACT_PASSING = """
+WITH passing AS MATERIALIZED (
+    SELECT v.memory_id, v.embedding <=> %s::vector AS distance
+    FROM memories AS m JOIN memory_vectors AS v ON v.memory_id = m.id
+    WHERE true{where}
+)
+SELECT memory_id FROM passing ORDER BY distance, memory_id LIMIT %s
 """
 
 
@@ -102,9 +150,32 @@ def remove(conn: sqlalchemy.Connection, memory_id: int) -> None:
     conn.exec_driver_sql(_REMOVE, (memory_id,))
 
 
-def nearest(conn: sqlalchemy.Connection, embedding: Embedding, limit: int) -> list[int]:
-    """The ``limit`` nearest ids by cosine distance, ties by id (inside a read transaction)."""
+def nearest(
+    conn: sqlalchemy.Connection, embedding: Embedding, limit: int, filters: Filters
+) -> list[int]:
+    """The ``limit`` nearest ids by cosine distance among the memories that pass
+    ``filters``, ties by id (inside a read transaction)."""
+    q = literal(embedding.vector)
     ef = min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, limit))
     conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {ef}")
-    found = conn.exec_driver_sql(_NEAREST, {"q": literal(embedding.vector), "limit": limit})
-    return [memory_id for (memory_id,) in found]
+    if not filters:
+        found = conn.exec_driver_sql(_NEAREST, {"q": q, "limit": limit})
+        return [memory_id for (memory_id,) in found]
+    where, params = filters_sql(filters)
+    bound = _exact_bound(conn, limit)
+    count = _PASSING_COUNT.format(where=where)
+    if conn.exec_driver_sql(count, (*params, bound + 1)).scalar_one() > bound:
+        conn.exec_driver_sql("SET LOCAL hnsw.iterative_scan = relaxed_order")
+        conn.exec_driver_sql(f"SET LOCAL hnsw.max_scan_tuples = {ITERATIVE_MAX_TUPLES}")
+        statement = _NEAREST_PASSING.format(where=where)
+        found = conn.exec_driver_sql(statement, (q, *params, q, limit)).all()
+        if len(found) == limit:
+            return [memory_id for (memory_id,) in found]
+    statement = _EXACT_PASSING.format(where=where)
+    return [memory_id for (memory_id,) in conn.exec_driver_sql(statement, (q, *params, limit))]
+
+
+def _exact_bound(conn: sqlalchemy.Connection, limit: int) -> int:
+    """Up to how many passing memories the exact plan costs less than the iterative scan."""
+    vectors = max(conn.exec_driver_sql(_VECTORS_ESTIMATE).scalar_one(), 0.0)
+    return max(EXACT_MIN_ROWS, int(math.sqrt(ITERATIVE_COST * limit * vectors)))

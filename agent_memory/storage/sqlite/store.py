@@ -281,7 +281,7 @@ class SqliteStore:
             other = None
             if embedding is not None:
                 leg = ranking.leg_size(limit)
-                nearest = self._vector_leg(conn, embedding, leg)
+                nearest = self._vector_leg(conn, embedding, leg, filters)
                 if nearest is not None:
                     keyword = self._keyword.leg(conn, query, now=now, limit=leg, filters=filters)
                     found = self._rows(conn, [*dict.fromkeys([*keyword, *nearest])], now, filters)
@@ -292,19 +292,24 @@ class SqliteStore:
             return SearchPage(ranking.SEARCH_MODE_KEYWORD, page, other)
 
     def _vector_leg(
-        self, conn: sqlalchemy.Connection, embedding: Embedding, limit: int
+        self,
+        conn: sqlalchemy.Connection,
+        embedding: Embedding,
+        limit: int,
+        filters: Filters,
     ) -> list[int] | None:
-        """The nearest ids: from this process's index once it is loaded, else by SQL; None
-        when the store holds no vector of this model (another model's, or none yet)."""
+        """The nearest ids among the memories that pass ``filters`` (filtered before the
+        cut): from this process's index once it is loaded, else by SQL; None when the store
+        holds no vector of this model (another model's, or none yet)."""
         stored = vectors.stored_pin(conn)
         if stored != embedding.pin:
             return None
         index = self._vector_index()
         if index is not None:
-            nearest = index.ranking(conn, embedding, stored, limit)
+            nearest = index.ranking(conn, embedding, stored, limit, filters)
             if nearest is not None:
                 return nearest
-        return vectors.ranking(conn, embedding, limit)
+        return vectors.ranking(conn, embedding, limit, filters)
 
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters

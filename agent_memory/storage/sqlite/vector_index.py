@@ -17,6 +17,14 @@ quantized), and the best of those are re-ranked exactly. The codes are held
 plane by plane, each 64-bit word of a plane in its own contiguous array (numpy's
 bitwise_count over a column of words was 3 to 5 times faster than over rows).
 
+Filters: a filtered search ranks only the memories that pass its type, tag and scope
+filters, read as ids in the search's snapshot (vectors.passing_ids) and taken to rows here.
+When no more of them than the re-rank takes pass, they are all re-ranked exactly; a few more,
+and the whole code is scored over those rows alone; past STAGE1_MIN_ROWS of them, the sign
+plane's first pass runs over every row with the others set aside. So the filters apply
+before every cut; what a filter adds to a search is the reading of the ids (at 1,000,000
+memories, 11-15 ms for a scope's 100,000).
+
 Consistency across processes: the index is derived data. It is loaded from the vectors in
 one snapshot, with the vector_changes log's position in that snapshot as its watermark; a
 search then catches it up from the log inside the search's own snapshot (a vector written
@@ -40,7 +48,7 @@ from typing import Any
 
 import sqlalchemy
 
-from agent_memory.models import Embedding, Pin
+from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage.sqlite import vectors
 
 try:  # numpy is a dependency; an install made without dependencies falls back to the SQL leg
@@ -205,23 +213,36 @@ class _Codes:
         self.row_of[:] = -1
         self.row_of[self.ids[: self.rows]] = np.arange(self.rows, dtype=np.int32)
 
-    def candidates(self, query: Any, count: int) -> Any:
-        """The ids of ``count`` live rows nearest ``query`` on the codes, in no order."""
-        live = self.rows - self.dead
+    def rows_of(self, ids: Any) -> Any:
+        """The live rows of these memory ids (those with a vector here), in row order."""
+        known = ids[(ids >= 0) & (ids < len(self.row_of))]
+        rows = self.row_of[known]
+        return np.sort(rows[rows >= 0])
+
+    def candidates(self, query: Any, count: int, within: Any = None) -> Any:
+        """The ids of ``count`` live rows nearest ``query`` on the codes, in no order; only
+        rows ``within`` (live rows, in row order) when given."""
+        live = self.rows - self.dead if within is None else len(within)
         if live <= 0:
             return np.zeros(0, dtype=np.int64)
+        if within is not None and live <= count:
+            return self.ids[within]  # all of them: the re-rank is exact
         code = self.encode(query[None, :])[0]
         if live > max(STAGE1_MIN_ROWS, STAGE1_KEEP):
             sign = range(SIGN_PLANE * self.words, (SIGN_PLANE + 1) * self.words)
             first = self._distance(code, sign, None)
+            if within is not None:  # set aside: more than STAGE1_KEEP rows pass, all nearer
+                outside = np.ones(self.rows, dtype=bool)
+                outside[within] = False
+                first[outside] = np.iinfo(np.uint16).max
             rows = _nearest_rows(first, STAGE1_KEEP)
             # the sign plane's share is known already: only the other planes are gathered
             others = [w for w in range(len(code)) if w not in sign]
             distance = first[rows] + self._distance(code, others, rows)
             distance[~self.alive[rows]] = np.iinfo(np.uint16).max  # (the sum wrapped)
         else:
-            rows = None
-            distance = self._distance(code, range(len(code)), None)
+            rows = within
+            distance = self._distance(code, range(len(code)), within)
         kept = _nearest_rows(distance, max(count, SCORE_KEEP))
         kept = kept if rows is None else rows[kept]
         kept = kept[self.alive[kept]]
@@ -307,12 +328,21 @@ class VectorIndex:
         self.loaded_secs = 0.0
 
     def ranking(
-        self, conn: sqlalchemy.Connection, embedding: Embedding, pin: Pin, limit: int
+        self,
+        conn: sqlalchemy.Connection,
+        embedding: Embedding,
+        pin: Pin,
+        limit: int,
+        filters: Filters,
     ) -> list[int] | None:
-        """The ``limit`` nearest ids by exact cosine, from the index caught up in ``conn``'s
-        snapshot; None while it is not loaded (or numpy is missing): then the SQL leg."""
+        """The ``limit`` nearest ids by exact cosine among the memories that pass
+        ``filters``, from the index caught up in ``conn``'s snapshot; None while it is not
+        loaded (or numpy is missing): then the SQL leg."""
         if np is None:
             return None
+        passing = None
+        if filters and self._codes is not None:  # read outside the lock, as a rule
+            passing = _passing(conn, filters)
         with self._lock:
             codes = self._codes
             if codes is None or codes.pin != pin or not self._caught_up(conn, codes):
@@ -321,7 +351,10 @@ class VectorIndex:
                 return None
             query = np.frombuffer(embedding.vector, dtype="<f4")
             count = max(RERANK_MIN, RERANK_FACTOR * limit)
-            candidates = codes.candidates(query, count)
+            if filters and passing is None:  # loaded meanwhile
+                passing = _passing(conn, filters)
+            within = None if passing is None else codes.rows_of(passing)
+            candidates = codes.candidates(query, count, within)
         return _reranked(conn, query, candidates, limit)
 
     def _start_loading(self) -> None:
@@ -380,6 +413,12 @@ class VectorIndex:
         if codes.dead > COMPACT_DEAD_SHARE * max(codes.rows, 1):
             codes.compact()
         return True
+
+
+def _passing(conn: sqlalchemy.Connection, filters: Filters) -> Any:
+    """The ids of the memories that pass ``filters`` in this snapshot."""
+    text = vectors.passing_ids(conn, filters)
+    return np.fromstring(text, dtype=np.int64, sep=",") if text else np.zeros(0, dtype=np.int64)
 
 
 def _floats_of(conn: sqlalchemy.Connection, ids: list[int]) -> list[Any]:

@@ -13,19 +13,35 @@ tables on forget and TTL expiry.
 
 The SQL leg here serves until a process's index is loaded (and always, should numpy, a
 dependency, be missing): exact up to EXACT_KNN_MAX_VECTORS vectors, then sign bits and an
-exact re-rank.
+exact re-rank. Type, tag and scope filters apply before either cut: the leg ranks only the
+memories that pass them (exact when at most EXACT_KNN_MAX_VECTORS do), so a filtered search
+recalls as well as an unfiltered one.
 """
 
 from __future__ import annotations
 
+import functools
+import json
 import logging
+from typing import Any
 
 import sqlalchemy
-from sqlalchemy import delete, insert, select
+from sqlalchemy import (
+    bindparam,
+    column,
+    delete,
+    func,
+    insert,
+    literal_column,
+    or_,
+    select,
+    table,
+)
 
-from agent_memory.models import Embedding, Pin
+from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
-from agent_memory.storage.sqlite.schema import meta
+from agent_memory.storage.sqlite import rows
+from agent_memory.storage.sqlite.schema import memories, meta
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +91,9 @@ _COARSE = """
     ORDER BY distance, memory_id
     LIMIT ?3
 """
+# The vector tables, for the filtered statements (built with the filters of rows.py).
+_floats = table("memory_vector_floats", column("memory_id"), column("vector"))
+_bits = table("memory_vector_bits", column("memory_id"), column("bits"))
 _READ_PIN = select(meta.c.key, meta.c.value).where(meta.c.key.in_((*PIN_KEYS, PROVIDER_KEY)))
 _DELETE_PIN = delete(meta).where(meta.c.key.in_((*PIN_KEYS, PROVIDER_KEY)))
 
@@ -125,10 +144,14 @@ def pinned(conn: sqlalchemy.Connection, pin: Pin) -> bool:
     return stored == pin
 
 
-def ranking(conn: sqlalchemy.Connection, embedding: Embedding, limit: int) -> list[int] | None:
-    """The ``limit`` nearest ids by cosine distance (ties by id); None if another pin.
+def ranking(
+    conn: sqlalchemy.Connection, embedding: Embedding, limit: int, filters: Filters | None = None
+) -> list[int] | None:
+    """The ``limit`` nearest ids by cosine distance (ties by id) among the memories that pass
+    ``filters``; None if another pin.
 
-    Exact up to EXACT_KNN_MAX_VECTORS vectors, then a Hamming pass and an exact re-rank.
+    Exact up to EXACT_KNN_MAX_VECTORS vectors (or passing memories), then a Hamming pass over
+    the passing memories' sign bits and an exact re-rank.
     """
     stored = stored_pin(conn)
     if stored is None:
@@ -136,9 +159,117 @@ def ranking(conn: sqlalchemy.Connection, embedding: Embedding, limit: int) -> li
     if stored != embedding.pin:
         return None
     vector = embedding.vector
-    if conn.exec_driver_sql(COUNT).scalar_one() <= EXACT_KNN_MAX_VECTORS:
+    candidates = max(COARSE_FACTOR * limit, COARSE_MIN_CANDIDATES)
+    if filters:
+        key, params = _passing(filters)
+        params.update(q=vector, limit=limit, candidates=candidates)
+        bound = {**params, "bound": EXACT_KNN_MAX_VECTORS + 1}
+        few = conn.execute(_passing_count(key), bound).scalar_one() <= EXACT_KNN_MAX_VECTORS
+        statement = _filtered_exact(key) if few else _filtered_coarse(key)
+        found = conn.execute(statement, params).all()
+    elif conn.exec_driver_sql(COUNT).scalar_one() <= EXACT_KNN_MAX_VECTORS:
         found = conn.exec_driver_sql(_EXACT, (vector, limit)).all()
     else:
-        candidates = max(COARSE_FACTOR * limit, COARSE_MIN_CANDIDATES)
         found = conn.exec_driver_sql(_COARSE, (vector, candidates, limit)).all()
     return [memory_id for memory_id, _ in found]
+
+
+def passing_ids(conn: sqlalchemy.Connection, filters: Filters) -> str:
+    """The ids of the memories that pass ``filters`` in this snapshot, comma-separated (one
+    string: at 1,000,000 memories, 100,000 ids took 11 ms this way, 44 ms as rows)."""
+    key, params = _passing(filters)
+    return conn.execute(_passing_ids(key), params).scalar_one() or ""
+
+
+PassingKey = tuple[rows.FilterKey, bool]
+
+
+def _passing(filters: Filters) -> tuple[PassingKey, dict[str, Any]]:
+    """The statements' key and parameters (see _passing_clauses)."""
+    params = rows.filter_params(filters)
+    text = filters.tag is not None and filters.tag.isascii()
+    if text:
+        quoted = json.dumps(filters.tag)
+        params["quoted"] = quoted
+        for name, form in _TAG_FORMS.items():
+            params[name] = form.format(quoted)
+    return (rows.filter_key(filters), text), params
+
+
+# How a tag's JSON string sits in the tags' JSON text as json.dumps writes a list, which
+# every writer of the column uses: alone, first, in the middle, last.
+_TAG_FORMS = {"alone": "[{}]", "first": "[{}, ", "middle": ", {}, ", "last": ", {}]"}
+
+
+def _passing_clauses(key: PassingKey) -> tuple[Any, ...]:
+    """The filters of rows.py, with a faster tag test for an ASCII tag (exact all the same).
+
+    The tag's JSON string must occur in the tags' JSON text (for ASCII, json.dumps writes
+    it one way, escaped or not); where it does, it is a whole element when it stands between
+    the list's brackets and separators (a quote inside a string is escaped, so such a match
+    cannot start or end inside one), else json_each decides. At 1,000,000 memories this
+    found the ids of a tag on 20% of them in ~70 ms, where json_each on every row took 240.
+    """
+    filter_key, text = key
+    by_type, by_tag, by_scope = filter_key
+    clauses = rows.filter_clauses((by_type, False, by_scope))
+    if not by_tag:
+        return clauses
+    (exact,) = rows.filter_clauses((False, True, False))
+    if not text:
+        return (*clauses, exact)
+    tags = memories.c.tags
+    whole = [func.instr(tags, bindparam(name)) > 0 for name in _TAG_FORMS]
+    return (*clauses, func.instr(tags, bindparam("quoted")) > 0, or_(*whole, exact))
+
+
+@functools.cache
+def _passing_ids(key: PassingKey) -> sqlalchemy.Select[Any]:
+    return select(func.group_concat(memories.c.id)).where(*_passing_clauses(key))
+
+
+@functools.cache
+def _passing_count(key: PassingKey) -> sqlalchemy.Select[Any]:
+    """How many memories pass, counted up to :bound only."""
+    passing = select(literal_column("1")).where(*_passing_clauses(key)).limit(bindparam("bound"))
+    return select(func.count()).select_from(passing.subquery())
+
+
+def _cosine() -> Any:
+    return func.vec_distance_cosine(_floats.c.vector, bindparam("q")).label("distance")
+
+
+@functools.cache
+def _filtered_exact(key: PassingKey) -> sqlalchemy.Select[Any]:
+    """Exact cosine over the vectors of the passing memories."""
+    distance = _cosine()
+    return (
+        select(_floats.c.memory_id, distance)
+        .join_from(memories, _floats, _floats.c.memory_id == memories.c.id)
+        .where(*_passing_clauses(key))
+        .order_by(distance, _floats.c.memory_id)
+        .limit(bindparam("limit"))
+    )
+
+
+@functools.cache
+def _filtered_coarse(key: PassingKey) -> sqlalchemy.Select[Any]:
+    """_COARSE over the passing memories' sign bits only."""
+    passing = select(memories.c.id).where(*_passing_clauses(key))
+    hamming = func.vec_distance_hamming(
+        func.vec_bit(_bits.c.bits), func.vec_quantize_binary(bindparam("q"))
+    )
+    candidates = (
+        select(_bits.c.memory_id)
+        .where(_bits.c.memory_id.in_(passing))
+        .order_by(hamming, _bits.c.memory_id)
+        .limit(bindparam("candidates"))
+        .cte("candidates")
+    )
+    distance = _cosine()
+    return (
+        select(candidates.c.memory_id, distance)
+        .join_from(candidates, _floats, _floats.c.memory_id == candidates.c.memory_id)
+        .order_by(distance, candidates.c.memory_id)
+        .limit(bindparam("limit"))
+    )
