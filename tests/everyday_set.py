@@ -10,21 +10,7 @@ prompt recommends ("token expiry"). tests/test_everyday_set.py asks them in keyw
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-
-@dataclass(frozen=True)
-class Memory:
-    key: str
-    type: str
-    content: str
-
-
-@dataclass(frozen=True)
-class Query:
-    query: str
-    target: str  # a Memory.key
-
+from semantic_set import Memory, Query
 
 MEMORIES: tuple[Memory, ...] = (
     Memory(

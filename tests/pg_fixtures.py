@@ -111,3 +111,21 @@ def pg(pg_url: str) -> Iterator[psycopg.Connection]:
     """An autocommit connection to this test's database."""
     with psycopg.connect(pg_url, autocommit=True) as conn:
         yield conn
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path) -> str:
+    """A fresh database on each engine: a SQLite file, or a PostgreSQL database."""
+    if request.param == "postgres":
+        return request.getfixturevalue("pg_url")
+    return str(tmp_path / "memory.db")
+
+
+@pytest.fixture
+def store(location: str):
+    """A store opened on ``location``, closed after the test."""
+    from agent_memory.storage import open_store
+
+    opened = open_store(location)
+    yield opened
+    opened.close()

@@ -3,11 +3,9 @@ sentence, by keyword and in hybrid search, on both engines (agent_memory/query/b
 
 from __future__ import annotations
 
-import pytest
 from test_store_conformance import T0, ids, new, record, search, vector
 
 from agent_memory import query
-from agent_memory.storage import open_store
 
 pytest_plugins = ["pg_fixtures"]
 
@@ -21,16 +19,6 @@ SENTENCES = {
 WORDS = [("数据库", "zh"), ("事务", "zh"), ("選びました", "ja"), ("データベース", "ja")]
 WORDS += [("信頼", "ja"), ("데이터베이스", "ko"), ("선택", "ko")]
 ABSENT = ["数据仓库", "キャッシュ", "캐시"]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path):
-    if request.param == "postgres":
-        opened = open_store(request.getfixturevalue("pg_url"))
-    else:
-        opened = open_store(tmp_path / "memory.db")
-    yield opened
-    opened.close()
 
 
 def stored(store, embedded: bool = False) -> dict[str, int]:

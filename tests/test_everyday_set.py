@@ -3,7 +3,6 @@ everyday set, in keyword mode (no embedder), on both engines alike."""
 
 from __future__ import annotations
 
-import pytest
 from everyday_set import MEMORIES, QUERIES
 
 from agent_memory.models import Filters
@@ -32,16 +31,6 @@ def search(store, text: str, limit: int = LIMIT, **filters) -> list[int]:
     page = store.search(text, None, now=T0, limit=limit, filters=Filters(**filters))
     assert page.mode == "keyword"
     return [m["id"] for m in page.results]
-
-
-@pytest.fixture(params=["sqlite", "postgres"])
-def store(request, tmp_path):
-    if request.param == "postgres":
-        opened = open_store(request.getfixturevalue("pg_url"))
-    else:
-        opened = open_store(tmp_path / "memory.db")
-    yield opened
-    opened.close()
 
 
 def ranks(store) -> list[int | None]:

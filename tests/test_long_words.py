@@ -36,13 +36,6 @@ WORDS = {
 }
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request, tmp_path) -> str:
-    if request.param == "postgres":
-        return request.getfixturevalue("pg_url")
-    return str(tmp_path / "memory.db")
-
-
 def indexed(location: str, word: str) -> bool:
     """Whether the engine at ``location`` can find ``word`` itself."""
     return "postgresql" not in location or len(query.lexeme(word).encode()) <= 2046

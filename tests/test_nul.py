@@ -22,13 +22,6 @@ pytest_plugins = ["pg_fixtures"]
 START = 1_767_225_600
 
 
-@pytest.fixture(params=["sqlite", "postgres"])
-def location(request, tmp_path) -> str:
-    if request.param == "postgres":
-        return request.getfixturevalue("pg_url")
-    return str(tmp_path / "memory.db")
-
-
 @pytest.fixture
 def nul_service(location):
     service = MemoryService(open_store(location), clock=Clock())
