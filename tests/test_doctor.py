@@ -18,17 +18,21 @@ from conftest import embedder_for
 pytest_plugins = ["pg_fixtures"]
 
 
-@pytest.fixture
-def filled(db_path, ollama):
+def fill(location, ollama, engine: str):
     """Three embedded memories (nomic-embed-text, 768 dimensions) and a relation."""
-    svc = MemoryService(open_store(db_path), embedder=embedder_for(ollama.url))
+    svc = MemoryService(open_store(location), embedder=embedder_for(ollama.url))
     ids = [
         svc.store({"content": text, "type": "TODO"})["id"]
-        for text in ("the datastore is sqlite", "deploy on fridays", "cache the login")
+        for text in (f"the datastore is {engine}", "deploy on fridays", "cache the login")
     ]
     svc.link({"from_id": ids[0], "to_id": ids[1], "kind": "relates_to"})
     svc.close()
-    return db_path
+    return location
+
+
+@pytest.fixture
+def filled(db_path, ollama):
+    return fill(db_path, ollama, "sqlite")
 
 
 def doctor(location, ollama, *args, embedder="auto"):
@@ -213,14 +217,7 @@ def test_doctor_needs_a_database(tmp_path, ollama):
 
 @pytest.fixture
 def pg_filled(pg_url, ollama):
-    svc = MemoryService(open_store(pg_url), embedder=embedder_for(ollama.url))
-    ids = [
-        svc.store({"content": text, "type": "TODO"})["id"]
-        for text in ("the datastore is postgres", "deploy on fridays", "cache the login")
-    ]
-    svc.link({"from_id": ids[0], "to_id": ids[1], "kind": "relates_to"})
-    svc.close()
-    return pg_url
+    return fill(pg_url, ollama, "postgres")
 
 
 def test_postgres_doctor_says_what_it_checks(pg_filled, ollama):
