@@ -180,7 +180,7 @@ def test_a_database_of_revision_0006_upgrades_and_counts_its_words(pg_url, pg):
         database._upgrade(conn, 6)
     engine.dispose()
     for i, content in enumerate(["kafka retry", "kafka cache cache", "retry"], start=1):
-        terms, length, tf = keyword.document(content)
+        terms, length, tf, _ = keyword.document(content)
         pg.execute(
             "INSERT INTO memories (type, content, tags, base_weight, decay_score, access_count,"
             " created_at, last_accessed, embedding_status, content_hash, doc_len, terms, tf)"

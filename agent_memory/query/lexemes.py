@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Sequence
 
 from agent_memory import unicode61
 
@@ -18,6 +19,9 @@ MAX_TOKEN_BYTES = 32_768
 # The porter stemmer leaves tokens outside these lengths (in UTF-8 bytes) as they are.
 PORTER_MIN_BYTES = 3
 PORTER_MAX_BYTES = 64
+# What stands between two tags in the text the keyword index reads for them (not a token
+# character: each tag keeps its own tokens).
+TAG_SEPARATOR = " "
 # Distinct tokens whose lexemes are kept (a few MiB at most).
 LEXEME_CACHE_TOKENS = 65_536
 
@@ -43,6 +47,13 @@ _TOKEN = re.compile(f"[{_STARTS}][{_STARTS}{_char_class((), unicode61.DIACRITICS
 def tokens(text: str) -> list[str]:
     """The tokens unicode61 finds in ``text``, as written (``sqlite_vec 2.0`` -> 4 tokens)."""
     return _TOKEN.findall(text)
+
+
+def tag_text(tags: Sequence[str]) -> str:
+    """The text the keyword index reads for a memory's tags: the tags in their order, one
+    space between them (SQLite's index joins them alike, ``group_concat(value, ' ')`` over
+    the JSON array, so both engines read the same tokens)."""
+    return TAG_SEPARATOR.join(tags)
 
 
 def fold(token: str) -> str:

@@ -1,9 +1,9 @@
 """SQLAlchemy Core definitions of the plain tables, as the newest migration leaves them.
 
-The FTS5 index (``memories_fts``, reading ``memories_fts_source``), the vector tables and
-their triggers are raw SQL in the migrations and the store; SQLAlchemy has no notion of
-virtual tables. The migrations do not
-import this module: a revision must keep describing the schema of its own day.
+The FTS5 index (``memories_fts``: content and tags, reading ``memories_fts_source``), the
+vector tables and their triggers are raw SQL in the migrations and the store; SQLAlchemy
+has no notion of virtual tables. The migrations do not import this module: a revision
+must keep describing the schema of its own day.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ memories = Table(
     Column("content_hash", Integer, nullable=False),  # models.content_hash(content)
     # What the keyword index reads instead of content (query.indexed_text), or NULL
     Column("keyword_text", Text),
+    # What the keyword index reads for the tags (query.indexed_tags); NULL when a process
+    # older than revision 0009 wrote them (the index then reads their JSON text)
+    Column("keyword_tags", Text),
 )
 
 memory_links = Table(
