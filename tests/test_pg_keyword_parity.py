@@ -228,9 +228,7 @@ def test_documents_put_the_tags_after_the_content_apart_from_it():
     assert json.loads(tf) == {"run": 1, "fast": 2, "runner": 1, "lane": 1}
     assert json.loads(tag_tf) == {"runner": 1, "fast": 1, "lane": 1}
     tags_at = 2 + keyword.TAG_GAP + 1
-    assert text == (
-        f"'run':1A 'fast':2,{tags_at + 1}C 'runner':{tags_at}B 'lane':{tags_at + 2}C"
-    )
+    assert text == (f"'run':1A 'fast':2,{tags_at + 1}C 'runner':{tags_at}B 'lane':{tags_at + 2}C")
 
 
 def test_documents_count_what_a_tsvector_cannot_hold():
