@@ -18,8 +18,8 @@ from hypothesis import strategies as st
 from test_query import bench_corpus
 
 from agent_memory import fts, query
-from agent_memory.query import bm25
 from agent_memory.models import Filters
+from agent_memory.query import bm25
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword, tsquery
