@@ -25,7 +25,7 @@ class Term:
 
 @dataclass(frozen=True)
 class Phrase:
-    """Tokens that must follow one another; ``first``: at the column's first token (``^``)."""
+    """Tokens that must follow one another; ``first``: at a column's first token (``^``)."""
 
     terms: tuple[Term, ...]
     first: bool = False
