@@ -74,6 +74,7 @@ EDGE_CASES = [
     ("ERROR", "데이터베이스는 PostgreSQL을 선택했습니다. 데이터베이스를 백업합니다.", []),
     ("TODO", "哈哈哈哈 哈哈 数据数据数据 库", ["auth"]),
     ("DECISION", "ใช้ฐานข้อมูลนี้ kafka", []),
+    ("TODO", "tagged apart", ["数据库", "line\nbreak", 'say "hi"', "C:\\temp", "ünïcode"]),
 ]
 QUERIES = [
     # single words
@@ -98,7 +99,8 @@ QUERIES = [
     "^decided", "^TODO", "^in", "content:kafka", "{content}: redis", "-content:kafka OR redis",
     "tags:kafka", "tags:parser", "{content tags}: auth", "-tags:kafka", "^parser", "tags:^run",
     "content:^run", "tags:run*", "content:decid*", 'tags:"sqlite"', "NEAR(kafka parser)",
-    "tags:(auth OR long) NOT content:auth", "kafka OR tags:kafka",
+    "tags:(auth OR long) NOT content:auth", "kafka OR tags:kafka", "tags:数据", "hi",
+    "nbreak", "temp", "unicode", '"say hi"',  # the last tags of the tagged-apart memory
     "NEAR(kafka billing, 5)", "NEAR(redis cache)", "NEAR(advisory lock, 0)",
     "NEAR(move to, 3)", 'NEAR("advisory lock" lock, 2)',
     # words FTS5 indexes its own way

@@ -80,11 +80,10 @@ def indexed_text(text: str) -> str | None:
     return _RUN.sub(lambda run: " " + " ".join(_grams(run.group())) + " ", text)
 
 
-def indexed_tags(tags: Sequence[str]) -> str:
-    """What the keyword index reads for ``tags``: their text (lexemes.tag_text), with each
-    run of these scripts as its bigrams (``indexed_text``)."""
-    text = tag_text(tags)
-    return indexed_text(text) or text
+def indexed_tags(tags: Sequence[str]) -> str | None:
+    """What the keyword index reads for ``tags`` instead of their text (lexemes.tag_text),
+    as ``indexed_text`` for content; None when it reads their text."""
+    return indexed_text(tag_text(tags))
 
 
 def _pieces(token: str) -> list[tuple[str, bool]]:

@@ -9,6 +9,7 @@ are reproduced in Python.
 from __future__ import annotations
 
 import functools
+import json
 import re
 from collections.abc import Sequence
 
@@ -19,9 +20,6 @@ MAX_TOKEN_BYTES = 32_768
 # The porter stemmer leaves tokens outside these lengths (in UTF-8 bytes) as they are.
 PORTER_MIN_BYTES = 3
 PORTER_MAX_BYTES = 64
-# What stands between two tags in the text the keyword index reads for them (not a token
-# character: each tag keeps its own tokens).
-TAG_SEPARATOR = " "
 # Distinct tokens whose lexemes are kept (a few MiB at most).
 LEXEME_CACHE_TOKENS = 65_536
 
@@ -50,10 +48,11 @@ def tokens(text: str) -> list[str]:
 
 
 def tag_text(tags: Sequence[str]) -> str:
-    """The text the keyword index reads for a memory's tags: the tags in their order, one
-    space between them (SQLite's index joins them alike, ``group_concat(value, ' ')`` over
-    the JSON array, so both engines read the same tokens)."""
-    return TAG_SEPARATOR.join(tags)
+    """A memory's tags as the SQLite store keeps them and the keyword index reads them: a
+    JSON array. Its quotes, brackets and commas are no token characters, so each tag keeps
+    its own tokens, in order; only a control character, written as an escape (``\\n``),
+    joins its letter to the token after it, alike on both engines."""
+    return json.dumps(list(tags), ensure_ascii=False)
 
 
 def fold(token: str) -> str:

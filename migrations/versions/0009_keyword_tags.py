@@ -5,28 +5,25 @@ Revises: 0008
 Create Date: 2026-12-06
 
 ``database`` did not find a memory tagged ``database`` whose content does not say it. The
-index gets a second column, ``tags``, which reads ``keyword_tags``: the tags' text
-(lexemes.tag_text: the tags joined by a space), with each run of a script written without
-spaces as its bigrams (query.indexed_tags), as ``keyword_text`` is for content. A second
-column, not tags appended to content: bm25 can then weigh a tag hit apart from a content hit
-(storage/sqlite/keyword.py), and ``content:word`` keeps its meaning. The column is filled
-here in one statement (rows with such scripts are rewritten from Python), and the index is
-made again and rebuilt in one statement.
+index gets a second column, ``tags``: the tags' JSON text (query.tag_text: quotes,
+brackets and commas are no token characters, so it holds the tags' own tokens), or, where
+the tags hold a script written without spaces, ``keyword_tags``, that text with those runs
+as bigrams (query.indexed_tags), as ``keyword_text`` is for content. A second column, not
+tags appended to content: bm25 can then weigh a tag hit apart from a content hit
+(storage/sqlite/keyword.py), and ``content:word`` keeps its meaning. Rows whose tags hold
+such scripts get their keyword_tags here; the index is made again and rebuilt in one
+statement.
 
-Why a column and not the JSON array read in the view: FTS5 reads its content table with
-virtual tables barred (SQLITE_PREPARE_NO_VTAB), so the view cannot use ``json_each``.
-
-A process still running code older than this revision writes no keyword_tags: its rows are
-indexed from the JSON text of their tags (the same words, unless a tag holds a control
-character or such a script); when it rewrites a row's tags, ``memories_keyword_tags_stale``
-drops the keyword_tags of the old tags, as 0008's trigger does for content.
+A process still running code older than this revision writes no keyword_tags: a row it
+stores is indexed from its tags' JSON text (their whole runs only, as before 0008 for
+content) until its tags are next written; when it rewrites a row's tags,
+``memories_keyword_tags_stale`` drops the keyword_tags of the old tags, as 0008's trigger
+does for content.
 """
-
-import json
 
 from alembic import op
 
-from agent_memory.query import indexed_tags, unsegmented
+from agent_memory.query import indexed_text, unsegmented
 
 revision = "0009"
 down_revision = "0008"
@@ -103,25 +100,20 @@ def upgrade() -> None:
     op.execute("DROP TABLE memories_fts")
     op.execute("DROP VIEW memories_fts_source")
     op.execute("ALTER TABLE memories ADD COLUMN keyword_tags TEXT")
-    op.execute(
-        "UPDATE memories SET keyword_tags ="
-        " coalesce((SELECT group_concat(value, ' ') FROM json_each(tags)), '')"
-    )
     conn = op.get_bind().connection.driver_connection
     last = 0
-    while True:  # the tags holding a script written without spaces: as bigrams
+    while True:
         rows = conn.execute(
-            "SELECT id, tags, keyword_tags FROM memories WHERE id > ? ORDER BY id LIMIT ?",
-            (last, BATCH_ROWS),
+            "SELECT id, tags FROM memories WHERE id > ? ORDER BY id LIMIT ?", (last, BATCH_ROWS)
         ).fetchall()
         if not rows:
             break
         conn.executemany(
             "UPDATE memories SET keyword_tags = ? WHERE id = ?",
             [
-                (indexed_tags(json.loads(tags)), memory_id)
-                for memory_id, tags, text in rows
-                if unsegmented(text)
+                (indexed_text(tags), memory_id)
+                for memory_id, tags in rows
+                if unsegmented(tags)  # the stored JSON text, its runs as bigrams
             ],
         )
         last = rows[-1][0]

@@ -154,7 +154,7 @@ def document(content: str, tags: Sequence[str] = ()) -> Document:
     their bigrams, as in FTS5's index (query.bigrams).
     """
     found = query.tokens(query.indexed_text(content) or content)
-    tagged = query.tokens(query.indexed_tags(tags))
+    tagged = query.tokens(query.indexed_tags(tags) or query.tag_text(tags))
     positions: dict[str, list[str]] = {}  # lexeme -> its positions, each with its weight
     last: dict[str, int] = {}  # lexeme -> its last position kept
     counts: dict[str, int] = {}

@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from agent_memory import ranking
 from agent_memory.models import Pin, content_hash
-from agent_memory.query import indexed_tags, indexed_text
+from agent_memory.query import indexed_tags, indexed_text, tag_text
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.sqlite import vectors
 from agent_memory.storage.sqlite.schema import memories, memory_links
@@ -143,7 +143,7 @@ def import_memories(
             (
                 record["type"],
                 record["content"],
-                json.dumps(list(record["tags"]), ensure_ascii=False),
+                tag_text(record["tags"]),
                 record["source"],
                 record["scope"],
                 ranking.base_weight(record["type"]),

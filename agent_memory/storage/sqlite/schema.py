@@ -18,7 +18,7 @@ memories = Table(
     Column("id", Integer, primary_key=True),
     Column("type", Text, nullable=False),
     Column("content", Text, nullable=False),
-    Column("tags", Text, nullable=False),  # a JSON array of strings
+    Column("tags", Text, nullable=False),  # a JSON array of strings (query.tag_text)
     Column("source", Text),
     Column("scope", Text),
     Column("base_weight", Float, nullable=False),
@@ -31,8 +31,7 @@ memories = Table(
     Column("content_hash", Integer, nullable=False),  # models.content_hash(content)
     # What the keyword index reads instead of content (query.indexed_text), or NULL
     Column("keyword_text", Text),
-    # What the keyword index reads for the tags (query.indexed_tags); NULL when a process
-    # older than revision 0009 wrote them (the index then reads their JSON text)
+    # What the keyword index reads instead of tags (query.indexed_tags), or NULL
     Column("keyword_tags", Text),
 )
 
