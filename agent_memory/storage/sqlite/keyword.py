@@ -77,17 +77,16 @@ _PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
 _AVERAGES = "SELECT block FROM memories_fts_data WHERE id = 1"
 _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
 # Per row among a JSON array of ids: how often the phrase occurs in the content and in the
-# tags (highlight() inserts one character before each occurrence; a row without tags has
-# NULL there). FTS5 walks the phrase's rows once (about 7 ns a row) and highlights only the
-# ids; bm25() would have counted the phrase's rows all over again for every id. Lengths
-# are counted in bytes: length() of text stops at a NUL, which FTS5 indexes past (issue
-# 18). _DOC_SIZES gives those rows' lengths in tokens, column by column (bm25's D is their
-# sum).
+# tags (highlight() inserts one character before each occurrence). FTS5 walks the phrase's
+# rows once (about 7 ns a row) and highlights only the ids; bm25() would have counted the
+# phrase's rows all over again for every id. Lengths are counted in bytes: length() of text
+# stops at a NUL, which FTS5 indexes past (issue 18). _DOC_SIZES gives those rows' lengths
+# in tokens, column by column (bm25's D is their sum).
 _OCCURRENCES = (
     "SELECT rowid, length(CAST(highlight(memories_fts, 0, 'x', '') AS BLOB))"
     " - length(CAST(content AS BLOB)),"
-    " coalesce(length(CAST(highlight(memories_fts, 1, 'x', '') AS BLOB))"
-    " - length(CAST(tags AS BLOB)), 0) "
+    " length(CAST(highlight(memories_fts, 1, 'x', '') AS BLOB))"
+    " - length(CAST(tags AS BLOB)) "
     "FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
 )
 _DOC_SIZES = "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))"
