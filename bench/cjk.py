@@ -138,7 +138,7 @@ def postgres_upgrade(size: int, words: list[str]) -> None:
     latin = [m["content"] for m in corpus.developer_memories(size)]
     chinese = [m["content"] for m in chinese_memories(size // 100, words)]
     with mock.patch.object(query, "indexed_text", lambda text: None):  # as 0008 indexed
-        rows = [(content, *keyword.document(content)) for content in latin + chinese]
+        rows = [(content, *keyword.document(content)[:3]) for content in latin + chinese]
     server = PostgresServer()
     server.start()
     try:

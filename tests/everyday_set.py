@@ -152,3 +152,27 @@ QUERIES: tuple[Query, ...] = (
     Query("api rate limit", "rate-limit"),
     Query("what does 429 mean", "rate-limit"),
 )
+
+# The tags an agent would give these memories ("a few tags", as the memory_protocol prompt
+# asks): mostly the topic, often a word the content does not say. bench/tag_weight.py
+# stores them to measure how much a tag hit should weigh (docs/search.md).
+TAGS: dict[str, tuple[str, ...]] = {
+    "database": ("database", "postgres", "billing"),
+    "port": ("dev-server", "networking"),
+    "token": ("auth", "api"),
+    "timezone": ("datetime", "utc"),
+    "deploy": ("ci", "deploy"),
+    "tests": ("testing", "pytest"),
+    "cache": ("redis", "performance"),
+    "logging": ("logging", "observability"),
+    "migration": ("database", "billing"),
+    "flaky": ("testing", "ci"),
+    "secrets": ("security",),
+    "frontend": ("frontend", "react"),
+    "retry": ("payments", "resilience"),
+    "memory-leak": ("worker", "performance"),
+    "release": ("release", "docs"),
+    "python": ("python", "infrastructure"),
+    "queue": ("email", "worker"),
+    "rate-limit": ("api", "limits"),
+}

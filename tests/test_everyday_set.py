@@ -3,7 +3,7 @@ everyday set, in keyword mode (no embedder), on both engines alike."""
 
 from __future__ import annotations
 
-from everyday_set import MEMORIES, QUERIES
+from everyday_set import MEMORIES, QUERIES, TAGS
 
 from agent_memory.models import Filters
 from agent_memory.storage import open_store
@@ -19,10 +19,13 @@ TOP1_FLOOR = 34
 TOP3_FLOOR = 36
 
 
-def stored(store) -> dict[int, str]:
-    """The set's memories in ``store``: id -> key."""
+def stored(store, tagged: bool = False) -> dict[int, str]:
+    """The set's memories in ``store`` (with ``tagged``, with their TAGS): id -> key."""
     return {
-        store.insert(NewMemory(m.type, m.content, [], None, None, T0, None), None): m.key
+        store.insert(
+            NewMemory(m.type, m.content, list(TAGS[m.key]) if tagged else [], None, None, T0, None),
+            None,
+        ): m.key
         for m in MEMORIES
     }
 
@@ -33,8 +36,8 @@ def search(store, text: str, limit: int = LIMIT, **filters) -> list[int]:
     return [m["id"] for m in page.results]
 
 
-def ranks(store) -> list[int | None]:
-    keys = stored(store)
+def ranks(store, tagged: bool = False) -> list[int | None]:
+    keys = stored(store, tagged)
     found = []
     for q in QUERIES:
         got = [keys[i] for i in search(store, q.query)]
@@ -55,6 +58,19 @@ def test_every_everyday_question_finds_its_target(store, capsys):
     assert None not in found
     assert top1 >= TOP1_FLOOR
     assert top3 >= TOP3_FLOOR
+
+
+def test_with_tags_every_question_finds_its_target_first(store):
+    """Tags searched, a tag hit weighing bm25.TAG_WEIGHT (docs/search.md): every target
+    first (35 without tags; at a weight of 2, "database choice" puts the memory tagged
+    "database" that does not answer it first)."""
+    assert ranks(store, tagged=True) == [1] * len(QUERIES)
+
+
+def test_each_tag_alone_finds_a_memory_holding_it_first(store):
+    keys = stored(store, tagged=True)
+    for tag in sorted({tag for tags in TAGS.values() for tag in tags}):
+        assert tag in TAGS[keys[search(store, f'"{tag}"')[0]]], tag
 
 
 def test_a_question_missing_one_word_still_finds_its_memory(store):
@@ -101,7 +117,7 @@ def test_filters_apply_to_both_tiers(store):
 def test_both_engines_rank_the_everyday_set_alike(tmp_path, pg_url):
     sqlite, postgres = open_store(tmp_path / "memory.db"), open_store(pg_url)
     try:
-        assert stored(sqlite) == stored(postgres)
+        assert stored(sqlite, tagged=True) == stored(postgres, tagged=True)
         for q in QUERIES:
             for limit in (1, 3, LIMIT):
                 assert search(sqlite, q.query, limit) == search(postgres, q.query, limit), q

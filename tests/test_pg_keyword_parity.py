@@ -19,6 +19,7 @@ from test_query import bench_corpus
 
 from agent_memory import fts, query
 from agent_memory.models import Filters
+from agent_memory.query import bm25
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword, tsquery
@@ -73,6 +74,7 @@ EDGE_CASES = [
     ("ERROR", "데이터베이스는 PostgreSQL을 선택했습니다. 데이터베이스를 백업합니다.", []),
     ("TODO", "哈哈哈哈 哈哈 数据数据数据 库", ["auth"]),
     ("DECISION", "ใช้ฐานข้อมูลนี้ kafka", []),
+    ("TODO", "tagged apart", ["数据库", "line\nbreak", 'say "hi"', "C:\\temp", "ünïcode"]),
 ]
 QUERIES = [
     # single words
@@ -95,6 +97,10 @@ QUERIES = [
     "hopeful", "electric",
     # first token, column filters, NEAR
     "^decided", "^TODO", "^in", "content:kafka", "{content}: redis", "-content:kafka OR redis",
+    "tags:kafka", "tags:parser", "{content tags}: auth", "-tags:kafka", "^parser", "tags:^run",
+    "content:^run", "tags:run*", "content:decid*", 'tags:"sqlite"', "NEAR(kafka parser)",
+    "tags:(auth OR long) NOT content:auth", "kafka OR tags:kafka", "tags:数据", "hi",
+    "nbreak", "temp", "unicode", '"say hi"',  # the last tags of the tagged-apart memory
     "NEAR(kafka billing, 5)", "NEAR(redis cache)", "NEAR(advisory lock, 0)",
     "NEAR(move to, 3)", 'NEAR("advisory lock" lock, 2)',
     # words FTS5 indexes its own way
@@ -134,9 +140,12 @@ def both(tmp_path: Path, pg: psycopg.Connection):
         rows = conn.exec_driver_sql("SELECT id, type, content, tags, scope FROM memories").all()
     with pg.cursor() as cur:
         cur.executemany(
-            "INSERT INTO memories (id, type, content, tags, scope, terms, doc_len, tf)"
-            " VALUES (%s, %s, %s, %s::jsonb, %s, %s::tsvector, %s, %s::jsonb)",
-            [(i, t, c, tags, s, *keyword.document(c)) for i, t, c, tags, s in rows],
+            "INSERT INTO memories (id, type, content, tags, scope, terms, doc_len, tf, tag_tf)"
+            " VALUES (%s, %s, %s, %s::jsonb, %s, %s::tsvector, %s, %s::jsonb, %s::jsonb)",
+            [
+                (i, t, c, tags, s, *keyword.document(c, json.loads(tags)))
+                for i, t, c, tags, s in rows
+            ],
         )
     pg.execute("ANALYZE memories")
     yield service, pg
@@ -208,14 +217,24 @@ def test_postgres_ranks_like_fts5(both, capsys):
 
 
 def test_documents_keep_fts5s_token_count_and_lexemes():
-    text, count, tf = keyword.document("Running runs, RAN: the_runner 1e10")
+    text, count, tf, tag_tf = keyword.document("Running runs, RAN: the_runner 1e10")
     assert count == 6
     assert json.loads(tf) == {"run": 2, "ran": 1, "the": 1, "runner": 1, "1e10": 1}
     assert text == "'run':1A,2 'ran':3 'the':4 'runner':5 '1e10':6"
+    assert json.loads(tag_tf) == {}
+
+
+def test_documents_put_the_tags_after_the_content_apart_from_it():
+    text, count, tf, tag_tf = keyword.document("runs fast", ["Runner", "fast lane"])
+    assert count == 5
+    assert json.loads(tf) == {"run": 1, "fast": 2, "runner": 1, "lane": 1}
+    assert json.loads(tag_tf) == {"runner": 1, "fast": 1, "lane": 1}
+    tags_at = 2 + keyword.TAG_GAP + 1
+    assert text == (f"'run':1A 'fast':2,{tags_at + 1}C 'runner':{tags_at}B 'lane':{tags_at + 2}C")
 
 
 def test_documents_count_what_a_tsvector_cannot_hold():
-    text, count, tf = keyword.document("word " * 300 + "end")
+    text, count, tf, _ = keyword.document("word " * 300 + "end")
     assert count == 301
     assert json.loads(tf) == {"word": 300, "end": 1}
     assert text.count(",") == keyword.MAX_POSITIONS - 1
@@ -228,7 +247,7 @@ def test_a_wordless_query_ranks_nothing(pg: psycopg.Connection):
 
 def test_a_word_too_long_for_postgresql_matches_nothing(pg: psycopg.Connection):
     long_word = "x" * 3_000
-    text, count, tf = keyword.document(f"short {long_word}")
+    text, count, tf, _ = keyword.document(f"short {long_word}")
     pg.execute(
         "INSERT INTO memories (id, type, content, terms, doc_len, tf)"
         " VALUES (1, 'TODO', 'short', %s::tsvector, %s, %s::jsonb)",
@@ -240,40 +259,58 @@ def test_a_word_too_long_for_postgresql_matches_nothing(pg: psycopg.Connection):
         assert found == ([1] if "OR" in words else []), words
 
 
-# A dense corpus (eight words, every pair of words co-occurs) where every operator matters.
+# A dense corpus (eight words, every pair of words co-occurs) where every operator matters;
+# a third of the rows have tags of the same words.
 DENSE_WORDS = ["a", "b", "c", "d", "e", "f", "g", "h"]
 LEAVES = ["a", "b", "c", "d", "e*", '"a b"', '"c d e"', "^a", "^b+c", "f", "g h", "content:b",
-          '"d"*', '{content}: "b c"', "c+d*", "hello", "café"]  # fmt: skip
+          '"d"*', '{content}: "b c"', "c+d*", "hello", "café", "tags:a", '{tags}: "b c"',
+          "-content:c", "tags:^d", "tags:e*"]  # fmt: skip
 OPERATORS = [" AND ", " OR ", " NOT ", " "]
 
 
-def dense_corpus() -> list[str]:
+def dense_corpus() -> list[tuple[str, list[str]]]:
     rng = random.Random(5)
-    docs = [" ".join(rng.choices(DENSE_WORDS, k=rng.randint(1, 30))) for _ in range(300)]
-    return [*docs, "hello café", "Café a b", "h"]
+    docs = [
+        (
+            " ".join(rng.choices(DENSE_WORDS, k=rng.randint(1, 30))),
+            [" ".join(rng.choices(DENSE_WORDS, k=rng.randint(1, 3))) for _ in range(i % 3)],
+        )
+        for i in range(300)
+    ]
+    return [*docs, ("hello café", ["a"]), ("Café a b", []), ("h", ["hello"])]
 
 
 def dense_tables(pg: psycopg.Connection) -> sqlean.Connection:
-    """The dense corpus in an FTS5 table (memory) and in this test's PostgreSQL database."""
+    """The dense corpus in an FTS5 table of the index's columns (memory) and in this test's
+    PostgreSQL database."""
     docs = dense_corpus()
     fts5 = sqlean.connect(":memory:")
     fts5.execute(
-        "CREATE VIRTUAL TABLE t USING fts5(content,"
+        "CREATE VIRTUAL TABLE t USING fts5(content, tags,"
         " tokenize = 'porter unicode61 remove_diacritics 2')"
     )
-    fts5.executemany("INSERT INTO t (rowid, content) VALUES (?, ?)", enumerate(docs, 1))
+    fts5.executemany(
+        "INSERT INTO t (rowid, content, tags) VALUES (?, ?, ?)",
+        [(i, text, query.tag_text(tags)) for i, (text, tags) in enumerate(docs, 1)],
+    )
     with pg.cursor() as cur:
         cur.executemany(
-            "INSERT INTO memories (id, type, content, terms, doc_len, tf)"
-            " VALUES (%s, 'DECISION', %s, %s::tsvector, %s, %s::jsonb)",
-            [(i, text, *keyword.document(text)) for i, text in enumerate(docs, 1)],
+            "INSERT INTO memories (id, type, content, tags, terms, doc_len, tf, tag_tf)"
+            " VALUES (%s, 'DECISION', %s, %s::jsonb, %s::tsvector, %s, %s::jsonb, %s::jsonb)",
+            [
+                (i, text, json.dumps(tags), *keyword.document(text, tags))
+                for i, (text, tags) in enumerate(docs, 1)
+            ],
         )
     return fts5
 
 
+BM25 = f"bm25(t, 1.0, {bm25.TAG_WEIGHT!r})"
+
+
 def fts5_ranking(conn: sqlean.Connection, text: str) -> list[tuple[int, float]]:
     return conn.execute(
-        "SELECT rowid, -bm25(t) FROM t WHERE t MATCH ? ORDER BY bm25(t), rowid", (text,)
+        f"SELECT rowid, -{BM25} FROM t WHERE t MATCH ? ORDER BY {BM25}, rowid", (text,)
     ).fetchall()
 
 
@@ -316,7 +353,7 @@ def test_generated_near_groups_rank_like_fts5(pg, group, distance):
 def test_a_memory_past_the_tsvector_limit_is_stored_and_still_counted(pg: psycopg.Connection):
     """600 distinct 2,000-byte words: 1.2 MB of lexemes, past the 1 MiB a tsvector holds."""
     content = " ".join(f"{i:05d}" + "x" * 1990 for i in range(600))
-    text, count, tf = keyword.document(content)
+    text, count, tf, _ = keyword.document(content)
     pg.execute(
         "INSERT INTO memories (id, type, content, terms, doc_len, tf)"
         " VALUES (1, 'DECISION', %s, %s::tsvector, %s, %s::jsonb)",
@@ -373,6 +410,13 @@ def test_the_tsquery_of_longer_near_groups_is_looser_than_fts5(pg):
 
 
 def test_queries_that_match_nothing_render_as_a_null_tsquery():
-    for text in ['""', "-content:a", 'a AND ""', '"" OR -content:b', '"" NOT a']:
+    for text in ['""', "-{content tags}:a", 'a AND ""', '"" OR -{tags content}:b', '"" NOT a']:
         assert tsquery.to_tsquery(query.parse(text)) == ("NULL::tsquery", [])
     assert tsquery.to_tsquery(query.parse('a NOT ""'))[1] == ["'a'"]
+
+
+def test_a_column_filter_asks_its_columns_weights():
+    assert tsquery.to_tsquery(query.parse("tags:a"))[1] == ["'a':BC"]
+    assert tsquery.to_tsquery(query.parse("-tags:a*"))[1] == ["'a':*AD"]
+    assert tsquery.to_tsquery(query.parse("^a"))[1] == ["'a':AB"]
+    assert tsquery.to_tsquery(query.parse('tags:^"a b"'))[1] == ["('a':B <-> 'b':BC)"]

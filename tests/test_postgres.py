@@ -180,7 +180,7 @@ def test_a_database_of_revision_0006_upgrades_and_counts_its_words(pg_url, pg):
         database._upgrade(conn, 6)
     engine.dispose()
     for i, content in enumerate(["kafka retry", "kafka cache cache", "retry"], start=1):
-        terms, length, tf = keyword.document(content)
+        terms, length, tf, _ = keyword.document(content)
         pg.execute(
             "INSERT INTO memories (type, content, tags, base_weight, decay_score, access_count,"
             " created_at, last_accessed, embedding_status, content_hash, doc_len, terms, tf)"
@@ -237,6 +237,43 @@ def test_a_database_of_revision_0008_upgrades_and_finds_cjk_words(pg_url, pg):
         assert [m["content"] for m in found.results] == ["kafka retry"]
         assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
         assert pg.execute(LEXEMES_AGREE).fetchone() == (True,)
+    finally:
+        store.close()
+
+
+def test_a_database_of_revision_0009_upgrades_and_finds_tags(pg_url, pg):
+    """Before 0010 the keyword columns held the content alone; the upgrade indexes the tags
+    of the rows already there, and the counts follow."""
+    from agent_memory.storage.postgres import database
+
+    engine = database.create_engine(pg_url)
+    with engine.connect() as conn, conn.begin():
+        database._upgrade(conn, 9)
+    engine.dispose()
+    as_0009_wrote = [
+        ("We picked PostgreSQL.", ["database", "billing"]),
+        ("Deploys go out on Fridays.", []),
+        ("数据库每天备份", ["存储"]),
+    ]
+    for i, (content, tags) in enumerate(as_0009_wrote, start=1):
+        terms, length, tf, _ = keyword.document(content)
+        pg.execute(
+            "INSERT INTO memories (type, content, tags, base_weight, decay_score, access_count,"
+            " created_at, last_accessed, embedding_status, content_hash, doc_len, terms, tf)"
+            " VALUES ('TODO', %s, %s::jsonb, 1, 1, 0, %s, %s, 0, %s, %s, %s::tsvector,"
+            " %s::jsonb)",
+            (content, json.dumps(tags), T0, T0, i, length, terms, tf),
+        )
+    assert pg.execute("SELECT count(*) FROM memories WHERE terms @@ 'databas'").fetchone() == (0,)
+    store = open_store(pg_url)
+    try:
+        assert store.schema_version == head_revision() >= 10
+        for word, expected in [("database", 1), ("tags:billing", 1), ("存储", 3), ("Fridays", 2)]:
+            found = store.search(word, None, now=T0, limit=5, filters=Filters())
+            assert [m["id"] for m in found.results] == [expected], word
+        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
+        assert pg.execute(LEXEMES_AGREE).fetchone() == (True,)
+        assert pg.execute("SELECT to_regclass('memories_terms') IS NOT NULL").fetchone() == (True,)
     finally:
         store.close()
 

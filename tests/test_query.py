@@ -43,17 +43,22 @@ DOCS = [
 ]
 
 
-def fts5_table(docs: list[str] = DOCS) -> sqlean.Connection:
+def fts5_table(docs: list[str] = DOCS, tagged: bool = False) -> sqlean.Connection:
+    """The docs in an FTS5 table of the index's columns; ``tagged``: every third row has
+    another doc's words as its tags, so that column filters matter."""
     conn = sqlean.connect(":memory:")
     conn.execute(
-        "CREATE VIRTUAL TABLE t USING fts5(content,"
+        "CREATE VIRTUAL TABLE t USING fts5(content, tags,"
         " tokenize = 'porter unicode61 remove_diacritics 2')"
     )
-    conn.executemany("INSERT INTO t (rowid, content) VALUES (?, ?)", enumerate(docs, 1))
+    conn.executemany(
+        "INSERT INTO t (rowid, content, tags) VALUES (?, ?, ?)",
+        [(i, doc, docs[-i] if tagged and i % 3 == 0 else "") for i, doc in enumerate(docs, 1)],
+    )
     return conn
 
 
-FTS = fts5_table()
+FTS = fts5_table(tagged=True)
 
 
 def fts5_answer(text: str) -> list[tuple[int, float]] | str:
@@ -104,7 +109,8 @@ HAND_WRITTEN = [
     "a OR OR b", "a,b", "a}", "{a", "-a", "a -b", "a-b", '"a""b"', '"a"b', 'a"b"', '"open',
     "a\x0cb", "a\x0bb", "a\x1ab", "a\x00 OR", "\x00", "a\tb\nc\rd", "a\u00a0b", "é", "_",
     "a_b", "é:x", "café", "CAFE", "naive", "résumé", "running", "runs*", "content:(a NOT b)",
-    'content:("" OR a)', "-content:(a OR b) OR c",
+    'content:("" OR a)', "-content:(a OR b) OR c", "tags:a", "-tags:a", "{content tags}:a",
+    "-{tags content}:a", "tags:^a", "TAGS:(a OR hello) NOT content:a", "tags:content:a",
     "what vector store do we use?", "sqlite-vec", "TODO: auth", "it's", "x_y OR sqlite",
 ]  # fmt: skip
 
@@ -168,7 +174,8 @@ def test_strings_become_phrases_of_their_tokens():
 
 def test_column_filters_keep_or_empty_the_leaf():
     assert query.parse("content:a") == Near((Phrase((Term("a"),)),), columns=frozenset({"content"}))
-    assert query.parse("-content:a") == Near((Phrase((Term("a"),)),), columns=frozenset())
+    assert query.parse("-content:a") == Near((Phrase((Term("a"),)),), columns=frozenset({"tags"}))
+    assert query.parse("-{tags content}:a") == Near((Phrase((Term("a"),)),), columns=frozenset())
 
 
 def test_wordless_strings_drop_out_of_implicit_and_only():
@@ -207,7 +214,9 @@ def test_generated_queries_match_fts5(pieces):
 @SETTINGS
 @given(
     st.recursive(
-        st.sampled_from(["a", "b", "hello", "c*", '"a b"', "^a", "NEAR(a b, 2)", "content:b"]),
+        st.sampled_from(
+            ["a", "b", "hello", "c*", '"a b"', "^a", "NEAR(a b, 2)", "content:b", "tags:a"]
+        ),
         lambda inner: st.tuples(inner, st.sampled_from([" AND ", " OR ", " NOT ", " "]), inner).map(
             lambda t: f"({t[0]}){t[1]}({t[2]})" if t[1] != " " else f"{t[0]} {t[2]}"
         ),

@@ -100,7 +100,7 @@ def test_search_envelope(http, seeded):
     status, body = http("POST", "/api/search", body={"query": "maven group?", "limit": 5})
     assert status == 200
     assert body["search_mode"] == "keyword"
-    assert [r["id"] for r in body["results"]] == [1]
+    assert [r["id"] for r in body["results"]] == [1, 2]  # 1 says both words, 2 is tagged maven
 
 
 def test_patch_returns_the_updated_memory(http, seeded):

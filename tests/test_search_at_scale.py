@@ -31,11 +31,13 @@ from conftest import reading
 DAY = 86_400
 WORDS = ["sqlite", "kafka", "retry", "cache", "schema", "docker", "oauth", "billing"]
 TYPES = ["DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT"]
+# FTS5's bm25 as the store asks it: a hit in the tags column weighs bm25.TAG_WEIGHT.
+BM25 = f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})"
 
 
 def reference(raw, match: str, now: int, limit: int) -> list[int]:
     rows = raw.execute(
-        "SELECT m.id, m.type, m.last_accessed, bm25(memories_fts) FROM memories_fts "
+        f"SELECT m.id, m.type, m.last_accessed, {BM25} FROM memories_fts "
         "JOIN memories m ON m.id = memories_fts.rowid WHERE memories_fts MATCH ?",
         (match,),
     ).fetchall()
@@ -73,13 +75,17 @@ def words_reference(raw, question: str, now: int, limit: int) -> list[int]:
     return (first + [i for i in ranked if i in some - every])[:limit]
 
 
-def fill(service, clock, rows: int, seed: int = 5, repeats: bool = False) -> None:
-    """Every row says "the"; each has one to three topic words, a type and an age."""
+def fill(
+    service, clock, rows: int, seed: int = 5, repeats: bool = False, tagged: bool = True
+) -> None:
+    """Every row says "the"; each has one to three topic words, a type and an age; with
+    ``tagged``, two rows in three have tags: topic words, and "the" now and then."""
     rng = random.Random(seed)
     for i in range(rows):
         topic = " ".join(rng.sample(WORDS, rng.randint(1, 3)))
         text = f"the {topic} note" if repeats else f"the {topic} note {i} " + "x " * (i % 7)
-        service.store({"content": text, "type": rng.choice(TYPES)})
+        tags = rng.sample([*WORDS, "the"], i % 3 if tagged else 0)
+        service.store({"content": text, "type": rng.choice(TYPES), "tags": tags})
         clock.advance(rng.randint(0, 5 * DAY))
 
 
@@ -292,7 +298,7 @@ def test_term_scores_are_what_bm25_gives_the_word(service, clock, raw, word, db_
     expected = dict.fromkeys(all_ids, 0.0)
     expected.update(
         raw.execute(
-            "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?",
+            f"SELECT rowid, -{BM25} FROM memories_fts WHERE memories_fts MATCH ?",
             (f'"{word}"',),
         ).fetchall()
     )
@@ -328,7 +334,7 @@ def scored(monkeypatch):
 
 def zebras(service, clock, count: int) -> list[int]:
     """300 rows of fill(), then ``count`` rows with the rare word "zebra"."""
-    fill(service, clock, 300)
+    fill(service, clock, 300, tagged=False)  # the word counts these tests were built on
     made = [service.store({"content": "zebra sqlite 0", "type": "TODO"})["id"]]
     made += [
         service.store({"content": f"zebra {i}", "type": "TODO"})["id"] for i in range(1, count)
@@ -358,7 +364,7 @@ def test_only_rows_matching_within_are_scored_with_every_word(service, clock, ra
     match, within = '"sqlite" OR "cache" OR "note"', '"sqlite"'
     full = dict(
         raw.execute(
-            "SELECT rowid, -bm25(memories_fts) FROM memories_fts WHERE memories_fts MATCH ?",
+            f"SELECT rowid, -{BM25} FROM memories_fts WHERE memories_fts MATCH ?",
             (match,),
         ).fetchall()
     )
@@ -412,7 +418,7 @@ def test_past_the_scored_rows_a_row_without_the_rarest_words_is_not_ranked(
     # The price of the restriction, as documented: a fresh, short row with two of the
     # commoner words outscores an old, long row with the rare one in the full query, but
     # only rows with "zebra" are scored.
-    fill(service, clock, 300)
+    fill(service, clock, 300, tagged=False)
     old = service.store({"content": "zebra " + "filler " * 40, "type": "TODO"})["id"]
     clock.advance(400 * DAY)
     fresh = service.store({"content": "sqlite cache", "type": "TODO"})["id"]
@@ -454,7 +460,7 @@ def test_a_question_of_common_words_only_takes_the_full_query(
     # "the" and "note" are in every row and "kafkaesque" in none: the rarest words that
     # occur count as informative, so a question is never emptied, and with no word left
     # out of the rows scored the page is the full query's.
-    fill(service, clock, 300)
+    fill(service, clock, 300, tagged=False)
     clock.advance(DAY)
     expected = words_reference(raw, question, clock.now, 5)
     assert ids(service.search({"query": question, "limit": 5})["results"]) == expected

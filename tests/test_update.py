@@ -76,10 +76,13 @@ def test_update_counts_as_a_use(service, clock, memory, db_path):
 
 
 def test_new_content_is_reindexed_in_the_same_transaction(service, memory):
-    assert service.search({"query": "Maven"})["results"]
+    assert service.search({"query": "unityinflow"})["results"]
     service.update({"id": memory["id"], "content": "Gradle plugin portal instead"})
-    assert service.search({"query": "Maven"})["results"] == []
+    assert service.search({"query": "unityinflow"})["results"] == []
+    assert service.search({"query": "content:Maven"})["results"] == []
     assert [r["id"] for r in service.search({"query": "gradle"})["results"]] == [memory["id"]]
+    # "maven" is still one of its tags
+    assert [r["id"] for r in service.search({"query": "Maven"})["results"]] == [memory["id"]]
 
 
 def test_unknown_id_is_a_clean_not_found(service, memory, db_path):

@@ -29,9 +29,9 @@ queries get theirs from here.
 
 from __future__ import annotations
 
-from agent_memory.query.bigrams import indexed_text, rewrite, unsegmented
+from agent_memory.query.bigrams import indexed_tags, indexed_text, rewrite, unsegmented
 from agent_memory.query.fts5 import indexed_match, to_fts5
-from agent_memory.query.lexemes import fold, lexeme, tokens
+from agent_memory.query.lexemes import fold, lexeme, tag_text, tokens
 from agent_memory.query.parser import (
     and_of_words,
     is_special,
@@ -69,6 +69,7 @@ __all__ = [
     "and_of_words",
     "fold",
     "indexed_match",
+    "indexed_tags",
     "indexed_text",
     "is_special",
     "lexeme",
@@ -79,6 +80,7 @@ __all__ = [
     "rewrite",
     "search_tree",
     "searched",
+    "tag_text",
     "to_fts5",
     "tokens",
     "unsegmented",

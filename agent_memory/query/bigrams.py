@@ -23,8 +23,9 @@ too. Text without these scripts is indexed and searched exactly as before.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-from agent_memory.query.lexemes import token_ranges, tokens
+from agent_memory.query.lexemes import tag_text, token_ranges, tokens
 from agent_memory.query.tree import Near, Node, Not, Phrase, Term
 
 # Unicode blocks of scripts written without spaces between words (Korean has spaces, but
@@ -77,6 +78,12 @@ def indexed_text(text: str) -> str | None:
     if not unsegmented(text):
         return None
     return _RUN.sub(lambda run: " " + " ".join(_grams(run.group())) + " ", text)
+
+
+def indexed_tags(tags: Sequence[str]) -> str | None:
+    """What the keyword index reads for ``tags`` instead of their text (lexemes.tag_text),
+    as ``indexed_text`` for content; None when it reads their text."""
+    return indexed_text(tag_text(tags))
 
 
 def _pieces(token: str) -> list[tuple[str, bool]]:

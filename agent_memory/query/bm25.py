@@ -29,6 +29,10 @@ from agent_memory.query.bigrams import unsegmented
 BM25_K1 = 1.2
 BM25_B = 0.75
 IDF_FLOOR = 1e-6
+# A hit in a memory's tags counts this many times a hit in its content in bm25's term
+# frequency (FTS5's column weights). A sum of powers of two, so that a row's hits add up to
+# the same float on both engines. Measured on the committed sets: docs/search.md.
+TAG_WEIGHT = 1.5
 # One query term adds at most idf * (k1 + 1) to a row's bm25 score.
 BM25_TERM_MAX = BM25_K1 + 1
 # Words of IDF at most PRUNE_MAX_IDF (ln 3: in more than about a quarter of the rows) carry

@@ -9,7 +9,9 @@ are reproduced in Python.
 from __future__ import annotations
 
 import functools
+import json
 import re
+from collections.abc import Sequence
 
 from agent_memory import unicode61
 
@@ -43,6 +45,14 @@ _TOKEN = re.compile(f"[{_STARTS}][{_STARTS}{_char_class((), unicode61.DIACRITICS
 def tokens(text: str) -> list[str]:
     """The tokens unicode61 finds in ``text``, as written (``sqlite_vec 2.0`` -> 4 tokens)."""
     return _TOKEN.findall(text)
+
+
+def tag_text(tags: Sequence[str]) -> str:
+    """A memory's tags as the SQLite store keeps them and the keyword index reads them: a
+    JSON array. Its quotes, brackets and commas are no token characters, so each tag keeps
+    its own tokens, in order; only a control character, written as an escape (``\\n``),
+    joins its letter to the token after it, alike on both engines."""
+    return json.dumps(list(tags), ensure_ascii=False)
 
 
 def fold(token: str) -> str:

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 # FTS5's NEAR distance when none is given (fts5_expr.c).
 NEAR_DEFAULT = 10
-# The column the PostgreSQL backend searches (FTS5's table has this one column too).
-COLUMNS = ("content",)
+# The columns of the keyword index, in FTS5's order (migrations/versions/0009): a column
+# filter names them (``tags:redis``), and the PostgreSQL backend keeps both apart.
+COLUMNS = ("content", "tags")
 
 
 class QuerySyntaxError(ValueError):
@@ -24,7 +25,7 @@ class Term:
 
 @dataclass(frozen=True)
 class Phrase:
-    """Tokens that must follow one another; ``first``: at the column's first token (``^``)."""
+    """Tokens that must follow one another; ``first``: at a column's first token (``^``)."""
 
     terms: tuple[Term, ...]
     first: bool = False

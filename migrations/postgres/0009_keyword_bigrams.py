@@ -43,7 +43,7 @@ def upgrade() -> None:
         ids, lengths, terms, counts = [], [], [], []
         for memory_id, content in rows:
             if unsegmented(content):
-                text, length, tf = document(content)
+                text, length, tf, _ = document(content)  # tags: revision 0010
                 ids.append(memory_id)
                 lengths.append(length)
                 terms.append(text)

@@ -15,6 +15,15 @@ hex ids), its snowball porter is not FTS5's porter, and unaccent is not remove_d
 ``^``), a jsonb map of each lexeme's count (a word's frequency in one lookup), and FTS5's
 token count as the row's length.
 
+FTS5's index has two columns, content and tags (migrations/versions/0009). The tags' tokens
+follow the content's in the one tsvector, TAG_GAP positions after its last token (so no
+phrase, and no NEAR group tsquery spells out, spans the two), at weight C, their first at
+weight B (``^`` there); a column filter asks its columns' weights (tsquery.weights). The
+count maps are ``tf``, both columns together (which rows hold a word, whatever the column),
+and ``tag_tf``, the tags alone; the length counts both, as FTS5's does. bm25 counts a tag
+hit as bm25.TAG_WEIGHT hits (FTS5's column weights), and positions read for NEAR groups
+carry their column (COLUMN_SPAN).
+
 What FTS5 counts in a row is not only "the phrase occurs": it reads a phrase's positions
 while the phrase's iterator stands on the row, so a phrase under an AND or NOT that does not
 match the row counts nothing (``_conditions``), and a NEAR group counts only the instances
@@ -37,10 +46,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from agent_memory import query, ranking
-from agent_memory.query import And, Near, Node, Not, Or, Phrase, bm25
+from agent_memory.query import And, Near, Node, Not, Or, Phrase, Term, bm25
 from agent_memory.storage.postgres import tsquery
 from agent_memory.vocabulary import PINNED_TYPES
 
@@ -50,6 +59,13 @@ from agent_memory.vocabulary import PINNED_TYPES
 MAX_POSITION = 16_383
 MAX_POSITIONS = 256
 TSVECTOR_MAX_BYTES = 1_048_575
+# Positions between the content's last token and the tags' first: more than any NEAR group
+# tsquery spells out (tsquery.NEAR_SPELLED_MAX) reaches, so that no tsquery matches across
+# the two columns.
+TAG_GAP = tsquery.NEAR_SPELLED_MAX + 2
+# Where the SQL reads a tags position, it adds this: a NEAR group's distance (a 32-bit
+# integer) never reaches from one column into the other.
+COLUMN_SPAN = 1 << 33
 
 # The keyword columns of the memories table are written from ``document``: ``terms`` holds
 # FTS5's lexemes with positions, ``doc_len`` FTS5's token count, ``tf`` maps each lexeme to
@@ -118,21 +134,40 @@ def _quote(lexeme: str) -> str:
     return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
 
 
-def document(content: str) -> tuple[str, int, str]:
-    """(the tsvector input text of ``content``'s FTS5 lexemes, FTS5's token count, the tf
-    JSON): bind them to ``%s::tsvector``, ``%s``, ``%s::jsonb``.
+class Document(NamedTuple):
+    """A memory's keyword columns, as text to bind: ``%s::tsvector``, ``%s``, ``%s::jsonb``,
+    ``%s::jsonb``."""
+
+    terms: str
+    length: int
+    tf: str
+    tag_tf: str
+
+
+def document(content: str, tags: Sequence[str] = ()) -> Document:
+    """The keyword columns of a memory: the tsvector input text of the FTS5 lexemes of
+    ``content`` and then of ``tags`` (see the module), FTS5's token count of both, and the
+    count maps of both and of the tags alone.
 
     Once the tsvector is full (TSVECTOR_MAX_BYTES), later tokens are still counted (tf and
     the token count) but no longer indexed. Runs of scripts written without spaces count as
     their bigrams, as in FTS5's index (query.bigrams).
     """
     found = query.tokens(query.indexed_text(content) or content)
-    positions: dict[str, list[int]] = {}
+    tagged = query.tokens(query.indexed_tags(tags) or query.tag_text(tags))
+    positions: dict[str, list[str]] = {}  # lexeme -> its positions, each with its weight
+    last: dict[str, int] = {}  # lexeme -> its last position kept
     counts: dict[str, int] = {}
+    tag_counts: dict[str, int] = {}
     lexemes: dict[str, str] = {}  # token -> lexeme: a long memory repeats its words
     size = 0  # PostgreSQL's count (tsvectorin): each lexeme padded to 2 bytes, a position
     full = False  # count, 2 bytes a position
-    for position, token in enumerate(found, start=1):
+    start = len(found) + TAG_GAP
+    placed = [
+        (position, token, "A" if position == 1 else "") for position, token in enumerate(found, 1)
+    ]
+    placed += [(start + i, token, "B" if i == 1 else "C") for i, token in enumerate(tagged, 1)]
+    for position, token, weight in placed:
         lexeme = lexemes.get(token)
         if lexeme is None:
             lexeme = lexemes[token] = query.lexeme(token)
@@ -140,23 +175,28 @@ def document(content: str) -> tuple[str, int, str]:
         if not lexeme or length > tsquery.MAX_LEXEME_BYTES:
             continue
         counts[lexeme] = counts.get(lexeme, 0) + 1
+        if weight in ("B", "C"):
+            tag_counts[lexeme] = tag_counts.get(lexeme, 0) + 1
         if full:
             continue
         kept = positions.get(lexeme)
         cost = 2 if kept is not None else length + length % 2 + 4
         clamped = min(position, MAX_POSITION)
-        if kept is not None and (len(kept) == MAX_POSITIONS or kept[-1] == clamped):
+        if kept is not None and (len(kept) == MAX_POSITIONS or last[lexeme] == clamped):
             continue
         if size + cost > TSVECTOR_MAX_BYTES:
             full = True
             continue
         size += cost
-        positions.setdefault(lexeme, []).append(clamped)
-    text = " ".join(
-        _quote(lexeme) + ":" + ",".join(f"{p}A" if p == 1 else str(p) for p in kept)
-        for lexeme, kept in positions.items()
+        positions.setdefault(lexeme, []).append(f"{clamped}{weight}")
+        last[lexeme] = clamped
+    text = " ".join(_quote(lexeme) + ":" + ",".join(kept) for lexeme, kept in positions.items())
+    return Document(
+        text,
+        len(found) + len(tagged),
+        json.dumps(counts, ensure_ascii=False),
+        json.dumps(tag_counts, ensure_ascii=False),
     )
-    return text, len(found), json.dumps(counts, ensure_ascii=False)
 
 
 # -- Ranking ----------------------------------------------------------------------------------
@@ -180,15 +220,30 @@ class _Sql:
         return "".join(self.parts)
 
 
-def _starts(phrase: Phrase, out: _Sql) -> None:
-    """SELECT the positions where ``phrase`` starts in ``m.terms`` (a set, one column p)."""
+_TAG_WEIGHTS = "('B', 'C')"
+
+
+def _column_weights(columns: frozenset[str] | None, first: bool) -> str | None:
+    """SQL true for a position's weight ``u.w`` in ``columns`` (at a column's first token
+    when ``first``); None when any position will do."""
+    wanted = tsquery.weights(columns, first)
+    if not wanted:
+        return None
+    return "u.w IN (" + ", ".join(f"'{weight}'" for weight in wanted) + ")"
+
+
+def _starts(phrase: Phrase, columns: frozenset[str] | None, out: _Sql) -> None:
+    """SELECT the positions where ``phrase`` starts in ``m.terms``, in ``columns`` (a set,
+    one column p; a tags position is read COLUMN_SPAN further on)."""
     for i, term in enumerate(phrase.terms):
         if i:
             out.add(" INTERSECT ")
         test = "starts_with(t.lexeme, %s)" if term.prefix else "t.lexeme = %s"
-        first = " AND p = 1" if phrase.first and i == 0 else ""
+        where = _column_weights(columns, phrase.first and i == 0)
         out.add(
-            f"SELECT p - {i} FROM unnest(m.terms) t, unnest(t.positions) p WHERE {test}{first}",
+            f"SELECT u.p + CASE WHEN u.w IN {_TAG_WEIGHTS} THEN {COLUMN_SPAN} ELSE 0 END - {i}"
+            " FROM unnest(m.terms) t, unnest(t.positions, t.weights) u(p, w)"
+            f" WHERE {test}" + (f" AND {where}" if where else ""),
             [query.lexeme(term.token)],
         )
 
@@ -197,17 +252,30 @@ def _single_word(phrase: Phrase, leaf: Near) -> bool:
     return len(phrase.terms) == 1 and not phrase.first and len(leaf.phrases) == 1
 
 
-def _word_frequency(phrase: Phrase, out: _Sql) -> None:
-    """One word's count in row m (of every word it is a prefix of, for ``abc*``)."""
-    term = phrase.terms[0]
+def _counted(column: str, term: Term) -> str:
+    """One word's count in ``m.<column>`` (a count map), of every word it is a prefix of for
+    ``abc*``; its lexeme is the one parameter."""
     if term.prefix:
-        out.add(
-            "(SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(m.tf)"
-            f" WHERE starts_with(key, %s)){_F}",
-            [query.lexeme(term.token)],
+        return (
+            f"(SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(m.{column})"
+            " WHERE starts_with(key, %s))"
         )
-    else:
-        out.add(f"coalesce((m.tf ->> %s)::int, 0){_F}", [query.lexeme(term.token)])
+    return f"coalesce((m.{column} ->> %s)::int, 0)"
+
+
+def _word_frequency(phrase: Phrase, columns: frozenset[str] | None, out: _Sql) -> None:
+    """One word's frequency in row m as FTS5's bm25 counts it in ``columns``: a hit in the
+    content 1, in the tags bm25.TAG_WEIGHT."""
+    term = phrase.terms[0]
+    word = [query.lexeme(term.token)]
+    both, tags = _counted("tf", term), _counted("tag_tf", term)
+    in_tags = columns is None or "tags" in columns
+    if columns is None or "content" in columns:
+        out.add(f"({both}{_F} - {tags}{_F})", word + word)
+        if in_tags:
+            out.add(" + ")
+    if in_tags:
+        out.add(f"{tags}{_F} * {bm25.TAG_WEIGHT!r}{_F}", word)
 
 
 def _near_positions(phrase: Phrase, leaf: Near, out: _Sql) -> None:
@@ -221,29 +289,33 @@ def _near_positions(phrase: Phrase, leaf: Near, out: _Sql) -> None:
     others = [other for other in leaf.phrases if other is not phrase]
     reach = len(phrase.terms) + leaf.distance
     out.add("SELECT a.p FROM (")
-    _starts(phrase, out)
+    _starts(phrase, leaf.columns, out)
     out.add(") a(p) WHERE EXISTS (SELECT 1 FROM (SELECT a.p")
     for other in others:
         out.add(" UNION ALL (")
-        _starts(other, out)
+        _starts(other, leaf.columns, out)
         out.add(")")
     out.add(f") c(top) WHERE c.top BETWEEN a.p AND a.p + {reach}")
     for other in others:
         out.add(" AND EXISTS (SELECT 1 FROM (")
-        _starts(other, out)
+        _starts(other, leaf.columns, out)
         out.add(f") b(q) WHERE b.q BETWEEN c.top - {len(other.terms) + leaf.distance} AND c.top)")
     out.add(")")
 
 
 def _frequency(phrase: Phrase, leaf: Near, out: _Sql) -> None:
-    """The phrase's term frequency in row m as FTS5 counts it: its instances, and in a NEAR
-    group only those that take part in a match of the group."""
-    out.add("(SELECT count(*) FROM (")
+    """The phrase's term frequency in row m as FTS5 counts it: its instances (one in the
+    tags as bm25.TAG_WEIGHT), and in a NEAR group only those that take part in a match of
+    the group."""
+    out.add(
+        f"(SELECT coalesce(sum(CASE WHEN a.p >= {COLUMN_SPAN} THEN {bm25.TAG_WEIGHT!r}{_F}"
+        f" ELSE 1{_F} END), 0{_F}) FROM ("
+    )
     if len(leaf.phrases) > 1:
         _near_positions(phrase, leaf, out)
     else:
-        _starts(phrase, out)
-    out.add(f") a(p)){_F}")
+        _starts(phrase, leaf.columns, out)
+    out.add(") a(p))")
 
 
 def _has_near(node: Node) -> bool:
@@ -273,7 +345,7 @@ def _matches(node: Node, out: _Sql) -> None:
         rendered, params = tsquery.to_tsquery(node)
         out.add(f"m.terms @@ {rendered}", params)
     elif isinstance(node, Near):
-        if node.columns is not None and query.COLUMNS[0] not in node.columns:
+        if node.columns is not None and not node.columns:
             out.add("FALSE")
             return
         out.add("EXISTS (")
@@ -322,12 +394,12 @@ def _conditions(found: list[tuple[Phrase, Near, tuple[Node, ...]]]) -> dict[int,
 
 
 def _phrases(node: Node) -> list[tuple[Phrase, Near, tuple[Node, ...]]]:
-    """FTS5's phrases that can count in a row of the one column (see query.phrase_paths);
-    a phrase with a lexeme too long to store counts nothing."""
+    """FTS5's phrases that can count in a row (see query.phrase_paths): not those of an
+    empty column filter, nor one with a lexeme too long to store."""
     return [
         (phrase, leaf, above)
         for phrase, leaf, above in query.phrase_paths(node)
-        if (leaf.columns is None or query.COLUMNS[0] in leaf.columns) and tsquery.storable(phrase)
+        if (leaf.columns is None or leaf.columns) and tsquery.storable(phrase)
     ]
 
 
@@ -341,21 +413,34 @@ def decay_sql(alias: str) -> str:
     )
 
 
-def _plain_word(phrase: Phrase) -> bool:
-    """A word whose row count lexeme_rows keeps (not a prefix, a phrase or ``^``)."""
-    return len(phrase.terms) == 1 and not phrase.terms[0].prefix and not phrase.first
+def _plain_word(phrase: Phrase, columns: frozenset[str] | None) -> bool:
+    """A word whose row count lexeme_rows keeps (not a prefix, a phrase, ``^`` or in some
+    columns only)."""
+    return (
+        len(phrase.terms) == 1
+        and not phrase.terms[0].prefix
+        and not phrase.first
+        and not tsquery.weights(columns)
+    )
 
 
-def _phrase_rows(phrases: Sequence[Phrase], out: _Sql) -> None:
-    """SELECT h: how many rows hold each phrase (bm25's n), an array in the phrases' order.
+def _phrase_rows(phrases: Sequence[tuple[Phrase, frozenset[str] | None]], out: _Sql) -> None:
+    """SELECT h: how many rows hold each phrase in its columns (bm25's n), an array in the
+    phrases' order.
 
     The plain words' counts come from one array of their lexemes (``unnest``), however many
     there are; the other phrases' each from the GIN index, or, past COUNTS_BY_INDEX_MAX of
     them, all in one pass over the table. Each count is tagged with its phrase's position,
     and the array is put together in that order.
     """
-    words = [(i, phrase) for i, phrase in enumerate(phrases, 1) if _plain_word(phrase)]
-    others = [(i, phrase) for i, phrase in enumerate(phrases, 1) if not _plain_word(phrase)]
+    words = [
+        (i, phrase) for i, (phrase, cols) in enumerate(phrases, 1) if _plain_word(phrase, cols)
+    ]
+    others = [
+        (i, phrase, cols)
+        for i, (phrase, cols) in enumerate(phrases, 1)
+        if not _plain_word(phrase, cols)
+    ]
     parts = []
     if words:
         lexemes = [query.lexeme(phrase.terms[0].token) for _, phrase in words]
@@ -368,8 +453,8 @@ def _phrase_rows(phrases: Sequence[Phrase], out: _Sql) -> None:
     if others:
         by_index = len(others) <= COUNTS_BY_INDEX_MAX
         counts, params = [], []
-        for _, phrase in others:
-            rendered, args = tsquery.phrase_tsquery(phrase)
+        for _, phrase, cols in others:
+            rendered, args = tsquery.phrase_tsquery(phrase, cols)
             params += args
             if by_index:
                 counts.append(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered})")
@@ -378,10 +463,10 @@ def _phrase_rows(phrases: Sequence[Phrase], out: _Sql) -> None:
         listed = "ARRAY[" + ", ".join(counts) + "]::bigint[]"
         if by_index:
             counted = f"unnest(%s::int[], {listed}) o(i, c)"
-            params = [[i for i, _ in others], *params]
+            params = [[i for i, _, _ in others], *params]
         else:
             counted = f"(SELECT {listed} AS c FROM memories) a, unnest(%s::int[], a.c) o(i, c)"
-            params = [*params, [i for i, _ in others]]
+            params = [*params, [i for i, _, _ in others]]
         parts.append((f"SELECT o.i, o.c FROM {counted}", params))
     if not parts:
         out.add("SELECT '{}'::bigint[] AS h")
@@ -408,7 +493,7 @@ def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
         at += phrase is not None
         positions.append(at if phrase is not None else None)
     sql = _Sql().add("WITH hits AS (")
-    _phrase_rows(counted, sql)
+    _phrase_rows([(phrase, None) for phrase in counted], sql)
     sql.add(f") SELECT (SELECT n FROM {TOTALS} totals), ARRAY(SELECT coalesce(hits.h[u.k], 0)")
     sql.add(" FROM unnest(%s::int[]) WITH ORDINALITY u(k, i) ORDER BY u.i) FROM hits", [positions])
     return sql.text(), sql.params
@@ -440,7 +525,7 @@ def keyword_ranking_sql(
         f"WITH stats AS MATERIALIZED (SELECT n, tokens FROM {TOTALS} totals),"
         " hits AS MATERIALIZED ("
     )
-    _phrase_rows([phrase for phrase, _, _ in found], sql)
+    _phrase_rows([(phrase, leaf.columns) for phrase, leaf, _ in found], sql)
     # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
     ratio = f"ln(((stats.n - u.h){_F} + 0.5{_F}) / (u.h{_F} + 0.5{_F}))"
     sql.add(
@@ -452,7 +537,7 @@ def keyword_ranking_sql(
     # The nodes above a phrase's leaf that decide whether it counts (_conditions), each one's
     # match computed once a row, in ``m.above``.
     above = _conditions(found)
-    sql.add(", matched AS (SELECT id, doc_len, terms, tf, type, last_accessed")
+    sql.add(", matched AS (SELECT id, doc_len, terms, tf, tag_tf, type, last_accessed")
     if above:
         sql.add(", ARRAY[")
         for i, (_, condition) in enumerate(above.values()):
@@ -479,9 +564,9 @@ def keyword_ranking_sql(
         if _single_word(phrase, leaf):
             if when:
                 sql.add(f"CASE WHEN {when} THEN ")
-            _word_frequency(phrase, sql)
+            _word_frequency(phrase, leaf.columns, sql)
         else:
-            rendered, params = tsquery.phrase_tsquery(phrase)
+            rendered, params = tsquery.phrase_tsquery(phrase, leaf.columns)
             first = f"{when} AND " if when else ""
             sql.add(f"CASE WHEN {first}m.terms @@ {rendered} THEN ", params)
             _frequency(phrase, leaf, sql)

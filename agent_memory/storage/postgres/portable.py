@@ -75,7 +75,7 @@ def import_memories(
             raise sqlalchemy.exc.InvalidRequestError(f"import: ids {ids[0]}.. not consecutive")
         values = []
         for memory_id, record in zip(ids, new_records, strict=True):
-            terms, length, tf = keyword.document(record["content"])
+            found = keyword.document(record["content"], record["tags"])
             values.append(
                 (
                     memory_id,
@@ -92,9 +92,7 @@ def import_memories(
                     record["expires_at"],
                     0,
                     content_hash(record["content"]),
-                    length,
-                    terms,
-                    tf,
+                    *found,
                 )
             )
         with conn.connection.driver_connection.cursor() as cursor:

@@ -18,12 +18,17 @@ EXPORT_BATCH_ROWS = 1_000
 SELECT = ", ".join(MEMORY_COLUMNS)
 ROW_COLUMNS = (
     "type, content, tags, source, scope, base_weight, decay_score, access_count, created_at,"
-    " last_accessed, expires_at, embedding_status, content_hash, doc_len, terms, tf"
+    " last_accessed, expires_at, embedding_status, content_hash, terms, doc_len, tf, tag_tf"
 )
 ROW_VALUES = (
-    "%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s::tsvector, %s::jsonb"
+    "%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
+    " %s::tsvector, %s, %s::jsonb, %s::jsonb"  # keyword.Document, in its order
 )
 INSERT = f"INSERT INTO memories ({ROW_COLUMNS}) VALUES ({ROW_VALUES}) RETURNING id"
+# The keyword columns an update writes (keyword.Document, in its order), and what it reads
+# to make them when only the content or only the tags change (locked until it writes).
+KEYWORD_SETS = ("terms = %s::tsvector", "doc_len = %s", "tf = %s::jsonb", "tag_tf = %s::jsonb")
+CONTENT_AND_TAGS = "SELECT content, tags FROM memories WHERE id = %s FOR UPDATE"
 INSERT_WITH_ID = f"INSERT INTO memories (id, {ROW_COLUMNS}) VALUES (%s, {ROW_VALUES})"
 # A use: access_count + 1, saturating at the largest 64-bit integer (as on SQLite).
 USED = f"access_count = least(access_count, {SQLITE_INT_MAX - 1}) + 1"

@@ -112,7 +112,7 @@ class PostgresStore:
 
     @_guarded
     def insert(self, memory: NewMemory, embedding: Embedding | None) -> int:
-        terms, length, tf = keyword.document(memory.content)
+        found = keyword.document(memory.content, memory.tags)
         with self._write() if embedding is not None else self._statement() as conn:
             embedded = embedding is not None and vectors.pinned(conn, embedding.pin)
             row = (
@@ -129,9 +129,7 @@ class PostgresStore:
                 memory.expires_at,
                 int(embedded),
                 content_hash(memory.content),
-                length,
-                terms,
-                tf,
+                *found,
             )
             memory_id = int(conn.exec_driver_sql(rows.INSERT, row).scalar_one())
             if embedded:
@@ -157,10 +155,12 @@ class PostgresStore:
             params.append(value)
         new_content = changes.get("content")
         if new_content is not None:
-            terms, length, tf = keyword.document(new_content)
-            sets += ["content_hash = %s", "doc_len = %s", "terms = %s::tsvector", "tf = %s::jsonb"]
-            params += [content_hash(new_content), length, terms, tf]
+            sets.append("content_hash = %s")
+            params.append(content_hash(new_content))
         with self._write() as conn:
+            if new_content is not None or "tags" in changes:
+                sets += rows.KEYWORD_SETS
+                params += self._document(conn, memory_id, new_content, changes.get("tags"))
             embedded = False
             if new_content is not None:
                 embedded = embedding is not None and vectors.pinned(conn, embedding.pin)
@@ -181,6 +181,22 @@ class PostgresStore:
         updated = rows.memory(row)
         updated["embedding_status"] = row[-1]
         return updated
+
+    @staticmethod
+    def _document(
+        conn: sqlalchemy.Connection,
+        memory_id: int,
+        content: str | None,
+        tags: Sequence[str] | None,
+    ) -> keyword.Document:
+        """The keyword columns of a memory whose content or tags change (the other one as
+        stored, read under the write's lock; a missing memory's are never written)."""
+        if content is None or tags is None:
+            row = conn.exec_driver_sql(rows.CONTENT_AND_TAGS, (memory_id,)).one_or_none()
+            if row is not None:
+                content = row.content if content is None else content
+                tags = row.tags if tags is None else tags
+        return keyword.document(content or "", tags or ())
 
     @_guarded
     def delete(self, memory_id: int) -> bool:

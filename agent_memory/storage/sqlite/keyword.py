@@ -60,7 +60,9 @@ FREQUENCY_CACHE_WORDS = 4_096
 _SQLITE_ERROR = 1
 
 _FTS = sqlalchemy.table("memories_fts", sqlalchemy.column("rowid"))
-_BM25 = sqlalchemy.literal_column("bm25(memories_fts)")
+# The index's columns are content and tags (migrations/versions/0009); a hit in the tags
+# weighs bm25.TAG_WEIGHT, one in the content 1.
+_BM25 = sqlalchemy.literal_column(f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})")
 # A query "within" another MATCH expression scores only the rows that match it too. The
 # unary + keeps SQLite from handing the IN to FTS5 as a rowid constraint, which FTS5
 # answers with one seek per id (28 s instead of 40 ms for 8,000 ids at 100,000 memories);
@@ -70,21 +72,26 @@ _WITHIN = sqlalchemy.text(
 )
 _PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
 # FTS5's "averages" record (rowid 1 of its data table) starts with the number of rows
-# indexed, the N of bm25's IDF, then their total length in tokens; a phrase's row count is
-# its n.
+# indexed, the N of bm25's IDF, then their total length in tokens, column by column (bm25's
+# avgdl counts every column); a phrase's row count is its n.
 _AVERAGES = "SELECT block FROM memories_fts_data WHERE id = 1"
 _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
-# Per row among a JSON array of ids: how often the phrase occurs (highlight() inserts one
-# character before each occurrence). FTS5 walks the phrase's rows once (about 7 ns a row)
-# and highlights only the ids; bm25() would have counted the phrase's rows all over again
-# for every id. Lengths are counted in bytes: length() of text stops at a NUL, which FTS5
-# indexes past (issue 18). _DOC_SIZES gives those rows' lengths in tokens (bm25's D).
+# Per row among a JSON array of ids: how often the phrase occurs in the content and in the
+# tags (highlight() inserts one character before each occurrence). FTS5 walks the phrase's
+# rows once (about 7 ns a row) and highlights only the ids; bm25() would have counted the
+# phrase's rows all over again for every id. Lengths are counted in bytes: length() of text
+# stops at a NUL, which FTS5 indexes past (issue 18). _DOC_SIZES gives those rows' lengths
+# in tokens, column by column (bm25's D is their sum).
 _OCCURRENCES = (
     "SELECT rowid, length(CAST(highlight(memories_fts, 0, 'x', '') AS BLOB))"
-    " - length(CAST(content AS BLOB)) "
+    " - length(CAST(content AS BLOB)),"
+    " length(CAST(highlight(memories_fts, 1, 'x', '') AS BLOB))"
+    " - length(CAST(tags AS BLOB)) "
     "FROM memories_fts WHERE memories_fts MATCH ? AND rowid IN (SELECT value FROM json_each(?))"
 )
 _DOC_SIZES = "SELECT id, sz FROM memories_fts_docsize WHERE id IN (SELECT value FROM json_each(?))"
+# The index's columns (FTS5 keeps a number per column in its records).
+_COLUMNS = 2
 
 
 class FtsQueryError(Exception):
@@ -389,20 +396,25 @@ def term_scores(
     """What the words would add to each row's -bm25, were they in the query.
 
     bm25 is a sum over the query's phrases of ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
-    b * D / avgdl))``; ``weights`` gives each word's idf (times its repeats in the query),
-    the rest is read here as FTS5 reads it.
+    b * D / avgdl))``, where tf counts a hit in the tags as bm25.TAG_WEIGHT; ``weights``
+    gives each word's idf (times its repeats in the query), the rest is read here as FTS5
+    reads it.
     """
     added = dict.fromkeys(ids, 0.0)
     if not ids or not weights:
         return added
     key = json.dumps(list(ids))
-    total, tokens = _varints(conn.exec_driver_sql(_AVERAGES).scalar() or b"", 2)
-    avgdl = tokens / total  # bm25's own arithmetic, in its order, from here on
+    total, *tokens = _varints(conn.exec_driver_sql(_AVERAGES).scalar() or b"", 1 + _COLUMNS)
+    avgdl = sum(tokens) / total  # bm25's own arithmetic, in its order, from here on
     norm = {
-        memory_id: bm25.BM25_K1 * (1 - bm25.BM25_B + bm25.BM25_B * _varints(size, 1)[0] / avgdl)
+        memory_id: bm25.BM25_K1
+        * (1 - bm25.BM25_B + bm25.BM25_B * sum(_varints(size, _COLUMNS)) / avgdl)
         for memory_id, size in conn.exec_driver_sql(_DOC_SIZES, (key,))
     }
     for word, weight in weights.items():
-        for memory_id, tf in conn.exec_driver_sql(_OCCURRENCES, (f'"{word}"', key)):
+        for memory_id, in_content, in_tags in conn.exec_driver_sql(
+            _OCCURRENCES, (f'"{word}"', key)
+        ):
+            tf = in_content + in_tags * bm25.TAG_WEIGHT
             added[memory_id] += weight * ((tf * (bm25.BM25_K1 + 1.0)) / (tf + norm[memory_id]))
     return added

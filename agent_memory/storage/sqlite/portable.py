@@ -15,7 +15,7 @@ from sqlalchemy import func, select
 
 from agent_memory import ranking
 from agent_memory.models import Pin, content_hash
-from agent_memory.query import indexed_text
+from agent_memory.query import indexed_tags, indexed_text, tag_text
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.sqlite import vectors
 from agent_memory.storage.sqlite.schema import memories, memory_links
@@ -57,6 +57,7 @@ _IMPORT_COLUMNS = (
     "embedding_status",
     "content_hash",
     "keyword_text",
+    "keyword_tags",
 )
 # Raw SQL, so that an import passes all its links in one executemany: through SQLAlchemy,
 # a statement per edge cost 1.3 s of a 100,000-memory import's 12 (10,000 links).
@@ -142,7 +143,7 @@ def import_memories(
             (
                 record["type"],
                 record["content"],
-                json.dumps(list(record["tags"]), ensure_ascii=False),
+                tag_text(record["tags"]),
                 record["source"],
                 record["scope"],
                 ranking.base_weight(record["type"]),
@@ -154,6 +155,7 @@ def import_memories(
                 0,
                 hashes[i],
                 indexed_text(record["content"]),
+                indexed_tags(record["tags"]),
             )
         )
     ids: list[int] = []

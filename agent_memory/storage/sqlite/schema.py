@@ -1,9 +1,9 @@
 """SQLAlchemy Core definitions of the plain tables, as the newest migration leaves them.
 
-The FTS5 index (``memories_fts``, reading ``memories_fts_source``), the vector tables and
-their triggers are raw SQL in the migrations and the store; SQLAlchemy has no notion of
-virtual tables. The migrations do not
-import this module: a revision must keep describing the schema of its own day.
+The FTS5 index (``memories_fts``: content and tags, reading ``memories_fts_source``), the
+vector tables and their triggers are raw SQL in the migrations and the store; SQLAlchemy
+has no notion of virtual tables. The migrations do not import this module: a revision
+must keep describing the schema of its own day.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ memories = Table(
     Column("id", Integer, primary_key=True),
     Column("type", Text, nullable=False),
     Column("content", Text, nullable=False),
-    Column("tags", Text, nullable=False),  # a JSON array of strings
+    Column("tags", Text, nullable=False),  # a JSON array of strings (query.tag_text)
     Column("source", Text),
     Column("scope", Text),
     Column("base_weight", Float, nullable=False),
@@ -31,6 +31,8 @@ memories = Table(
     Column("content_hash", Integer, nullable=False),  # models.content_hash(content)
     # What the keyword index reads instead of content (query.indexed_text), or NULL
     Column("keyword_text", Text),
+    # What the keyword index reads instead of tags (query.indexed_tags), or NULL
+    Column("keyword_tags", Text),
 )
 
 memory_links = Table(

@@ -22,7 +22,7 @@ from sqlalchemy import bindparam, delete, func, insert, literal_column, select, 
 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
-from agent_memory.query import indexed_text
+from agent_memory.query import indexed_tags, indexed_text, tag_text
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
@@ -202,7 +202,7 @@ class SqliteStore:
         row = {
             "type": memory.memory_type,
             "content": memory.content,
-            "tags": json.dumps(list(memory.tags), ensure_ascii=False),
+            "tags": tag_text(memory.tags),
             "source": memory.source,
             "scope": memory.scope,
             "base_weight": ranking.base_weight(memory.memory_type),
@@ -213,6 +213,7 @@ class SqliteStore:
             "expires_at": memory.expires_at,
             "content_hash": content_hash(memory.content),
             "keyword_text": indexed_text(memory.content),
+            "keyword_tags": indexed_tags(memory.tags),
         }
         with self._connections.write() as conn:
             embedded = embedding is not None and vectors.pinned(conn, embedding.pin)
@@ -230,7 +231,8 @@ class SqliteStore:
         changes = dict(changes)
         params = {f"new_{name}": value for name, value in changes.items()}
         if "tags" in changes:
-            params["new_tags"] = json.dumps(list(changes["tags"]), ensure_ascii=False)
+            params["new_tags"] = tag_text(changes["tags"])
+            changes["keyword_tags"] = params["new_keyword_tags"] = indexed_tags(changes["tags"])
         if "content" in changes:
             changes["content_hash"] = params["new_content_hash"] = content_hash(changes["content"])
             text = indexed_text(changes["content"])
