@@ -92,6 +92,7 @@ def test_fts_index_and_triggers_exist(db_path):
         "memories_fts_update",
         "memories_content_hash_stale",
         "memories_keyword_text_stale",
+        "memories_keyword_tags_stale",
         "vector_changes_pruned",
     }
     conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
@@ -147,7 +148,8 @@ def test_parent_that_cannot_be_created_is_refused(tmp_path):
 def test_newer_schema_is_refused_and_left_untouched(db_path):
     db.open_database(db_path).close()
     conn = sqlean.connect(str(db_path))
-    conn.execute("UPDATE alembic_version SET version_num = '0009'")
+    newer = db.head_revision() + 1
+    conn.execute("UPDATE alembic_version SET version_num = ?", (f"{newer:04d}",))
     conn.commit()
     conn.execute("PRAGMA journal_mode = DELETE")
     conn.close()
@@ -155,7 +157,7 @@ def test_newer_schema_is_refused_and_left_untouched(db_path):
     with pytest.raises(SchemaTooNew) as raised:
         db.open_database(db_path)
     assert str(raised.value) == (
-        f"database schema is version 9 but this binary supports up to version {db.head_revision()}"
+        f"database schema is version {newer} but this binary supports up to version {db.head_revision()}"
         " — upgrade agent-memory (pipx upgrade typed-agent-memory) or point --db at a different file"
     )
     assert file_hashes(db_path) == before

@@ -134,7 +134,7 @@ def test_past_the_exact_rows_only_the_rarest_words_rows_are_scored(
     made = {}
     for name, svc in (("postgres", pg_service), ("sqlite", service)):
         start = clock.now
-        fill(svc, clock, 300)
+        fill(svc, clock, 300, tagged=False)  # the word counts it was built on
         old = svc.store({"content": "zebra " + "filler " * 40, "type": "TODO"})["id"]
         clock.advance(400 * DAY)
         fresh = svc.store({"content": "sqlite cache", "type": "TODO"})["id"]
@@ -151,7 +151,7 @@ def test_past_the_exact_rows_only_the_rarest_words_rows_are_scored(
 
 
 def test_the_hybrid_keyword_leg_leaves_common_words_out_too(pg_service, clock, scored):
-    fill(pg_service, clock, 300)
+    fill(pg_service, clock, 300, tagged=False)  # "sqlite", "cache" rare
     toy = Embedding.of(Pin("toy", 4, "none", "ollama"), [1.0, 0.0, 0.0, 0.0])
     pg_service.db.repin(toy.pin)  # a database pinned to the query's model searches hybrid
 
