@@ -378,7 +378,7 @@ def test_forget_asks_first_then_removes(page, daemon):
     page.tab.click("#confirm button[value=forget]")
     page.tab.wait_for_selector(f"#list-status:text('Memory #{m} is forgotten.')")
     assert memory(daemon, m) == {"id": m, "found": False, "reason": "not_found"}
-    assert m not in page.shown()
+    page.tab.wait_for_function(f"() => !{IDS_SHOWN}.includes({m})")  # the list reloads after
     assert page.tab.locator("#detail").is_hidden()
     page.open(f"#/m/{m}")
     page.tab.wait_for_selector(f"#d-status:text('There is no memory #{m}.')")
