@@ -115,6 +115,44 @@ _MEMORY_FIELDS: Schema = {
 MEMORY = _object(
     {**_MEMORY_FIELDS, "related": {"type": "array", "items": _RELATED}}, *_MEMORY_FIELDS
 )
+_NUMBER = {"type": "number"}
+_WHY = _object(
+    {
+        "keyword": _nullable(
+            _object(
+                {"rank": {"type": "integer"}, "bm25": _NUMBER, "share": _NUMBER}, "rank", "bm25"
+            )
+        ),
+        "vector": _nullable(
+            _object(
+                {
+                    "rank": {"type": "integer"},
+                    "similarity": _NUMBER,
+                    "share": _NUMBER,
+                    "sigmas": _NUMBER,
+                },
+                "rank",
+                "similarity",
+                "share",
+            )
+        ),
+        "fused": _NUMBER,
+        "decay": _NUMBER,
+        "score": _NUMBER,
+    },
+    "keyword",
+    "vector",
+    "decay",
+    "score",
+)
+_EXPLAIN = {
+    "type": "boolean",
+    "description": "Say why each result ranks where it does: each result gets why: {keyword: "
+    "{rank, bm25, share}, vector: {rank, similarity, share, sigmas}, fused, decay, score} "
+    "(a leg that did not find it is null), and the answer gets explain: the fusion, what "
+    "the model's similarity to unrelated memories looks like for this query (noise), the "
+    "relevance floor and how many candidates fell below it. Default false.",
+}
 _REDACTED = {**_STRINGS, "description": "Kinds of secrets replaced by [redacted:KIND] markers."}
 
 
@@ -251,13 +289,21 @@ TOOLS = [
                     f"{DEFAULT_SEARCH_LIMIT}).",
                 },
                 "expand_links": _EXPAND,
+                "explain": _EXPLAIN,
             },
             ("query",),
         ),
         _object(
             {
                 "search_mode": {"type": "string", "enum": ["hybrid", "keyword"]},
-                "results": {"type": "array", "items": MEMORY},
+                "results": {
+                    "type": "array",
+                    "items": {
+                        **MEMORY,
+                        "properties": {**MEMORY["properties"], "why": _WHY},
+                    },
+                },
+                "explain": {"type": "object", "description": "Only with explain: true."},
             },
             "search_mode",
             "results",

@@ -10,8 +10,9 @@ the shape of a related memory (``related``), which the service and the session b
 from __future__ import annotations
 
 import hashlib
+import math
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agent_memory.vocabulary import INVERSE_KIND, SNIPPET_CHARS
@@ -75,11 +76,32 @@ class Filters:
 class SearchPage:
     """What a store's search found: "hybrid" when the vector ranking took part, else
     "keyword"; ``other_pin`` is the stored pin when the query's embedding did not fit it
-    (the search then ran by keyword)."""
+    (the search then ran by keyword). ``why`` tells, by id, how each result scored, and
+    ``explain`` how the page was made (ranking.Fused)."""
 
     mode: str
     results: list[dict[str, Any]]
     other_pin: Pin | None = None
+    why: dict[int, dict[str, Any]] = field(default_factory=dict)
+    explain: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How similar the model finds a query to texts it is not about: the mean and spread
+    of the query's cosine similarity to a sample (ranking.fuse)."""
+
+    mean: float
+    std: float
+    sample: int
+
+    @classmethod
+    def of(cls, similarities: list[float]) -> Noise | None:
+        if not similarities:
+            return None
+        mean = math.fsum(similarities) / len(similarities)
+        spread = math.fsum((s - mean) ** 2 for s in similarities) / len(similarities)
+        return cls(mean, math.sqrt(spread), len(similarities))
 
 
 def content_hash(content: str) -> int:

@@ -195,14 +195,22 @@ class MemoryService:
         limit = validate.limit(args, DEFAULT_SEARCH_LIMIT)
         assert limit is not None
         expand = validate.flag(args, "expand_links")
+        explain = validate.flag(args, "explain")
         record_use = validate.flag(args, "record_use", default=True) and record_use
         embedding = None if self.embedder is None else self.embedder.embed_query(query)
+        unrelated = None if embedding is None else self.embedder.unrelated(embedding)
         now = self.now()
         deadline = time.monotonic() + SEARCH_BUDGET_SECS
         with self.storage("search"):
             try:
                 page = self.db.search(
-                    query, embedding, now=now, limit=limit, filters=filters, deadline=deadline
+                    query,
+                    embedding,
+                    now=now,
+                    limit=limit,
+                    filters=filters,
+                    deadline=deadline,
+                    unrelated=unrelated,
                 )
             except SearchTimedOut:
                 shown = validate.shown(query[:80] + ("..." if len(query) > 80 else ""))
@@ -217,7 +225,11 @@ class MemoryService:
         # The results only, not neighbours; last, so that a search out of time writes nothing.
         if record_use and not self.db.read_only:
             self._bump([r["id"] for r in page.results], now)
-        return {"search_mode": page.mode, "results": page.results}
+        if not explain:
+            return {"search_mode": page.mode, "results": page.results}
+        for result in page.results:
+            result["why"] = page.why[result["id"]]
+        return {"search_mode": page.mode, "results": page.results, "explain": page.explain}
 
     def _bump(self, ids: list[int], now: int) -> None:
         """Record the use of results; a file that takes no writes (full, read-only) loses

@@ -16,7 +16,7 @@ INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caus
 # without tags). REST's update takes the id from its path.
 ARGUMENTS: dict[str, tuple[str, ...]] = {
     "store": ("content", "type", "tags", "source", "scope", "ttl_secs"),
-    "search": ("query", "type", "tag", "scope", "limit", "expand_links"),
+    "search": ("query", "type", "tag", "scope", "limit", "expand_links", "explain"),
     "list": ("type", "tag", "scope", "limit", "before", "expand_links"),
     "update": ("id", "content", "tags", "scope", "ttl_secs"),
     "link": ("from_id", "to_id", "kind"),

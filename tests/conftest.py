@@ -127,6 +127,14 @@ def hybrid(db_path: Path, clock: Clock, ollama: FakeOllama):
 
 
 @pytest.fixture
+def no_floor(monkeypatch):
+    """Hybrid pages without the relevance floor: for tests of what the legs find."""
+    from agent_memory import ranking
+
+    monkeypatch.setattr(ranking, "FLOOR", False)
+
+
+@pytest.fixture
 def raw(db_path: Path, service: MemoryService):
     """A plain sqlean connection (with sqlite-vec) on the same file, to check what was written."""
     conn = sqlean.connect(str(db_path))

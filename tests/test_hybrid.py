@@ -9,10 +9,10 @@ import pytest
 from fake_ollama import embed
 
 from agent_memory import ranking
+from agent_memory.embedders.calibration import UNRELATED
 from agent_memory.embedders.ollama import Ollama
 from agent_memory.lifecycle import sweep
-from agent_memory.models import Filters
-from agent_memory.ranking import rrf
+from agent_memory.models import Filters, Noise
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vector_index, vectors
@@ -61,28 +61,46 @@ def test_an_exact_term_hit_and_a_paraphrase_hit_both_surface(hybrid):
     assert set(ids_of(answer)) == {exact, ids["datastore"]}
 
 
-def test_rrf_second_in_both_beats_first_in_one():
-    scores = rrf([[1, 2, 3], [2, 4, 5]])
-    assert scores[2] == pytest.approx(1 / 62 + 1 / 61)
-    assert scores[1] == pytest.approx(1 / 61)
-    assert scores[2] > scores[1] > scores[4]
-
-
-def test_the_order_is_rrf_of_the_two_legs_times_decay_ties_by_id(hybrid, clock, db_path):
+def test_the_order_is_the_convex_fusion_of_the_two_legs_times_decay(
+    hybrid, clock, db_path, monkeypatch
+):
+    """Each leg's score as a share of its scale (bm25.ideal; the best similarity's margin
+    over the noise sample's mean), the keyword share squared, half and half, times decay;
+    ties by id."""
     fill(hybrid)
     for i in range(12):
         hybrid.store({"content": f"database note {i} about storage", "type": "PATTERN"})
         clock.advance(86_400)
-    query, limit = "database pick", 5
+    query, limit = "PostgreSQL note 3", 5  # two rare words: two keyword hits
     leg = min(4 * limit, 800)
+    embedding = hybrid.embedder.embed_query(query)
     with reading(db_path) as conn:
         now = hybrid.now()
-        keyword = KeywordIndex().leg(conn, query, now=now, limit=leg, filters=Filters())
-        vector = vectors.ranking(conn, hybrid.embedder.embed_query(query), leg)
+        found, ideal = KeywordIndex().leg(conn, query, now=now, limit=leg, filters=Filters())
+        keyword = dict(found)
+        nearest = dict(vectors.ranking(conn, embedding, leg))
+        noise = Noise.of(vectors.noise(conn, embedding))
+    assert noise is not None and noise.sample == 17  # every vector, on so small a store
+    assert len(keyword) == 2
+    assert ideal is not None  # two words: the keyword scale is bm25.ideal
+    ideal = ideal[0]
+    best_similarity = max(nearest.values())
+
+    def fused(memory_id: int) -> float:
+        k = min(keyword.get(memory_id, 0.0) / ideal, 1.0)
+        v = (nearest.get(memory_id, noise.mean) - noise.mean) / (best_similarity - noise.mean)
+        return 0.5 * k**2 + 0.5 * min(max(v, 0.0), 1.0)
+
     decay = {m["id"]: ranking.decay(m["type"], m["last_accessed"], now) for m in hybrid.list({})}
-    fused = rrf([keyword, vector])
-    expected = sorted(fused, key=lambda i: (-fused[i] * decay[i], i))[:limit]
-    assert ids_of(hybrid.search({"query": query, "limit": limit})) == expected
+    candidates = {*keyword, *nearest}
+    expected = sorted(candidates, key=lambda i: (-fused(i) * decay[i], i))
+    answer = hybrid.search({"query": query, "limit": limit, "explain": True}, record_use=False)
+    assert ids_of(answer) == [i for i in expected if i in ids_of(answer)]
+    for result in answer["results"]:
+        assert result["why"]["score"] == pytest.approx(fused(result["id"]) * decay[result["id"]])
+    monkeypatch.setattr(ranking, "FLOOR", False)
+    unfloored = hybrid.search({"query": query, "limit": limit}, record_use=False)
+    assert ids_of(unfloored) == expected[:limit]
 
 
 def test_decay_is_multiplied_once_so_the_fresher_twin_wins(hybrid, clock):
@@ -113,10 +131,11 @@ def test_without_any_vector_yet_the_answer_is_keyword(hybrid, service):
 def test_a_wordless_query_answers_from_the_vector_leg_alone(hybrid, query, db_path):
     fill(hybrid)
     with reading(db_path) as conn:
-        nearest = vectors.ranking(conn, hybrid.embedder.embed_query(query), 8)
+        nearest = [i for i, _ in vectors.ranking(conn, hybrid.embedder.embed_query(query), 8)]
     answer = hybrid.search({"query": query, "limit": 2})
     assert answer["search_mode"] == "hybrid"
-    assert ids_of(answer) == nearest[:2]
+    assert ids_of(answer) == nearest[: len(ids_of(answer))]
+    assert ids_of(answer)[0] == nearest[0]  # the model's best always passes the floor
 
 
 def test_filters_apply_to_both_legs(hybrid):
@@ -169,7 +188,7 @@ def vector_path(request, monkeypatch):
 
 @pytest.mark.parametrize("area", AREA_FILTERS, ids=["scope", "type", "tag"])
 def test_a_filtered_search_recalls_what_a_database_of_that_area_alone_does(
-    tmp_path, clock, ollama, vector_path, area
+    tmp_path, clock, ollama, vector_path, area, no_floor
 ):
     """Filters apply before the vector leg's cut: among ten projects, a search filtered to
     one finds what the same search finds in a database holding that project alone."""
@@ -217,7 +236,12 @@ def test_only_returned_results_are_bumped(hybrid, clock, raw):
 def test_queries_and_documents_carry_their_task_prefixes(hybrid, ollama):
     hybrid.store({"content": DATASTORE, "type": "DECISION"})
     hybrid.search({"query": PARAPHRASE})
-    assert ollama.embedded == [f"search_document: {DATASTORE}", f"search_query: {PARAPHRASE}"]
+    assert ollama.embedded == [
+        f"search_document: {DATASTORE}",
+        f"search_query: {PARAPHRASE}",
+        # the relevance floor's texts on other topics, embedded once, as memories are
+        *(f"search_document: {text}" for text in UNRELATED),
+    ]
 
 
 def test_no_ollama_call_is_made_while_a_write_is_open(hybrid, ollama, writes):
@@ -233,7 +257,7 @@ def test_no_ollama_call_is_made_while_a_write_is_open(hybrid, ollama, writes):
     hybrid.update({"id": memory_id, "tags": ["x"]})
     hybrid.db.update(memory_id, {"content": "pending again"}, hybrid.now(), None)
     sweep(hybrid)
-    assert free == [True] * 4
+    assert free == [True] * 5  # the search's query, then the floor's unrelated texts
 
 
 # -- fallback: the keyword answer, byte for byte ---------------------------------------------
@@ -330,10 +354,10 @@ def test_the_coarse_pass_over_many_vectors_agrees_with_exact_knn(hybrid, monkeyp
     for query in [PARAPHRASE, "slow cache", "auth crash", "ship vectors"]:
         embedding = hybrid.embedder.embed_query(query)
         with reading(db_path) as conn:
-            exact = vectors.ranking(conn, embedding, 10)
+            exact = [i for i, _ in vectors.ranking(conn, embedding, 10)]
             monkeypatch.setattr(vectors, "EXACT_KNN_MAX_VECTORS", 0)
             monkeypatch.setattr(vectors, "COARSE_MIN_CANDIDATES", 20)  # so the cut matters
-            coarse = vectors.ranking(conn, embedding, 10)
+            coarse = [i for i, _ in vectors.ranking(conn, embedding, 10)]
             monkeypatch.undo()
         distance = {
             memory_id: d

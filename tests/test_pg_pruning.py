@@ -156,7 +156,7 @@ def test_the_hybrid_keyword_leg_leaves_common_words_out_too(pg_service, clock, s
     pg_service.db.repin(toy.pin)  # a database pinned to the query's model searches hybrid
 
     found = pg_service.db.search(
-        "what is the sqlite cache?", toy, now=clock.now, limit=10, filters=Filters()
+        "what is the sqlite cache?", toy, now=clock.now, limit=10, filters=Filters(), floor=False
     )
     assert found.mode == "hybrid" and len(found.results) == 10
     assert scored[-1] is not None and "the" not in scored[-1].split()

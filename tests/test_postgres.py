@@ -538,14 +538,14 @@ def test_a_filtered_vector_leg_walks_the_hnsw_graph_past_the_memories_it_rejects
             ]
         )
         pg.execute("ANALYZE")  # the planner then takes the index for a filter half the rows pass
-        exact = store.search("", query, now=T0, limit=5, filters=wanted).results  # the bound
+        exact = store.search("", query, now=T0, limit=5, filters=wanted, floor=False).results
         monkeypatch.setattr(vectors, "EXACT_MIN_ROWS", 0)
         monkeypatch.setattr(vectors, "ITERATIVE_COST", 0)
         if plan == "iterative":
             monkeypatch.setattr(vectors, "_EXACT_PASSING", None)  # it must not be needed
         else:
             monkeypatch.setattr(vectors, "ITERATIVE_MAX_TUPLES", 50)
-        found = store.search("", query, now=T0, limit=5, filters=wanted).results
+        found = store.search("", query, now=T0, limit=5, filters=wanted, floor=False).results
         assert [m["content"] for m in found] == [m["content"] for m in exact]
         assert len(found) == 5 and all(m["scope"] == "wanted" for m in found)
     finally:

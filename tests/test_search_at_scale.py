@@ -433,10 +433,10 @@ def test_the_hybrid_keyword_leg_is_restricted_too(service, clock, scored, db_pat
     made = zebras(service, clock, 3)
     with reading(db_path) as conn:
         index = keyword.KeywordIndex()
-        found = index.leg(
+        found, _ = index.leg(
             conn, "the zebra sqlite cache?", now=clock.now, limit=3, filters=Filters()
         )
-    assert sorted(found) == sorted(made)
+    assert sorted(i for i, _ in found) == sorted(made)
     assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
 
 

@@ -60,8 +60,17 @@ def ids(memories) -> list[int]:
     return [m["id"] for m in memories]
 
 
-def search(store, query: str, embedding: Embedding | None = None, *, limit=10, now=T0, **f):
-    return store.search(query, embedding, now=now, limit=limit, filters=Filters(**f))
+def search(
+    store,
+    query: str,
+    embedding: Embedding | None = None,
+    *,
+    limit=10,
+    now=T0,
+    floor=None,
+    **f,
+):
+    return store.search(query, embedding, now=now, limit=limit, filters=Filters(**f), floor=floor)
 
 
 # -- rows -------------------------------------------------------------------------------------
@@ -238,12 +247,15 @@ def test_hybrid_fuses_both_legs(store):
     c = store.insert(new("gamma", "TODO"), vector(0, 0, 1))
     page = search(store, "beta", vector(1, 0, 0), limit=3)
     assert page.mode == ranking.SEARCH_MODE_HYBRID
-    expected = ranking.rrf([[b], [a, b, c]])
-    assert ids(page.results) == sorted(expected, key=lambda i: (-expected[i], i))
-    assert ids(search(store, "beta", vector(1, 0, 0), limit=3, memory_type="TODO").results) == [
-        a,
-        c,
-    ]
+    # beta: both legs; alpha: the model's best; gamma, unrelated to the query, is below the
+    # relevance floor (ranking.fuse) and comes back only without it.
+    assert ids(page.results) == [b, a]
+    assert page.why[b]["keyword"]["rank"] == 1 and page.why[b]["vector"]["rank"] == 2
+    assert page.why[a]["keyword"] is None and page.why[a]["vector"]["share"] == 1.0
+    assert page.explain["below_floor"] == 1
+    assert ids(search(store, "beta", vector(1, 0, 0), limit=3, floor=False).results) == [b, a, c]
+    todo = search(store, "beta", vector(1, 0, 0), limit=3, memory_type="TODO", floor=False)
+    assert ids(todo.results) == [a, c]
 
 
 @pytest.fixture(params=["index", "scan"])
@@ -283,8 +295,8 @@ def test_filters_apply_before_the_vector_leg_s_cut(store, vector_leg, by):
     vector_leg()
     page = search(store, "", vector(1, 0, 0), limit=1, **by)  # each leg keeps 4
     assert page.mode == ranking.SEARCH_MODE_HYBRID
-    assert ids(page.results) == [wanted]
-    page = search(store, "", vector(1, 0, 0), limit=5, **by)
+    assert ids(page.results) == [wanted]  # the model's best match passes any floor
+    page = search(store, "", vector(1, 0, 0), limit=5, floor=False, **by)
     assert len(page.results) == 2
 
 

@@ -41,7 +41,10 @@ def fill(store, matrix: np.ndarray) -> list[int]:
 
 
 def nearest(store, query: np.ndarray, limit: int = 10, filters: Filters | None = None) -> list[int]:
-    page = store.search("", embedding(query), now=T0, limit=limit, filters=filters or Filters())
+    """The vector leg's page (no keyword hit, no relevance floor)."""
+    page = store.search(
+        "", embedding(query), now=T0, limit=limit, filters=filters or Filters(), floor=False
+    )
     return [m["id"] for m in page.results]
 
 
@@ -147,7 +150,7 @@ def vectors_sql(store, query: np.ndarray, limit: int) -> list[int]:
     from conftest import reading
 
     with reading(store.database.path) as conn:
-        return vectors.ranking(conn, embedding(query), limit)
+        return [memory_id for memory_id, _ in vectors.ranking(conn, embedding(query), limit)]
 
 
 def test_without_numpy_the_sql_leg_serves(db_path, monkeypatch):

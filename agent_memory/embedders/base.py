@@ -16,7 +16,8 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
 
-from agent_memory.models import Embedding, Pin
+from agent_memory.embedders.calibration import UNRELATED
+from agent_memory.models import Embedding, Noise, Pin
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,7 @@ class Embedder(ABC):
         self._failing = False  # so that an outage is logged once, not per call
         self._queries: OrderedDict[str, Embedding] = OrderedDict()
         self._queries_lock = threading.Lock()
+        self._unrelated: list[Embedding] | None = None
 
     # -- what a provider implements ---------------------------------------------------------
 
@@ -113,6 +115,24 @@ class Embedder(ABC):
             while len(self._queries) > QUERY_CACHE_SIZE:
                 self._queries.popitem(last=False)
         return made[0]
+
+    def unrelated(self, embedding: Embedding) -> Noise | None:
+        """The query's cosine similarity to texts it is not about (calibration.UNRELATED,
+        embedded once): the relevance floor of a hybrid search. None if they cannot be
+        embedded with the query's model."""
+        passages = self._unrelated
+        if passages is None or passages[0].pin != embedding.pin:
+            passages = self.embed_documents(UNRELATED)
+            if not passages or passages[0].pin != embedding.pin:
+                return None
+            self._unrelated = passages
+        import numpy as np  # here, not at start-up (agent-memory serve starts without it)
+
+        matrix = np.frombuffer(b"".join(p.vector for p in passages), dtype="<f4")
+        matrix = matrix.reshape(len(passages), -1)
+        query = np.frombuffer(embedding.vector, dtype="<f4")
+        norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
+        return Noise.of((matrix @ query / np.maximum(norms, 1e-12)).tolist())
 
     def _embed(self, texts: list[str], *, query: bool, probe: bool) -> list[Embedding] | None:
         if not texts:

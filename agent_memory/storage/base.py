@@ -15,7 +15,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent_memory.models import OLLAMA, Embedding, Filters, Pin, SearchPage
+from agent_memory.models import OLLAMA, Embedding, Filters, Noise, Pin, SearchPage
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
 # The pin, as a store keeps it in key/value rows. A pin written before providers existed
@@ -176,6 +176,8 @@ class Store(Protocol):
         limit: int,
         filters: Filters,
         deadline: float | None = None,
+        floor: bool | None = None,
+        unrelated: Noise | None = None,
     ) -> SearchPage:
         """One page of results, read in one snapshot, decay_score as of ``now``.
 
@@ -184,7 +186,10 @@ class Store(Protocol):
         ``decay - bm25`` descending, ties by id, filters before the cut; the query as FTS5
         syntax, else its words OR-ed. Hybrid: ranking.fuse of the keyword leg (bm25, filters
         before its cut) and the vector leg (cosine, filters before its cut), each of
-        ranking.leg_size(limit). ``deadline`` is a time.monotonic() value."""
+        ranking.leg_size(limit), with the query's similarity to a sample of the stored
+        vectors (models.Noise); ``floor``: only what passes the relevance floor, which
+        ``unrelated`` (the query's similarity to unrelated texts) sets for the model.
+        ``deadline`` is a time.monotonic() value."""
 
     def memories(
         self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None

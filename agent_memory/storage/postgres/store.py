@@ -29,7 +29,7 @@ import sqlalchemy
 
 from agent_memory import ranking
 from agent_memory.errors import SearchTimedOut
-from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
+from agent_memory.models import Embedding, Filters, Noise, Pin, SearchPage, content_hash
 from agent_memory.query import Node, Or, and_of_words, bm25, searched
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
@@ -221,6 +221,8 @@ class PostgresStore:
         limit: int,
         filters: Filters,
         deadline: float | None = None,
+        floor: bool | None = None,
+        unrelated: Noise | None = None,
     ) -> SearchPage:
         tree, words = searched(query)
         with self._read(deadline) as conn:
@@ -230,17 +232,42 @@ class PostgresStore:
                 if stored == embedding.pin:  # else keyword: no vector yet, or another model's
                     leg = ranking.leg_size(limit)
                     nearest = vectors.nearest(conn, embedding, leg, filters)
-                    ranked = self._ranked(conn, tree, words, leg, filters, None)
-                    found = self._rows(conn, [*dict.fromkeys([*ranked, *nearest])], now, filters)
-                    page = ranking.fuse(ranked, nearest, found, limit)
-                    return SearchPage(ranking.SEARCH_MODE_HYBRID, page)
+                    ranked = self._scored(conn, tree, words, leg, filters, None)
+                    ideal = self._ideal(conn, tree, words) if ranked else None
+                    ids = [*dict.fromkeys(i for i, _ in [*ranked, *nearest])]
+                    noise = Noise.of(vectors.noise(conn, embedding))
+                    fused = ranking.fuse(
+                        ranked,
+                        nearest,
+                        noise,
+                        self._rows(conn, ids, now, filters),
+                        limit,
+                        floor,
+                        ideal,
+                        unrelated,
+                    )
+                    return SearchPage(
+                        ranking.SEARCH_MODE_HYBRID, fused.results, None, fused.why, fused.explain
+                    )
                 other = stored
-            ranked = self._ranked(conn, tree, words, limit, filters, now)
-            found = self._rows(conn, ranked, now, Filters())
-            page = [found[memory_id] for memory_id in ranked if memory_id in found]
-            return SearchPage(ranking.SEARCH_MODE_KEYWORD, page, other)
+            ranked = self._scored(conn, tree, words, limit, filters, now)
+            found = self._rows(conn, [i for i, _ in ranked], now, Filters())
+            page = ranking.keyword_page([(found[i], s) for i, s in ranked if i in found])
+            return SearchPage(
+                ranking.SEARCH_MODE_KEYWORD, page.results, other, page.why, page.explain
+            )
 
-    def _ranked(
+    def _ideal(
+        self, conn: sqlalchemy.Connection, tree: Node | None, words: list[str]
+    ) -> float | None:
+        """bm25.ideal of a query of several words, else None."""
+        if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
+            return None
+        statement, params = keyword.word_rows_sql(tree.children)
+        total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
+        return bm25.ideal(total, dict(zip(words, counts, strict=True)))
+
+    def _scored(
         self,
         conn: sqlalchemy.Connection,
         tree: Node | None,
@@ -248,9 +275,9 @@ class PostgresStore:
         limit: int,
         filters: Filters,
         now: int | None,
-    ) -> list[int]:
-        """Ids by -bm25 (plus decay as of ``now`` when given), filters before the cut;
-        ``words``: the query's, when it is searched as words (query.searched)."""
+    ) -> list[tuple[int, float]]:
+        """(id, -bm25 plus decay as of ``now`` when given), best first, filters before the
+        cut; ``words``: the query's, when it is searched as words (query.searched)."""
         if tree is None:
             return []
         # The GIN index for the phrases' row counts and the matching rows: on a table of a
@@ -261,7 +288,7 @@ class PostgresStore:
             found = self._ranking(conn, tree, limit, filters, now)
         else:
             found = self._words(conn, tree, words, limit, filters, now)
-        return [memory_id for memory_id, _ in found]
+        return found
 
     def _ranking(
         self,

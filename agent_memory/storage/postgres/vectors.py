@@ -25,9 +25,11 @@ from __future__ import annotations
 import logging
 import math
 import struct
+from typing import Any
 
 import sqlalchemy
 
+from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
 from agent_memory.storage.postgres.rows import filters_sql
@@ -60,7 +62,7 @@ _WRITE = (
 )
 _REMOVE = "DELETE FROM memory_vectors WHERE memory_id = %s"
 _NEAREST = """
-SELECT memory_id FROM (
+SELECT memory_id, distance FROM (
     SELECT memory_id, embedding <=> %(q)s::vector AS distance FROM memory_vectors
     ORDER BY embedding <=> %(q)s::vector LIMIT %(limit)s
 ) AS nearest ORDER BY distance, memory_id
@@ -74,7 +76,7 @@ _PASSING_COUNT = (
     "SELECT count(*) FROM (SELECT 1 FROM memories AS m WHERE true{where} LIMIT %s) AS p"
 )
 _NEAREST_PASSING = """
-SELECT memory_id FROM (
+SELECT memory_id, distance FROM (
     SELECT v.memory_id, v.embedding <=> %s::vector AS distance
     FROM memory_vectors AS v JOIN memories AS m ON m.id = v.memory_id
     WHERE true{where}
@@ -87,7 +89,7 @@ WITH passing AS MATERIALIZED (
     FROM memories AS m JOIN memory_vectors AS v ON v.memory_id = m.id
     WHERE true{where}
 )
-SELECT memory_id FROM passing ORDER BY distance, memory_id LIMIT %s
+SELECT memory_id, distance FROM passing ORDER BY distance, memory_id LIMIT %s
 """
 
 
@@ -152,15 +154,14 @@ def remove(conn: sqlalchemy.Connection, memory_id: int) -> None:
 
 def nearest(
     conn: sqlalchemy.Connection, embedding: Embedding, limit: int, filters: Filters
-) -> list[int]:
-    """The ``limit`` nearest ids by cosine distance among the memories that pass
-    ``filters``, ties by id (inside a read transaction)."""
+) -> list[tuple[int, float]]:
+    """The ``limit`` nearest (id, cosine similarity) by cosine distance among the memories
+    that pass ``filters``, ties by id (inside a read transaction)."""
     q = literal(embedding.vector)
     ef = min(EF_SEARCH_MAX, max(EF_SEARCH_MIN, limit))
     conn.exec_driver_sql(f"SET LOCAL hnsw.ef_search = {ef}")
     if not filters:
-        found = conn.exec_driver_sql(_NEAREST, {"q": q, "limit": limit})
-        return [memory_id for (memory_id,) in found]
+        return _similarities(conn.exec_driver_sql(_NEAREST, {"q": q, "limit": limit}))
     where, params = filters_sql(filters)
     bound = _exact_bound(conn, limit)
     count = _PASSING_COUNT.format(where=where)
@@ -170,9 +171,36 @@ def nearest(
         statement = _NEAREST_PASSING.format(where=where)
         found = conn.exec_driver_sql(statement, (q, *params, q, limit)).all()
         if len(found) == limit:
-            return [memory_id for (memory_id,) in found]
+            return _similarities(found)
     statement = _EXACT_PASSING.format(where=where)
-    return [memory_id for (memory_id,) in conn.exec_driver_sql(statement, (q, *params, limit))]
+    return _similarities(conn.exec_driver_sql(statement, (q, *params, limit)))
+
+
+def _similarities(found: Any) -> list[tuple[int, float]]:
+    return [(int(memory_id), 1.0 - float(distance)) for memory_id, distance in found]
+
+
+def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
+    """The query's cosine similarity to a sample of the stored vectors (models.Noise)."""
+    low, high = conn.exec_driver_sql(_ID_RANGE).one()
+    if low is None:
+        return []
+    starts = ranking.sample_starts(low, high)
+    found = conn.exec_driver_sql(_SAMPLE, {"q": literal(embedding.vector), "starts": starts})
+    return [1.0 - float(distance) for (distance,) in found]
+
+
+_ID_RANGE = "SELECT min(memory_id), max(memory_id) FROM memory_vectors"
+# ranking.SAMPLE_RUN vectors from each start id on, each row once.
+_SAMPLE = f"""
+SELECT v.embedding <=> %(q)s::vector FROM (
+    SELECT DISTINCT sampled.memory_id FROM unnest(%(starts)s::bigint[]) AS s(start)
+    CROSS JOIN LATERAL (
+        SELECT memory_id FROM memory_vectors WHERE memory_id >= s.start
+        ORDER BY memory_id LIMIT {ranking.SAMPLE_RUN}
+    ) AS sampled
+) AS ids JOIN memory_vectors AS v USING (memory_id)
+"""
 
 
 def _exact_bound(conn: sqlalchemy.Connection, limit: int) -> int:

@@ -268,17 +268,23 @@ class KeywordIndex:
 
     def page(
         self, conn: sqlalchemy.Connection, query: str, *, now: int, limit: int, filters: Filters
-    ) -> list[dict[str, Any]]:
-        """The keyword mode's page: memories by decay - bm25, decay_score as of ``now``."""
+    ) -> list[tuple[dict[str, Any], float]]:
+        """The keyword mode's page: (memory, decay - bm25) best first, decay_score as of
+        ``now``."""
         run = Run(conn, now=now, filters=filters, page=True)
-        return [memory for memory, _ in self._match(run, query, limit, now)]
+        return self._match(run, query, limit, now)
 
     def leg(
         self, conn: sqlalchemy.Connection, query: str, *, now: int, limit: int, filters: Filters
-    ) -> list[int]:
-        """The keyword leg of a hybrid search: ids by bm25, filters applied before the cut."""
+    ) -> tuple[list[tuple[int, float]], tuple[float, float] | None]:
+        """The keyword leg of a hybrid search: (id, -bm25) best first, filters applied before
+        the cut; and, for a query of several plain words, bm25.ideal (else None)."""
         run = Run(conn, now=now, filters=filters, page=False)
-        return [memory_id for memory_id, _ in self._match(run, query, limit, now)]
+        found = self._match(run, query, limit, now)
+        words = plain_words(query) or fts.words(query)
+        if not found or len(set(words)) < 2:
+            return found, None
+        return found, bm25.ideal(*self.word_rows(conn, words, now))
 
     def _match(self, run: Run, query: str, limit: int, now: int) -> list[Any]:
         """Plain words as words; other text as FTS5 syntax and, if FTS5 cannot parse it, as

@@ -21,7 +21,7 @@ import sqlean
 from sqlalchemy import bindparam, delete, func, insert, literal_column, select, update
 
 from agent_memory import ranking
-from agent_memory.models import Embedding, Filters, Pin, SearchPage, content_hash
+from agent_memory.models import Embedding, Filters, Noise, Pin, SearchPage, content_hash
 from agent_memory.query import indexed_tags, indexed_text, tag_text
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
@@ -278,6 +278,8 @@ class SqliteStore:
         limit: int,
         filters: Filters,
         deadline: float | None = None,
+        floor: bool | None = None,
+        unrelated: Noise | None = None,
     ) -> SearchPage:
         with self._connections.read(deadline) as conn:
             other = None
@@ -285,13 +287,30 @@ class SqliteStore:
                 leg = ranking.leg_size(limit)
                 nearest = self._vector_leg(conn, embedding, leg, filters)
                 if nearest is not None:
-                    keyword = self._keyword.leg(conn, query, now=now, limit=leg, filters=filters)
-                    found = self._rows(conn, [*dict.fromkeys([*keyword, *nearest])], now, filters)
-                    page = ranking.fuse(keyword, nearest, found, limit)
-                    return SearchPage(ranking.SEARCH_MODE_HYBRID, page)
+                    keyword, ideal = self._keyword.leg(
+                        conn, query, now=now, limit=leg, filters=filters
+                    )
+                    ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
+                    noise = Noise.of(vectors.noise(conn, embedding))
+                    fused = ranking.fuse(
+                        keyword,
+                        nearest,
+                        noise,
+                        self._rows(conn, ids, now, filters),
+                        limit,
+                        floor,
+                        ideal,
+                        unrelated,
+                    )
+                    return SearchPage(
+                        ranking.SEARCH_MODE_HYBRID, fused.results, None, fused.why, fused.explain
+                    )
                 other = vectors.stored_pin(conn)
-            page = self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
-            return SearchPage(ranking.SEARCH_MODE_KEYWORD, page, other)
+            scored = self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
+            page = ranking.keyword_page(scored)
+            return SearchPage(
+                ranking.SEARCH_MODE_KEYWORD, page.results, other, page.why, page.explain
+            )
 
     def _vector_leg(
         self,
@@ -299,10 +318,10 @@ class SqliteStore:
         embedding: Embedding,
         limit: int,
         filters: Filters,
-    ) -> list[int] | None:
-        """The nearest ids among the memories that pass ``filters`` (filtered before the
-        cut): from this process's index once it is loaded, else by SQL; None when the store
-        holds no vector of this model (another model's, or none yet)."""
+    ) -> list[tuple[int, float]] | None:
+        """The nearest (id, similarity) among the memories that pass ``filters`` (filtered
+        before the cut): from this process's index once it is loaded, else by SQL; None when
+        the store holds no vector of this model (another model's, or none yet)."""
         stored = vectors.stored_pin(conn)
         if stored != embedding.pin:
             return None

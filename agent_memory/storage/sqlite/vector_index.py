@@ -334,8 +334,8 @@ class VectorIndex:
         pin: Pin,
         limit: int,
         filters: Filters,
-    ) -> list[int] | None:
-        """The ``limit`` nearest ids by exact cosine among the memories that pass
+    ) -> list[tuple[int, float]] | None:
+        """The ``limit`` nearest (id, cosine similarity) among the memories that pass
         ``filters``, from the index caught up in ``conn``'s snapshot; None while it is not
         loaded (or numpy is missing): then the SQL leg."""
         if np is None:
@@ -477,7 +477,9 @@ def _load(conn: sqlalchemy.Connection) -> _Codes | None:
     return codes
 
 
-def _reranked(conn: sqlalchemy.Connection, query: Any, candidates: Any, limit: int) -> list[int]:
+def _reranked(
+    conn: sqlalchemy.Connection, query: Any, candidates: Any, limit: int
+) -> list[tuple[int, float]]:
     """Candidates by exact cosine distance to ``query`` (ties by id), as this snapshot
     holds their vectors: one forgotten meanwhile is gone."""
     found = _floats_of(conn, np.sort(candidates).tolist())
@@ -488,4 +490,4 @@ def _reranked(conn: sqlalchemy.Connection, query: Any, candidates: Any, limit: i
     norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
     distance = 1.0 - (matrix @ query) / np.maximum(norms, 1e-12)
     order = np.lexsort((ids, distance))[:limit]
-    return ids[order].tolist()
+    return list(zip(ids[order].tolist(), (1.0 - distance[order]).tolist(), strict=True))

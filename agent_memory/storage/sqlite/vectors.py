@@ -39,6 +39,7 @@ from sqlalchemy import (
 )
 
 from agent_memory.models import Embedding, Filters, Pin
+from agent_memory.ranking import SAMPLE_RUN, sample_starts
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.schema import memories, meta
@@ -146,9 +147,9 @@ def pinned(conn: sqlalchemy.Connection, pin: Pin) -> bool:
 
 def ranking(
     conn: sqlalchemy.Connection, embedding: Embedding, limit: int, filters: Filters | None = None
-) -> list[int] | None:
-    """The ``limit`` nearest ids by cosine distance (ties by id) among the memories that pass
-    ``filters``; None if another pin.
+) -> list[tuple[int, float]] | None:
+    """The ``limit`` nearest (id, cosine similarity), by cosine distance (ties by id), among
+    the memories that pass ``filters``; None if another pin.
 
     Exact up to EXACT_KNN_MAX_VECTORS vectors (or passing memories), then a Hamming pass over
     the passing memories' sign bits and an exact re-rank.
@@ -171,7 +172,31 @@ def ranking(
         found = conn.exec_driver_sql(_EXACT, (vector, limit)).all()
     else:
         found = conn.exec_driver_sql(_COARSE, (vector, candidates, limit)).all()
-    return [memory_id for memory_id, _ in found]
+    return [(memory_id, 1.0 - distance) for memory_id, distance in found]
+
+
+def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
+    """The query's cosine similarity to a sample of the stored vectors (models.Noise)."""
+    low, high = conn.exec_driver_sql(_ID_RANGE).one()
+    if low is None:
+        return []
+    starts = sample_starts(low, high)
+    found = conn.exec_driver_sql(_sample(len(starts)), (embedding.vector, *starts)).all()
+    return [1.0 - distance for (distance,) in found]
+
+
+_ID_RANGE = "SELECT min(memory_id), max(memory_id) FROM memory_vector_floats"
+
+
+@functools.cache
+def _sample(runs: int) -> str:
+    """SAMPLE_RUN vectors from each of ``runs`` start ids on (a union: no row twice)."""
+    run = (
+        "SELECT * FROM (SELECT memory_id, vector FROM memory_vector_floats"
+        f" WHERE memory_id >= ? ORDER BY memory_id LIMIT {SAMPLE_RUN})"
+    )
+    union = " UNION ".join([run] * runs)
+    return f"SELECT vec_distance_cosine(vector, ?1) FROM ({union})"
 
 
 def passing_ids(conn: sqlalchemy.Connection, filters: Filters) -> str:
