@@ -44,12 +44,13 @@ KEYWORD_EXPONENT = 2
 SAMPLE_RUNS = 8
 SAMPLE_RUN = 8
 # The relevance floor of a hybrid page: a memory stays when the keyword leg scored at least
-# FLOOR_SHARE of what a row holding every query word the store knows would, or when the
+# FLOOR_KEYWORD_SHARE of its scale (a row holding every word of the query), or when the
 # model puts it FLOOR_SIGMAS standard deviations above the query's similarity to unrelated
 # texts (embedders/calibration.py; without them, within FLOOR_SHARE of the best match's
 # margin over the sample's mean). The model's best match always stays: a question in other
 # words, or a wordless one, still gets an answer.
 FLOOR = True
+FLOOR_KEYWORD_SHARE = 0.25
 FLOOR_SHARE = 0.5
 FLOOR_SIGMAS = 2.0
 SEARCH_MODE_KEYWORD = "keyword"
@@ -121,16 +122,15 @@ def fuse(
     rows: dict[int, dict[str, Any]],
     limit: int,
     floor: bool | None = None,
-    ideal: tuple[float, float] | None = None,
+    ideal: float | None = None,
     unrelated: Noise | None = None,
 ) -> Fused:
     """The hybrid page: each memory's fused score times its decay (once), best first, past
     the relevance floor (``floor``, FLOOR when None).
 
     ``keyword`` holds (id, -bm25) and ``nearest`` (id, cosine similarity), best first;
-    ``ideal``: what a row holding every word of the query would score, and one holding
-    every word some memory holds (query.bm25.ideal): the keyword leg's scale and its floor's
-    (else its best score for both); ``noise``, the query's similarity to a
+    ``ideal``: what a row holding every word of the query would score (query.bm25.ideal),
+    the keyword leg's scale (else its best score); ``noise``, the query's similarity to a
     sample of the store's vectors, the vector leg's scale; ``unrelated``, its similarity to
     texts it is not about (the embedder's), the floor under the model's matches;
     ``rows`` the rows that exist and pass the filters, with ``decay_score`` as of the query:
@@ -169,13 +169,12 @@ class _Legs:
         keyword: list[tuple[int, float]],
         nearest: list[tuple[int, float]],
         noise: Noise | None,
-        ideal: tuple[float, float] | None,
+        ideal: float | None,
         unrelated: Noise | None,
     ) -> None:
         self.keyword = {i: (rank, s) for rank, (i, s) in enumerate(keyword, start=1)}
         self.nearest = {i: (rank, s) for rank, (i, s) in enumerate(nearest, start=1)}
-        best = keyword[0][1] if keyword else 0.0
-        self.best_keyword, self.held_keyword = ideal if ideal and ideal[1] > 0 else (best, best)
+        self.best_keyword = ideal or (keyword[0][1] if keyword else 0.0)
         self.best_id = nearest[0][0] if nearest else None
         self.noise = noise
         self.unrelated = unrelated
@@ -202,7 +201,7 @@ class _Legs:
             similarity = self.unrelated.mean + FLOOR_SIGMAS * self.unrelated.std
         elif self.nearest:
             similarity = self.mean + FLOOR_SHARE * self.margin
-        keyword = FLOOR_SHARE * self.held_keyword if self.keyword else None
+        keyword = FLOOR_KEYWORD_SHARE * self.best_keyword if self.keyword else None
         return {"keyword": keyword, "similarity": similarity}
 
     def relevant(self, memory_id: int) -> bool:

@@ -83,7 +83,6 @@ def test_the_order_is_the_convex_fusion_of_the_two_legs_times_decay(
     assert noise is not None and noise.sample == 17  # every vector, on so small a store
     assert len(keyword) == 2
     assert ideal is not None  # two words: the keyword scale is bm25.ideal
-    ideal = ideal[0]
     best_similarity = max(nearest.values())
 
     def fused(memory_id: int) -> float:

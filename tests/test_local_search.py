@@ -40,8 +40,20 @@ def semantic(tmp_path_factory):
     svc.close()
 
 
-# Hybrid pages: the fused ranking past the relevance floor (docs/search.md has the figures).
-HYBRID_TOP10_FLOOR = 7
+# Questions about nothing the set holds (everyday topics; the floor's own texts,
+# embedders/calibration.py, are other sentences).
+OFF_TOPIC = [
+    "what is a good recipe for banana bread",
+    "who won the football world cup in 2018",
+    "how tall is mount everest",
+    "best time of year to plant tomatoes",
+    "how do I knit a scarf",
+    "what is the capital of australia",
+    "recommend a novel about sailing",
+    "how to train a puppy to sit",
+    "what causes the northern lights",
+    "cheap flights to lisbon in may",
+]
 
 
 @needs_model
@@ -70,7 +82,21 @@ def test_hybrid_search_keeps_paraphrases_in_the_page(semantic):
         assert answer["search_mode"] == "hybrid"
         ranks.append(rank(answer, ids[q.target]))
     print(f"hybrid ranks: {sorted(ranks)}")
-    assert sum(r <= 10 for r in ranks) >= HYBRID_TOP10_FLOOR
+    # The fusion keeps what the model finds: as good as the model alone (17 and 26 measured,
+    # docs/search.md), where the contract's RRF put 2 in the top 3 and 12 in the top 10.
+    assert sum(r <= 3 for r in ranks) >= TOP3_FLOOR
+    assert sum(r <= 10 for r in ranks) >= TOP10_FLOOR
+
+
+@needs_model
+def test_the_floor_answers_an_off_topic_question_with_little_or_nothing(semantic):
+    svc, _ = semantic
+    sizes = [
+        len(svc.search({"query": q, "limit": 10}, record_use=False)["results"]) for q in OFF_TOPIC
+    ]
+    print(f"off-topic page sizes: {sizes}")
+    # measured: [1, 1, 4, 1, 1, 10, 1, 3, 1, 8]
+    assert statistics.median(sizes) <= 2 and sum(size <= 3 for size in sizes) >= 6
 
 
 @needs_model

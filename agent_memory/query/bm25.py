@@ -84,15 +84,12 @@ def rarest(kept: Sequence[str], hits: Mapping[str, int], budget: float) -> list[
     return chosen if len(chosen) < len(ordered) else None
 
 
-def ideal(total: int, hits: Mapping[str, int]) -> tuple[float, float]:
-    """The -bm25 of a row of average length holding each of the words once, and that of one
-    holding each word that some row holds: the scales of a hybrid search's keyword leg
-    (ranking.fuse). On the first, a row holding only the query's common words, or a few of
-    its words when the rest (that no memory holds) carried the question, scores a small
-    share; the second is the relevance floor's, on which a row holding the words the store
-    knows is a match."""
-    held = math.fsum(idf(total, n) for n in hits.values() if n > 0)
-    return math.fsum(idf(total, n) for n in hits.values()), held
+def ideal(total: int, hits: Mapping[str, int]) -> float:
+    """The -bm25 of a row of average length holding each of the words once: the scale of a
+    hybrid search's keyword leg (ranking.fuse). A row holding only the query's common words
+    scores a small share of it; so does one holding a few of its words when the rest (that
+    no memory holds) carried the question."""
+    return math.fsum(idf(total, n) for n in hits.values())
 
 
 def informative(

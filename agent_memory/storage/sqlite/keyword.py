@@ -276,7 +276,7 @@ class KeywordIndex:
 
     def leg(
         self, conn: sqlalchemy.Connection, query: str, *, now: int, limit: int, filters: Filters
-    ) -> tuple[list[tuple[int, float]], tuple[float, float] | None]:
+    ) -> tuple[list[tuple[int, float]], float | None]:
         """The keyword leg of a hybrid search: (id, -bm25) best first, filters applied before
         the cut; and, for a query of several plain words, bm25.ideal (else None)."""
         run = Run(conn, now=now, filters=filters, page=False)
