@@ -1,0 +1,64 @@
+"""explain: true says why each result ranks where it does, over the service, MCP and REST."""
+
+from __future__ import annotations
+
+import pytest
+from test_hybrid import PARAPHRASE, fill
+from test_mcp import run
+from test_rest import Client
+
+from agent_memory.rest import create_app
+
+
+def test_without_explain_the_answer_is_unchanged(hybrid):
+    fill(hybrid)
+    answer = hybrid.search({"query": PARAPHRASE})
+    assert set(answer) == {"search_mode", "results"}
+    assert all("why" not in r for r in answer["results"])
+
+
+def test_a_hybrid_answer_explains_each_leg_and_the_floor(hybrid):
+    ids = fill(hybrid)
+    answer = hybrid.search({"query": "PostgreSQL", "explain": True})  # both legs find it
+    first = answer["results"][0]
+    assert first["id"] == ids["datastore"]
+    why = first["why"]
+    assert why["keyword"]["rank"] == 1 and why["keyword"]["bm25"] > 0
+    assert why["vector"]["rank"] == 1 and why["vector"]["share"] == 1.0
+    assert why["vector"]["sigmas"] > 2  # stands clearly above the unrelated texts
+    assert why["score"] == pytest.approx(why["fused"] * why["decay"])
+    explain = answer["explain"]
+    assert explain["fusion"] == "convex"
+    assert explain["unrelated"]["std"] > 0 and explain["noise"]["mean"] < 1
+    assert explain["below_floor"] >= 1  # the four memories on other topics
+    assert len(answer["results"]) + explain["below_floor"] == 5
+
+
+def test_a_keyword_answer_explains_bm25_and_decay(service):
+    memory_id = service.store({"content": "sqlite-vec pins the vector", "type": "TODO"})["id"]
+    answer = service.search({"query": "sqlite-vec", "explain": True})
+    why = answer["results"][0]["why"]
+    assert answer["results"][0]["id"] == memory_id
+    assert why["vector"] is None and why["keyword"]["rank"] == 1
+    assert why["score"] == pytest.approx(why["decay"] + why["keyword"]["bm25"])
+    assert answer["explain"] == {"score": "decay + bm25"}
+
+
+def test_explain_is_a_flag(service):
+    with pytest.raises(Exception, match="explain"):
+        service.search({"query": "x", "explain": "yes"})
+
+
+def test_mcp_search_takes_explain_and_its_output_schema_holds(hybrid):
+    fill(hybrid)
+    (found,) = run(hybrid, ("memory_search", {"query": PARAPHRASE, "explain": True}))
+    assert not found.is_error
+    assert "why" in found.structured_content["results"][0]
+    assert found.structured_content["explain"]["fusion"] == "convex"
+
+
+def test_rest_search_takes_explain(hybrid):
+    fill(hybrid)
+    client = Client(create_app(hybrid))
+    status, answer = client("POST", "/api/search", body={"query": PARAPHRASE, "explain": True})
+    assert status == 200 and "why" in answer["results"][0] and "explain" in answer
