@@ -104,6 +104,17 @@ class Noise:
         return cls(mean, math.sqrt(spread), len(similarities))
 
 
+@dataclass(frozen=True)
+class KeywordScale:
+    """What a hybrid search's keyword leg is weighed against (query.bm25.scale): ``ideal``,
+    the -bm25 of a row holding each of the query's words once; ``rows``, how many memories
+    hold each word; ``used``, the words a row must hold to be matched (the informative ones)."""
+
+    ideal: float
+    rows: dict[str, int]
+    used: tuple[str, ...]
+
+
 def content_hash(content: str) -> int:
     """The 64-bit key under which imports look a memory's content up.
 

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agent_memory.models import Noise
+from agent_memory.models import KeywordScale, Noise
 from agent_memory.vocabulary import PINNED_TYPES
 
 HALF_LIFE_SECS = 30 * 24 * 3600  # 2,592,000 s: PATTERN, ERROR, TODO
@@ -29,8 +29,9 @@ MAX_DECAY = 1.0
 # Hybrid search: each leg keeps min(LEG_FACTOR x limit, MAX_LEG) candidates.
 LEG_FACTOR = 4
 MAX_LEG = 800
-# The fusion (hybrid_score below): FUSION names the default, AGENT_MEMORY_FUSION another;
-# "rrf" is the contract's reciprocal rank fusion, kept to compare against.
+# The fusion (FUSIONS below): FUSION names the default, AGENT_MEMORY_FUSION another, to
+# compare (docs/retrieval.md): "rrf", the contract's reciprocal rank fusion; "linear",
+# convex without the square; "dbsf", Qdrant's distribution-based score fusion.
 FUSION = "convex"
 FUSION_ENV = "AGENT_MEMORY_FUSION"
 RRF_K = 60
@@ -122,23 +123,24 @@ def fuse(
     rows: dict[int, dict[str, Any]],
     limit: int,
     floor: bool | None = None,
-    ideal: float | None = None,
+    scale: KeywordScale | None = None,
     unrelated: Noise | None = None,
 ) -> Fused:
     """The hybrid page: each memory's fused score times its decay (once), best first, past
     the relevance floor (``floor``, FLOOR when None).
 
     ``keyword`` holds (id, -bm25) and ``nearest`` (id, cosine similarity), best first;
-    ``ideal``: what a row holding every word of the query would score (query.bm25.ideal),
-    the keyword leg's scale (else its best score); ``noise``, the query's similarity to a
-    sample of the store's vectors, the vector leg's scale; ``unrelated``, its similarity to
-    texts it is not about (the embedder's), the floor under the model's matches;
-    ``rows`` the rows that exist and pass the filters, with ``decay_score`` as of the query:
-    an id missing from it (forgotten, or filtered out) drops out of both legs.
+    ``scale``: what a row holding every word of the query would score, and which words the
+    keyword leg matched on (query.bm25.scale; else its best score is the scale); ``noise``,
+    the query's similarity to a sample of the store's vectors, the vector leg's scale;
+    ``unrelated``, its similarity to texts it is not about (the embedder's), the floor under
+    the model's matches; ``rows`` the rows that exist and pass the filters, with
+    ``decay_score`` as of the query: an id missing from it (forgotten, or filtered out)
+    drops out of both legs.
     """
     keyword = [(i, s) for i, s in keyword if i in rows]
     nearest = [(i, s) for i, s in nearest if i in rows]
-    legs = _Legs(keyword, nearest, noise, ideal, unrelated)
+    legs = _Legs(keyword, nearest, noise, None if scale is None else scale.ideal, unrelated)
     name = fusion()
     why: dict[int, dict[str, Any]] = {}
     for memory_id in dict.fromkeys([i for i, _ in keyword] + [i for i, _ in nearest]):
@@ -154,6 +156,7 @@ def fuse(
         "noise": None if noise is None else {"mean": noise.mean, "std": noise.std},
         "unrelated": None if unrelated is None else {"mean": unrelated.mean, "std": unrelated.std},
         "keyword_scale": legs.best_keyword,
+        "words": None if scale is None else {"rows": scale.rows, "used": list(scale.used)},
         "floor": legs.floors,
         "below_floor": len(why) - len(kept),
     }
@@ -244,4 +247,33 @@ def _rrf(legs: _Legs, memory_id: int) -> float:
     return math.fsum(1.0 / (RRF_K + rank) for rank in ranks)
 
 
-FUSIONS: dict[str, Callable[[_Legs, int], float]] = {"convex": _convex, "rrf": _rrf}
+def _linear(legs: _Legs, memory_id: int) -> float:
+    """convex without the square: a weak keyword match counts as much as its share."""
+    keyword = legs.keyword_share(memory_id)
+    return KEYWORD_WEIGHT * keyword + (1 - KEYWORD_WEIGHT) * legs.vector_share(memory_id)
+
+
+def _dbsf(legs: _Legs, memory_id: int) -> float:
+    """Distribution-based score fusion (Qdrant's): each leg's score placed between its
+    candidates' mean - 3 sd and mean + 3 sd, the two summed."""
+    total = 0.0
+    for leg in (legs.keyword, legs.nearest):
+        if memory_id not in leg:
+            continue
+        scores = [score for _, score in leg.values()]
+        mean = math.fsum(scores) / len(scores)
+        spread = math.sqrt(math.fsum((x - mean) ** 2 for x in scores) / len(scores))
+        if spread == 0:
+            total += 0.5
+            continue
+        low = mean - 3 * spread
+        total += min(max((leg[memory_id][1] - low) / (6 * spread), 0.0), 1.0)
+    return total
+
+
+FUSIONS: dict[str, Callable[[_Legs, int], float]] = {
+    "convex": _convex,
+    "linear": _linear,
+    "dbsf": _dbsf,
+    "rrf": _rrf,
+}

@@ -62,3 +62,16 @@ def test_rest_search_takes_explain(hybrid):
     client = Client(create_app(hybrid))
     status, answer = client("POST", "/api/search", body={"query": PARAPHRASE, "explain": True})
     assert status == 200 and "why" in answer["results"][0] and "explain" in answer
+
+
+def test_explain_names_the_words_the_keyword_leg_used(hybrid):
+    fill(hybrid)
+    for i in range(12):  # "note" in most memories: not informative
+        hybrid.store({"content": f"note {i} on the rollout", "type": "TODO"})
+    explain = hybrid.search({"query": "PostgreSQL note", "explain": True})["explain"]
+    assert explain["words"] == {"rows": {"PostgreSQL": 1, "note": 12}, "used": ["PostgreSQL"]}
+
+
+def test_an_unknown_field_next_to_explain_is_refused(service):
+    with pytest.raises(Exception, match="explian"):
+        service.search({"query": "x", "explain": True, "explian": True})

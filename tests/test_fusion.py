@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_memory import ranking
-from agent_memory.models import Noise
+from agent_memory.models import KeywordScale, Noise
 
 
 def rows(*ids: int, decay: float = 1.0) -> dict[int, dict]:
@@ -17,7 +17,8 @@ SAMPLE = Noise(0.5, 0.05, 64)  # the store's memories as the query sees them
 
 def page(keyword, nearest, *, noise=SAMPLE, unrelated=None, ideal=None, limit=10):
     found = rows(*{i for i, _ in [*keyword, *nearest]})
-    return ranking.fuse(keyword, nearest, noise, found, limit, None, ideal, unrelated)
+    scale = None if ideal is None else KeywordScale(ideal, {}, ())
+    return ranking.fuse(keyword, nearest, noise, found, limit, None, scale, unrelated)
 
 
 def ids(fused: ranking.Fused) -> list[int]:
@@ -101,3 +102,17 @@ def test_a_keyword_page_explains_bm25_and_decay():
         "decay": 0.5,
         "score": 3.5,
     }
+
+
+def test_linear_and_dbsf_fuse_as_their_formulas_say(monkeypatch):
+    keyword, nearest = [(2, 5.0), (3, 1.0)], [(1, 0.9), (2, 0.7), (3, 0.5)]
+    monkeypatch.setenv(ranking.FUSION_ENV, "linear")
+    linear = page(keyword, nearest, ideal=10.0)
+    assert linear.why[2]["fused"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.5)
+    monkeypatch.setenv(ranking.FUSION_ENV, "dbsf")
+    dbsf = page(keyword, nearest, ideal=10.0)
+    k_mean, k_sd = 3.0, 2.0
+    v_mean = 0.7
+    v_sd = (((0.2**2) * 2) / 3) ** 0.5
+    expected = (5.0 - (k_mean - 3 * k_sd)) / (6 * k_sd) + (0.7 - (v_mean - 3 * v_sd)) / (6 * v_sd)
+    assert dbsf.why[2]["fused"] == pytest.approx(expected)

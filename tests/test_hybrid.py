@@ -64,7 +64,7 @@ def test_an_exact_term_hit_and_a_paraphrase_hit_both_surface(hybrid):
 def test_the_order_is_the_convex_fusion_of_the_two_legs_times_decay(
     hybrid, clock, db_path, monkeypatch
 ):
-    """Each leg's score as a share of its scale (bm25.ideal; the best similarity's margin
+    """Each leg's score as a share of its scale (bm25.scale; the best similarity's margin
     over the noise sample's mean), the keyword share squared, half and half, times decay;
     ties by id."""
     fill(hybrid)
@@ -76,13 +76,14 @@ def test_the_order_is_the_convex_fusion_of_the_two_legs_times_decay(
     embedding = hybrid.embedder.embed_query(query)
     with reading(db_path) as conn:
         now = hybrid.now()
-        found, ideal = KeywordIndex().leg(conn, query, now=now, limit=leg, filters=Filters())
+        found, scale = KeywordIndex().leg(conn, query, now=now, limit=leg, filters=Filters())
         keyword = dict(found)
         nearest = dict(vectors.ranking(conn, embedding, leg))
         noise = Noise.of(vectors.noise(conn, embedding))
     assert noise is not None and noise.sample == 17  # every vector, on so small a store
     assert len(keyword) == 2
-    assert ideal is not None  # two words: the keyword scale is bm25.ideal
+    assert scale is not None  # two words: the keyword scale is bm25.scale
+    ideal = scale.ideal
     best_similarity = max(nearest.values())
 
     def fused(memory_id: int) -> float:

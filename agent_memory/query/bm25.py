@@ -22,6 +22,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from agent_memory.models import KeywordScale
 from agent_memory.query.bigrams import unsegmented
 
 # FTS5's bm25 parameters (fts5_aux.c, fixed in SQLite): term-frequency saturation, length
@@ -84,12 +85,18 @@ def rarest(kept: Sequence[str], hits: Mapping[str, int], budget: float) -> list[
     return chosen if len(chosen) < len(ordered) else None
 
 
-def ideal(total: int, hits: Mapping[str, int]) -> float:
-    """The -bm25 of a row of average length holding each of the words once: the scale of a
-    hybrid search's keyword leg (ranking.fuse). A row holding only the query's common words
-    scores a small share of it; so does one holding a few of its words when the rest (that
-    no memory holds) carried the question."""
-    return math.fsum(idf(total, n) for n in hits.values())
+def scale(words: Sequence[str], total: int, hits: Mapping[str, int]) -> KeywordScale:
+    """The keyword leg's scale in a hybrid search (ranking.fuse): the -bm25 of a row of
+    average length holding each of the words once. A row holding only the query's common
+    words scores a small share of it; so does one holding a few of its words when the rest
+    (that no memory holds) carried the question."""
+    distinct = dict.fromkeys(words)
+    chosen = informative(words, total, hits, never_empty=False)
+    return KeywordScale(
+        math.fsum(idf(total, hits[w]) for w in distinct),
+        {w: hits[w] for w in distinct},
+        tuple(w for w in distinct if w in chosen),
+    )
 
 
 def informative(

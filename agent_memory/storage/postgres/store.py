@@ -29,7 +29,15 @@ import sqlalchemy
 
 from agent_memory import ranking
 from agent_memory.errors import SearchTimedOut
-from agent_memory.models import Embedding, Filters, Noise, Pin, SearchPage, content_hash
+from agent_memory.models import (
+    Embedding,
+    Filters,
+    KeywordScale,
+    Noise,
+    Pin,
+    SearchPage,
+    content_hash,
+)
 from agent_memory.query import Node, Or, and_of_words, bm25, searched
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
@@ -233,7 +241,7 @@ class PostgresStore:
                     leg = ranking.leg_size(limit)
                     nearest = vectors.nearest(conn, embedding, leg, filters)
                     ranked = self._scored(conn, tree, words, leg, filters, None)
-                    ideal = self._ideal(conn, tree, words) if ranked else None
+                    scale = self._scale(conn, tree, words) if ranked else None
                     ids = [*dict.fromkeys(i for i, _ in [*ranked, *nearest])]
                     noise = Noise.of(vectors.noise(conn, embedding))
                     fused = ranking.fuse(
@@ -243,7 +251,7 @@ class PostgresStore:
                         self._rows(conn, ids, now, filters),
                         limit,
                         floor,
-                        ideal,
+                        scale,
                         unrelated,
                     )
                     return SearchPage(
@@ -257,15 +265,15 @@ class PostgresStore:
                 ranking.SEARCH_MODE_KEYWORD, page.results, other, page.why, page.explain
             )
 
-    def _ideal(
+    def _scale(
         self, conn: sqlalchemy.Connection, tree: Node | None, words: list[str]
-    ) -> float | None:
-        """bm25.ideal of a query of several words, else None."""
+    ) -> KeywordScale | None:
+        """bm25.scale of a query searched as several words, else None."""
         if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
             return None
         statement, params = keyword.word_rows_sql(tree.children)
         total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
-        return bm25.ideal(total, dict(zip(words, counts, strict=True)))
+        return bm25.scale(words, total, dict(zip(words, counts, strict=True)))
 
     def _scored(
         self,

@@ -34,7 +34,7 @@ import sqlean
 from sqlalchemy import bindparam, func, literal_column, select
 
 from agent_memory import fts
-from agent_memory.models import Filters
+from agent_memory.models import Filters, KeywordScale
 from agent_memory.query import bm25, indexed_match, plain_words
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import rows
@@ -276,15 +276,16 @@ class KeywordIndex:
 
     def leg(
         self, conn: sqlalchemy.Connection, query: str, *, now: int, limit: int, filters: Filters
-    ) -> tuple[list[tuple[int, float]], float | None]:
+    ) -> tuple[list[tuple[int, float]], KeywordScale | None]:
         """The keyword leg of a hybrid search: (id, -bm25) best first, filters applied before
-        the cut; and, for a query of several plain words, bm25.ideal (else None)."""
+        the cut; and, for a query of several words, its scale (bm25.scale; else None)."""
         run = Run(conn, now=now, filters=filters, page=False)
         found = self._match(run, query, limit, now)
         words = plain_words(query) or fts.words(query)
         if not found or len(set(words)) < 2:
             return found, None
-        return found, bm25.ideal(*self.word_rows(conn, words, now))
+        total, hits = self.word_rows(conn, words, now)
+        return found, bm25.scale(words, total, hits)
 
     def _match(self, run: Run, query: str, limit: int, now: int) -> list[Any]:
         """Plain words as words; other text as FTS5 syntax and, if FTS5 cannot parse it, as

@@ -287,7 +287,7 @@ class SqliteStore:
                 leg = ranking.leg_size(limit)
                 nearest = self._vector_leg(conn, embedding, leg, filters)
                 if nearest is not None:
-                    keyword, ideal = self._keyword.leg(
+                    keyword, scale = self._keyword.leg(
                         conn, query, now=now, limit=leg, filters=filters
                     )
                     ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
@@ -299,7 +299,7 @@ class SqliteStore:
                         self._rows(conn, ids, now, filters),
                         limit,
                         floor,
-                        ideal,
+                        scale,
                         unrelated,
                     )
                     return SearchPage(
