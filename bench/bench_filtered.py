@@ -194,14 +194,16 @@ def recall(found: list[list[int]], truth: list[list[int]]) -> float:
 
 
 def timed(read, queries: np.ndarray, leg) -> tuple[list, list[float]]:
-    """Each query's vector leg (``leg(conn, embedding)``) inside a read snapshot, timed."""
+    """Each query's vector leg (``leg(conn, embedding)``) inside a read snapshot, timed:
+    the ids it found, best first."""
     found, ms = [], []
     for q in queries:
         embedding = Embedding(PIN, q.astype("<f4").tobytes())
         with read() as conn:
             started = time.perf_counter()
-            found.append(leg(conn, embedding))
+            nearest = leg(conn, embedding)
             ms.append((time.perf_counter() - started) * 1e3)
+        found.append([memory_id for memory_id, _ in nearest])
     return found, ms
 
 

@@ -144,12 +144,12 @@ def vector_recall(url: str, size: int) -> dict[str, float]:
             query = clustered(rng, centres)
             with store._read() as conn:
                 began = time.perf_counter()
-                found = vectors.nearest(conn, query, leg, Filters())[:10]
+                found = [i for i, _ in vectors.nearest(conn, query, leg, Filters())][:10]
                 approximate.append(time.perf_counter() - began)
             with store._read() as conn:
                 conn.exec_driver_sql("SET LOCAL enable_indexscan = off")
                 began = time.perf_counter()
-                truth = vectors.nearest(conn, query, 10, Filters())
+                truth = [i for i, _ in vectors.nearest(conn, query, 10, Filters())]
                 exact.append(time.perf_counter() - began)
             hits += len(set(found) & set(truth))
         return {

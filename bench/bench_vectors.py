@@ -193,9 +193,11 @@ def measure(path: Path, queries: np.ndarray, sql_queries: int) -> dict:
                 with store._connections.read() as conn:
                     started = time.perf_counter()
                     if leg == "index":
-                        found[leg].append(store._vector_leg(conn, embedding, LEG, Filters()))
+                        found[leg].append(
+                            [i for i, _ in store._vector_leg(conn, embedding, LEG, Filters())]
+                        )
                     else:
-                        found[leg].append(vectors.ranking(conn, embedding, LEG))
+                        found[leg].append([i for i, _ in vectors.ranking(conn, embedding, LEG)])
                     timing[leg].append((time.perf_counter() - started) * 1e3)
             out[f"{leg}_peak_rss_mib"] = rss_mib("VmHWM")
         out["found"], out["timing"] = found, timing
