@@ -374,3 +374,14 @@ def test_the_coarse_pass_over_many_vectors_agrees_with_exact_knn(hybrid, monkeyp
         assert {i for i in coarse if distance[i] < cut - 1e-6} == {
             i for i in exact if distance[i] < cut - 1e-6
         }
+
+
+def test_an_off_topic_question_gets_the_model_s_best_guess_at_most(hybrid):
+    """The relevance floor with a test embedder: nothing stands above the unrelated texts,
+    so only the model's best match comes back (never the whole store)."""
+    fill(hybrid)
+    answer = hybrid.search({"query": "banana bread with walnuts", "explain": True})
+    assert answer["search_mode"] == "hybrid"
+    assert len(answer["results"]) == 1
+    assert answer["explain"]["below_floor"] == 4
+    assert answer["results"][0]["why"]["vector"]["rank"] == 1
