@@ -212,16 +212,33 @@ _expand_option = click.option(
     help=f"At most N results (1-{MAX_LIMIT}, default {DEFAULT_SEARCH_LIMIT}).",
 )
 @_expand_option
+@click.option(
+    "--explain",
+    is_flag=True,
+    help="Say under each result why it is there, and after them how the page was made.",
+)
 @_json_option
 @click.pass_obj
 @quiet
 def search(
-    settings: Any, query: str, limit: str | None, expand: bool, as_json: bool, **filters: Any
+    settings: Any,
+    query: str,
+    limit: str | None,
+    expand: bool,
+    explain: bool,
+    as_json: bool,
+    **filters: Any,
 ) -> None:
     """Search memories, best first (memory_search).
 
     QUERY is words, a question or FTS5 syntax. The memories found count as used."""
-    args = _args(query=query, **filters, limit=_number(limit), expand_links=expand or None)
+    args = _args(
+        query=query,
+        **filters,
+        limit=_number(limit),
+        expand_links=expand or None,
+        explain=explain or None,
+    )
     service = _open(settings, READ, embedding=True)
     off = service.embedding_off
     with _answering(service):
@@ -231,6 +248,8 @@ def search(
         _print_json(answer)
         return
     shown = _print_table(answer["results"], related=expand)
+    if explain:
+        click.echo(f"explain: {display.explanation(answer['explain'])}")
     click.echo(f"{shown} found ({_search_mode(answer['search_mode'], waiting, off)})", err=True)
 
 

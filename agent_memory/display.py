@@ -111,7 +111,8 @@ def table(
     memories: Iterable[dict[str, Any]], now: int, width: int | None = None, related: bool = False
 ) -> Iterator[str]:
     """The lines of a table of ``memories`` (a header first; nothing for no memories);
-    ``related``: each memory's related ones (expand_links) on lines under it."""
+    ``related``: each memory's related ones (expand_links) on lines under it. A search's
+    result carrying ``why`` (explain) gets it on a line under it, before those."""
     width = width or terminal_width()
     rows = iter(memories)
     sample = list(itertools.islice(rows, TABLE_SAMPLE_ROWS))
@@ -132,8 +133,57 @@ def table(
     yield line(list(COLUMNS[:-1]), COLUMNS[-1])
     for memory in itertools.chain(sample, rows):
         yield line(_cells(memory, now), memory["content"])
+        if "why" in memory:
+            yield f"  why: {why(memory['why'])}"
         if related:
             yield from _related(memory.get("related", []), indent="    ")
+
+
+def _score(value: float) -> str:
+    """A score: two decimals, or two significant digits under 0.1 (rank fusion's are about
+    0.016, and bm25 in a small store can be 1e-06)."""
+    return f"{value:.2f}" if abs(value) >= 0.1 or value == 0 else f"{value:.2g}"
+
+
+def why(reason: dict[str, Any]) -> str:
+    """Why a search returned a memory (a result's ``why``), on one line: each leg's rank and
+    score, then how the score was made. The web page says it in the same words (app.js)."""
+    keyword, vector = reason["keyword"], reason["vector"]
+    if "fused" not in reason:  # keyword mode: decay + bm25
+        bm25 = f"keyword #{keyword['rank']} bm25 {_score(keyword['bm25'])}"
+        return f"{bm25} + decay {reason['decay']:.2f} = {_score(reason['score'])}"
+    parts = []
+    if keyword is None:
+        parts.append("no keyword match")
+    else:
+        bm25 = f"bm25 {_score(keyword['bm25'])} (share {keyword['share']:.2f})"
+        parts.append(f"keyword #{keyword['rank']} {bm25}")
+    if vector is None:
+        parts.append("not near in meaning")
+    else:
+        sigmas = (
+            f"{vector['sigmas']:.1f}σ" if "sigmas" in vector else f"share {vector['share']:.2f}"
+        )
+        parts.append(f"meaning #{vector['rank']} sim {vector['similarity']:.3f} ({sigmas})")
+    made = f"fused {_score(reason['fused'])} × decay {reason['decay']:.2f}"
+    parts.append(f"{made} = {_score(reason['score'])}")
+    return " · ".join(parts)
+
+
+def explanation(explain: dict[str, Any]) -> str:
+    """How a search made its page (the answer's ``explain``), on one line: the fusion, the
+    relevance floor and how many candidates fell below it."""
+    if "fusion" not in explain:  # keyword mode
+        return f"score = {explain['score']}"
+    floor = explain["floor"]
+    bars = []
+    if floor["keyword"] is not None:
+        bars.append(f"bm25 ≥ {_score(floor['keyword'])}")
+    if floor["similarity"] is not None:
+        bars.append(f"sim ≥ {floor['similarity']:.3f}")
+    kept = " or ".join(bars) if bars else "none"
+    below = explain["below_floor"]
+    return f"{explain['fusion']} fusion · floor {kept} · {below} below the floor"
 
 
 def record(memory: dict[str, Any], now: int) -> Iterator[str]:

@@ -16,6 +16,8 @@ import pytest
 import sqlean
 from rest_daemon import RestDaemon
 
+from agent_memory import display
+
 WAIT_MS = 10_000  # for the page to show what the API already answered (a slow CI machine)
 DAY = 86_400
 IDS_SHOWN = "[...document.querySelectorAll('#results a.item')].map((a) => Number(a.dataset.id))"
@@ -276,6 +278,77 @@ def test_the_search_and_its_filters_are_in_the_address(page, chromium, daemon):
         assert [found["id"] for found in answer.value.json()["results"]] == [a]
     finally:
         context.close()
+
+
+WHY_SHOWN = (
+    "[...document.querySelectorAll('#results .why:not([hidden])')].map((w) => w.textContent)"
+)
+
+
+def test_why_these_results_explains_each_keyword_result(page, daemon):
+    """The toggle beside the search box: the page's search asks for explain and each result
+    says why it is there in the terminal's words; off again, the lines go."""
+    made = [store(daemon, f"narwhal tusk fact {i}", scope="why") for i in range(2)]
+    page.open()
+    ranked = page.searched(lambda: page.tab.fill("#q", "narwhal"))
+    page.expect_shown(ranked)
+    assert page.tab.evaluate(f"() => {WHY_SHOWN}") == []  # off by default
+    with page.tab.expect_response(lambda r: r.url.endswith("/api/search")) as sent:
+        page.tab.get_by_label("Why these results?").check()
+    assert sent.value.request.post_data_json["explain"] is True
+    answer = sent.value.json()
+    assert sorted(r["id"] for r in answer["results"]) == made
+    page.tab.wait_for_selector("#results .why:not([hidden])")
+    expected = [f"why: {display.why(r['why'])}" for r in answer["results"]]
+    assert page.tab.evaluate(f"() => {WHY_SHOWN}") == expected
+    assert expected[0].startswith("why: keyword #1 bm25 ")
+    assert page.text("#list-status") == "2 best first · score = decay + bm25"
+
+    with page.tab.expect_response(lambda r: r.url.endswith("/api/search")) as sent:
+        page.tab.get_by_label("Why these results?").uncheck()
+    assert "explain" not in sent.value.request.post_data_json
+    page.tab.wait_for_selector("#list-status:text-is('2 best first')")
+    assert page.tab.evaluate(f"() => {WHY_SHOWN}") == []
+
+
+def test_why_these_results_on_a_hybrid_search_says_what_fell_below_the_floor(
+    chromium, tmp_path, ollama
+):
+    """A daemon of its own whose embedder is the fake Ollama: each result's why names both
+    legs, and the status line the fusion, the floor and how many candidates it cut."""
+    env = {"HOME": str(tmp_path), "AGENT_MEMORY_OLLAMA_URL": ollama.url}
+    with RestDaemon(tmp_path / "memory.db", env=env) as daemon:
+        daemon.drain_stderr()
+        for content in [
+            "We chose PostgreSQL as our datastore",
+            "The login page crashed on a bad password",
+            "Cache the embeddings in redis",
+            "Ship the release on Friday",
+        ]:
+            store(daemon, content, "DECISION")
+        context = chromium.new_context(viewport={"width": 1400, "height": 900})
+        try:
+            page = Page(context, daemon).open()
+            page.tab.get_by_label("Why these results?").check()
+            with page.tab.expect_response(lambda r: r.url.endswith("/api/search")) as sent:
+                page.tab.fill("#q", "which database did we pick")
+            answer = sent.value.json()
+            assert answer["search_mode"] == "hybrid"
+            page.expect_shown([r["id"] for r in answer["results"]])
+            expected = [f"why: {display.why(r['why'])}" for r in answer["results"]]
+            assert page.tab.evaluate(f"() => {WHY_SHOWN}") == expected
+            assert " · meaning #1 sim " in expected[0] and "σ) · fused " in expected[0]
+            below = answer["explain"]["below_floor"]
+            assert below > 0  # the unrelated memories
+            status = page.text("#list-status")
+            assert status == (
+                f"{len(expected)} best first · {display.explanation(answer['explain'])}"
+            )
+            assert status.endswith(f"· {below} below the floor")
+            assert page.problems == []
+        finally:
+            context.close()
+        assert daemon.stop() == 0
 
 
 def test_the_page_counts_no_use_searching_browsing_or_opening(page, daemon):

@@ -26,6 +26,7 @@ const state = {
   sequence: 0, // answers to older requests than the latest are dropped
   controller: null,
   edited: null, // the box whose typing made the current history entry (more typing replaces it)
+  explain: false, // "Why these results?": searches ask for explain, each result says why
 };
 
 // -- formatting -------------------------------------------------------------------------
@@ -70,6 +71,47 @@ function status(el, text, isError = false) {
   el.classList.toggle("is-error", isError);
 }
 
+// -- why these results ------------------------------------------------------------------
+// The same words as the terminal's `search --explain` (agent_memory/display.py why and
+// explanation).
+
+// Two decimals, or two significant digits under 0.1 (Python's "{:.2g}", 1.9e-06 included).
+function score(value) {
+  if (Math.abs(value) >= 0.1 || value === 0) return value.toFixed(2);
+  if (Math.abs(value) < 1e-4) {
+    const [digits, power] = value.toExponential(1).split("e");
+    return `${digits.replace(/\.0$/, "")}e${power[0]}${power.slice(1).padStart(2, "0")}`;
+  }
+  return String(Number(value.toPrecision(2)));
+}
+
+function whyLine(why) {
+  const { keyword, vector } = why;
+  const made = `decay ${why.decay.toFixed(2)} = ${score(why.score)}`;
+  if (why.fused === undefined) return `keyword #${keyword.rank} bm25 ${score(keyword.bm25)} + ${made}`;
+  const parts = [
+    keyword === null ? "no keyword match"
+      : `keyword #${keyword.rank} bm25 ${score(keyword.bm25)} (share ${keyword.share.toFixed(2)})`,
+  ];
+  if (vector === null) parts.push("not near in meaning");
+  else {
+    const sigmas = vector.sigmas === undefined
+      ? `share ${vector.share.toFixed(2)}` : `${vector.sigmas.toFixed(1)}σ`;
+    parts.push(`meaning #${vector.rank} sim ${vector.similarity.toFixed(3)} (${sigmas})`);
+  }
+  parts.push(`fused ${score(why.fused)} × ${made}`);
+  return parts.join(" · ");
+}
+
+function explanation(explain) {
+  if (explain.fusion === undefined) return `score = ${explain.score}`;
+  const bars = [];
+  if (explain.floor.keyword !== null) bars.push(`bm25 ≥ ${score(explain.floor.keyword)}`);
+  if (explain.floor.similarity !== null) bars.push(`sim ≥ ${explain.floor.similarity.toFixed(3)}`);
+  const floor = bars.length ? bars.join(" or ") : "none";
+  return `${explain.fusion} fusion · floor ${floor} · ${explain.below_floor} below the floor`;
+}
+
 // -- the list ---------------------------------------------------------------------------
 
 function filters() {
@@ -80,7 +122,7 @@ function filters() {
   return out;
 }
 
-function renderItems(memories, searched) {
+function renderItems(memories, searched, explain = null) {
   const template = $("t-item");
   const items = memories.map((memory) => {
     const li = template.content.firstElementChild.cloneNode(true);
@@ -100,6 +142,9 @@ function renderItems(memories, searched) {
     setText(li.querySelector(".snippet"), cut(memory.content, SNIPPET_CHARS));
     setText(li.querySelector(".decay"), `decay ${memory.decay_score.toFixed(2)}`);
     setText(li.querySelector(".age"), `${span(now() - memory.created_at)} old`);
+    const why = li.querySelector(".why");
+    why.hidden = memory.why === undefined;
+    if (memory.why !== undefined) setText(why, `why: ${whyLine(memory.why)}`);
     return li;
   });
   $("results").replaceChildren(...items);
@@ -107,7 +152,9 @@ function renderItems(memories, searched) {
   const empty = memories.length === 0;
   if (searched) {
     setText($("list-title"), `Results for “${cut(state.query, 60)}”`);
-    status($("list-status"), empty ? "Nothing matches." : `${memories.length} best first`);
+    let said = empty ? "Nothing matches." : `${memories.length} best first`;
+    if (explain) said += ` · ${explanation(explain)}`;
+    status($("list-status"), said);
   } else {
     setText($("list-title"), "Newest memories");
     status($("list-status"), empty ? "No memories here." : `page ${state.page + 1}`);
@@ -124,12 +171,16 @@ async function refresh() {
   const kind = searched ? "search" : "list"; // marks for bench/web_page.py: sent -> shown
   try {
     let memories;
+    let explain = null;
     performance.mark(`${kind}:sent`);
     if (searched) {
-      const answer = await api.search({ query: state.query, ...filters(), limit: SEARCH_LIMIT }, signal);
+      const body = { query: state.query, ...filters(), limit: SEARCH_LIMIT };
+      if (state.explain) body.explain = true;
+      const answer = await api.search(body, signal);
       if (sequence !== state.sequence) return;
       setText($("mode"), `${answer.search_mode} search`); // how this one ran
       memories = answer.results;
+      explain = answer.explain || null;
     } else {
       const before = state.cursors[state.page];
       const page = await api.list({ ...filters(), limit: PAGE_SIZE + 1, before }, signal);
@@ -138,7 +189,7 @@ async function refresh() {
       $("newer").disabled = state.page === 0;
       memories = page.slice(0, PAGE_SIZE);
     }
-    renderItems(memories, searched);
+    renderItems(memories, searched, explain);
     performance.mark(`${kind}:shown`);
   } catch (error) {
     if (error.name === "AbortError" || sequence !== state.sequence) return;
@@ -578,6 +629,10 @@ function start() {
   $("q").addEventListener("input", () => {
     state.query = $("q").value;
     debounced();
+  });
+  $("explain").addEventListener("change", () => {
+    state.explain = $("explain").checked;
+    if (state.query.trim() !== "") refresh();
   });
   $("f-type").addEventListener("change", () => readFilters());
   for (const id of ["f-tag", "f-scope"]) {
