@@ -1,7 +1,8 @@
 """Retrieval on held-out data: how often search finds the turns that answer a question.
 
     .venv/bin/python bench/retrieval.py --data /work/data/locomo10.json [--every N]
-        [--conversations K] [--modes keyword,model,hybrid,no-floor,rrf] [--cache DIR]
+        [--conversations K] [--modes keyword,model,hybrid,no-floor,rrf] [--limit 10]
+        [--cache DIR]
 
 The data is LoCoMo (github.com/snap-research/locomo, data/locomo10.json): 10 long
 conversations between two people, with questions whose ``evidence`` names the dialogue turns
@@ -9,8 +10,9 @@ that answer them ("D1:3"). Nothing in agent-memory was tuned on it. Every turn i
 memory ("SPEAKER: text", type PATTERN, its dialogue id as ``source``, one scope per
 conversation), through MemoryService on SQLite, at one fixed clock (every decay is 1). Each
 question of categories 1-4 (5, adversarial, has no answer in the conversation) is asked within
-its conversation's scope for 10 results, without recording a use, and scored: recall@k, the
-share of its evidence turns in the first k; hit@k, whether any is.
+its conversation's scope for 10 results (--limit), without recording a use, and scored:
+recall@k, the share of its evidence turns in the first k; hit@k, whether any is. The mean
+page size shows what the relevance floor cut (at --limit 50, an agent's usual page, too).
 
 Modes: ``keyword`` (no embedder), ``model`` (the local model alone: a wordless query is
 answered by the vector leg only, no floor), ``hybrid`` (the default: convex score fusion and
@@ -182,7 +184,7 @@ def measure(mode: str, svc: MemoryService, search: Search, questions: list[Quest
             recall, hit = score(found, q.evidence, k)
             recalls[k].append(recall)
             hits[k].append(hit)
-        per.setdefault(q.category, []).append(score(found, q.evidence, LIMIT))
+        per.setdefault(q.category, []).append(score(found, q.evidence, CUTOFFS[-1]))
     return Result(
         mode,
         {k: statistics.fmean(v) for k, v in recalls.items()},
@@ -290,11 +292,13 @@ def category_table(results: list[Result]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global LIMIT  # the searches read it
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
     parser.add_argument("--every", type=int, default=1, help="ask every Nth question")
     parser.add_argument("--conversations", type=int, default=None, help="the first K only")
     parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
+    parser.add_argument("--limit", type=int, default=LIMIT, help="results asked (10 to 50)")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="built databases")
     args = parser.parse_args(argv)
     if not args.data.is_file():
@@ -306,8 +310,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     modes = [m for m in args.modes.split(",") if m]
     unknown = set(modes) - set(MODES)
-    if unknown or args.every < 1:
-        parser.error(f"--modes takes {','.join(MODES)}; --every at least 1")
+    if unknown or args.every < 1 or not 10 <= args.limit <= 50:
+        parser.error(f"--modes takes {','.join(MODES)}; --every at least 1; --limit 10 to 50")
+    LIMIT = args.limit
     conversations = load(args.data, args.conversations)
     questions, dropped = asked(conversations, args.every)
     turns = sum(len(c.turns) for c in conversations)
