@@ -1,0 +1,364 @@
+"""Retrieval on held-out data: how often search finds the turns that answer a question.
+
+    .venv/bin/python bench/retrieval.py --data /work/data/locomo10.json [--every N]
+        [--conversations K] [--modes keyword,model,hybrid,no-floor,rrf] [--limit 10]
+        [--cache DIR]
+
+The data is LoCoMo (github.com/snap-research/locomo, data/locomo10.json): 10 long
+conversations between two people, with questions whose ``evidence`` names the dialogue turns
+that answer them ("D1:3"). Nothing in agent-memory was tuned on it. Every turn is stored as one
+memory ("SPEAKER: text", type PATTERN, its dialogue id as ``source``, one scope per
+conversation), through MemoryService on SQLite, at one fixed clock (every decay is 1). Each
+question of categories 1-4 (5, adversarial, has no answer in the conversation) is asked within
+its conversation's scope for 10 results (--limit), without recording a use, and scored:
+recall@k, the share of its evidence turns in the first k; hit@k, whether any is. The mean
+page size shows what the relevance floor cut (at --limit 50, an agent's usual page, too).
+
+Modes: ``keyword`` (no embedder), ``model`` (the local model alone: a wordless query is
+answered by the vector leg only, no floor), ``hybrid`` (the default: convex score fusion and
+the relevance floor), ``no-floor`` (ranking.FLOOR = False), ``rrf`` (AGENT_MEMORY_FUSION=rrf,
+the floor on). The databases are built once per data file, conversation count and embedder,
+and kept under --cache (embedding ~5,900 turns takes a few minutes on 2 cores).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agent_memory import ranking
+from agent_memory.models import Filters
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+
+DEFAULT_DATA = Path("/work/data/locomo10.json")
+DEFAULT_CACHE = Path("/work/data/retrieval-cache")
+SOURCE = "https://github.com/snap-research/locomo (data/locomo10.json)"
+T0 = 1_767_225_600  # the fixed clock: stored and searched at once, every decay is 1
+LIMIT = 10
+CUTOFFS = (5, 10)
+TYPE = "PATTERN"
+ADVERSARIAL = 5
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+MODES = ("keyword", "model", "hybrid", "no-floor", "rrf")
+# A few evidence ids in the file are written loosely ("D:11:26", "D30:05", "D8:6; D9:17").
+EVIDENCE_ID = re.compile(r"D:?(\d+):0*(\d+)")
+
+
+@dataclass(frozen=True)
+class Question:
+    conversation: str
+    text: str
+    category: int
+    evidence: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Conversation:
+    sample_id: str
+    turns: list[tuple[str, str]]  # (dialogue id, "SPEAKER: text")
+    questions: list[Question]
+
+    @property
+    def scope(self) -> str:
+        return scope_of(self.sample_id)
+
+
+def scope_of(sample_id: str) -> str:
+    return f"locomo-{sample_id}"
+
+
+def evidence_ids(raw: Iterable[str]) -> set[str]:
+    """The dialogue ids an evidence list names, loosely written ones read as meant."""
+    return {f"D{s}:{t}" for item in raw for s, t in EVIDENCE_ID.findall(str(item))}
+
+
+def load(path: Path, conversations: int | None = None) -> list[Conversation]:
+    """The first ``conversations`` conversations of a LoCoMo file, each question's evidence
+    kept to the turns the conversation holds."""
+    samples = json.loads(path.read_text(encoding="utf-8"))[:conversations]
+    found = []
+    for sample in samples:
+        sample_id = str(sample["sample_id"])
+        talk = sample["conversation"]
+        sessions = sorted(
+            (int(key.split("_")[1]), value)
+            for key, value in talk.items()
+            if re.fullmatch(r"session_\d+", key) and isinstance(value, list)
+        )
+        turns = [
+            (turn["dia_id"], f"{turn['speaker']}: {turn['text']}")
+            for _, session in sessions
+            for turn in session
+        ]
+        held = {dia_id for dia_id, _ in turns}
+        questions = [
+            Question(
+                sample_id,
+                qa["question"],
+                qa["category"],
+                frozenset(evidence_ids(qa["evidence"]) & held),
+            )
+            for qa in sample["qa"]
+        ]
+        found.append(Conversation(sample_id, turns, questions))
+    return found
+
+
+def asked(conversations: list[Conversation], every: int = 1) -> tuple[list[Question], int]:
+    """Every ``every``-th question of categories 1-4 (in file order, across conversations),
+    and how many of those were dropped for naming no turn the conversation holds."""
+    kept = [q for c in conversations for q in c.questions if q.category != ADVERSARIAL][::every]
+    answerable = [q for q in kept if q.evidence]
+    return answerable, len(kept) - len(answerable)
+
+
+def fill(svc: MemoryService, conversations: list[Conversation]) -> int:
+    """Store every turn as one memory, its dialogue id as source, its conversation as scope."""
+    stored = 0
+    for c in conversations:
+        for dia_id, content in c.turns:
+            svc.store({"content": content, "type": TYPE, "source": dia_id, "scope": c.scope})
+            stored += 1
+    return stored
+
+
+def score(found: list[str], evidence: frozenset[str], k: int) -> tuple[float, bool]:
+    """(recall@k, hit@k) of one ranked list of dialogue ids."""
+    top = set(found[:k]) & evidence
+    return len(top) / len(evidence), bool(top)
+
+
+# A search: (service, question) -> the results, best first.
+Search = Callable[[MemoryService, Question], list[dict[str, Any]]]
+
+
+def search_service(svc: MemoryService, q: Question) -> list[dict[str, Any]]:
+    args = {"query": q.text, "limit": LIMIT, "scope": scope_of(q.conversation)}
+    return svc.search(args, record_use=False)["results"]
+
+
+def search_model(svc: MemoryService, q: Question) -> list[dict[str, Any]]:
+    """The vector leg alone: a wordless query, no floor."""
+    assert svc.embedder is not None
+    embedding = svc.embedder.embed_query(q.text)
+    filters = Filters(scope=scope_of(q.conversation))
+    page = svc.db.search("", embedding, now=svc.now(), limit=LIMIT, filters=filters, floor=False)
+    return page.results
+
+
+@dataclass
+class Result:
+    mode: str
+    recall: dict[int, float] = field(default_factory=dict)
+    hit: dict[int, float] = field(default_factory=dict)
+    page: float = 0.0
+    p50_ms: float = 0.0
+    by_category: dict[int, tuple[int, float, float]] = field(default_factory=dict)  # n, r@10, h@10
+
+
+def measure(mode: str, svc: MemoryService, search: Search, questions: list[Question]) -> Result:
+    """Ask every question once (after one unmeasured warm-up search) and score the pages."""
+    search(svc, questions[0])
+    recalls: dict[int, list[float]] = {k: [] for k in CUTOFFS}
+    hits: dict[int, list[bool]] = {k: [] for k in CUTOFFS}
+    sizes, times = [], []
+    per: dict[int, list[tuple[float, bool]]] = {}
+    for q in questions:
+        start = time.perf_counter()
+        results = search(svc, q)
+        times.append(time.perf_counter() - start)
+        sizes.append(len(results))
+        found = [r["source"] for r in results]
+        for k in CUTOFFS:
+            recall, hit = score(found, q.evidence, k)
+            recalls[k].append(recall)
+            hits[k].append(hit)
+        per.setdefault(q.category, []).append(score(found, q.evidence, CUTOFFS[-1]))
+    return Result(
+        mode,
+        {k: statistics.fmean(v) for k, v in recalls.items()},
+        {k: statistics.fmean(v) for k, v in hits.items()},
+        statistics.fmean(sizes),
+        statistics.median(times) * 1000,
+        {
+            c: (len(v), statistics.fmean(r for r, _ in v), statistics.fmean(h for _, h in v))
+            for c, v in sorted(per.items())
+        },
+    )
+
+
+def run_mode(mode: str, svc: MemoryService, questions: list[Question]) -> Result:
+    """One mode, the module setting or environment variable it needs set only meanwhile."""
+    if mode in ("keyword", "hybrid"):
+        return measure(mode, svc, search_service, questions)
+    if mode == "model":
+        return measure(mode, svc, search_model, questions)
+    if mode == "no-floor":
+        ranking.FLOOR = False
+        try:
+            return measure(mode, svc, search_service, questions)
+        finally:
+            ranking.FLOOR = True
+    if mode == "rrf":
+        before = os.environ.get(ranking.FUSION_ENV)
+        os.environ[ranking.FUSION_ENV] = "rrf"
+        try:
+            return measure(mode, svc, search_service, questions)
+        finally:
+            if before is None:
+                del os.environ[ranking.FUSION_ENV]
+            else:
+                os.environ[ranking.FUSION_ENV] = before
+    raise ValueError(f"unknown mode {mode!r}")
+
+
+def build(path: Path, conversations: list[Conversation], embedder: Any = None) -> None:
+    """A database of the conversations at ``path``, every turn with a vector when there is
+    an embedder; made under another name and renamed when complete, so an interrupted build
+    is never reused."""
+    partial = path.with_name(path.name + ".partial")
+    for leftover in path.parent.glob(partial.name + "*"):
+        leftover.unlink()
+    svc = MemoryService(open_store(partial), clock=lambda: T0)
+    try:
+        stored = fill(svc, conversations)
+    finally:
+        svc.close()
+    print(f"  stored {stored} turns in {path.name}", flush=True)
+    if embedder is not None:
+        svc = MemoryService(open_store(partial), clock=lambda: T0, embedder=embedder)
+        start = time.monotonic()
+
+        def progress(done: int, total: int) -> None:
+            if done == total or done % 640 < 64:
+                print(f"  embedded {done}/{total} ({time.monotonic() - start:.0f} s)", flush=True)
+
+        try:
+            svc.embed_pending(progress=progress)
+        finally:
+            svc.db.close()  # the embedder stays open for the searches
+    for name in os.listdir(path.parent):
+        if name.startswith(partial.name + "-"):  # SQLite's -wal and -shm, if left
+            os.unlink(path.parent / name)
+    partial.rename(path)
+
+
+def cached(
+    cache: Path, data: Path, conversations: list[Conversation], kind: str, embedder: Any
+) -> Path:
+    """The database for this data file, these conversations and this embedder kind."""
+    digest = hashlib.sha256(data.read_bytes()).hexdigest()[:12]
+    path = cache / f"locomo-{digest}-c{len(conversations)}-{kind}.db"
+    if not path.exists():
+        cache.mkdir(parents=True, exist_ok=True)
+        print(f"building {path} ...", flush=True)
+        build(path, conversations, embedder)
+    return path
+
+
+def table(results: list[Result]) -> str:
+    head = "| mode | recall@5 | recall@10 | hit@5 | hit@10 | mean page | p50 ms |"
+    rows = [head, "|" + "---|" * 7]
+    for r in results:
+        rows.append(
+            f"| {r.mode} | {r.recall[5]:.3f} | {r.recall[10]:.3f} | {r.hit[5]:.3f} | "
+            f"{r.hit[10]:.3f} | {r.page:.1f} | {r.p50_ms:.1f} |"
+        )
+    return "\n".join(rows)
+
+
+def category_table(results: list[Result]) -> str:
+    """recall@10 / hit@10 per question category."""
+    cats = sorted({c for r in results for c in r.by_category})
+    head = "| mode | " + " | ".join(
+        f"{c} {CATEGORIES.get(c, '')} (n={results[0].by_category[c][0]})" for c in cats
+    )
+    rows = [head + " |", "|" + "---|" * (len(cats) + 1)]
+    for r in results:
+        cells = [f"{r.by_category[c][1]:.3f} / {r.by_category[c][2]:.3f}" for c in cats]
+        rows.append(f"| {r.mode} | " + " | ".join(cells) + " |")
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    global LIMIT  # the searches read it
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
+    parser.add_argument("--every", type=int, default=1, help="ask every Nth question")
+    parser.add_argument("--conversations", type=int, default=None, help="the first K only")
+    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
+    parser.add_argument("--limit", type=int, default=LIMIT, help="results asked (10 to 50)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="built databases")
+    args = parser.parse_args(argv)
+    if not args.data.is_file():
+        print(
+            f"no LoCoMo file at {args.data}: get data/locomo10.json from {SOURCE} "
+            "and pass its path with --data (keep it out of this repository)",
+            file=sys.stderr,
+        )
+        return 2
+    modes = [m for m in args.modes.split(",") if m]
+    unknown = set(modes) - set(MODES)
+    if unknown or args.every < 1 or not 10 <= args.limit <= 50:
+        parser.error(f"--modes takes {','.join(MODES)}; --every at least 1; --limit 10 to 50")
+    LIMIT = args.limit
+    conversations = load(args.data, args.conversations)
+    questions, dropped = asked(conversations, args.every)
+    turns = sum(len(c.turns) for c in conversations)
+    digest = hashlib.sha256(args.data.read_bytes()).hexdigest()[:12]
+    print(
+        f"config: data={args.data} (sha256 {digest})"
+        f" conversations={len(conversations)} turns={turns} every={args.every}"
+        f" questions={len(questions)} (categories 1-4; {dropped} without a held evidence turn"
+        f" dropped) limit={LIMIT} modes={','.join(modes)} store=sqlite"
+        f" fusion default={ranking.FUSION} floor default={ranking.FLOOR}",
+        flush=True,
+    )
+    results = []
+    if "keyword" in modes:
+        path = cached(args.cache, args.data, conversations, "keyword", None)
+        svc = MemoryService(open_store(path), clock=lambda: T0)
+        try:
+            results.append(run_mode("keyword", svc, questions))
+        finally:
+            svc.close()
+        print(table(results[-1:]).splitlines()[-1], flush=True)
+    model_modes = [m for m in modes if m != "keyword"]
+    if model_modes:
+        from agent_memory.embedders.local import Local, unavailable_reason
+
+        reason = unavailable_reason()
+        if reason is not None:
+            print(f"local model unavailable ({reason}): skipping {model_modes}", file=sys.stderr)
+        else:
+            embedder = Local()
+            path = cached(args.cache, args.data, conversations, "local", embedder)
+            svc = MemoryService(open_store(path), clock=lambda: T0, embedder=embedder)
+            print(f"model: {embedder.describe()}", flush=True)
+            try:
+                for mode in model_modes:
+                    results.append(run_mode(mode, svc, questions))
+                    print(table(results[-1:]).splitlines()[-1], flush=True)
+            finally:
+                svc.close()
+    print()
+    print(table(results))
+    print()
+    print("recall@10 / hit@10 by category:")
+    print(category_table(results))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
