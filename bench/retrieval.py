@@ -16,9 +16,10 @@ page size shows what the relevance floor cut (at --limit 50, an agent's usual pa
 
 Modes: ``keyword`` (no embedder), ``model`` (the local model alone: a wordless query is
 answered by the vector leg only, no floor), ``hybrid`` (the default: convex score fusion and
-the relevance floor), ``no-floor`` (ranking.FLOOR = False), ``rrf`` (AGENT_MEMORY_FUSION=rrf,
-the floor on). The databases are built once per data file, conversation count and embedder,
-and kept under --cache (embedding ~5,900 turns takes a few minutes on 2 cores).
+the relevance floor), ``no-floor`` (ranking.FLOOR = False), and each other fusion by its
+name: ``rrf``, ``linear``, ``dbsf`` (AGENT_MEMORY_FUSION, the floor on). The databases are
+built once per data file, conversation count and embedder, and kept under --cache
+(embedding ~5,900 turns takes a few minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -50,7 +51,14 @@ CUTOFFS = (5, 10)
 TYPE = "PATTERN"
 ADVERSARIAL = 5
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-MODES = ("keyword", "model", "hybrid", "no-floor", "rrf")
+# Besides these, every other fusion of ranking.FUSIONS by its name ("rrf", "linear", "dbsf").
+MODES = (
+    "keyword",
+    "model",
+    "hybrid",
+    "no-floor",
+    *(f for f in ranking.FUSIONS if f != ranking.FUSION),
+)
 # A few evidence ids in the file are written loosely ("D:11:26", "D30:05", "D8:6; D9:17").
 EVIDENCE_ID = re.compile(r"D:?(\d+):0*(\d+)")
 
@@ -210,9 +218,9 @@ def run_mode(mode: str, svc: MemoryService, questions: list[Question]) -> Result
             return measure(mode, svc, search_service, questions)
         finally:
             ranking.FLOOR = True
-    if mode == "rrf":
+    if mode in ranking.FUSIONS:
         before = os.environ.get(ranking.FUSION_ENV)
-        os.environ[ranking.FUSION_ENV] = "rrf"
+        os.environ[ranking.FUSION_ENV] = mode
         try:
             return measure(mode, svc, search_service, questions)
         finally:
