@@ -171,7 +171,9 @@ class Result:
     recall: dict[int, float] = field(default_factory=dict)
     hit: dict[int, float] = field(default_factory=dict)
     page: float = 0.0
+    mrr: float = 0.0  # 1 / the rank of the first evidence turn in the page (0: none in it)
     p50_ms: float = 0.0
+    p95_ms: float = 0.0
     by_category: dict[int, tuple[int, float, float]] = field(default_factory=dict)  # n, r@10, h@10
 
 
@@ -180,7 +182,7 @@ def measure(mode: str, svc: MemoryService, search: Search, questions: list[Quest
     search(svc, questions[0])
     recalls: dict[int, list[float]] = {k: [] for k in CUTOFFS}
     hits: dict[int, list[bool]] = {k: [] for k in CUTOFFS}
-    sizes, times = [], []
+    sizes, times, reciprocal = [], [], []
     per: dict[int, list[tuple[float, bool]]] = {}
     for q in questions:
         start = time.perf_counter()
@@ -188,6 +190,8 @@ def measure(mode: str, svc: MemoryService, search: Search, questions: list[Quest
         times.append(time.perf_counter() - start)
         sizes.append(len(results))
         found = [r["source"] for r in results]
+        first = next((rank for rank, turn in enumerate(found, 1) if turn in q.evidence), None)
+        reciprocal.append(0.0 if first is None else 1.0 / first)
         for k in CUTOFFS:
             recall, hit = score(found, q.evidence, k)
             recalls[k].append(recall)
@@ -198,7 +202,9 @@ def measure(mode: str, svc: MemoryService, search: Search, questions: list[Quest
         {k: statistics.fmean(v) for k, v in recalls.items()},
         {k: statistics.fmean(v) for k, v in hits.items()},
         statistics.fmean(sizes),
+        statistics.fmean(reciprocal),
         statistics.median(times) * 1000,
+        sorted(times)[min(len(times) - 1, int(0.95 * len(times)))] * 1000,
         {
             c: (len(v), statistics.fmean(r for r, _ in v), statistics.fmean(h for _, h in v))
             for c, v in sorted(per.items())
@@ -276,12 +282,12 @@ def cached(
 
 
 def table(results: list[Result]) -> str:
-    head = "| mode | recall@5 | recall@10 | hit@5 | hit@10 | mean page | p50 ms |"
-    rows = [head, "|" + "---|" * 7]
+    head = "| mode | recall@5 | recall@10 | hit@5 | hit@10 | MRR | mean page | p50 ms | p95 ms |"
+    rows = [head, "|" + "---|" * 9]
     for r in results:
         rows.append(
             f"| {r.mode} | {r.recall[5]:.3f} | {r.recall[10]:.3f} | {r.hit[5]:.3f} | "
-            f"{r.hit[10]:.3f} | {r.page:.1f} | {r.p50_ms:.1f} |"
+            f"{r.hit[10]:.3f} | {r.mrr:.3f} | {r.page:.1f} | {r.p50_ms:.1f} | {r.p95_ms:.1f} |"
         )
     return "\n".join(rows)
 

@@ -106,7 +106,8 @@ def test_keyword_pages_are_scored(data, tmp_path):
     assert result.hit == {5: 1.0, 10: 1.0}
     assert result.page == pytest.approx(4 / 3)
     assert result.by_category == {1: (1, 1.0, 1.0), 2: (1, 1.0, 1.0), 4: (1, 0.5, 1.0)}
-    assert "| keyword | 0.833 | 0.833 | 1.000 | 1.000 | 1.3 |" in retrieval.table([result])
+    assert result.mrr == 1.0  # every page's first turn is an evidence turn
+    assert "| keyword | 0.833 | 0.833 | 1.000 | 1.000 |" in retrieval.table([result])
 
 
 def test_recall_and_hit_count_the_first_k_only():
