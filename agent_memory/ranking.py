@@ -178,12 +178,26 @@ class _Legs:
         self.keyword = {i: (rank, s) for rank, (i, s) in enumerate(keyword, start=1)}
         self.nearest = {i: (rank, s) for rank, (i, s) in enumerate(nearest, start=1)}
         self.best_keyword = ideal or (keyword[0][1] if keyword else 0.0)
-        self.best_id = nearest[0][0] if nearest else None
+        # What always stays: the model's best match, or with no vector among the candidates
+        # (none passing the filters has one yet), the keyword leg's.
+        self.best_id = nearest[0][0] if nearest else (keyword[0][0] if keyword else None)
         self.noise = noise
         self.unrelated = unrelated
         self.mean = noise.mean if noise is not None else min((s for _, s in nearest), default=0)
         self.margin = nearest[0][1] - self.mean if nearest else 0.0
         self.floors = self._floors()
+        self._spreads: list[tuple[float, float]] | None = None
+
+    def spreads(self) -> list[tuple[float, float]]:
+        """Each leg's (mean - 3 sd, 6 sd) over its candidates, for dbsf (computed once)."""
+        if self._spreads is None:
+            self._spreads = []
+            for leg in (self.keyword, self.nearest):
+                scores = [score for _, score in leg.values()] or [0.0]
+                mean = math.fsum(scores) / len(scores)
+                sd = math.sqrt(math.fsum((x - mean) ** 2 for x in scores) / len(scores))
+                self._spreads.append((mean - 3 * sd, 6 * sd))
+        return self._spreads
 
     def keyword_share(self, memory_id: int) -> float:
         found = self.keyword.get(memory_id)
@@ -257,17 +271,9 @@ def _dbsf(legs: _Legs, memory_id: int) -> float:
     """Distribution-based score fusion (Qdrant's): each leg's score placed between its
     candidates' mean - 3 sd and mean + 3 sd, the two summed."""
     total = 0.0
-    for leg in (legs.keyword, legs.nearest):
-        if memory_id not in leg:
-            continue
-        scores = [score for _, score in leg.values()]
-        mean = math.fsum(scores) / len(scores)
-        spread = math.sqrt(math.fsum((x - mean) ** 2 for x in scores) / len(scores))
-        if spread == 0:
-            total += 0.5
-            continue
-        low = mean - 3 * spread
-        total += min(max((leg[memory_id][1] - low) / (6 * spread), 0.0), 1.0)
+    for leg, (low, width) in zip((legs.keyword, legs.nearest), legs.spreads(), strict=True):
+        if memory_id in leg:
+            total += 0.5 if width == 0 else min(max((leg[memory_id][1] - low) / width, 0.0), 1.0)
     return total
 
 

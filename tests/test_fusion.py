@@ -116,3 +116,9 @@ def test_linear_and_dbsf_fuse_as_their_formulas_say(monkeypatch):
     v_sd = (((0.2**2) * 2) / 3) ** 0.5
     expected = (5.0 - (k_mean - 3 * k_sd)) / (6 * k_sd) + (0.7 - (v_mean - 3 * v_sd)) / (6 * v_sd)
     assert dbsf.why[2]["fused"] == pytest.approx(expected)
+
+
+def test_with_no_vector_among_the_candidates_the_keyword_leg_s_best_stays():
+    # A scope whose memories have no vector yet: the floor never empties the page.
+    fused = page([(1, 2.0), (2, 1.0)], [], ideal=20.0)
+    assert ids(fused) == [1]

@@ -18,7 +18,16 @@ from agent_memory.storage import open_store
 pytest_plugins = ["pg_fixtures"]
 
 WORDS = ["sqlite", "kafka", "retry", "cache", "schema", "docker", "oauth", "billing", "the"]
-QUESTIONS = ["what is the sqlite cache?", "kafka retry", "oauth", "the docker schema billing"]
+QUESTIONS = [
+    "what is the sqlite cache?",
+    "kafka retry",
+    "oauth",
+    "the docker schema billing",
+    # FTS5 syntax: no keyword scale (its operators are not words), on either engine
+    "sqlite NOT kafka",
+    "cache AND schema",
+    '"kafka retry"',
+]
 
 
 def toy(rng: random.Random) -> Embedding:

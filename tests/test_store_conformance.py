@@ -300,6 +300,14 @@ def test_filters_apply_before_the_vector_leg_s_cut(store, vector_leg, by):
     assert len(page.results) == 2
 
 
+def test_a_zero_vector_is_nobody_s_neighbour(store):
+    a = store.insert(new("alpha words"), vector(1, 0, 0))
+    store.insert(new("zero words"), vector(0, 0, 0))
+    page = search(store, "", vector(1, 0, 0), limit=5, floor=False)
+    assert page.mode == ranking.SEARCH_MODE_HYBRID and ids(page.results) == [a]
+    assert ids(search(store, "", vector(0, 0, 0), limit=5).results) == []
+
+
 def test_a_query_vector_of_another_pin_searches_by_keyword(store):
     store.insert(new("pinned words"), vector(1, 0, 0))
     page = search(store, "pinned", vector(1, 0, 0, pin=OTHER))

@@ -122,7 +122,11 @@ class Embedder(ABC):
         embedded with the query's model."""
         passages = self._unrelated
         if passages is None or passages[0].pin != embedding.pin:
-            passages = self.embed_documents(UNRELATED)
+            try:  # not through _embed: a failure here leaves searching by meaning on
+                passages = self._vectors(list(UNRELATED), query=False)
+            except EmbedFailed as exc:
+                log.warning("no relevance floor by meaning for now: %s", exc)
+                return None
             if not passages or passages[0].pin != embedding.pin:
                 return None
             self._unrelated = passages

@@ -177,7 +177,12 @@ def nearest(
 
 
 def _similarities(found: Any) -> list[tuple[int, float]]:
-    return [(int(memory_id), 1.0 - float(distance)) for memory_id, distance in found]
+    # A zero vector has no cosine (pgvector: NaN): it is nobody's neighbour.
+    return [
+        (int(memory_id), 1.0 - float(distance))
+        for memory_id, distance in found
+        if not math.isnan(float(distance))
+    ]
 
 
 def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
@@ -187,7 +192,7 @@ def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
         return []
     starts = ranking.sample_starts(low, high)
     found = conn.exec_driver_sql(_SAMPLE, {"q": literal(embedding.vector), "starts": starts})
-    return [1.0 - float(distance) for (distance,) in found]
+    return [1.0 - float(d) for (d,) in found if d is not None and not math.isnan(float(d))]
 
 
 _ID_RANGE = "SELECT min(memory_id), max(memory_id) FROM memory_vectors"

@@ -35,7 +35,7 @@ from sqlalchemy import bindparam, func, literal_column, select
 
 from agent_memory import fts
 from agent_memory.models import Filters, KeywordScale
-from agent_memory.query import bm25, indexed_match, plain_words
+from agent_memory.query import bm25, indexed_match, plain_words, searched
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
@@ -281,7 +281,7 @@ class KeywordIndex:
         the cut; and, for a query of several words, its scale (bm25.scale; else None)."""
         run = Run(conn, now=now, filters=filters, page=False)
         found = self._match(run, query, limit, now)
-        words = plain_words(query) or fts.words(query)
+        _, words = searched(query)  # as PostgreSQL's store takes them: FTS5 syntax has none
         if not found or len(set(words)) < 2:
             return found, None
         total, hits = self.word_rows(conn, words, now)

@@ -172,7 +172,8 @@ def ranking(
         found = conn.exec_driver_sql(_EXACT, (vector, limit)).all()
     else:
         found = conn.exec_driver_sql(_COARSE, (vector, candidates, limit)).all()
-    return [(memory_id, 1.0 - distance) for memory_id, distance in found]
+    # A zero vector has no cosine (NULL): it is nobody's neighbour.
+    return [(memory_id, 1.0 - distance) for memory_id, distance in found if distance is not None]
 
 
 def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
@@ -182,7 +183,7 @@ def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
         return []
     starts = sample_starts(low, high)
     found = conn.exec_driver_sql(_sample(len(starts)), (embedding.vector, *starts)).all()
-    return [1.0 - distance for (distance,) in found]
+    return [1.0 - distance for (distance,) in found if distance is not None]
 
 
 _ID_RANGE = "SELECT min(memory_id), max(memory_id) FROM memory_vector_floats"
