@@ -300,9 +300,10 @@ def test_filters_apply_before_the_vector_leg_s_cut(store, vector_leg, by):
     assert len(page.results) == 2
 
 
-def test_a_zero_vector_is_nobody_s_neighbour(store):
+def test_a_zero_vector_is_nobody_s_neighbour(store, vector_leg):
     a = store.insert(new("alpha words"), vector(1, 0, 0))
     store.insert(new("zero words"), vector(0, 0, 0))
+    vector_leg()
     page = search(store, "", vector(1, 0, 0), limit=5, floor=False)
     assert page.mode == ranking.SEARCH_MODE_HYBRID and ids(page.results) == [a]
     assert ids(search(store, "", vector(0, 0, 0), limit=5).results) == []

@@ -487,7 +487,9 @@ def _reranked(
         return []
     ids = np.array([r[0] for r in found], dtype=np.int64)
     matrix = _matrix([r[1] for r in found], len(query))
-    norms = np.linalg.norm(matrix, axis=1) * (np.linalg.norm(query) or 1.0)
-    distance = 1.0 - (matrix @ query) / np.maximum(norms, 1e-12)
+    norms = np.linalg.norm(matrix, axis=1) * np.linalg.norm(query)
+    # A zero vector has no cosine (as vec_distance_cosine's NULL): nobody's neighbour.
+    ids, matrix, norms = ids[norms > 0], matrix[norms > 0], norms[norms > 0]
+    distance = 1.0 - (matrix @ query) / norms
     order = np.lexsort((ids, distance))[:limit]
     return list(zip(ids[order].tolist(), (1.0 - distance[order]).tolist(), strict=True))
