@@ -170,10 +170,10 @@ def serve(settings: Settings) -> None:
 def terminal_notice(db: Path | str | None) -> str:
     """The line ``serve`` prints when a person starts it in a terminal: what it is, and
     the configuration that starts it from an MCP client (with this --db, if given)."""
-    if isinstance(db, str):  # a PostgreSQL URL: shown without its password
-        from agent_memory.storage.postgres.url import redacted
+    if isinstance(db, str):  # an engine's URL: shown without its password
+        from agent_memory.storage import engines
 
-        db = redacted(db)
+        db = engines.describe(db)
     where = str(db.resolve()) if isinstance(db, Path) else db
     args = ["serve", *(["--db", where] if where is not None else [])]
     executable = own_command()

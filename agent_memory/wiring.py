@@ -22,6 +22,7 @@ from agent_memory.errors import (
     SchemaTooNew,
     StorageError,
 )
+from agent_memory.storage import engines
 from agent_memory.storage.base import CREATE
 
 # serve opens its service this long after its first answer (see OpeningService).
@@ -51,8 +52,8 @@ class Settings:
 
 
 class Location(click.ParamType):
-    """``--db``: a SQLite file (a Path), or a ``postgresql://`` URL kept as written (a Path
-    would fold its ``//``)."""
+    """``--db``: a SQLite file (a Path), or a URL of an engine (``postgresql://``) kept as
+    written (a Path would fold its ``//``)."""
 
     name = "path_or_url"
 
@@ -60,7 +61,7 @@ class Location(click.ParamType):
         if isinstance(value, Path):
             return value
         text = str(value)
-        if text.lower().startswith(("postgresql://", "postgres://")):
+        if engines.is_url(text):
             return text
         return Path(text)
 

@@ -41,6 +41,7 @@ from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.service import MemoryService
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.base import NewMemory
+from agent_memory.storage.engines import engine_for
 from agent_memory.storage.postgres import keyword, tsquery
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import head_revision
@@ -113,8 +114,8 @@ def test_two_services_are_two_databases(pg_url, other_pg_url, tmp_path, monkeypa
 
 
 def test_only_postgresql_urls_are_urls():
-    assert storage.is_postgres("postgresql://x/y") and storage.is_postgres("postgres://x/y")
-    assert not storage.is_postgres("memory.db") and not storage.is_postgres(None)
+    assert engine_for("postgresql://x/y").name == engine_for("postgres://x/y").name == "postgresql"
+    assert engine_for("memory.db").name == engine_for(None).name == "sqlite"
 
 
 # -- opening ----------------------------------------------------------------------------------

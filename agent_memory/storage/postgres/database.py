@@ -15,8 +15,6 @@ without its password (url.redacted) reaches a log or an error message.
 from __future__ import annotations
 
 import logging
-import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +27,7 @@ from agent_memory import identity
 from agent_memory.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew
 from agent_memory.storage.base import CREATE, EXISTING, IDENTITY_KEY, READ
 from agent_memory.storage.postgres import url as urls
-from agent_memory.storage.sqlite.database import migrations_dir
+from agent_memory.storage.revisions import head_of, migrations_dir
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +39,6 @@ POOL_OVERFLOW = 10
 # libpq's connect_timeout when the URL gives none: a server that does not answer is an
 # error within seconds, not a hang.
 CONNECT_TIMEOUT_SECS = 10
-_REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
 _VERSION = "SELECT version_num FROM alembic_version"
 _HAS_VERSION = "SELECT to_regclass('alembic_version') IS NOT NULL"
 # SQLSTATEs of CREATE EXTENSION on a server without the extension's files: feature_not_supported
@@ -55,9 +52,7 @@ def versions_dir() -> Path:
 
 
 def head_revision() -> int:
-    return max(
-        int(m.group(1)) for name in os.listdir(versions_dir()) if (m := _REVISION_FILE.match(name))
-    )
+    return head_of(versions_dir())
 
 
 def connect(url: str) -> psycopg.Connection[Any]:

@@ -1,7 +1,7 @@
 """PostgreSQL locations (``postgresql://...`` URLs), read without importing a driver.
 
-Why here and not in psycopg: ``serve`` asks whether a location is a URL and what it is
-called in a log before anything is connected, and a SQLite user must not pay for importing
+Why here and not in psycopg: ``serve`` asks what a location is called in a log before
+anything is connected (its scheme is storage.engines'), and a SQLite user must not pay for importing
 psycopg. Which database a URL leads to is libpq's to say (services, ``hostaddr``,
 ``options``...): that is read from the database itself (agent_memory.identity).
 """
@@ -11,13 +11,7 @@ from __future__ import annotations
 import re
 from urllib.parse import urlsplit
 
-SCHEMES = ("postgresql://", "postgres://")
 _PASSWORD_PARAMETER = re.compile(r"(^|&)password=[^&]*")
-
-
-def is_url(location: object) -> bool:
-    """Whether ``location`` names a PostgreSQL database rather than a SQLite file."""
-    return isinstance(location, str) and location.lower().startswith(SCHEMES)
 
 
 def redacted(url: str) -> str:

@@ -17,7 +17,6 @@ import functools
 import importlib.util
 import logging
 import os
-import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,7 +27,8 @@ import sqlean
 from agent_memory import DISTRIBUTION
 from agent_memory.errors import BackupFailed, DatabaseMissing, DatabaseOpenError, SchemaTooNew
 from agent_memory.storage.base import CREATE, IDENTITY_KEY, READ
-from agent_memory.storage.sqlite import backups
+from agent_memory.storage.revisions import head_of, migrations_dir
+from agent_memory.storage.sqlite import BUSY_TIMEOUT_MS, backups
 
 if TYPE_CHECKING:
     import sqlalchemy
@@ -39,9 +39,6 @@ log = logging.getLogger(__name__)
 APP_NAME = "agent-memory"
 DB_FILENAME = "memory.db"
 DB_ENV = "AGENT_MEMORY_DB"
-# Long enough that a writer waiting behind another process's migration or import
-# waits instead of reporting "database is locked".
-BUSY_TIMEOUT_MS = 30_000
 # The inline checkpoint on commit is a backstop; the repository checkpoints in the background.
 WAL_AUTOCHECKPOINT_PAGES = 4_000
 
@@ -49,10 +46,6 @@ WAL_SWITCH_RETRY_SECS = 0.005
 # SQLite's primary result codes (an extended code's low byte: SQLITE_BUSY_SNAPSHOT is BUSY).
 SQLITE_BUSY = 5
 SQLITE_CORRUPT = 11
-
-# agent_memory/, where the wheel carries the migrations (see migrations_dir).
-PACKAGE_DIR = Path(__file__).resolve().parents[2]
-_REVISION_FILE = re.compile(r"^(\d{4})_\w+\.py$")
 
 
 def resolve_path(explicit: str | os.PathLike[str] | None = None) -> Path:
@@ -81,20 +74,9 @@ def identity_key(path: Path, stored_id: str | None) -> bytes | None:
 _READ_IDENTITY = f"SELECT value FROM meta WHERE key = '{IDENTITY_KEY}'"
 
 
-def migrations_dir() -> Path:
-    """The Alembic scripts: inside the installed wheel, or at the top of a source checkout."""
-    packaged = PACKAGE_DIR / "migrations"
-    return packaged if packaged.is_dir() else PACKAGE_DIR.parent / "migrations"
-
-
 def head_revision() -> int:
     """This build's schema version, read from the revision file names (no Alembic import)."""
-    numbers = [
-        int(m.group(1))
-        for name in os.listdir(migrations_dir() / "versions")
-        if (m := _REVISION_FILE.match(name))
-    ]
-    return max(numbers)
+    return head_of(migrations_dir() / "versions")
 
 
 def _switch_to_wal(dbapi_conn: sqlean.Connection) -> None:
@@ -262,7 +244,7 @@ def _peek(path: Path, sql: str) -> list[Any]:
 def _upgrade(engine: Engine, path: Path, head: int) -> None:
     from agent_memory.storage.sqlite import migrate  # imports Alembic: only when there is work
 
-    migrate.upgrade(engine, path, head)
+    migrate.upgrade(engine, path, head, migrations_dir())
 
 
 def _create_private(path: Path) -> None:

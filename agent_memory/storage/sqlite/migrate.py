@@ -36,15 +36,16 @@ from sqlalchemy.engine import Engine
 
 from agent_memory import files
 from agent_memory.errors import BackupFailed, SchemaTooNew
-from agent_memory.storage.sqlite import backups
-from agent_memory.storage.sqlite import database as db
+from agent_memory.storage.revisions import migrations_dir
+from agent_memory.storage.sqlite import BUSY_TIMEOUT_MS, backups
 
 log = logging.getLogger(__name__)
 
 
-def alembic_config() -> Config:
+def alembic_config(scripts: Path | None = None) -> Config:
+    """Alembic's configuration for ``scripts`` (default: this build's migrations)."""
     cfg = Config()
-    cfg.set_main_option("script_location", str(db.migrations_dir()))
+    cfg.set_main_option("script_location", str(scripts or migrations_dir()))
     return cfg
 
 
@@ -57,7 +58,7 @@ def _copy(source: Path, destination: Path) -> None:
     """SQLite online backup into a self-contained file (journal mode DELETE, no -wal)."""
     src = sqlean.connect(str(source))
     try:
-        src.execute(f"PRAGMA busy_timeout = {db.BUSY_TIMEOUT_MS}")
+        src.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         dst = sqlean.connect(str(destination))
         try:
             src.backup(dst)
@@ -95,8 +96,9 @@ def backup(path: Path, target: int) -> Path:
     return final
 
 
-def upgrade(engine: Engine, path: Path, head: int) -> None:
-    """Bring the file at ``path`` to ``head`` (or leave it, if another process just did)."""
+def upgrade(engine: Engine, path: Path, head: int, scripts: Path) -> None:
+    """Bring the file at ``path`` to ``head`` with the Alembic ``scripts`` (or leave it, if
+    another process just did)."""
     with engine.connect().execution_options(sqlite_write=True) as conn, conn.begin():
         current = current_revision(conn)
         if current == head:
@@ -104,7 +106,7 @@ def upgrade(engine: Engine, path: Path, head: int) -> None:
         if current is not None and current > head:
             raise SchemaTooNew(current, head)
         saved = None if current is None else backup(path, head)
-        cfg = alembic_config()
+        cfg = alembic_config(scripts)
         cfg.attributes["connection"] = conn
         command.upgrade(cfg, f"{head:04d}")
     if saved is None:
