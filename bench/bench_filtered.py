@@ -245,7 +245,9 @@ def run(size: int, workdir: Path, count: int, server: str | None) -> list[dict]:
     try:
         if server is None:
             started = time.perf_counter()
-            store.load_vector_index()
+            index = store._vector_index()  # loaded now, not at the first search
+            if index is not None:
+                index.load()
             print(
                 f"[{size}] index loaded in {time.perf_counter() - started:.1f} s", file=sys.stderr
             )

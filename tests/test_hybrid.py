@@ -7,6 +7,7 @@ import shutil
 
 import pytest
 from fake_ollama import embed
+from vector_index_support import load_vector_index
 
 from agent_memory import ranking
 from agent_memory.embedders.calibration import UNRELATED
@@ -201,7 +202,7 @@ def test_a_filtered_search_recalls_what_a_database_of_that_area_alone_does(
             for memory in projects(only):
                 svc.store(memory)
             if vector_path == "index":
-                svc.db.load_vector_index()
+                load_vector_index(svc.db)
             answer = svc.search({"query": TOPIC_QUESTION, "limit": 5, **area})
             assert answer["search_mode"] == "hybrid"
             answers.append([m["content"] for m in answer["results"]])

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from vector_index_support import load_vector_index
 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Pin
@@ -277,7 +278,7 @@ def vector_leg(request, store, store_engine, monkeypatch):
 
     def ready() -> None:
         if request.param == "index" and not postgres:
-            store.load_vector_index()
+            load_vector_index(store)
 
     return ready
 

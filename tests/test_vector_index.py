@@ -11,6 +11,7 @@ import itertools
 
 import numpy as np
 import pytest
+from vector_index_support import load_vector_index
 
 from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage import open_store
@@ -79,7 +80,7 @@ def test_the_index_finds_what_an_exact_scan_finds(db_path, small):
     store = open_store(db_path)
     try:
         ids = fill(store, matrix)
-        store.load_vector_index()
+        load_vector_index(store)
         queries = unit(rng, 20)
         found = [nearest(store, q) for q in queries]
         expected = [exact(ids, matrix, q, 10) for q in queries]
@@ -94,7 +95,7 @@ def test_another_process_s_vectors_are_found_at_the_next_search(two, small):
     first, second = two
     rng = np.random.default_rng(2)
     fill(first, unit(rng, 200))
-    second.load_vector_index()
+    load_vector_index(second)
     fresh = unit(rng, 1)[0]
     (new_id,) = fill(first, fresh[None, :])
     assert nearest(second, fresh, 1) == [new_id]
@@ -105,7 +106,7 @@ def test_an_updated_memory_is_found_by_its_new_meaning_only(two, small):
     rng = np.random.default_rng(3)
     matrix = unit(rng, 200)
     ids = fill(first, matrix)
-    second.load_vector_index()
+    load_vector_index(second)
     target, old = ids[7], matrix[7]
     new = -old  # the far end of the space from what it meant before
     first.update(target, {"content": "new"}, T0, embedding(new))
@@ -119,7 +120,7 @@ def test_a_memory_gone_from_the_database_is_never_returned(two, small, how):
     rng = np.random.default_rng(4)
     matrix = unit(rng, 200)
     ids = fill(first, matrix)
-    second.load_vector_index()
+    load_vector_index(second)
     target = ids[11]
     if how == "forgotten":
         first.delete(target)
@@ -133,14 +134,14 @@ def test_a_pruned_log_or_a_new_pin_loads_the_index_again(two, small, raw):
     first, second = two
     rng = np.random.default_rng(5)
     fill(first, unit(rng, 120))
-    second.load_vector_index()
+    load_vector_index(second)
     later = fill(first, unit(rng, 3))
     raw.execute("DELETE FROM vector_changes")  # as the pruning trigger does to a slow reader
     raw.commit()
     query = unit(rng, 1)[0]
     # fallen behind the log: this search is served by SQL while the index loads again
     assert nearest(second, query, 5) == vectors_sql(second, query, 5)
-    second.load_vector_index()
+    load_vector_index(second)
     assert set(later) <= set(nearest(second, query, 200))
     first.repin(Pin("other", DIMENSION, "none"))
     assert nearest(second, query, 5) == []
@@ -160,7 +161,7 @@ def test_without_numpy_the_sql_leg_serves(db_path, monkeypatch):
     store = open_store(db_path)
     try:
         ids = fill(store, matrix)
-        store.load_vector_index()
+        load_vector_index(store)
         assert nearest(store, matrix[3], 5) == exact(ids, matrix, matrix[3], 5)
     finally:
         store.close()
@@ -197,7 +198,7 @@ def test_a_filtered_search_finds_what_an_exact_scan_of_the_passing_memories_find
     store = open_store(db_path)
     try:
         passing, vectors_of_scope = fill_scoped(store, matrix)[scope]
-        store.load_vector_index()
+        load_vector_index(store)
         queries = unit(rng, 20)
         found = [nearest(store, q, 10, Filters(scope=scope)) for q in queries]
         expected = [exact(passing, vectors_of_scope, q, 10) for q in queries]

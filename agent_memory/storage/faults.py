@@ -55,3 +55,17 @@ def guard(engine_errors: tuple[type[BaseException], ...]) -> Callable[[F], F]:
         return plain  # type: ignore[return-value]
 
     return guarded
+
+
+def guarded(method: F) -> F:
+    """As guard, for a method written once for every engine: the exceptions are those the
+    store's class names in its ENGINE_ERRORS."""
+
+    @functools.wraps(method)
+    def plain(self: Any, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except self.ENGINE_ERRORS as exc:
+            raise StorageFault(detail_of(exc)) from exc
+
+    return plain  # type: ignore[return-value]

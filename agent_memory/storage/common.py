@@ -1,0 +1,349 @@
+"""What every engine's store does the same way, written once: the flow of a write around the
+vector pin, the embedding queue, the counts, the relations of a memory, and the sweep in
+batches. An engine's store subclasses :class:`CommonStore` and supplies its connections,
+its vectors module and the few statements its SQL dialect writes differently; the shared
+statements here are plain SQL that SQLite and PostgreSQL read alike.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from contextlib import AbstractContextManager
+from types import ModuleType
+from typing import Any, ClassVar
+
+import sqlalchemy
+from sqlalchemy import text
+
+from agent_memory.models import Embedding, Pin
+from agent_memory.storage.base import NewMemory, Pause
+from agent_memory.storage.faults import guarded
+from agent_memory.vocabulary import MAX_EXPANDED_LINKS
+
+# When decay scores were last rewritten (unix seconds), shared by every process on the store.
+DECAY_DONE_KEY = "decay_materialized_at"
+
+# Every relation touching one of the ids, seen from that end, at most {per_result} of them
+# per id, newest first; {member} is the engine's "is one of the ids" (IN a list, = ANY).
+NEIGHBOURS = """
+SELECT e.self, e.other, e.kind, e.direction, m.type, m.content, m.tags FROM (
+  SELECT *, row_number() OVER (
+    PARTITION BY self ORDER BY created_at DESC, other DESC, kind) AS rank FROM (
+      SELECT from_id AS self, to_id AS other, kind, 'out' AS direction, created_at
+      FROM memory_links WHERE from_id {member}
+      UNION ALL
+      SELECT to_id, from_id, kind, 'in', created_at
+      FROM memory_links WHERE to_id {member}
+  ) AS edges
+) AS e JOIN memories AS m ON m.id = e.other
+WHERE e.rank <= {per_result}
+ORDER BY e.self, e.rank
+"""
+NEIGHBOUR_KEYS = ("self", "id", "kind", "direction", "type", "content", "tags")
+
+_DELETE = text("DELETE FROM memories WHERE id = :memory_id")
+_UNLINK = text("DELETE FROM memory_links WHERE from_id = :a AND to_id = :b AND kind = :kind")
+_PING = text("SELECT id FROM memories LIMIT 1")
+_MAX_ID = text("SELECT max(id) FROM memories")
+_READ_META = text("SELECT value FROM meta WHERE key = :key")
+_WRITE_META = text(
+    "INSERT INTO meta (key, value) VALUES (:key, :value)"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+_PENDING = text(
+    "SELECT id, content FROM memories WHERE embedding_status = 0 ORDER BY id LIMIT :limit"
+)
+# On the partial index of pending rows (memories_pending), not a pass over the table.
+_PENDING_COUNT = "SELECT count(*) FROM memories WHERE embedding_status = 0"
+_EMBEDDING_COUNTS = text(f"SELECT (SELECT count(*) FROM memories), ({_PENDING_COUNT})")
+_MARK_EMBEDDED = text(
+    "UPDATE memories SET embedding_status = 1"  # unless edited while it was being embedded
+    " WHERE id = :memory_id AND content = :text AND embedding_status = 0"
+)
+_ALL_PENDING = text("UPDATE memories SET embedding_status = 0")
+_BY_TYPE = text("SELECT type, count(*) FROM memories GROUP BY type")
+# The most used scopes first (a memory without a scope counts under null).
+_BY_SCOPE = text(
+    "SELECT scope, count(*) AS n FROM memories GROUP BY scope"
+    " ORDER BY n DESC, scope NULLS FIRST LIMIT :top"
+)
+_LINK_COUNT = text("SELECT count(*) FROM memory_links")
+
+Connect = Callable[[], AbstractContextManager[sqlalchemy.Connection]]
+Batch = Callable[[sqlalchemy.Connection, int], tuple[int, bool]]
+
+
+def neighbour_edges(found: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
+    """NEIGHBOURS rows as Store.neighbours gives them (tags decoded where the driver reads
+    them as JSON text)."""
+    out = []
+    for row in found:
+        edge = dict(zip(NEIGHBOUR_KEYS, row, strict=True))
+        if isinstance(edge["tags"], str):
+            edge["tags"] = json.loads(edge["tags"])
+        out.append(edge)
+    return out
+
+
+class CommonStore:
+    """The Store methods that are the same on every engine (storage.base.Store says what
+    each promises). A subclass supplies:
+
+    - ``_read(deadline=None)`` and ``_write()``: a snapshot, and a write transaction;
+    - ``_statement()``: for a write that is one statement (default: ``_write``);
+    - ``VECTORS``: its vectors module (pinned, stored_pin, write, remove, drop, create);
+    - ``ENGINE_ERRORS``: what its driver raises (leaves as StorageFault);
+    - ``_insert_row``, ``_update_row``, ``_delete_expired``, ``_decay_window`` and
+      ``NEIGHBOURS_SQL``/``_ids``: its SQL;
+    - the sweep's batch sizes and what follows a batch, an expiry or a refresh.
+    """
+
+    ENGINE_ERRORS: ClassVar[tuple[type[BaseException], ...]]
+    VECTORS: ClassVar[ModuleType]
+    NEIGHBOURS_SQL: ClassVar[sqlalchemy.TextClause]
+    _read: Callable[..., AbstractContextManager[sqlalchemy.Connection]]
+    _write: Connect
+
+    def _statement(self) -> AbstractContextManager[sqlalchemy.Connection]:
+        return self._write()
+
+    # -- writes around the vector pin ----------------------------------------------------
+
+    @guarded
+    def insert(self, memory: NewMemory, embedding: Embedding | None) -> int:
+        with self._insert_transaction(embedding is not None) as conn:
+            embedded = embedding is not None and self.VECTORS.pinned(conn, embedding.pin)
+            memory_id = self._insert_row(conn, memory, embedded)
+            if embedded:
+                assert embedding is not None
+                self.VECTORS.write(conn, memory_id, embedding.vector)
+        self._inserted()
+        return memory_id
+
+    @guarded
+    def update(
+        self, memory_id: int, changes: dict[str, Any], now: int, embedding: Embedding | None
+    ) -> dict[str, Any] | None:
+        with self._write() as conn:
+            embedded = False
+            if "content" in changes:
+                embedded = embedding is not None and self.VECTORS.pinned(conn, embedding.pin)
+            updated = self._update_row(conn, memory_id, changes, now, embedded)
+            if updated is None:
+                return None
+            if "content" in changes and self.VECTORS.stored_pin(conn) is not None:
+                self.VECTORS.remove(conn, memory_id)
+                if embedded:
+                    assert embedding is not None
+                    self.VECTORS.write(conn, memory_id, embedding.vector)
+        return updated
+
+    def _insert_transaction(self, embedded: bool) -> AbstractContextManager[sqlalchemy.Connection]:
+        return self._write()
+
+    def _inserted(self) -> None:
+        """After each insert has committed."""
+
+    def _insert_row(self, conn: sqlalchemy.Connection, memory: NewMemory, embedded: bool) -> int:
+        raise NotImplementedError
+
+    def _update_row(
+        self,
+        conn: sqlalchemy.Connection,
+        memory_id: int,
+        changes: dict[str, Any],
+        now: int,
+        embedded: bool,
+    ) -> dict[str, Any] | None:
+        """The changed memory (embedding_status included), None when there is none;
+        ``embedded``: whether new content's vector is written with it."""
+        raise NotImplementedError
+
+    @guarded
+    def delete(self, memory_id: int) -> bool:
+        with self._statement() as conn:
+            return conn.execute(_DELETE, {"memory_id": memory_id}).rowcount > 0
+
+    @guarded
+    def unlink(self, a: int, b: int, kind: str) -> bool:
+        with self._write() as conn:
+            return conn.execute(_UNLINK, {"a": a, "b": b, "kind": kind}).rowcount > 0
+
+    # -- reads ---------------------------------------------------------------------------
+
+    @guarded
+    def neighbours(
+        self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS
+    ) -> list[dict[str, Any]]:
+        if not ids:
+            return []
+        with self._read() as conn:
+            return self._neighbours(conn, ids, per_result)
+
+    def _neighbours(
+        self, conn: sqlalchemy.Connection, ids: Sequence[int], per_result: int
+    ) -> list[dict[str, Any]]:
+        params = {"ids": self._ids(ids), "per_result": per_result}
+        return neighbour_edges(conn.execute(self.NEIGHBOURS_SQL, params))
+
+    def _ids(self, ids: Sequence[int]) -> Any:
+        """``ids`` as NEIGHBOURS_SQL takes them."""
+        return list(ids)
+
+    @guarded
+    def stats(self, scopes: int) -> dict[str, Any]:
+        with self._read() as conn:
+            total, pending = conn.execute(_EMBEDDING_COUNTS).one()
+            by_type = conn.execute(_BY_TYPE).all()
+            by_scope = conn.execute(_BY_SCOPE, {"top": scopes}).all()
+            links = conn.execute(_LINK_COUNT).scalar_one()
+        return {
+            "memories": int(total),
+            "by_type": {kind: int(n) for kind, n in by_type},
+            "by_scope": [(scope, int(n)) for scope, n in by_scope],
+            "links": int(links),
+            "pending_embedding": int(pending),
+        }
+
+    @guarded
+    def ping(self) -> None:
+        with self._read() as conn:
+            conn.execute(_PING).all()
+
+    # -- embeddings ----------------------------------------------------------------------
+
+    @guarded
+    def pin(self) -> Pin | None:
+        with self._read() as conn:
+            return self.VECTORS.stored_pin(conn)
+
+    @guarded
+    def pending(self, limit: int) -> list[tuple[int, str]]:
+        with self._read() as conn:
+            return [(int(i), content) for i, content in conn.execute(_PENDING, {"limit": limit})]
+
+    @guarded
+    def write_vectors(self, made: Sequence[tuple[int, str, Embedding]]) -> int:
+        if not made:
+            return 0
+        written = 0
+        with self._write() as conn:
+            if not self.VECTORS.pinned(conn, made[0][2].pin):
+                return 0
+            for memory_id, content, embedding in made:
+                params = {"memory_id": memory_id, "text": content}
+                if conn.execute(_MARK_EMBEDDED, params).rowcount:
+                    self._replace_vector(conn, memory_id, embedding.vector)
+                    written += 1
+        return written
+
+    def _replace_vector(self, conn: sqlalchemy.Connection, memory_id: int, vector: bytes) -> None:
+        self.VECTORS.remove(conn, memory_id)
+        self.VECTORS.write(conn, memory_id, vector)
+
+    @guarded
+    def repin(self, pin: Pin) -> None:
+        with self._write() as conn:
+            self.VECTORS.drop(conn)
+            self.VECTORS.create(conn, pin)
+            conn.execute(_ALL_PENDING)
+
+    @guarded
+    def embedding_counts(self) -> tuple[int, int]:
+        with self._read() as conn:
+            total, pending = conn.execute(_EMBEDDING_COUNTS).one()
+        return int(total), int(pending)
+
+    @guarded
+    def pending_count(self) -> int:
+        with self._read() as conn:
+            return int(conn.execute(text(_PENDING_COUNT)).scalar_one())
+
+    # -- the sweep -----------------------------------------------------------------------
+
+    @guarded
+    def delete_expired(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        def batch(conn: sqlalchemy.Connection, size: int) -> tuple[int, bool]:
+            gone = self._delete_expired(conn, now, size)
+            return gone, gone == size
+
+        done = self._in_batches(batch, pause)
+        self._after_expiry()
+        return done
+
+    @guarded
+    def refresh_decay(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        with self._read() as conn:
+            top = conn.execute(_MAX_ID).scalar() or 0
+        if not top:
+            return 0, 0.0
+        after = 0
+
+        def batch(conn: sqlalchemy.Connection, size: int) -> tuple[int, bool]:
+            nonlocal after
+            done = self._decay_window(conn, now, after, after + size)
+            after += size
+            if after >= top:  # the last window: say when, for the other processes
+                conn.execute(_WRITE_META, {"key": DECAY_DONE_KEY, "value": str(now)})
+            return done, after < top
+
+        done, longest = self._in_batches(batch, pause)
+        if after >= top:  # not when stopped early: the server is on its way out
+            self._after_decay()
+        return done, longest
+
+    @guarded
+    def decay_refreshed_at(self) -> int | None:
+        with self._read() as conn:
+            value = conn.execute(_READ_META, {"key": DECAY_DONE_KEY}).scalar()
+        try:
+            return None if value is None else int(value)
+        except ValueError:
+            return None  # not ours to trust: the next sweep rewrites it
+
+    def _delete_expired(self, conn: sqlalchemy.Connection, now: int, size: int) -> int:
+        """Delete at most ``size`` memories expired by ``now``; how many went."""
+        raise NotImplementedError
+
+    def _decay_window(self, conn: sqlalchemy.Connection, now: int, after: int, upto: int) -> int:
+        """Rewrite the decay_score as of ``now`` of the ids in (after, upto]; how many."""
+        raise NotImplementedError
+
+    def _after_expiry(self) -> None:
+        """After delete_expired's last batch."""
+
+    def _after_decay(self) -> None:
+        """After refresh_decay has rewritten every row."""
+
+    def _first_batch_size(self) -> int:
+        raise NotImplementedError
+
+    def _next_batch_size(self, size: int, held: float) -> int:
+        """The next batch's rows, after one of ``size`` rows held the lock ``held`` seconds."""
+        return size
+
+    def _held(self, began: float) -> float:
+        """How long the batch begun at ``began`` (time.perf_counter) held the write lock."""
+        return time.perf_counter() - began
+
+    def _after_batch(self, count: int) -> None:
+        """After a batch that changed ``count`` rows has committed, outside the lock."""
+
+    def _in_batches(self, batch: Batch, pause: Pause | None) -> tuple[int, float]:
+        """Run ``batch(conn, rows) -> (done, more)`` one transaction at a time until done;
+        the longest a batch held the lock. Between two batches ``pause()`` runs outside the
+        lock (the sweep waits there so a waiting writer gets its turn); it returns True to
+        stop early."""
+        size, done, longest = self._first_batch_size(), 0, 0.0
+        while True:
+            began = time.perf_counter()
+            with self._write() as conn:
+                count, more = batch(conn, size)
+            held = self._held(began)
+            self._after_batch(count)
+            done, longest = done + count, max(longest, held)
+            if not more or (pause is not None and pause()):
+                return done, longest
+            size = self._next_batch_size(size, held)
