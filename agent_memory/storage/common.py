@@ -7,41 +7,25 @@ statements here are plain SQL that SQLite and PostgreSQL read alike.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
+from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, ClassVar
 
 import sqlalchemy
 from sqlalchemy import text
 
-from agent_memory.models import Embedding, Pin
+from agent_memory import ranking
+from agent_memory.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
 from agent_memory.storage.base import NewMemory, Pause
 from agent_memory.storage.faults import guarded
+from agent_memory.storage.neighbours import neighbour_edges
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
 # When decay scores were last rewritten (unix seconds), shared by every process on the store.
 DECAY_DONE_KEY = "decay_materialized_at"
-
-# Every relation touching one of the ids, seen from that end, at most {per_result} of them
-# per id, newest first; {member} is the engine's "is one of the ids" (IN a list, = ANY).
-NEIGHBOURS = """
-SELECT e.self, e.other, e.kind, e.direction, m.type, m.content, m.tags FROM (
-  SELECT *, row_number() OVER (
-    PARTITION BY self ORDER BY created_at DESC, other DESC, kind) AS rank FROM (
-      SELECT from_id AS self, to_id AS other, kind, 'out' AS direction, created_at
-      FROM memory_links WHERE from_id {member}
-      UNION ALL
-      SELECT to_id, from_id, kind, 'in', created_at
-      FROM memory_links WHERE to_id {member}
-  ) AS edges
-) AS e JOIN memories AS m ON m.id = e.other
-WHERE e.rank <= {per_result}
-ORDER BY e.self, e.rank
-"""
-NEIGHBOUR_KEYS = ("self", "id", "kind", "direction", "type", "content", "tags")
 
 _DELETE = text("DELETE FROM memories WHERE id = :memory_id")
 _UNLINK = text("DELETE FROM memory_links WHERE from_id = :a AND to_id = :b AND kind = :kind")
@@ -71,20 +55,23 @@ _BY_SCOPE = text(
 )
 _LINK_COUNT = text("SELECT count(*) FROM memory_links")
 
+Ranked = list[tuple[int, float]]
+# A hybrid search's two legs, (id, score) best first, and the keyword leg's scale.
+Legs = tuple[Ranked, Ranked, KeywordScale | None]
+
+
+@dataclass(frozen=True)
+class Leg:
+    """What each leg of a hybrid search is asked for: its length, its filters (applied
+    before the cut), and the time decay is computed at."""
+
+    limit: int
+    filters: Filters
+    now: int
+
+
 Connect = Callable[[], AbstractContextManager[sqlalchemy.Connection]]
 Batch = Callable[[sqlalchemy.Connection, int], tuple[int, bool]]
-
-
-def neighbour_edges(found: Iterable[Sequence[Any]]) -> list[dict[str, Any]]:
-    """NEIGHBOURS rows as Store.neighbours gives them (tags decoded where the driver reads
-    them as JSON text)."""
-    out = []
-    for row in found:
-        edge = dict(zip(NEIGHBOUR_KEYS, row, strict=True))
-        if isinstance(edge["tags"], str):
-            edge["tags"] = json.loads(edge["tags"])
-        out.append(edge)
-    return out
 
 
 class CommonStore:
@@ -96,7 +83,7 @@ class CommonStore:
     - ``VECTORS``: its vectors module (pinned, stored_pin, write, remove, drop, create);
     - ``ENGINE_ERRORS``: what its driver raises (leaves as StorageFault);
     - ``_insert_row``, ``_update_row``, ``_delete_expired``, ``_decay_window`` and
-      ``NEIGHBOURS_SQL``/``_ids``: its SQL;
+      ``NEIGHBOURS_SQL`` (neighbours.NEIGHBOURS in its dialect)/``_ids``: its SQL;
     - the sweep's batch sizes and what follows a batch, an expiry or a refresh.
     """
 
@@ -172,6 +159,61 @@ class CommonStore:
             return conn.execute(_UNLINK, {"a": a, "b": b, "kind": kind}).rowcount > 0
 
     # -- reads ---------------------------------------------------------------------------
+
+    @guarded
+    def search(
+        self,
+        query: str,
+        embedding: Embedding | None,
+        *,
+        now: int,
+        limit: int,
+        filters: Filters,
+        deadline: float | None = None,
+        floor: bool | None = None,
+        unrelated: Noise | None = None,
+    ) -> SearchPage:
+        with self._read(deadline) as conn:
+            stored = None if embedding is None else self.VECTORS.stored_pin(conn)
+            if embedding is not None and stored == embedding.pin:
+                leg = Leg(ranking.leg_size(limit), filters, now)
+                keyword, nearest, scale = self._legs(conn, query, embedding, leg)
+                ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
+                fused = ranking.fuse(
+                    keyword,
+                    nearest,
+                    Noise.of(self.VECTORS.noise(conn, embedding)),
+                    self._rows(conn, ids, now, filters),
+                    limit,
+                    floor,
+                    scale,
+                    unrelated,
+                )
+                mode = ranking.SEARCH_MODE_HYBRID
+                return SearchPage(mode, fused.results, None, fused.why, fused.explain)
+            # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
+            page = ranking.keyword_page(self._keyword_page(conn, query, now, limit, filters))
+            mode = ranking.SEARCH_MODE_KEYWORD
+            return SearchPage(mode, page.results, stored, page.why, page.explain)
+
+    def _legs(
+        self, conn: sqlalchemy.Connection, query: str, embedding: Embedding, leg: Leg
+    ) -> Legs:
+        """The keyword and the vector leg of a hybrid search, in a store pinned to
+        ``embedding``'s model."""
+        raise NotImplementedError
+
+    def _keyword_page(
+        self, conn: sqlalchemy.Connection, query: str, now: int, limit: int, filters: Filters
+    ) -> list[tuple[dict[str, Any], float]]:
+        """The keyword mode's page: (memory, decay - bm25) best first, decay as of ``now``."""
+        raise NotImplementedError
+
+    def _rows(
+        self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
+    ) -> dict[int, dict[str, Any]]:
+        """The memories among ``ids`` that pass the filters, decay_score as of ``now``."""
+        raise NotImplementedError
 
     @guarded
     def neighbours(

@@ -34,20 +34,6 @@ INSERT_WITH_ID = f"INSERT INTO memories (id, {ROW_COLUMNS}) VALUES (%s, {ROW_VAL
 USED = f"access_count = least(access_count, {SQLITE_INT_MAX - 1}) + 1"
 BUMP = f"UPDATE memories SET last_accessed = %s, {USED} WHERE id = ANY(%s)"
 GET = f"SELECT {SELECT}, access_count, embedding_status FROM memories WHERE id = %s"
-NEIGHBOURS = """
-SELECT e.self, e.other, e.kind, e.direction, m.type, m.content, m.tags FROM (
-  SELECT *, row_number() OVER (
-    PARTITION BY self ORDER BY created_at DESC, other DESC, kind) AS rank FROM (
-      SELECT from_id AS self, to_id AS other, kind, 'out' AS direction, created_at
-      FROM memory_links WHERE from_id = ANY(%(ids)s)
-      UNION ALL
-      SELECT to_id, from_id, kind, 'in', created_at
-      FROM memory_links WHERE to_id = ANY(%(ids)s)
-  ) AS edges
-) AS e JOIN memories AS m ON m.id = e.other
-WHERE e.rank <= %(per_result)s
-ORDER BY e.self, e.rank
-"""
 RECENT = f"""
 SELECT * FROM (
   SELECT {SELECT} FROM memories AS m
@@ -61,8 +47,6 @@ SELECT * FROM (
 ORDER BY last_accessed DESC, created_at DESC, id DESC
 LIMIT %(limit)s
 """
-PENDING_COUNT = "SELECT count(*) FROM memories WHERE embedding_status = 0"  # memories_pending
-EMBEDDING_COUNTS = f"SELECT (SELECT count(*) FROM memories), ({PENDING_COUNT})"
 DELETE_EXPIRED = """
 DELETE FROM memories WHERE id IN (
   SELECT id FROM memories WHERE expires_at IS NOT NULL AND expires_at <= %s
@@ -71,14 +55,6 @@ DELETE FROM memories WHERE id IN (
 DECAY_WINDOW = (
     f"UPDATE memories AS m SET decay_score = {keyword.decay_sql('m')}"
     " WHERE m.id > %s AND m.id <= %s"
-)
-WRITE_DECAY_DONE = (
-    "INSERT INTO meta (key, value) VALUES (%s, %s)"
-    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
-)
-MARK_EMBEDDED = (
-    "UPDATE memories SET embedding_status = 1"
-    " WHERE id = %s AND content = %s AND embedding_status = 0"
 )
 LINK = (
     "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (%s, %s, %s, %s)"

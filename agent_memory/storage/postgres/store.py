@@ -20,48 +20,51 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Generator, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import psycopg
 import sqlalchemy
+from sqlalchemy import Connection, text
 
 from agent_memory import ranking
 from agent_memory.errors import SearchTimedOut
 from agent_memory.models import (
     Embedding,
     Filters,
-    KeywordScale,
-    Noise,
-    Pin,
-    SearchPage,
     content_hash,
 )
-from agent_memory.query import Node, Or, and_of_words, bm25, searched
-from agent_memory.storage import faults
-from agent_memory.storage.base import Finding, NewMemory, Pause
+from agent_memory.query import searched
+from agent_memory.storage import faults, neighbours
+from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.checks import vector_findings
+from agent_memory.storage.common import CommonStore, Leg, Legs
 from agent_memory.storage.postgres import checks, keyword, portable, rows, vectors
+from agent_memory.storage.postgres import ranked as ranked_search
 from agent_memory.storage.postgres.database import Database
-from agent_memory.vocabulary import MAX_EXPANDED_LINKS, count
+from agent_memory.vocabulary import count
 
 log = logging.getLogger(__name__)
 
 # The sweep's batches: rows per transaction (short, so a store waits for one batch at most).
 SWEEP_BATCH_ROWS = 500
 # Every this many stores by one process, the keyword totals log is folded, on a thread (also
-# by the sweep): a search reads the log (its N, and each word's row count), about 0.3 ms a
-# word per 500 rows of it; a fold of 200 stores' rows takes about 20 ms (100,000 memories).
+# by the sweep): every search reads the whole log (its N, and each word's row count), so its
+# cost grows with the rows left unfolded, while a fold is short enough to run off the path
+# of any store.
 COMPACT_EVERY_STORES = 250
-DECAY_DONE_KEY = "decay_materialized_at"
-# Rows an export reads from the server-side cursor at a time (memory stays flat).
 _guarded = faults.guard((sqlalchemy.exc.SQLAlchemyError, psycopg.Error))
+_NEIGHBOURS = text(neighbours.NEIGHBOURS.format(member="= ANY(:ids)", per_result=":per_result"))
 
 
-class PostgresStore:
-    """The store over one PostgreSQL database (see storage.base.Store for the promises)."""
+class PostgresStore(CommonStore):
+    """The store over one PostgreSQL database (see storage.base.Store for the promises;
+    common.CommonStore holds what is the same on every engine)."""
 
+    ENGINE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, psycopg.Error)
+    VECTORS = vectors
+    NEIGHBOURS_SQL = _NEIGHBOURS
     read_only = False
 
     def __init__(self, database: Database) -> None:
@@ -116,41 +119,43 @@ class PostgresStore:
                     raise SearchTimedOut() from exc
                 raise
 
-    # -- memories -------------------------------------------------------------------------
+    # -- memories (the flow around them: common.CommonStore) ------------------------------
 
-    @_guarded
-    def insert(self, memory: NewMemory, embedding: Embedding | None) -> int:
+    def _insert_transaction(self, embedded: bool) -> AbstractContextManager[Connection]:
+        return self._write() if embedded else self._statement()
+
+    def _insert_row(self, conn: Connection, memory: NewMemory, embedded: bool) -> int:
         found = keyword.document(memory.content, memory.tags)
-        with self._write() if embedding is not None else self._statement() as conn:
-            embedded = embedding is not None and vectors.pinned(conn, embedding.pin)
-            row = (
-                memory.memory_type,
-                memory.content,
-                json.dumps(list(memory.tags), ensure_ascii=False),
-                memory.source,
-                memory.scope,
-                ranking.base_weight(memory.memory_type),
-                1.0,
-                0,
-                memory.now,
-                memory.now,
-                memory.expires_at,
-                int(embedded),
-                content_hash(memory.content),
-                *found,
-            )
-            memory_id = int(conn.exec_driver_sql(rows.INSERT, row).scalar_one())
-            if embedded:
-                assert embedding is not None
-                vectors.write(conn, memory_id, embedding.vector)
+        row = (
+            memory.memory_type,
+            memory.content,
+            json.dumps(list(memory.tags), ensure_ascii=False),
+            memory.source,
+            memory.scope,
+            ranking.base_weight(memory.memory_type),
+            1.0,
+            0,
+            memory.now,
+            memory.now,
+            memory.expires_at,
+            int(embedded),
+            content_hash(memory.content),
+            *found,
+        )
+        return int(conn.exec_driver_sql(rows.INSERT, row).scalar_one())
+
+    def _inserted(self) -> None:
         self._stores += 1
         if self._stores % COMPACT_EVERY_STORES == 0:
             self._fold_soon()
-        return memory_id
 
-    @_guarded
-    def update(
-        self, memory_id: int, changes: dict[str, Any], now: int, embedding: Embedding | None
+    def _update_row(
+        self,
+        conn: Connection,
+        memory_id: int,
+        changes: dict[str, Any],
+        now: int,
+        embedded: bool,
     ) -> dict[str, Any] | None:
         sets, params = ["last_accessed = %s", rows.USED], [now]
         for name in sorted(changes):
@@ -165,27 +170,19 @@ class PostgresStore:
         if new_content is not None:
             sets.append("content_hash = %s")
             params.append(content_hash(new_content))
-        with self._write() as conn:
-            if new_content is not None or "tags" in changes:
-                sets += rows.KEYWORD_SETS
-                params += self._document(conn, memory_id, new_content, changes.get("tags"))
-            embedded = False
-            if new_content is not None:
-                embedded = embedding is not None and vectors.pinned(conn, embedding.pin)
-                sets.append("embedding_status = %s")
-                params.append(int(embedded))
-            statement = (
-                f"UPDATE memories SET {', '.join(sets)} WHERE id = %s"
-                f" RETURNING {rows.SELECT}, embedding_status"
-            )
-            row = conn.exec_driver_sql(statement, (*params, memory_id)).one_or_none()
-            if row is None:
-                return None
-            if new_content is not None and vectors.stored_pin(conn) is not None:
-                vectors.remove(conn, memory_id)
-                if embedded:
-                    assert embedding is not None
-                    vectors.write(conn, memory_id, embedding.vector)
+        if new_content is not None or "tags" in changes:
+            sets += rows.KEYWORD_SETS
+            params += self._document(conn, memory_id, new_content, changes.get("tags"))
+        if new_content is not None:
+            sets.append("embedding_status = %s")
+            params.append(int(embedded))
+        statement = (
+            f"UPDATE memories SET {', '.join(sets)} WHERE id = %s"
+            f" RETURNING {rows.SELECT}, embedding_status"
+        )
+        row = conn.exec_driver_sql(statement, (*params, memory_id)).one_or_none()
+        if row is None:
+            return None
         updated = rows.memory(row)
         updated["embedding_status"] = row[-1]
         return updated
@@ -207,159 +204,26 @@ class PostgresStore:
         return keyword.document(content or "", tags or ())
 
     @_guarded
-    def delete(self, memory_id: int) -> bool:
-        with self._statement() as conn:
-            gone = conn.exec_driver_sql("DELETE FROM memories WHERE id = %s", (memory_id,))
-            return gone.rowcount > 0
-
-    @_guarded
     def bump(self, ids: Sequence[int], now: int) -> None:
         if not ids:
             return
         with self._statement() as conn:
             conn.exec_driver_sql(rows.BUMP, (now, sorted(set(ids))))
 
-    @_guarded
-    def search(
-        self,
-        query: str,
-        embedding: Embedding | None,
-        *,
-        now: int,
-        limit: int,
-        filters: Filters,
-        deadline: float | None = None,
-        floor: bool | None = None,
-        unrelated: Noise | None = None,
-    ) -> SearchPage:
+    def _legs(self, conn: Connection, query: str, embedding: Embedding, leg: Leg) -> Legs:
         tree, words = searched(query)
-        with self._read(deadline) as conn:
-            other = None
-            if embedding is not None:
-                stored = vectors.stored_pin(conn)
-                if stored == embedding.pin:  # else keyword: no vector yet, or another model's
-                    leg = ranking.leg_size(limit)
-                    nearest = vectors.nearest(conn, embedding, leg, filters)
-                    ranked = self._scored(conn, tree, words, leg, filters, None)
-                    scale = self._scale(conn, tree, words) if ranked else None
-                    ids = [*dict.fromkeys(i for i, _ in [*ranked, *nearest])]
-                    noise = Noise.of(vectors.noise(conn, embedding))
-                    fused = ranking.fuse(
-                        ranked,
-                        nearest,
-                        noise,
-                        self._rows(conn, ids, now, filters),
-                        limit,
-                        floor,
-                        scale,
-                        unrelated,
-                    )
-                    return SearchPage(
-                        ranking.SEARCH_MODE_HYBRID, fused.results, None, fused.why, fused.explain
-                    )
-                other = stored
-            ranked = self._scored(conn, tree, words, limit, filters, now)
-            found = self._rows(conn, [i for i, _ in ranked], now, Filters())
-            page = ranking.keyword_page([(found[i], s) for i, s in ranked if i in found])
-            return SearchPage(
-                ranking.SEARCH_MODE_KEYWORD, page.results, other, page.why, page.explain
-            )
+        nearest = vectors.nearest(conn, embedding, leg.limit, leg.filters)
+        ranked = ranked_search.scored(conn, tree, words, leg.limit, leg.filters, None)
+        scale = ranked_search.scale(conn, tree, words) if ranked else None
+        return ranked, nearest, scale
 
-    def _scale(
-        self, conn: sqlalchemy.Connection, tree: Node | None, words: list[str]
-    ) -> KeywordScale | None:
-        """bm25.scale of a query searched as several words, else None."""
-        if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
-            return None
-        statement, params = keyword.word_rows_sql(tree.children)
-        total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
-        return bm25.scale(words, total, dict(zip(words, counts, strict=True)))
-
-    def _scored(
-        self,
-        conn: sqlalchemy.Connection,
-        tree: Node | None,
-        words: list[str],
-        limit: int,
-        filters: Filters,
-        now: int | None,
-    ) -> list[tuple[int, float]]:
-        """(id, -bm25 plus decay as of ``now`` when given), best first, filters before the
-        cut; ``words``: the query's, when it is searched as words (query.searched)."""
-        if tree is None:
-            return []
-        # The GIN index for the phrases' row counts and the matching rows: on a table of a
-        # few thousand rows the planner scans it instead, 10 ms a count at 10,000 rows
-        # against 0.5 for a rare word by the index (common words cost the same either way).
-        conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-        if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
-            found = self._ranking(conn, tree, limit, filters, now)
-        else:
-            found = self._words(conn, tree, words, limit, filters, now)
-        return found
-
-    def _ranking(
-        self,
-        conn: sqlalchemy.Connection,
-        tree: Node,
-        limit: int,
-        filters: Filters,
-        now: int | None,
-        scored: Node | None = None,
-    ) -> list[tuple[int, float]]:
-        statement, params = keyword.keyword_ranking_sql(
-            tree,
-            limit=limit,
-            memory_type=filters.memory_type,
-            tag=filters.tag,
-            scope=filters.scope,
-            now=now,
-            scored=scored,
-        )
-        return [(int(i), float(s)) for i, s in conn.exec_driver_sql(statement, tuple(params))]
-
-    def _words(
-        self,
-        conn: sqlalchemy.Connection,
-        tree: Node,
-        words: list[str],
-        limit: int,
-        filters: Filters,
-        now: int | None,
-    ) -> list[tuple[int, float]]:
-        """A query searched as words (as on SQLite): the rows holding every word first, then
-        the rows holding one of its informative words (query.bm25.plan), every row with the
-        whole score of the OR of the words (``tree``, one leaf per word).
-
-        Past PRUNE_EXACT_ROWS, only the rows of the rarest words are scored first; as on
-        SQLite, that is not exact (query.bm25).
-        """
-        first = self._ranking(conn, and_of_words(words), limit, filters, now)
-        if len(first) >= limit:
-            return first
-        statement, params = keyword.word_rows_sql(tree.children)
-        total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
-        hits = dict(zip(words, counts, strict=True))
-        planned = bm25.plan(words, total, hits, never_empty=now is not None)
-        if not planned.kept:
-            return first
-        leaves = dict(zip(words, tree.children, strict=True))
-        wanted = limit + len(first)  # the first rows come again: they hold the kept words
-        found = None
-        if planned.rarest is not None:
-            scored = Or(tuple(leaves[word] for word in dict.fromkeys(planned.rarest)))
-            found = self._ranking(conn, tree, wanted, filters, now, scored)
-            if len(found) < wanted:
-                found = None  # the other kept words' rows are needed to fill the page
-        if found is None:
-            scored = (
-                Or(tuple(leaves[word] for word in dict.fromkeys(planned.kept)))
-                if planned.left_out
-                else None
-            )
-            found = self._ranking(conn, tree, wanted, filters, now, scored)
-        seen = {memory_id for memory_id, _ in first}
-        return first + [pair for pair in found if pair[0] not in seen][: limit - len(first)]
+    def _keyword_page(
+        self, conn: Connection, query: str, now: int, limit: int, filters: Filters
+    ) -> list[tuple[dict[str, Any], float]]:
+        tree, words = searched(query)
+        ranked = ranked_search.scored(conn, tree, words, limit, filters, now)
+        found = self._rows(conn, [i for i, _ in ranked], now, Filters())
+        return [(found[i], s) for i, s in ranked if i in found]
 
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
@@ -400,22 +264,6 @@ class PostgresStore:
                 yield rows.memory(row)
 
     @_guarded
-    def neighbours(
-        self, ids: Sequence[int], per_result: int = MAX_EXPANDED_LINKS
-    ) -> list[dict[str, Any]]:
-        if not ids:
-            return []
-        with self._read() as conn:
-            return self._neighbours(conn, ids, per_result)
-
-    def _neighbours(
-        self, conn: sqlalchemy.Connection, ids: Sequence[int], per_result: int
-    ) -> list[dict[str, Any]]:
-        found = conn.exec_driver_sql(rows.NEIGHBOURS, {"ids": list(ids), "per_result": per_result})
-        names = ("self", "id", "kind", "direction", "type", "content", "tags")
-        return [dict(zip(names, row, strict=True)) for row in found]
-
-    @_guarded
     def get(
         self, memory_id: int, relations: int
     ) -> tuple[dict[str, Any], list[dict[str, Any]]] | None:
@@ -426,32 +274,6 @@ class PostgresStore:
             found = rows.memory(row)
             found.update(access_count=int(row[-2]), embedding_status=row[-1])
             return found, self._neighbours(conn, [memory_id], relations)
-
-    @_guarded
-    def stats(self, scopes: int) -> dict[str, Any]:
-        with self._read() as conn:
-            total, pending = conn.exec_driver_sql(rows.EMBEDDING_COUNTS).one()
-            by_type = dict(
-                conn.exec_driver_sql("SELECT type, count(*) FROM memories GROUP BY type").all()
-            )
-            by_scope = conn.exec_driver_sql(
-                "SELECT scope, count(*) AS n FROM memories GROUP BY scope"
-                " ORDER BY n DESC, scope NULLS FIRST LIMIT %s",
-                (scopes,),
-            ).all()
-            links = conn.exec_driver_sql("SELECT count(*) FROM memory_links").scalar_one()
-        return {
-            "memories": int(total),
-            "by_type": {k: int(v) for k, v in by_type.items()},
-            "by_scope": [(scope, int(n)) for scope, n in by_scope],
-            "links": int(links),
-            "pending_embedding": int(pending),
-        }
-
-    @_guarded
-    def ping(self) -> None:
-        with self._read() as conn:
-            conn.exec_driver_sql("SELECT id FROM memories LIMIT 1").all()
 
     # -- the session brief (storage.base.Reader) ------------------------------------------
 
@@ -489,62 +311,10 @@ class PostgresStore:
             conn.exec_driver_sql(rows.LINK, (a, b, kind, now))
         return None
 
-    @_guarded
-    def unlink(self, a: int, b: int, kind: str) -> bool:
-        with self._write() as conn:
-            gone = conn.exec_driver_sql(
-                "DELETE FROM memory_links WHERE from_id = %s AND to_id = %s AND kind = %s",
-                (a, b, kind),
-            )
-            return gone.rowcount > 0
+    # -- embeddings (the rest: common.CommonStore) ----------------------------------------
 
-    # -- embeddings -----------------------------------------------------------------------
-
-    @_guarded
-    def pin(self) -> Pin | None:
-        with self._read() as conn:
-            return vectors.stored_pin(conn)
-
-    @_guarded
-    def pending(self, limit: int) -> list[tuple[int, str]]:
-        with self._read() as conn:
-            found = conn.exec_driver_sql(
-                "SELECT id, content FROM memories WHERE embedding_status = 0 ORDER BY id LIMIT %s",
-                (limit,),
-            )
-            return [(int(i), content) for i, content in found]
-
-    @_guarded
-    def write_vectors(self, made: Sequence[tuple[int, str, Embedding]]) -> int:
-        if not made:
-            return 0
-        written = 0
-        with self._write() as conn:
-            if not vectors.pinned(conn, made[0][2].pin):
-                return 0
-            for memory_id, text, embedding in made:
-                if conn.exec_driver_sql(rows.MARK_EMBEDDED, (memory_id, text)).rowcount:
-                    vectors.write(conn, memory_id, embedding.vector)
-                    written += 1
-        return written
-
-    @_guarded
-    def repin(self, pin: Pin) -> None:
-        with self._write() as conn:
-            vectors.drop(conn)
-            vectors.create(conn, pin)
-            conn.exec_driver_sql("UPDATE memories SET embedding_status = 0")
-
-    @_guarded
-    def embedding_counts(self) -> tuple[int, int]:
-        with self._read() as conn:
-            total, pending = conn.exec_driver_sql(rows.EMBEDDING_COUNTS).one()
-        return int(total), int(pending)
-
-    @_guarded
-    def pending_count(self) -> int:
-        with self._read() as conn:
-            return int(conn.exec_driver_sql(rows.PENDING_COUNT).scalar_one())
+    def _replace_vector(self, conn: Connection, memory_id: int, vector: bytes) -> None:
+        vectors.write(conn, memory_id, vector)  # an upsert
 
     # -- import and export ----------------------------------------------------------------
 
@@ -595,22 +365,31 @@ class PostgresStore:
         with self._read() as conn:
             yield portable.Snapshot(conn)
 
-    # -- the sweep ------------------------------------------------------------------------
+    # -- the sweep (its loop: common.CommonStore) -----------------------------------------
 
-    @_guarded
-    def delete_expired(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
-        def batch(conn: sqlalchemy.Connection) -> tuple[int, bool]:
-            gone = conn.exec_driver_sql(rows.DELETE_EXPIRED, (now, SWEEP_BATCH_ROWS)).rowcount
-            return gone, gone == SWEEP_BATCH_ROWS
+    def _delete_expired(self, conn: Connection, now: int, size: int) -> int:
+        return conn.exec_driver_sql(rows.DELETE_EXPIRED, (now, size)).rowcount
 
-        done = self._in_batches(batch, pause)
+    def _decay_window(self, conn: Connection, now: int, after: int, upto: int) -> int:
+        return conn.exec_driver_sql(rows.DECAY_WINDOW, (now, after, upto)).rowcount
+
+    def _first_batch_size(self) -> int:
+        return SWEEP_BATCH_ROWS
+
+    def _after_expiry(self) -> None:
         self._compact_totals()
-        return done
+
+    def _after_decay(self) -> None:
+        """A VACUUM of the table: PostgreSQL wrote a new version of every row (and of its
+        index entries), which searches read too until a vacuum. It holds no lock that stores
+        or searches wait for."""
+        with self._statement() as conn:
+            conn.exec_driver_sql("VACUUM memories")
 
     def _fold_soon(self) -> None:
-        """Fold the log on a thread of its own: a fold of 250 stores' rows takes about 20 ms,
-        which no store should wait for. One at a time; a failed fold leaves the log as it
-        was (the next one, or the sweep's, folds it)."""
+        """Fold the log on a thread of its own: no store should wait for a fold. One at a
+        time; a failed fold leaves the log as it was (the next one, or the sweep's, folds
+        it)."""
         if self._folding is not None and self._folding.is_alive():
             return
 
@@ -627,9 +406,8 @@ class PostgresStore:
         """Fold the keyword totals log (one row per write since the last fold), then vacuum
         it; when another process is folding it, that fold will do.
 
-        Every search reads the whole log, dead rows included until a vacuum: after an
-        import of 100,000 memories the folded batches' maps left 4,943 dead pages, and a
-        question took 185 ms instead of 90 until autovacuum came by.
+        Every search reads the whole log, dead rows included until a vacuum (docs/
+        performance.md, section 17, has what they cost).
         """
         with self._write() as conn:
             folded = conn.exec_driver_sql(
@@ -640,48 +418,6 @@ class PostgresStore:
         if folded:
             with self._statement() as conn:  # VACUUM runs in no transaction
                 conn.exec_driver_sql("VACUUM keyword_totals")
-
-    @_guarded
-    def refresh_decay(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
-        """Every row's decay_score, in short batches; then a VACUUM of the table.
-
-        PostgreSQL writes a new version of every row (and of its index entries): until a
-        vacuum, searches read the dead ones too, and at 100,000 memories a question took
-        90 ms instead of 47 after a refresh. The vacuum (0.6 s there) holds no lock that
-        stores or searches wait for.
-        """
-        with self._read() as conn:
-            top = conn.exec_driver_sql("SELECT max(id) FROM memories").scalar() or 0
-        after = 0
-
-        def batch(conn: sqlalchemy.Connection) -> tuple[int, bool]:
-            nonlocal after
-            done = conn.exec_driver_sql(
-                rows.DECAY_WINDOW, (now, after, after + SWEEP_BATCH_ROWS)
-            ).rowcount
-            after += SWEEP_BATCH_ROWS
-            if after >= top:  # the last window: say when, for the other processes
-                conn.exec_driver_sql(rows.WRITE_DECAY_DONE, (DECAY_DONE_KEY, str(now)))
-            return done, after < top
-
-        if not top:
-            return 0, 0.0
-        done, longest = self._in_batches(batch, pause)
-        if after >= top:  # not when stopped early: the server is on its way out
-            with self._statement() as conn:
-                conn.exec_driver_sql("VACUUM memories")
-        return done, longest
-
-    @_guarded
-    def decay_refreshed_at(self) -> int | None:
-        with self._read() as conn:
-            value = conn.exec_driver_sql(
-                "SELECT value FROM meta WHERE key = %s", (DECAY_DONE_KEY,)
-            ).scalar()
-        try:
-            return None if value is None else int(value)
-        except ValueError:
-            return None  # not ours to trust: the next sweep rewrites it
 
     # -- doctor (the SQL: checks.py) -------------------------------------------------------
 
@@ -724,18 +460,3 @@ class PostgresStore:
                 done.append("rebuilt the keyword totals and word counts from the memories")
             done += checks.repair_vectors(conn)
         return done
-
-    def _in_batches(
-        self, batch: Callable[[sqlalchemy.Connection], tuple[int, bool]], pause: Pause | None
-    ) -> tuple[int, float]:
-        """Run ``batch(conn) -> (done, more)`` one short transaction at a time until done;
-        ``pause()`` between two batches returns True to stop early."""
-        done, longest = 0, 0.0
-        while True:
-            began = time.perf_counter()
-            with self._write() as conn:
-                batched, more = batch(conn)
-            longest = max(longest, time.perf_counter() - began)
-            done += batched
-            if not more or (pause is not None and pause()):
-                return done, longest

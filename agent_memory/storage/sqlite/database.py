@@ -108,7 +108,7 @@ def primary_code(exc: BaseException) -> int | None:
 @functools.cache
 def vec0_path() -> str:
     """sqlite-vec's loadable extension, found without importing the package: its __init__
-    imports numpy (0.1-0.2 s), which serve's first answer does not need."""
+    imports numpy, which serve's first answer does not need."""
     spec = importlib.util.find_spec("sqlite_vec")
     if spec is None or spec.origin is None:
         raise sqlean.OperationalError("the sqlite-vec package is not installed")

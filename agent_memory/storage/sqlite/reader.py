@@ -1,8 +1,8 @@
 """The session brief's read of a SQLite store, on one plain sqlean connection.
 
 ``agent-memory context`` runs at the start of every agent session, so it must answer in
-well under a second: importing SQLAlchemy and building the store's engine alone take about
-0.3 s. This reader opens one read-only connection (database.read_only_uri: nothing is
+well under a second, and importing SQLAlchemy and building the store's engine alone take a
+large share of that. This reader opens one read-only connection (database.read_only_uri: nothing is
 written beside the file, no lock is taken), checks the schema version, and asks its two
 questions in plain SQL. sqlite-vec is not loaded: the brief reads no vectors. A file another
 process holds locked is waited for BUSY_TIMEOUT_MS only, then DatabaseBusy.
@@ -21,6 +21,7 @@ import sqlean
 from agent_memory import ranking
 from agent_memory.errors import DatabaseBusy, DatabaseOpenError, SchemaTooNew, StorageFault
 from agent_memory.storage.base import READ
+from agent_memory.storage.neighbours import NEIGHBOURS, neighbour_edges
 from agent_memory.storage.sqlite import database
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
@@ -43,18 +44,8 @@ SELECT * FROM (
 ORDER BY last_accessed DESC, created_at DESC, id DESC
 LIMIT ?
 """
-# Every relation touching one of the ids (a JSON array), seen from that end, newest first.
-_NEIGHBOURS = """
-SELECT e.self, e.other, e.kind, e.direction, m.type, m.content, m.tags
-FROM (
-  SELECT from_id AS self, to_id AS other, kind, 'out' AS direction, created_at
-  FROM memory_links WHERE from_id IN (SELECT value FROM json_each(?1))
-  UNION ALL
-  SELECT to_id, from_id, kind, 'in', created_at
-  FROM memory_links WHERE to_id IN (SELECT value FROM json_each(?1))
-) AS e JOIN memories AS m ON m.id = e.other
-ORDER BY e.self, e.created_at DESC, e.other DESC, e.kind
-"""
+# Every relation touching one of the ids (a JSON array), at most per_result per id.
+_NEIGHBOURS = NEIGHBOURS.format(member="IN (SELECT value FROM json_each(?1))", per_result="?2")
 _VERSION = "SELECT version_num FROM alembic_version"
 # How long the brief waits for a lock another process holds (an exclusive locking mode, a
 # migration): session-start hooks give it 10 s in all (Claude Code, Codex), and a brief late
@@ -119,25 +110,7 @@ class SqliteReader:
     ) -> list[dict[str, Any]]:
         if not ids:
             return []
-        seen: dict[int, int] = {}
-        out = []
-        for own, other, kind, direction, kind_of, content, tags in self._read(
-            _NEIGHBOURS, (json.dumps(list(ids)),)
-        ):
-            seen[own] = seen.get(own, 0) + 1
-            if seen[own] <= per_result:
-                out.append(
-                    {
-                        "self": own,
-                        "id": other,
-                        "kind": kind,
-                        "direction": direction,
-                        "type": kind_of,
-                        "content": content,
-                        "tags": json.loads(tags),
-                    }
-                )
-        return out
+        return neighbour_edges(self._read(_NEIGHBOURS, (json.dumps(list(ids)), per_result)))
 
     def _read(self, sql: str, params: tuple[Any, ...]) -> list[tuple[Any, ...]]:
         try:

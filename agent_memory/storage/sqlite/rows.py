@@ -17,7 +17,7 @@ from sqlalchemy import bindparam, func, literal_column, select
 from agent_memory import ranking
 from agent_memory.models import Filters
 from agent_memory.storage.base import MEMORY_COLUMNS
-from agent_memory.storage.sqlite.schema import memories, memory_links
+from agent_memory.storage.sqlite.schema import memories
 from agent_memory.vocabulary import PINNED_TYPES
 
 SELECT_MEMORY = [memories.c[name] for name in MEMORY_COLUMNS]
@@ -27,8 +27,8 @@ def decay_sql() -> sqlalchemy.ColumnElement[float]:
     """ranking.decay at ``:now``, evaluated per row by SQLite.
 
     Written as ``exp(age * rate)`` with the rate folded into a constant per type: a search
-    computes it for every matching row, and the division cost a third of the time (measured
-    at 10,000 rows: 15.8 ms -> 12.9 ms for a question that matches them all).
+    computes it for every matching row, and a division per row is a measurable share of a
+    question that matches many rows.
     """
     pinned = sorted(PINNED_TYPES)
     rate = sqlalchemy.case(
@@ -82,51 +82,6 @@ def filter_clauses(key: FilterKey) -> tuple[Any, ...]:
         each = func.json_each(memories.c.tags).table_valued("value")
         clauses.append(select(1).select_from(each).where(each.c.value == bindparam("tag")).exists())
     return tuple(clauses)
-
-
-def neighbours_statement() -> sqlalchemy.Select[Any]:
-    """Every relation touching any of :ids, seen from that end, newest first, cut per result."""
-    ids = bindparam("ids", expanding=True)
-    links = memory_links.c
-
-    def seen_from(end: Any, other: Any, direction: str) -> sqlalchemy.Select[Any]:
-        return select(
-            end.label("self"),
-            other.label("other"),
-            links.kind,
-            literal_column(f"'{direction}'").label("direction"),
-            links.created_at,
-        ).where(end.in_(ids))
-
-    edges = sqlalchemy.union_all(
-        seen_from(links.from_id, links.to_id, "out"), seen_from(links.to_id, links.from_id, "in")
-    ).subquery("edges")
-    rank = (
-        func.row_number()
-        .over(
-            partition_by=edges.c.self,
-            order_by=(edges.c.created_at.desc(), edges.c.other.desc(), edges.c.kind),
-        )
-        .label("rank")
-    )
-    ranked = select(edges, rank).subquery("ranked")
-    return (
-        select(
-            ranked.c.self,
-            ranked.c.other,
-            ranked.c.kind,
-            ranked.c.direction,
-            memories.c.type,
-            memories.c.content,
-            memories.c.tags,
-        )
-        .join_from(ranked, memories, memories.c.id == ranked.c.other)
-        .where(ranked.c.rank <= bindparam("per_result"))
-        .order_by(ranked.c.self, ranked.c.rank)
-    )
-
-
-NEIGHBOURS = neighbours_statement()
 
 
 @functools.cache

@@ -31,11 +31,11 @@ from sqlalchemy import (
 )
 
 from agent_memory import ranking
-from agent_memory.models import Embedding, Filters, Noise, SearchPage, content_hash
+from agent_memory.models import Embedding, Filters, content_hash
 from agent_memory.query import indexed_tags, indexed_text, tag_text
-from agent_memory.storage import common, faults
+from agent_memory.storage import faults, neighbours
 from agent_memory.storage.base import Finding, NewMemory
-from agent_memory.storage.common import CommonStore
+from agent_memory.storage.common import CommonStore, Leg, Legs
 from agent_memory.storage.sqlite import portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections
 from agent_memory.storage.sqlite.database import Database
@@ -54,7 +54,7 @@ SWEEP_FIRST_BATCH_ROWS = 16
 SWEEP_MAX_BATCH_ROWS = 50_000
 # What overshoots the target is a batch's commit, which writes the batch's pages: a longer
 # target lets fewer of another process's stores through, a shorter one does not shorten the
-# commit (docs/performance.md has the measurements).
+# commit (docs/performance.md, section 10, has the measurements).
 SWEEP_HOLD_TARGET_SECS = 0.012
 
 # A use of a row: access_count + 1, saturating at SQLite's largest integer (SQLite turns an
@@ -86,7 +86,7 @@ _GET = select(*SELECT_MEMORY, memories.c.access_count, memories.c.embedding_stat
 )
 _EXISTING = select(memories.c.id).where(memories.c.id.in_(bindparam("ids", expanding=True)))
 _NEIGHBOURS = text(
-    common.NEIGHBOURS.format(
+    neighbours.NEIGHBOURS.format(
         member="IN (SELECT value FROM json_each(:ids))", per_result=":per_result"
     )
 )
@@ -217,49 +217,17 @@ class SqliteStore(CommonStore):
         with self._connections.write() as conn:
             conn.execute(_BUMP, {"ids": list(ids), "now": now})
 
-    @_guarded
-    def search(
-        self,
-        query: str,
-        embedding: Embedding | None,
-        *,
-        now: int,
-        limit: int,
-        filters: Filters,
-        deadline: float | None = None,
-        floor: bool | None = None,
-        unrelated: Noise | None = None,
-    ) -> SearchPage:
-        with self._connections.read(deadline) as conn:
-            other = None
-            if embedding is not None:
-                leg = ranking.leg_size(limit)
-                nearest = self._vector_leg(conn, embedding, leg, filters)
-                if nearest is not None:
-                    keyword, scale = self._keyword.leg(
-                        conn, query, now=now, limit=leg, filters=filters
-                    )
-                    ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
-                    noise = Noise.of(vectors.noise(conn, embedding))
-                    fused = ranking.fuse(
-                        keyword,
-                        nearest,
-                        noise,
-                        self._rows(conn, ids, now, filters),
-                        limit,
-                        floor,
-                        scale,
-                        unrelated,
-                    )
-                    return SearchPage(
-                        ranking.SEARCH_MODE_HYBRID, fused.results, None, fused.why, fused.explain
-                    )
-                other = vectors.stored_pin(conn)
-            scored = self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
-            page = ranking.keyword_page(scored)
-            return SearchPage(
-                ranking.SEARCH_MODE_KEYWORD, page.results, other, page.why, page.explain
-            )
+    def _legs(self, conn: Connection, query: str, embedding: Embedding, leg: Leg) -> Legs:
+        nearest = self._vector_leg(conn, embedding, leg.limit, leg.filters)
+        keyword, scale = self._keyword.leg(
+            conn, query, now=leg.now, limit=leg.limit, filters=leg.filters
+        )
+        return keyword, nearest, scale
+
+    def _keyword_page(
+        self, conn: Connection, query: str, now: int, limit: int, filters: Filters
+    ) -> list[tuple[dict[str, Any], float]]:
+        return self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
 
     def _vector_leg(
         self,
@@ -267,16 +235,13 @@ class SqliteStore(CommonStore):
         embedding: Embedding,
         limit: int,
         filters: Filters,
-    ) -> list[tuple[int, float]] | None:
+    ) -> list[tuple[int, float]]:
         """The nearest (id, similarity) among the memories that pass ``filters`` (filtered
-        before the cut): from this process's index once it is loaded, else by SQL; None when
-        the store holds no vector of this model (another model's, or none yet)."""
-        stored = vectors.stored_pin(conn)
-        if stored != embedding.pin:
-            return None
+        before the cut), in a store pinned to ``embedding``'s model: from this process's
+        index once it is loaded, else by SQL."""
         index = self._vector_index()
         if index is not None:
-            nearest = index.ranking(conn, embedding, stored, limit, filters)
+            nearest = index.ranking(conn, embedding, embedding.pin, limit, filters)
             if nearest is not None:
                 return nearest
         return vectors.ranking(conn, embedding, limit, filters)
