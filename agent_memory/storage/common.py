@@ -1,8 +1,9 @@
 """What every engine's store does the same way, written once: the flow of a write around the
-vector pin, the embedding queue, the counts, the relations of a memory, and the sweep in
-batches. An engine's store subclasses :class:`CommonStore` and supplies its connections,
-its vectors module and the few statements its SQL dialect writes differently; the shared
-statements here are plain SQL that SQLite and PostgreSQL read alike.
+vector pin, a search's two legs and their fusion, the embedding queue, the counts, the
+relations of a memory, and the sweep in batches. An engine's store subclasses
+:class:`CommonStore` and supplies its connections, its vectors module, its rankings and the
+few statements its SQL dialect writes differently; the shared statements here are plain SQL
+that SQLite and PostgreSQL read alike.
 """
 
 from __future__ import annotations
@@ -82,8 +83,9 @@ class CommonStore:
     - ``_statement()``: for a write that is one statement (default: ``_write``);
     - ``VECTORS``: its vectors module (pinned, stored_pin, write, remove, drop, create);
     - ``ENGINE_ERRORS``: what its driver raises (leaves as StorageFault);
-    - ``_insert_row``, ``_update_row``, ``_delete_expired``, ``_decay_window`` and
-      ``NEIGHBOURS_SQL`` (neighbours.NEIGHBOURS in its dialect)/``_ids``: its SQL;
+    - its SQL: ``_insert_row``, ``_update_row``, ``_delete_expired``, ``_decay_window``,
+      ``NEIGHBOURS_SQL`` (neighbours.NEIGHBOURS in its dialect) with ``_ids``;
+    - its rankings: ``_legs`` (hybrid search), ``_keyword_page`` and ``_rows``;
     - the sweep's batch sizes and what follows a batch, an expiry or a refresh.
     """
 
