@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent_memory import DISTRIBUTION, __version__, fts, gsd, identity, jsonl, portable, validate
+from agent_memory import fields as fields_table
 from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
 from agent_memory.errors import (
     EmbedderUnavailable,
@@ -42,8 +43,9 @@ from agent_memory.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 
 log = logging.getLogger(__name__)
 
-# What a patch may carry besides the id (REST takes the id from the path).
-PATCH_FIELDS = ARGUMENTS["update"][1:]
+# What a patch may carry besides the id (REST takes the id from the path): the fields
+# table's patchable fields.
+PATCH_FIELDS = fields_table.argument_names("update")
 # A memory shown on its own (get) lists at most this many relations, newest first; stats
 # names at most this many scopes, the largest first.
 MAX_RELATIONS = 200
@@ -320,7 +322,7 @@ class MemoryService:
             args = self._arguments("update", args, PATCH_FIELDS)
             memory_id = validate.memory_id({"id": path_id})
         if not any(name in args for name in PATCH_FIELDS):
-            raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
+            raise InvalidArgument(f"at least one of {', '.join(PATCH_FIELDS)} must be provided")
         changes: dict[str, Any] = {}
         if "content" in args:
             changes["content"] = validate.content(args["content"], self.max_content_bytes)

@@ -39,7 +39,7 @@ from agent_memory.models import (
     content_hash,
 )
 from agent_memory.query import Node, Or, and_of_words, bm25, searched
-from agent_memory.storage import faults
+from agent_memory.storage import faults, rows_common
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.postgres import checks, keyword, portable, rows, vectors
@@ -124,17 +124,8 @@ class PostgresStore:
         with self._write() if embedding is not None else self._statement() as conn:
             embedded = embedding is not None and vectors.pinned(conn, embedding.pin)
             row = (
-                memory.memory_type,
-                memory.content,
-                json.dumps(list(memory.tags), ensure_ascii=False),
-                memory.source,
-                memory.scope,
+                *rows.field_values(rows_common.inserted(memory)),
                 ranking.base_weight(memory.memory_type),
-                1.0,
-                0,
-                memory.now,
-                memory.now,
-                memory.expires_at,
                 int(embedded),
                 content_hash(memory.content),
                 *found,

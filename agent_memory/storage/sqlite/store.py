@@ -23,7 +23,7 @@ from sqlalchemy import bindparam, delete, func, insert, literal_column, select, 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Noise, Pin, SearchPage, content_hash
 from agent_memory.query import indexed_tags, indexed_text, tag_text
-from agent_memory.storage import faults
+from agent_memory.storage import faults, rows_common
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.sqlite import checks, portable, rows, vectors
@@ -200,17 +200,9 @@ class SqliteStore:
     @_guarded
     def insert(self, memory: NewMemory, embedding: Embedding | None) -> int:
         row = {
-            "type": memory.memory_type,
-            "content": memory.content,
+            **rows_common.inserted(memory),
             "tags": tag_text(memory.tags),
-            "source": memory.source,
-            "scope": memory.scope,
             "base_weight": ranking.base_weight(memory.memory_type),
-            "decay_score": 1.0,
-            "access_count": 0,
-            "created_at": memory.now,
-            "last_accessed": memory.now,
-            "expires_at": memory.expires_at,
             "content_hash": content_hash(memory.content),
             "keyword_text": indexed_text(memory.content),
             "keyword_tags": indexed_tags(memory.tags),
