@@ -29,6 +29,9 @@ MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRA
 MAX_TTL_SECS = 3_155_760_000  # about 100 years
 # A new row's value for a field the write does not give: the write's time.
 NOW = "now"
+# How the service checks an argument's value (validate): the content (non-empty, within
+# the size limit), a tag list, a label (a bounded string or null), a lifetime in seconds.
+CONTENT, TAGS, LABEL, TTL = "content", "tags", "label", "ttl"
 
 
 @dataclass(frozen=True)
@@ -43,6 +46,7 @@ class Argument:
     update: str | None = None
     required: bool = False
     nullable: bool = True
+    check: str = LABEL
 
 
 @dataclass(frozen=True)
@@ -81,6 +85,7 @@ FIELDS: tuple[Field, ...] = (
             update="New text; re-indexed.",
             required=True,
             nullable=False,
+            check=CONTENT,
         ),
     ),
     Field(
@@ -106,6 +111,7 @@ FIELDS: tuple[Field, ...] = (
             _TAGS,
             store="Labels for exact-match filtering.",
             update="The new tags, replacing all; null clears.",
+            check=TAGS,
         ),
     ),
     Field(
@@ -145,6 +151,7 @@ FIELDS: tuple[Field, ...] = (
             {"type": "integer", "minimum": 1, "maximum": MAX_TTL_SECS},
             store=f"Expire after this many seconds (1-{MAX_TTL_SECS}); omit for never.",
             update="New lifetime in seconds, counted from now; null removes the expiry.",
+            check=TTL,
         ),
     ),
     Field(

@@ -323,13 +323,11 @@ class MemoryService:
             memory_id = validate.memory_id({"id": path_id})
         if not any(name in args for name in PATCH_FIELDS):
             raise InvalidArgument(f"at least one of {', '.join(PATCH_FIELDS)} must be provided")
-        changes: dict[str, Any] = {}
-        if "content" in args:
-            changes["content"] = validate.content(args["content"], self.max_content_bytes)
-        if "tags" in args:
-            changes["tags"] = validate.tags(args["tags"])
-        if "scope" in args:
-            changes["scope"] = validate.label(args, "scope")
+        changes = {
+            argument.name: self._checked(argument, args)
+            for argument in fields_table.arguments("update")
+            if argument.name in args and argument.check != fields_table.TTL
+        }
         ttl = validate.ttl(args)
         redacted = self._redacted(changes)
         embedding = self._embed_document(changes["content"]) if "content" in changes else None
@@ -341,6 +339,14 @@ class MemoryService:
         if updated is None:
             return _not_found(memory_id, "updated")
         return {**updated, "redacted": redacted} if redacted else updated
+
+    def _checked(self, argument: fields_table.Argument, args: Mapping[str, Any]) -> Any:
+        """A field's value as sent, checked as its kind of value is (fields.Argument.check)."""
+        if argument.check == fields_table.CONTENT:
+            return validate.content(args[argument.name], self.max_content_bytes)
+        if argument.check == fields_table.TAGS:
+            return validate.tags(args[argument.name])
+        return validate.label(args, argument.name)
 
     def forget(self, args: Any) -> dict[str, Any]:
         memory_id = validate.memory_id(self._arguments("forget", args))
