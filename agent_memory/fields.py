@@ -195,11 +195,11 @@ def column_names() -> tuple[str, ...]:
 
 
 def arguments(tool: str) -> tuple[Argument, ...]:
-    """The arguments ``tool`` ("store" or "update") takes of a memory's fields."""
+    """The arguments ``tool`` takes of a memory's fields (only store and update take any)."""
     return tuple(
         f.argument
         for f in FIELDS
-        if f.argument is not None and getattr(f.argument, tool) is not None
+        if f.argument is not None and getattr(f.argument, tool, None) is not None
     )
 
 

@@ -19,7 +19,7 @@ from agent_memory.vocabulary import REST_ARGUMENTS
 Schema = dict[str, Any]
 
 REF = "#/components/schemas/"
-# The address the daemon listens on unless told otherwise (daemon.DEFAULT_PORT).
+# The address the daemon listens on unless told otherwise (cli.DEFAULT_REST_PORT).
 SERVER = "http://127.0.0.1:7437"
 _NULL = {"type": "null"}
 
@@ -53,8 +53,7 @@ def _request(tool: str, drop: tuple[str, ...] = ()) -> Schema:
     """A request body of the MCP input schema of ``tool``: what it takes of a memory's
     fields accepts null where the field table says so."""
     mcp = schemas.INPUT[tool]
-    takes = tool in ("store", "update")
-    nullable = {a.name for a in fields.arguments(tool) if a.nullable} if takes else set()
+    nullable = {a.name for a in fields.arguments(tool) if a.nullable}
     properties = {
         name: or_null(value) if name in nullable else value
         for name, value in mcp["properties"].items()
