@@ -11,6 +11,7 @@ import json
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from agent_memory import fields
 from agent_memory.errors import FormatTooNew, InvalidArgument
 from agent_memory.vocabulary import count
 
@@ -47,20 +48,12 @@ def header(
 
 
 def memory(row: dict[str, Any]) -> dict[str, Any]:
-    """A memory record from a row of the repository's export snapshot."""
-    return {
-        "record": "memory",
-        "key": row["id"],
-        "type": row["type"],
-        "content": row["content"],
-        "tags": row["tags"],
-        "source": row["source"],
-        "scope": row["scope"],
-        "created_at": row["created_at"],
-        "last_accessed": row["last_accessed"],
-        "access_count": row["access_count"],
-        "expires_at": row["expires_at"],
-    }
+    """A memory record from a row of the repository's export snapshot (the fields table
+    gives the keys and their order)."""
+    out: dict[str, Any] = {"record": "memory"}
+    for f in fields.exported():
+        out[fields.export_key(f)] = row[f.name]
+    return out
 
 
 def link(from_key: int, to_key: int, kind: str, created_at: int) -> dict[str, Any]:
@@ -91,19 +84,7 @@ _FIELDS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "exported_rows": (_INT, False),
         "exported_links": (_INT, False),
     },
-    "memory": {
-        "record": (_STR, False),
-        "key": (_INT, False),
-        "type": (_STR, False),
-        "content": (_STR, False),
-        "tags": ((list,), False),
-        "source": ((str, type(None)), True),
-        "scope": ((str, type(None)), True),
-        "created_at": (_INT, False),
-        "last_accessed": (_INT, False),
-        "access_count": (_INT, False),
-        "expires_at": ((int, type(None)), True),
-    },
+    "memory": {"record": (_STR, False), **fields.record_types()},
     "link": {
         "record": (_STR, False),
         "from": (_INT, False),

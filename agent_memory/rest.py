@@ -22,12 +22,12 @@ from __future__ import annotations
 import itertools
 import logging
 from collections.abc import Callable, Generator, Iterator
-from importlib import resources
 from typing import Any
 
 from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
+from agent_memory import openapi as openapi_document
 from agent_memory import web, wire
 from agent_memory.errors import InvalidArgument, InvalidType, StorageError, UnknownField
 from agent_memory.service import MemoryService
@@ -211,8 +211,8 @@ def health() -> Response:
 
 @api.get("/openapi.json")
 def openapi() -> Response:
-    text = resources.files("agent_memory").joinpath("openapi.json").read_text("utf-8")
-    return Response(text, mimetype="application/json")
+    """The document built from the same schemas as the MCP tools' (agent_memory.openapi)."""
+    return Response(openapi_document.text(), mimetype="application/json")
 
 
 def max_body_bytes(max_content_bytes: int) -> int:

@@ -22,6 +22,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from agent_memory import DISTRIBUTION, __version__, fts, gsd, identity, jsonl, portable, validate
+from agent_memory import fields as fields_table
 from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
 from agent_memory.errors import (
     EmbedderUnavailable,
@@ -42,8 +43,9 @@ from agent_memory.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 
 log = logging.getLogger(__name__)
 
-# What a patch may carry besides the id (REST takes the id from the path).
-PATCH_FIELDS = ARGUMENTS["update"][1:]
+# What a patch may carry besides the id (REST takes the id from the path): the fields
+# table's patchable fields.
+PATCH_FIELDS = fields_table.argument_names("update")
 # A memory shown on its own (get) lists at most this many relations, newest first; stats
 # names at most this many scopes, the largest first.
 MAX_RELATIONS = 200
@@ -320,14 +322,12 @@ class MemoryService:
             args = self._arguments("update", args, PATCH_FIELDS)
             memory_id = validate.memory_id({"id": path_id})
         if not any(name in args for name in PATCH_FIELDS):
-            raise InvalidArgument("at least one of content, tags, scope, ttl_secs must be provided")
-        changes: dict[str, Any] = {}
-        if "content" in args:
-            changes["content"] = validate.content(args["content"], self.max_content_bytes)
-        if "tags" in args:
-            changes["tags"] = validate.tags(args["tags"])
-        if "scope" in args:
-            changes["scope"] = validate.label(args, "scope")
+            raise InvalidArgument(f"at least one of {', '.join(PATCH_FIELDS)} must be provided")
+        changes = {
+            argument.name: self._checked(argument, args)
+            for argument in fields_table.arguments("update")
+            if argument.name in args and argument.check != fields_table.TTL
+        }
         ttl = validate.ttl(args)
         redacted = self._redacted(changes)
         embedding = self._embed_document(changes["content"]) if "content" in changes else None
@@ -339,6 +339,14 @@ class MemoryService:
         if updated is None:
             return _not_found(memory_id, "updated")
         return {**updated, "redacted": redacted} if redacted else updated
+
+    def _checked(self, argument: fields_table.Argument, args: Mapping[str, Any]) -> Any:
+        """A field's value as sent, checked as its kind of value is (fields.Argument.check)."""
+        if argument.check == fields_table.CONTENT:
+            return validate.content(args[argument.name], self.max_content_bytes)
+        if argument.check == fields_table.TAGS:
+            return validate.tags(args[argument.name])
+        return validate.label(args, argument.name)
 
     def forget(self, args: Any) -> dict[str, Any]:
         memory_id = validate.memory_id(self._arguments("forget", args))

@@ -1,10 +1,12 @@
 """The contract's vocabulary and bounds: what the service enforces and the transports state.
 
 Free of heavy imports on purpose: ``serve`` lists its tools from these before SQLAlchemy is
-loaded (see cli.serve).
+loaded (see cli.serve). A memory's own fields and their bounds are agent_memory.fields'.
 """
 
-MEMORY_TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT")
+from agent_memory import fields
+
+MEMORY_TYPES = fields.MEMORY_TYPES
 # Pinned types fade six times slower and carry double base weight.
 PINNED_TYPES = frozenset({"DECISION", "ARCHITECTURE", "CONSTRAINT"})
 LINK_KINDS = ("relates_to", "supersedes", "caused_by")
@@ -13,12 +15,13 @@ INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caus
 
 # The arguments each operation takes, in the order the MCP tools list them; any other
 # argument is refused (an agent that misspells ``tags`` must learn it, not get a memory
-# without tags). REST's update takes the id from its path.
+# without tags). REST's update takes the id from its path. What store and update take of a
+# memory's fields is the fields table's.
 ARGUMENTS: dict[str, tuple[str, ...]] = {
-    "store": ("content", "type", "tags", "source", "scope", "ttl_secs"),
+    "store": fields.argument_names("store"),
     "search": ("query", "type", "tag", "scope", "limit", "expand_links", "explain"),
     "list": ("type", "tag", "scope", "limit", "before", "expand_links"),
-    "update": ("id", "content", "tags", "scope", "ttl_secs"),
+    "update": ("id", *fields.argument_names("update")),
     "link": ("from_id", "to_id", "kind"),
     "unlink": ("from_id", "to_id", "kind"),
     "forget": ("id",),
@@ -36,7 +39,7 @@ SQLITE_INT_MIN, SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 MAX_LIMIT = 200
 DEFAULT_SEARCH_LIMIT = 50
-MAX_TTL_SECS = 3_155_760_000  # about 100 years
+MAX_TTL_SECS = fields.MAX_TTL_SECS
 # Characters of a related memory's content shown by expand_links.
 SNIPPET_CHARS = 160
 # Neighbours attached to each result by expand_links, most recent relations first.

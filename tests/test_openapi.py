@@ -7,11 +7,13 @@ import re
 import shutil
 import subprocess
 import sys
-from importlib import resources
 from pathlib import Path
 
+from openapi_spec_validator import validate
 from rest_daemon import RestDaemon
 
+from agent_memory import openapi
+from agent_memory.mcp_tools import TOOLS
 from agent_memory.rest import create_app
 from agent_memory.vocabulary import REST_ARGUMENTS
 
@@ -19,7 +21,8 @@ SCHEMATHESIS_EXAMPLES = 30
 
 
 def document() -> dict:
-    return json.loads(resources.files("agent_memory").joinpath("openapi.json").read_text("utf-8"))
+    """The document as the daemon serves it (built in code: agent_memory.openapi)."""
+    return json.loads(openapi.text())
 
 
 def served_routes(app) -> set[tuple[str, str]]:
@@ -43,6 +46,22 @@ def test_every_route_is_documented_and_every_documented_route_exists(service):
     doc = document()
     assert doc["openapi"].startswith("3.1")
     assert served_routes(create_app(service)) == documented_routes(doc)
+
+
+def test_the_document_is_valid_openapi_3_1():
+    validate(document())
+
+
+def test_the_memory_shapes_are_the_mcp_tools_own():
+    """One source: the REST bodies state what the MCP tools state, in the OpenAPI dialect."""
+    schemas = document()["components"]["schemas"]
+    tools = {tool.name: tool for tool in TOOLS}
+    stored = tools["memory_store"].input_schema["properties"]
+    assert list(schemas["StoreRequest"]["properties"]) == list(stored)
+    listed = tools["memory_list"].output_schema["properties"]["memories"]["items"]
+    assert list(schemas["Memory"]["properties"]) == list(listed["properties"])
+    assert schemas["Memory"]["required"] == listed["required"]
+    assert schemas["Memory"]["properties"]["scope"]["type"] == ["string", "null"]
 
 
 def test_the_search_body_names_what_a_rest_search_takes():

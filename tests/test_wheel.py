@@ -39,7 +39,7 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     revisions = {p.name for p in (ROOT / "migrations" / "versions").glob("*.py")}
     assert revisions and {f"agent_memory/migrations/versions/{r}" for r in revisions} <= set(names)
     assert "agent_memory/alembic.ini" in names
-    assert "agent_memory/openapi.json" in names
+    assert "agent_memory/openapi.py" in names
     assert {f"agent_memory/web/{name}" for name in web.ASSETS} <= set(names)  # the page
 
     venv = tmp_path / "venv"

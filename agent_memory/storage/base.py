@@ -15,38 +15,17 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from agent_memory import fields
 from agent_memory.models import OLLAMA, Embedding, Filters, Noise, Pin, SearchPage
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
+# A memory as every read answers it, in this order (rows become dicts by these names), and
+# as an export writes it (the JSONL format's fields, in their order): the fields table's.
+MEMORY_COLUMNS = fields.read_names()
+EXPORT_MEMORY_COLUMNS = fields.export_names()
+
 # The pin, as a store keeps it in key/value rows. A pin written before providers existed
 # has no provider key: its vectors came from Ollama.
-# A memory as every read answers it, in this order (rows become dicts by these names).
-MEMORY_COLUMNS = (
-    "id",
-    "content",
-    "type",
-    "tags",
-    "source",
-    "scope",
-    "decay_score",
-    "created_at",
-    "last_accessed",
-    "expires_at",
-)
-# A memory as an export writes it (the JSONL format v1's fields, in their order).
-EXPORT_MEMORY_COLUMNS = (
-    "id",
-    "type",
-    "content",
-    "tags",
-    "source",
-    "scope",
-    "created_at",
-    "last_accessed",
-    "access_count",
-    "expires_at",
-)
-
 PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
 PROVIDER_KEY = "embedding_provider"
 # The meta row holding the database's random id (agent_memory.identity), made with the schema.

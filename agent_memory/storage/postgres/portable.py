@@ -9,7 +9,6 @@ batch's new rows take consecutive ids (drawn from the sequence under that lock, 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -17,6 +16,7 @@ import sqlalchemy
 
 from agent_memory import ranking
 from agent_memory.models import Pin, content_hash
+from agent_memory.storage import rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword, rows, vectors
 
@@ -79,17 +79,8 @@ def import_memories(
             values.append(
                 (
                     memory_id,
-                    record["type"],
-                    record["content"],
-                    json.dumps(list(record["tags"]), ensure_ascii=False),
-                    record["source"],
-                    record["scope"],
+                    *rows.field_values(rows_common.imported(record, now)),
                     ranking.base_weight(record["type"]),
-                    1.0,
-                    record["access_count"],
-                    record["created_at"],
-                    now,
-                    record["expires_at"],
                     0,
                     content_hash(record["content"]),
                     *found,

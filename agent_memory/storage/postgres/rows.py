@@ -5,9 +5,11 @@ wherever it is read).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
+from agent_memory import fields
 from agent_memory.models import Filters
 from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword
@@ -16,14 +18,13 @@ from agent_memory.vocabulary import SQLITE_INT_MAX
 EXPORT_BATCH_ROWS = 1_000
 
 SELECT = ", ".join(MEMORY_COLUMNS)
-ROW_COLUMNS = (
-    "type, content, tags, source, scope, base_weight, decay_score, access_count, created_at,"
-    " last_accessed, expires_at, embedding_status, content_hash, terms, doc_len, tf, tag_tf"
-)
-ROW_VALUES = (
-    "%s, %s, %s::jsonb, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s,"
-    " %s::tsvector, %s, %s::jsonb, %s::jsonb"  # keyword.Document, in its order
-)
+# A new row's columns: the fields table's, then the store's own (keyword.Document's last,
+# in its order), each with the cast its value needs.
+_CASTS = {"tags": "::jsonb", "terms": "::tsvector", "tf": "::jsonb", "tag_tf": "::jsonb"}
+_OWN_COLUMNS = ("base_weight", "embedding_status", "content_hash", "terms", "doc_len", "tf")
+_ALL_COLUMNS = (*fields.column_names(), *_OWN_COLUMNS, "tag_tf")
+ROW_COLUMNS = ", ".join(_ALL_COLUMNS)
+ROW_VALUES = ", ".join(f"%s{_CASTS.get(name, '')}" for name in _ALL_COLUMNS)
 INSERT = f"INSERT INTO memories ({ROW_COLUMNS}) VALUES ({ROW_VALUES}) RETURNING id"
 # The keyword columns an update writes (keyword.Document, in its order), and what it reads
 # to make them when only the content or only the tags change (locked until it writes).
@@ -60,6 +61,13 @@ LINK = (
     "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (%s, %s, %s, %s)"
     " ON CONFLICT DO NOTHING"
 )
+
+
+def field_values(values: dict[str, Any]) -> tuple[Any, ...]:
+    """A new row's field columns (rows_common's, in their order) as the driver takes them:
+    tags as a JSON text."""
+    encoded = {**values, "tags": json.dumps(list(values["tags"]), ensure_ascii=False)}
+    return tuple(encoded.values())
 
 
 def memory(row: Sequence[Any]) -> dict[str, Any]:

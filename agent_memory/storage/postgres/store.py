@@ -36,7 +36,7 @@ from agent_memory.models import (
     content_hash,
 )
 from agent_memory.query import searched
-from agent_memory.storage import faults, neighbours
+from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.common import CommonStore, Leg, Legs
@@ -127,17 +127,8 @@ class PostgresStore(CommonStore):
     def _insert_row(self, conn: Connection, memory: NewMemory, embedded: bool) -> int:
         found = keyword.document(memory.content, memory.tags)
         row = (
-            memory.memory_type,
-            memory.content,
-            json.dumps(list(memory.tags), ensure_ascii=False),
-            memory.source,
-            memory.scope,
+            *rows.field_values(rows_common.inserted(memory)),
             ranking.base_weight(memory.memory_type),
-            1.0,
-            0,
-            memory.now,
-            memory.now,
-            memory.expires_at,
             int(embedded),
             content_hash(memory.content),
             *found,

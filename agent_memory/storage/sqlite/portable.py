@@ -13,15 +13,16 @@ from typing import Any
 import sqlalchemy
 from sqlalchemy import func, select
 
-from agent_memory import ranking
+from agent_memory import fields, ranking
 from agent_memory.models import Pin, content_hash
 from agent_memory.query import indexed_tags, indexed_text, tag_text
+from agent_memory.storage import rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.sqlite import vectors
 from agent_memory.storage.sqlite.schema import memories, memory_links
 
-# Rows per INSERT statement of an import (13 values each, well under SQLite's 32,766
-# bound parameters); see _insert_rows.
+# Rows per INSERT statement of an import (a value per import column each: the statement
+# must stay under SQLite's 32,766 bound parameters); see _insert_rows.
 IMPORT_ROWS_PER_STATEMENT = 1_000
 # After an import, the FTS5 index is merged down by this many pages per transaction.
 MERGE_STEP_PAGES = 64
@@ -43,17 +44,8 @@ _SET_HASH = "UPDATE memories SET content_hash = ? WHERE id = ?"
 # after the sequence's current value (checked after the insert).
 _SEQUENCE = "SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'memories'), 0)"
 _IMPORT_COLUMNS = (
-    "type",
-    "content",
-    "tags",
-    "source",
-    "scope",
+    *fields.column_names(),
     "base_weight",
-    "decay_score",
-    "access_count",
-    "created_at",
-    "last_accessed",
-    "expires_at",
     "embedding_status",
     "content_hash",
     "keyword_text",
@@ -139,19 +131,12 @@ def import_memories(
             continue
         first[identity] = len(new_rows)
         placed.append((i, identity, True))
+        row = rows_common.imported(record, now)
+        row["tags"] = tag_text(record["tags"])
         new_rows.append(
             (
-                record["type"],
-                record["content"],
-                tag_text(record["tags"]),
-                record["source"],
-                record["scope"],
+                *row.values(),
                 ranking.base_weight(record["type"]),
-                1.0,
-                record["access_count"],
-                record["created_at"],
-                now,
-                record["expires_at"],
                 0,
                 hashes[i],
                 indexed_text(record["content"]),

@@ -20,7 +20,7 @@ import sqlean
 
 from agent_memory import ranking
 from agent_memory.errors import DatabaseBusy, DatabaseOpenError, SchemaTooNew, StorageFault
-from agent_memory.storage.base import READ
+from agent_memory.storage.base import MEMORY_COLUMNS, READ
 from agent_memory.storage.neighbours import NEIGHBOURS, neighbour_edges
 from agent_memory.storage.sqlite import database
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
@@ -31,7 +31,7 @@ from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 # candidate is a row read, so the window bounds the cost on a large scope.
 _RECENT = """
 SELECT * FROM (
-  SELECT id, content, type, tags, source, scope, created_at, last_accessed, expires_at
+  SELECT {columns}
   FROM memories AS m
   WHERE m.scope IS ? AND m.type IN (SELECT value FROM json_each(?))
     AND (m.expires_at IS NULL OR m.expires_at > ?)
@@ -44,6 +44,9 @@ SELECT * FROM (
 ORDER BY last_accessed DESC, created_at DESC, id DESC
 LIMIT ?
 """
+# The brief's memory: the wire fields, but decay_score, which is computed as of its time.
+_RECENT_COLUMNS = tuple(name for name in MEMORY_COLUMNS if name != "decay_score")
+_RECENT = _RECENT.format(columns=", ".join(_RECENT_COLUMNS))
 # Every relation touching one of the ids (a JSON array), at most per_result per id.
 _NEIGHBOURS = NEIGHBOURS.format(member="IN (SELECT value FROM json_each(?1))", per_result="?2")
 _VERSION = "SELECT version_num FROM alembic_version"
@@ -95,14 +98,12 @@ class SqliteReader:
         self, *, scope: str | None, types: Sequence[str], now: int, limit: int, window: int
     ) -> list[dict[str, Any]]:
         rows = self._read(_RECENT, (scope, json.dumps(list(types)), now, window, limit))
-        names = ("id", "content", "type", "tags", "source", "scope")
         found = []
         for row in rows:
-            memory = dict(zip(names, row[:6], strict=True))
-            memory["tags"] = json.loads(memory["tags"])
-            memory["decay_score"] = ranking.decay(row[2], row[7], now)
-            memory.update(created_at=row[6], last_accessed=row[7], expires_at=row[8])
-            found.append(memory)
+            read = dict(zip(_RECENT_COLUMNS, row, strict=True))
+            read["tags"] = json.loads(read["tags"])
+            read["decay_score"] = ranking.decay(read["type"], read["last_accessed"], now)
+            found.append({name: read[name] for name in MEMORY_COLUMNS})
         return found
 
     def neighbours(

@@ -1,4 +1,5 @@
-"""SQLAlchemy Core definitions of the plain tables, as the newest migration leaves them.
+"""SQLAlchemy Core definitions of the plain tables, as the newest migration leaves them; a
+memory's field columns are the fields table's.
 
 The FTS5 index (``memories_fts``: content and tags, reading ``memories_fts_source``), the
 vector tables and their triggers are raw SQL in the migrations and the store; SQLAlchemy
@@ -8,32 +9,51 @@ must keep describing the schema of its own day.
 
 from __future__ import annotations
 
+from typing import Any
+
 from sqlalchemy import Column, Float, ForeignKey, Integer, MetaData, Table, Text
+
+from agent_memory import fields
 
 metadata = MetaData()
 
-memories = Table(
-    "memories",
-    metadata,
-    Column("id", Integer, primary_key=True),
-    Column("type", Text, nullable=False),
-    Column("content", Text, nullable=False),
-    Column("tags", Text, nullable=False),  # a JSON array of strings (query.tag_text)
-    Column("source", Text),
-    Column("scope", Text),
-    Column("base_weight", Float, nullable=False),
-    Column("decay_score", Float, nullable=False),
-    Column("access_count", Integer, nullable=False),
-    Column("created_at", Integer, nullable=False),
-    Column("last_accessed", Integer, nullable=False),
-    Column("expires_at", Integer),
-    Column("embedding_status", Integer, nullable=False),  # 1: vector made from this content
-    Column("content_hash", Integer, nullable=False),  # models.content_hash(content)
-    # What the keyword index reads instead of content (query.indexed_text), or NULL
-    Column("keyword_text", Text),
-    # What the keyword index reads instead of tags (query.indexed_tags), or NULL
-    Column("keyword_tags", Text),
+# A field's column type, by the JSON type of its value (tags: a JSON array of strings, as
+# query.tag_text writes it).
+_COLUMN_TYPES: dict[str, Any] = {"integer": Integer, "string": Text, "number": Float, "array": Text}
+
+
+# The columns in the order the migrations made them (a test compares it with the migrated
+# file); a field's column added later comes last, where ALTER TABLE ADD COLUMN puts it.
+_ORDER = (
+    *("id", "type", "content", "tags", "source", "scope", "base_weight", "decay_score"),
+    *("access_count", "created_at", "last_accessed", "expires_at", "embedding_status"),
+    *("content_hash", "keyword_text", "keyword_tags"),
 )
+
+
+def _columns() -> list[Column[Any]]:
+    """A column per field of the fields table that a row is written with, and the
+    store's own, in the table's order."""
+    made = [
+        Column(f.name, _COLUMN_TYPES[f.schema["type"]], nullable=f.nullable)
+        for f in fields.FIELDS
+        if f.column
+    ]
+    made += [
+        Column("id", Integer, primary_key=True),
+        Column("base_weight", Float, nullable=False),
+        Column("embedding_status", Integer, nullable=False),  # 1: vector made from this content
+        Column("content_hash", Integer, nullable=False),  # models.content_hash(content)
+        # What the keyword index reads instead of content (query.indexed_text), or NULL
+        Column("keyword_text", Text),
+        # What the keyword index reads instead of tags (query.indexed_tags), or NULL
+        Column("keyword_tags", Text),
+    ]
+    last = len(_ORDER)
+    return sorted(made, key=lambda c: _ORDER.index(c.name) if c.name in _ORDER else last)
+
+
+memories = Table("memories", metadata, *_columns())
 
 memory_links = Table(
     "memory_links",

@@ -33,7 +33,7 @@ from sqlalchemy import (
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, content_hash
 from agent_memory.query import indexed_tags, indexed_text, tag_text
-from agent_memory.storage import faults, neighbours
+from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.common import CommonStore, Leg, Legs
 from agent_memory.storage.sqlite import portable, rows, vectors
@@ -164,17 +164,9 @@ class SqliteStore(CommonStore):
 
     def _insert_row(self, conn: Connection, memory: NewMemory, embedded: bool) -> int:
         row = {
-            "type": memory.memory_type,
-            "content": memory.content,
+            **rows_common.inserted(memory),
             "tags": tag_text(memory.tags),
-            "source": memory.source,
-            "scope": memory.scope,
             "base_weight": ranking.base_weight(memory.memory_type),
-            "decay_score": 1.0,
-            "access_count": 0,
-            "created_at": memory.now,
-            "last_accessed": memory.now,
-            "expires_at": memory.expires_at,
             "content_hash": content_hash(memory.content),
             "keyword_text": indexed_text(memory.content),
             "keyword_tags": indexed_tags(memory.tags),
