@@ -305,8 +305,8 @@ class _SlicedWire:
     """The JSON-RPC side of stdout, encoded WIRE_SLICE_CHARS at a time.
 
     The SDK's stdio writer hands over each message as one str; a text wrapper would encode
-    all of it into a second, bytes copy first (300 MiB more for an unlimited list of 150
-    memories of 1 MiB). Slicing holds one slice of bytes instead.
+    all of it into a second, bytes copy first, as large as the message again (an
+    unlimited list of large memories). Slicing holds one slice of bytes instead.
     """
 
     def __init__(self, raw: BinaryIO) -> None:
