@@ -13,7 +13,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
@@ -39,7 +39,7 @@ FAILURES = (StorageError, DatabaseMissing, DatabaseOpenError, SchemaTooNew, Back
 Answer = dict[str, Any]
 
 
-def stop(message: str, code: int) -> None:
+def stop(message: str, code: int) -> NoReturn:
     click.echo(message, err=True)
     sys.exit(code)
 
