@@ -29,7 +29,6 @@ from agent_memory.errors import (
 from agent_memory.terminal import Integer, Subcommand, is_loopback, parse_addr
 from agent_memory.wiring import (
     LOG_LEVELS,
-    OpeningService,
     Settings,
     fail,
 )
@@ -150,8 +149,10 @@ def serve(settings: Settings) -> None:
         fail(str(exc))
     outlook = embedders.outlook(settings.embedder, pin, ollama_model=settings.embed_model)
     answered = threading.Event()
-    # A new file or a migration is opened before the first answer, as everywhere else.
-    service = OpeningService(settings, answered) if at_head else wiring.open_service(settings)
+    if at_head:
+        service = wiring.opening_service(settings, answered)
+    else:  # a new file or a migration is opened before the first answer, as everywhere else
+        service = wiring.open_service(settings)
     from agent_memory import mcp_server
     from agent_memory.lifecycle import Sweeper
 

@@ -123,15 +123,7 @@ def parse(text: str) -> Parsed:
         if section is None:
             continue
         if section == DEFERRED_SECTION and raw.strip().startswith("|"):
-            cells = _cells(raw)
-            if table is None:
-                table = _Table(cells)
-            elif not table.separated and all(_SEPARATOR_CELL.match(c) for c in cells if c):
-                table.separated = True
-            else:
-                content = table.content(cells)
-                if content is not None:
-                    _add(out, Item("TODO", content, [TAG, DEFERRED_TAG]))
+            table = _table_row(out, table, _cells(raw))
             continue
         bullet = _BULLET.match(raw)
         if not bullet:
@@ -149,6 +141,19 @@ def parse(text: str) -> Parsed:
     if current is not None:
         _close(out, current)
     return out
+
+
+def _table_row(out: Parsed, table: _Table | None, cells: list[str]) -> _Table:
+    """One row of the deferred section's table: its header, its separator, or an item."""
+    if table is None:
+        return _Table(cells)
+    if not table.separated and all(_SEPARATOR_CELL.match(c) for c in cells if c):
+        table.separated = True
+    else:
+        content = table.content(cells)
+        if content is not None:
+            _add(out, Item("TODO", content, [TAG, DEFERRED_TAG]))
+    return table
 
 
 def _close(out: Parsed, current: _Open) -> None:

@@ -13,7 +13,7 @@ import logging
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -32,6 +32,9 @@ from agent_memory.terminal import Integer, Progress, Subcommand, quiet_below
 from agent_memory.vocabulary import count
 from agent_memory.wiring import Settings, fail
 
+if TYPE_CHECKING:  # the service (and SQLAlchemy) load when a command opens it
+    from agent_memory.service import MemoryService
+
 Progressed = Callable[[int, int], None]  # progress(done, total)
 
 
@@ -45,7 +48,10 @@ _batch_option = click.option(
 
 
 def _embedding_run(
-    settings: Settings, mode: str, label: str, run: Callable[[Any, Progressed], tuple[int, Pin]]
+    settings: Settings,
+    mode: str,
+    label: str,
+    run: Callable[[MemoryService, Progressed], tuple[int, Pin]],
 ) -> tuple[int, Pin]:
     """``run(service, progress)``, a reembed or an embed, with its progress bar on stderr;
     one line and exit code 1 when it cannot go on (what it committed stays)."""
@@ -55,7 +61,6 @@ def _embedding_run(
         return run(service, bar.at)
     except (EmbedderUnavailable, EmbeddingOff, PinMismatch, StorageError) as exc:
         fail(str(exc))
-        raise  # not reached: fail exits
     finally:
         bar.close()
         service.close()
@@ -133,17 +138,17 @@ def export(settings: Settings, output: Path | None) -> None:
     service = wiring.open_service(settings, mode=READ, embedding=False)
     bar = Progress("exporting")
 
-    def counted(write: Callable[[str], object]) -> Callable[[str], object]:
+    def counted(write: Callable[[str], object]) -> Callable[[str], None]:
         lines = [0, 0]  # written, total (from the header)
 
-        def write_line(text: str) -> object:
+        def write_line(text: str) -> None:
             if lines[0] == 0:
                 header = json.loads(text)
                 lines[1] = header["exported_rows"] + header["exported_links"]
             elif lines[0] % 1000 == 0:
                 bar.at(lines[0], lines[1])
             lines[0] += 1
-            return write(text)
+            write(text)
 
         return write_line
 
@@ -309,7 +314,6 @@ def doctor(settings: Settings, repair: bool, as_json: bool) -> None:
         report = service.doctor(repair=repair)
     except StorageError as exc:
         fail(str(exc))
-        raise  # not reached: fail exits
     finally:
         service.close()
     if as_json:

@@ -19,7 +19,7 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NamedTuple
 
 import anyio
 from mcp.server import Server
@@ -97,17 +97,73 @@ CACHE_HINTS: dict[Any, CacheHint] = {
 }
 
 
-def _method(name: str) -> Callable[[MemoryService, Any], Any]:
-    """The service's method ``name``, looked up per call (serve's service may still be opening)."""
-    return lambda svc, args: getattr(svc, name)(args)
+class Handler(NamedTuple):
+    """What answers one tool: the operation its errors name, and the service call."""
+
+    operation: str
+    run: Callable[[MemoryService, Any], Any]
 
 
-# tool name -> (operation named in storage errors, what runs it)
-_OPERATIONS: dict[str, tuple[str, Callable[[MemoryService, Any], Any]]] = {
-    f"memory_{name}": (name, _method(name))
-    for name in ("store", "search", "update", "link", "unlink", "forget")
+# One function per service call, so that a type checker and "find usages" follow each
+# tool to its method. Each takes the service at call time: serve's may still be opening.
+def _store(service: MemoryService, args: Any) -> dict[str, Any]:
+    return service.store(args)
+
+
+def _search(service: MemoryService, args: Any) -> dict[str, Any]:
+    return service.search(args)
+
+
+def _list(service: MemoryService, args: Any) -> dict[str, Any]:
+    return {"memories": service.list(args)}
+
+
+def _update(service: MemoryService, args: Any) -> dict[str, Any]:
+    return service.update(args)
+
+
+def _link(service: MemoryService, args: Any) -> dict[str, Any]:
+    return service.link(args)
+
+
+def _unlink(service: MemoryService, args: Any) -> dict[str, Any]:
+    return service.unlink(args)
+
+
+def _forget(service: MemoryService, args: Any) -> dict[str, Any]:
+    return service.forget(args)
+
+
+# Every tool of mcp_tools.TOOLS, by name.
+HANDLERS: dict[str, Handler] = {
+    "memory_store": Handler("store", _store),
+    "memory_search": Handler("search", _search),
+    "memory_list": Handler("list", _list),
+    "memory_update": Handler("update", _update),
+    "memory_link": Handler("link", _link),
+    "memory_unlink": Handler("unlink", _unlink),
+    "memory_forget": Handler("forget", _forget),
 }
-_OPERATIONS["memory_list"] = ("list", lambda svc, args: {"memories": svc.list(args)})
+
+
+def _read_list(service: MemoryService, args: dict[str, Any]) -> Any:
+    return service.list(args)
+
+
+def _read_stats(service: MemoryService, args: dict[str, Any]) -> Any:
+    return service.stats(args)
+
+
+def _read_memory(service: MemoryService, args: dict[str, Any]) -> Any:
+    return service.get(args)
+
+
+# Every operation mcp_catalog.resource_call names, and the service call that reads it.
+READS: dict[str, Callable[[MemoryService, dict[str, Any]], Any]] = {
+    "list": _read_list,
+    "stats": _read_stats,
+    "get": _read_memory,
+}
 
 
 def _text(payload: Any) -> str:
@@ -136,7 +192,7 @@ def _mapped(operation: str) -> Iterator[None]:
 def call_tool(service: MemoryService, name: str, arguments: Any) -> CallToolResult:
     """Run one tool call; every failure leaves as a mapped MCP error, never raw text. An
     unknown argument is a tool result with isError, which the agent reads and corrects."""
-    entry = _OPERATIONS.get(name)
+    entry = HANDLERS.get(name)
     if entry is None:
         raise MCPError(INVALID_PARAMS, f"unknown tool: {wire.printable(str(name))}")
     operation, method = entry
@@ -158,7 +214,7 @@ def read_resource(service: MemoryService, uri: str) -> ReadResourceResult:
     except mcp_catalog.UnknownResource as exc:
         raise MCPError(INVALID_PARAMS, str(exc)) from exc
     with _mapped(operation):
-        payload = getattr(service, operation)(args)
+        payload = READS[operation](service, args)
     if operation == "get" and payload.get("found") is False:
         raise MCPError(INVALID_PARAMS, f"resource not found: no memory has id {payload['id']}")
     contents = TextResourceContents(uri=uri, mime_type=mcp_catalog.JSON, text=_text(payload))
@@ -249,8 +305,8 @@ class _SlicedWire:
     """The JSON-RPC side of stdout, encoded WIRE_SLICE_CHARS at a time.
 
     The SDK's stdio writer hands over each message as one str; a text wrapper would encode
-    all of it into a second, bytes copy first (300 MiB more for an unlimited list of 150
-    memories of 1 MiB). Slicing holds one slice of bytes instead.
+    all of it into a second, bytes copy first, as large as the message again (an
+    unlimited list of large memories). Slicing holds one slice of bytes instead.
     """
 
     def __init__(self, raw: BinaryIO) -> None:

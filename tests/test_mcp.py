@@ -166,7 +166,7 @@ def test_unexpected_failure_never_leaks_its_text(service, monkeypatch, caplog):
     def explode(_self, _args):
         raise TypeError("'<=' not supported between secret internals")
 
-    monkeypatch.setitem(mcp_server._OPERATIONS, "memory_list", ("list", explode))
+    monkeypatch.setitem(mcp_server.HANDLERS, "memory_list", mcp_server.Handler("list", explode))
     (error,) = run(service, ("memory_list", {}))
     assert error.code == -32603
     assert error.message == "list failed due to an internal error (details are in the server log)"
