@@ -1,7 +1,7 @@
 """The vector leg with type, tag and scope filters: recall of the filtered ten and latency,
 through the in-memory index and the SQL leg, against the same leg cut before filtering.
 
-    .venv/bin/python bench/bench_filtered.py [--sizes 100000,1000000] [--queries 100] [--keep DIR]
+    .venv/bin/python -m bench.bench_filtered [--sizes 100000,1000000] [--queries 100] [--keep DIR]
 
 The corpus is drawn here (seeded): 384-d vectors shaped like a real model's (a shared
 direction, one of TOPICS topic directions, noise spread unevenly over the dimensions;

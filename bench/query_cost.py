@@ -1,6 +1,6 @@
 """What the costliest small queries take, and that ordinary questions still pass.
 
-    .venv/bin/python bench/query_cost.py [--size 100000] [--keep DIR]
+    .venv/bin/python -m bench.query_cost [--size 100000] [--keep DIR]
 
 Loads the corpus of bench/run.py (through ``agent-memory import``), then times, in process,
 each attack query of issue 18 (a few KB each: a short prefix OR-ed 500 times, a NEAR group
@@ -11,20 +11,16 @@ p99, and how many were refused: the bounds must refuse none of them).
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from run import AgentMemory, pct  # noqa: E402
-
-from agent_memory.errors import InvalidArgument  # noqa: E402
-from agent_memory.service import MemoryService  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
-
-import corpus  # noqa: E402
+from agent_memory.errors import InvalidArgument
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from bench import corpus
+from bench._common import pct
+from bench.run import AgentMemory
 
 try:  # the code before issue 18 had no bounds
     from agent_memory.fts import check_cost as _check  # noqa: F401

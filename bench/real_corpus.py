@@ -23,10 +23,10 @@ Everything lives outside the repository, in ``~/.cache/agent-memory-bench/`` (``
 
 Commands::
 
-    python bench/real_corpus.py build --git git=/path/git.git --git rails=/path/rails.git
-    nohup python bench/real_corpus.py embed --threads 1 > ~/.cache/agent-memory-bench/embed.log &
-    python bench/real_corpus.py stats            # neighbour cosines of real queries
-    python bench/real_corpus.py draw --count 1000000   # "around real" vectors, noise calibrated
+    python -m bench.real_corpus build --git git=/path/git.git --git rails=/path/rails.git
+    nohup python -m bench.real_corpus embed --threads 1 > ~/.cache/agent-memory-bench/embed.log &
+    python -m bench.real_corpus stats            # neighbour cosines of real queries
+    python -m bench.real_corpus draw --count 1000000   # "around real" vectors, noise calibrated
 
 Deterministic: the same sources at the same pinned commits give byte-identical jsonl files
 (the manifest's hashes say so); the order is a hash of repository and commit, so any prefix of
@@ -233,7 +233,6 @@ def embed_file(texts: list[str], out: Path, *, query: bool, threads: int, log: A
     The marker is written after each block is flushed to disk, and on start the file is cut
     back to the marker, so a kill at any point loses at most one block and never misaligns.
     """
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from agent_memory.embedders.local import LocalModel
 
     marker = out.with_suffix(out.suffix + ".done")
@@ -281,7 +280,6 @@ def verify(texts: list[str], out: Path, *, query: bool, sample: int, repair: boo
     """
     import numpy as np
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from agent_memory.embedders.local import LocalModel
 
     vectors = load_vectors(out)

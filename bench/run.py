@@ -1,6 +1,6 @@
 """The comparison bench: agent-memory, the protocol floor and two local peers, at every size.
 
-    .venv/bin/python bench/run.py [--sizes 1000,10000,100000,1000000] [--peers]
+    .venv/bin/python -m bench.run [--sizes 1000,10000,100000,1000000] [--peers]
                                   [--peer-sizes 1000,10000,100000] [--hybrid-sizes 1000,10000]
                                   [--postgres [URL]] [--json bench/results/run.json]
 
@@ -51,17 +51,23 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-from fake_ollama import FakeOllama  # noqa: E402
-
-from agent_memory import __version__, jsonl  # noqa: E402
-from agent_memory.lifecycle import SWEEP_PAUSE_SECS, sweep  # noqa: E402
-from agent_memory.service import MemoryService  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
-
-import corpus  # noqa: E402
+from agent_memory import jsonl
+from agent_memory.lifecycle import SWEEP_PAUSE_SECS, sweep
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from bench import corpus
+from bench._common import (
+    ROOT,
+    agent_memory_cmd,
+    call,
+    child_peak_rss_mib,
+    clean_env,
+    export_header,
+    log,
+    module_cmd,
+    pct,
+)
+from tests.support.fake_ollama import FakeOllama
 
 COLD_RUNS = 3
 STORES = 200
@@ -79,26 +85,6 @@ SPREAD_LAST_USE = (
     "UPDATE memories SET last_accessed = created_at"
     " + (id * 2654435761 % 1000003) * ({now} - created_at) / 1000003"
 )
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def agent_memory_cmd() -> str:
-    found = Path(sys.executable).with_name("agent-memory")
-    return str(found) if found.exists() else shutil.which("agent-memory") or "agent-memory"
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
-    env.update(extra)
-    return env
-
-
-def text_of(result: Any) -> str:
-    return "".join(getattr(part, "text", "") for part in result.content)
 
 
 # -- the servers ------------------------------------------------------------------------------
@@ -139,9 +125,8 @@ class Floor(System):
     name = "floor"
 
     def params(self) -> StdioServerParameters:
-        return StdioServerParameters(
-            command=sys.executable, args=[str(HERE / "floor_server.py"), "bench-floor"]
-        )
+        command, *args = module_cmd("floor_server", "bench-floor")
+        return StdioServerParameters(command=command, args=args, cwd=str(ROOT))
 
     def store(self, memory: dict, i: int) -> tuple[str, dict]:
         return "memory_store", memory
@@ -181,19 +166,7 @@ class AgentMemory(Floor):
         now = int(time.time())
         source = self.dir / "load.jsonl"
         with source.open("w", encoding="utf-8") as out:
-            out.write(
-                jsonl.line(
-                    jsonl.header(
-                        exported_at=now,
-                        embedding_model="nomic-embed-text",
-                        embedding_dim=768,
-                        schema_version=4,
-                        agent_memory_version=__version__,
-                        exported_rows=len(memories),
-                        exported_links=0,
-                    )
-                )
-            )
+            out.write(export_header(len(memories), now=now))
             for i, memory in enumerate(memories):
                 created = now - YEAR + (i * YEAR) // max(len(memories), 1)
                 out.write(
@@ -254,7 +227,7 @@ class AgentMemoryPostgres(AgentMemory):
         return self.url
 
     def load(self, memories: list[dict]) -> None:
-        import bench_postgres
+        from bench import bench_postgres
 
         self.url = bench_postgres.fresh_database(self.server_url)
         super().load(memories)
@@ -344,32 +317,6 @@ def install_peers(prefix: Path) -> None:
 
 
 # -- measuring --------------------------------------------------------------------------------
-
-
-def child_peak_rss_mib() -> float:
-    """VmHWM of this process's children (the one server running now)."""
-    peak = 0.0
-    me = str(os.getpid())
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[1] != me:
-                continue
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]) / 1024)
-        except (OSError, IndexError):
-            continue
-    return peak
-
-
-async def call(client: Client, request: tuple[str, dict]) -> float:
-    start = time.perf_counter()
-    result = await client.call_tool(*request)
-    elapsed = time.perf_counter() - start
-    if result.is_error:
-        raise RuntimeError(f"{request[0]} failed: {text_of(result)[:200]}")
-    return elapsed
 
 
 async def cold_start(system: System) -> float:
@@ -556,13 +503,10 @@ def main() -> None:
     peer_sizes = {int(s) for s in args.peer_sizes.split(",")}
     hybrid_sizes = {int(s) for s in args.hybrid_sizes.split(",") if s}
 
-    def log(message: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
     results: dict[int, dict[str, dict[str, float]]] = {}
     server = None
     if args.postgres == "embedded":
-        from postgres_server import PostgresServer
+        from tests.support.postgres_server import PostgresServer
 
         server = PostgresServer()
         server.start()

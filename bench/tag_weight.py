@@ -1,6 +1,6 @@
 """How much a hit in a memory's tags should weigh in bm25, a hit in its content weighing 1.
 
-    .venv/bin/python bench/tag_weight.py [--weights 0.5,1,2]
+    .venv/bin/python -m bench.tag_weight [--weights 0.5,1,2]
 
 Stores the committed sets (tests/everyday_set.py, tests/semantic_set.py) with the tags an
 agent would give them (their TAGS), in keyword mode on SQLite (PostgreSQL ranks alike,
@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+from bench._common import run_module
 
 T0 = 1_767_225_600
 LIMIT = 10
@@ -35,12 +32,10 @@ def measure(weight: float | None) -> dict[str, int]:
 
     if weight is not None:
         bm25.TAG_WEIGHT = weight
-    import everyday_set
-    import semantic_set
-
     from agent_memory.models import Filters
     from agent_memory.storage import open_store
     from agent_memory.storage.base import NewMemory
+    from tests.support import everyday_set, semantic_set
 
     out: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,9 +92,7 @@ def main() -> None:
         return
     rows = []
     for weight in ["none", *args.weights.split(",")]:
-        done = subprocess.run(
-            [sys.executable, __file__, "--one", weight], capture_output=True, text=True, check=True
-        )
+        done = run_module("tag_weight", "--one", weight, capture_output=True, text=True, check=True)
         rows.append((weight, json.loads(done.stdout)))
     columns = list(rows[0][1])
     print("| tag weight | " + " | ".join(columns) + " |")

@@ -7,10 +7,10 @@ import time
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from rest_daemon import RestDaemon
 
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from tests.support.rest_daemon import RestDaemon
 
 from conftest import embedder_for, executable, server_env
 

@@ -6,7 +6,6 @@ import json
 import shutil
 
 import pytest
-from fake_ollama import embed
 
 from agent_memory import ranking
 from agent_memory.embedders.calibration import UNRELATED
@@ -18,6 +17,7 @@ from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vector_index, vectors
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT
+from tests.support.fake_ollama import embed
 
 from conftest import NO_OLLAMA_URL, embedder_for, reading
 

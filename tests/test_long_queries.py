@@ -17,7 +17,7 @@ from agent_memory.storage import open_store
 
 from conftest import Clock
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 VOCABULARY = [f"term{i}" for i in range(400)]
 MEMORIES = 60

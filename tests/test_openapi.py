@@ -10,10 +10,9 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-from rest_daemon import RestDaemon
-
 from agent_memory.rest import create_app
 from agent_memory.vocabulary import REST_ARGUMENTS
+from tests.support.rest_daemon import RestDaemon
 
 SCHEMATHESIS_EXAMPLES = 30
 

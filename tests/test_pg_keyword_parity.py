@@ -25,7 +25,7 @@ from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword, tsquery
 from agent_memory.storage.sqlite.keyword import FtsQueryError, Run
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 # The store's own tables (its migrations), with defaults for the columns the ranking does
 # not read, so that the tests insert only what it does.

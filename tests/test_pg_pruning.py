@@ -20,7 +20,7 @@ from agent_memory.storage.postgres import keyword
 
 from conftest import Clock
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 
 @pytest.fixture

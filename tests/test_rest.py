@@ -11,7 +11,6 @@ import flask
 import pytest
 import sqlalchemy
 import waitress
-from fake_ollama import FakeOllama
 
 from agent_memory import __version__, identity, rest
 from agent_memory.embedders.ollama import Ollama
@@ -19,6 +18,7 @@ from agent_memory.rest import create_app
 from agent_memory.storage import database_key
 from agent_memory.storage.sqlite import rows as sqlite_rows
 from agent_memory.storage.sqlite.database import head_revision
+from tests.support.fake_ollama import FakeOllama
 
 from conftest import dump
 

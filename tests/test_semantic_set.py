@@ -13,7 +13,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from semantic_set import (
+
+from agent_memory.embedders.local import LocalModel, unavailable_reason
+from agent_memory.fts import or_of_words
+from tests.support.semantic_set import (
     DISTRACTORS,
     EXACT,
     EXACT_TARGETS,
@@ -22,9 +25,6 @@ from semantic_set import (
     TARGETS,
     TYPES,
 )
-
-from agent_memory.embedders.local import LocalModel, unavailable_reason
-from agent_memory.fts import or_of_words
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # migrations/versions/0001_initial.py
 RRF_K = 60  # service.RRF_K

@@ -16,7 +16,7 @@ from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage import open_reader, open_store
 from agent_memory.storage.base import NewMemory
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 T0 = 1_767_225_600
 DIMENSION = 8  # sqlite-vec's sign bits come in bytes

@@ -22,8 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from postgres_server import PostgresServer
 from psycopg import sql
+
+from tests.support.postgres_server import PostgresServer
 
 URL_VARIABLE = "AGENT_MEMORY_TEST_PG_URL"
 OUTSIDE_URL = os.environ.get(URL_VARIABLE)
