@@ -24,6 +24,7 @@ __all__ = [
     "clean_env",
     "export_header",
     "log",
+    "machine",
     "module_cmd",
     "pct",
     "proc_mib",
@@ -76,6 +77,12 @@ def timed(fn: Callable[..., T], *args: Any, **kwargs: Any) -> tuple[float, T]:
 def log(message: str) -> None:
     """A timestamped progress line on stderr (stdout holds the results)."""
     print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def machine() -> str:
+    """The line that goes under every table: CPUs, load average and Python."""
+    load = os.getloadavg()[0]
+    return f"machine: {os.cpu_count()} cpus, load {load:.2f}, python {sys.version.split()[0]}"
 
 
 def clean_env(**extra: str) -> dict[str, str]:

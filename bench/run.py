@@ -39,7 +39,6 @@ import shutil
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -64,6 +63,7 @@ from bench._common import (
     clean_env,
     export_header,
     log,
+    machine,
     module_cmd,
     pct,
 )
@@ -520,8 +520,7 @@ def main() -> None:
     names = ["floor", "agent-memory"] + (["agent-memory-pg"] if args.postgres else [])
     names += ["server-memory", "memory-keeper"] if args.peers else []
     print(table(results, names))
-    load = os.getloadavg()[0]
-    print(f"\nmachine: {os.cpu_count()} cpus, load {load:.2f}, python {sys.version.split()[0]}")
+    print(f"\n{machine()}")
 
 
 if __name__ == "__main__":
