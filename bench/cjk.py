@@ -118,7 +118,7 @@ def timed(service: MemoryService, queries: list[str]) -> tuple[float, float, flo
 def postgres_upgrade(size: int, words: list[str]) -> None:
     """PostgreSQL's 0009 on a database at 0008 holding ``size`` bench memories and one Chinese
     memory per hundred, each row's lexemes as 0008 wrote them (no bigrams), on a throwaway
-    server (tests/postgres_server.py)."""
+    server (tests/support/postgres_server.py)."""
     from unittest import mock
 
     import psycopg

@@ -2,8 +2,8 @@
 
     .venv/bin/python -m bench.tag_weight [--weights 0.5,1,2]
 
-Stores the committed sets (tests/everyday_set.py, tests/semantic_set.py) with the tags an
-agent would give them (their TAGS), in keyword mode on SQLite (PostgreSQL ranks alike,
+Stores the committed sets (tests/support/everyday_set.py, tests/support/semantic_set.py) with
+the tags an agent would give them (their TAGS), in keyword mode on SQLite (PostgreSQL ranks alike,
 tests/test_pg_keyword_parity.py), and asks: the everyday questions (top 1 and top 3), the
 semantic set's paraphrases, whose words are not in their targets' content (top 3 and top
 10: a tag can still hold one), its exact-term queries (top 1), and each tag of the sets as

@@ -7,7 +7,7 @@ written at revision 0008 (plain SQL, indexed by that revision's triggers), then 
 head, which backs it up and migrates it (0009: keyword_tags for the rows whose tags hold a
 script written without spaces, the keyword index made again from the view). Printed: the
 upgrade's time and the file's size before and after (both vacuumed). With --postgres,
-PostgreSQL's 0010 instead, on a throwaway server (tests/postgres_server.py): a database at
+PostgreSQL's 0010 instead, on a throwaway server (tests/support/postgres_server.py): a database at
 0009 holding the same memories, their keyword columns as 0009 wrote them (content only),
 brought to 0010.
 """

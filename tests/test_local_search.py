@@ -1,5 +1,5 @@
 """Search by meaning with the local model, through the service: the semantic set
-(tests/semantic_set.py) found by paraphrase, exact terms first, and every way the local model
+(tests/support/semantic_set.py) found by paraphrase, exact terms first, and every way the local model
 can be missing answered by keyword search, never by an error."""
 
 from __future__ import annotations

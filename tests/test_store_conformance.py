@@ -2,7 +2,7 @@
 
 Each test speaks to the Store protocol (storage/base.py) only. The ``store`` fixture is
 parametrized by engine; a new engine joins by adding its parameter. PostgreSQL runs on the
-session's embedded server (tests/pg_fixtures.py), a fresh database per test.
+session's embedded server (tests/support/pg_fixtures.py), a fresh database per test.
 """
 
 from __future__ import annotations
