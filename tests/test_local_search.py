@@ -7,13 +7,12 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from test_semantic_set import TOP3_FLOOR, TOP10_FLOOR
 
 from agent_memory.embedders.local import Local, LocalModel, unavailable_reason
 from agent_memory.models import Filters
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
-from tests.support.semantic_set import EXACT, MEMORIES, PARAPHRASES
+from tests.support.semantic_set import EXACT, MEMORIES, PARAPHRASES, TOP3_FLOOR, TOP10_FLOOR
 
 from conftest import embedder_for
 
