@@ -10,8 +10,8 @@ daemon it prints its resident memory before the request (VmRSS), its peak while 
 read from /proc/PID/status, and the size of the answer on the wire. Each daemon is measured
 once its start-up sweep has logged its line. The rows are marked embedded (as if an earlier
 Ollama had embedded them; a list never reads vectors): with Ollama absent, the sweep's
-backfill of pending rows loads a batch of their contents, a cost of its own (about 450 MiB
-here, kept by the allocator afterwards) that would otherwise blur the list's figures.
+backfill of pending rows loads a batch of their contents, a cost of its own (kept by the
+allocator afterwards) that would otherwise blur the list's figures.
 --pending keeps them pending to show it.
 """
 

@@ -8,7 +8,7 @@ tests/test_pg_keyword_parity.py), and asks: the everyday questions (top 1 and to
 semantic set's paraphrases, whose words are not in their targets' content (top 3 and top
 10: a tag can still hold one), its exact-term queries (top 1), and each tag of the sets as
 a one-word query, which should find a memory holding it in its tags (top 1 and top 10;
-several memories often share a tag). "none" stores no tags: the ranking before tags were searched.
+several memories often share a tag). "none" stores no tags: the ranking by content alone.
 Each weight runs in a process of its own (bm25.TAG_WEIGHT is read when the statements are
 built).
 """
