@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 from test_hybrid import PARAPHRASE, fill
-from test_mcp import run
-from test_rest import Client
 
 from agent_memory.rest import create_app
+from tests.support.mcp_session import run
+from tests.support.rest_client import Client
 
 
 def test_without_explain_the_answer_is_unchanged(hybrid):

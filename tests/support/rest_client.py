@@ -12,15 +12,40 @@ from agent_memory.rest import create_app
 BASE = "http://127.0.0.1:7437"
 
 
+class Client:
+    """Flask's test client, addressed as the daemon's own origin by default."""
+
+    def __init__(self, app):
+        self._client = app.test_client()
+
+    def __call__(
+        self,
+        method,
+        path,
+        *,
+        body=None,
+        raw=None,
+        content_type="application/json",
+        headers=None,
+        base_url=BASE,
+    ):
+        kwargs = {"base_url": base_url, "headers": headers or {}}
+        if body is not None:
+            kwargs["data"] = json.dumps(body)
+            kwargs["content_type"] = content_type
+        elif raw is not None:
+            kwargs["data"] = raw
+            if content_type:
+                kwargs["content_type"] = content_type
+        response = self._client.open(path, method=method, **kwargs)
+        return response.status_code, response.get_json(silent=True)
+
+
 def sender(service) -> Callable[..., tuple[int, Any]]:
     """``send(method, path, body=None)`` against an app over ``service``."""
-    client = create_app(service).test_client()
+    client = Client(create_app(service))
 
     def send(method: str, path: str, body: Any = None) -> tuple[int, Any]:
-        kwargs: dict[str, Any] = {"base_url": BASE}
-        if body is not None:
-            kwargs.update(data=json.dumps(body), content_type="application/json")
-        response = client.open(path, method=method, **kwargs)
-        return response.status_code, response.get_json()
+        return client(method, path, body=body)
 
     return send
