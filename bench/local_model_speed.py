@@ -34,7 +34,7 @@ def measure(threads: int, repeats: int) -> dict:
     from tests.support.semantic_set import MEMORIES, PARAPHRASES
 
     before = proc_mib()
-    model = LocalModel(num_threads=threads, batch_size=max(BATCHES), cache_size=0)
+    model = LocalModel(num_threads=threads, batch_size=max(BATCHES))
     t0 = time.perf_counter()
     assert model.unavailable_reason() is None
     load_s = time.perf_counter() - t0
