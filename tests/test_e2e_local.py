@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import anyio
 from mcp import Client, StdioServerParameters
-from test_local_model import needs_model
+
+from tests.support.local_model import needs_model
 
 from conftest import executable, server_env
 

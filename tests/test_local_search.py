@@ -8,17 +8,14 @@ import statistics
 
 import pytest
 
-from agent_memory.embedders.local import Local, LocalModel, unavailable_reason
+from agent_memory.embedders.local import Local, LocalModel
 from agent_memory.models import Filters
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from tests.support.local_model import needs_model
 from tests.support.semantic_set import EXACT, MEMORIES, PARAPHRASES, TOP3_FLOOR, TOP10_FLOOR
 
 from conftest import embedder_for
-
-needs_model = pytest.mark.skipif(
-    unavailable_reason() is not None, reason=f"local model: {unavailable_reason()}"
-)
 
 
 def filled(path, embedder) -> tuple[MemoryService, dict[str, int]]:

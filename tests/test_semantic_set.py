@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from agent_memory.embedders.local import LocalModel, unavailable_reason
+from agent_memory.embedders.local import LocalModel
 from agent_memory.fts import or_of_words
+from tests.support.local_model import needs_model
 from tests.support.semantic_set import (
     DISTRACTORS,
     EXACT,
@@ -104,11 +105,6 @@ def test_exact_terms_are_found_by_keyword_first(fts: sqlite3.Connection) -> None
             )
         ]
         assert rows == [ROWID[q.target]], q.query
-
-
-needs_model = pytest.mark.skipif(
-    unavailable_reason() is not None, reason=f"local model: {unavailable_reason()}"
-)
 
 
 def ranks_under_local_model() -> tuple[dict[str, int], dict[str, int]]:
