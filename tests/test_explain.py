@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from test_hybrid import PARAPHRASE, fill
 
 from agent_memory.rest import create_app
 from tests.support.mcp_session import run
+from tests.support.paraphrase_set import PARAPHRASE, fill
 from tests.support.rest_client import Client
 
 
