@@ -66,6 +66,7 @@ from bench._common import (
     machine,
     module_cmd,
     pct,
+    table,
 )
 from tests.support.fake_ollama import FakeOllama
 
@@ -443,19 +444,17 @@ async def measure_size(
     return results
 
 
-def table(results: dict[int, dict[str, dict[str, float]]], names: list[str]) -> str:
-    lines = ["| size | metric | " + " | ".join(names) + " |", "|---:|---|" + "---:|" * len(names)]
+def results_table(results: dict[int, dict[str, dict[str, float]]], names: list[str]) -> str:
+    """One row per size and metric, one column per server."""
+    rows = []
     for size, by_system in results.items():
         keys: list[str] = []
         for name in names:
             keys += [k for k in by_system.get(name, {}) if k not in keys]
         for key in keys:
-            cells = []
-            for name in names:
-                value = by_system.get(name, {}).get(key)
-                cells.append("" if value is None else f"{value:,.2f}")
-            lines.append(f"| {size:,} | {key} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            values = [by_system.get(name, {}).get(key) for name in names]
+            rows.append([size, key, *(None if v is None else float(v) for v in values)])
+    return table(["size", "metric", *names], rows, "rl" + "r" * len(names))
 
 
 def run_sizes(
@@ -519,7 +518,7 @@ def main() -> None:
             server.stop()
     names = ["floor", "agent-memory"] + (["agent-memory-pg"] if args.postgres else [])
     names += ["server-memory", "memory-keeper"] if args.peers else []
-    print(table(results, names))
+    print(results_table(results, names))
     print(f"\n{machine()}")
 
 
