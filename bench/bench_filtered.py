@@ -1,7 +1,7 @@
 """The vector leg with type, tag and scope filters: recall of the filtered ten and latency,
 through the in-memory index and the SQL leg, against the same leg cut before filtering.
 
-    .venv/bin/python bench/bench_filtered.py [--sizes 100000,1000000] [--queries 100] [--keep DIR]
+    .venv/bin/python -m bench.bench_filtered [--sizes 100000,1000000] [--queries 100] [--keep DIR]
 
 The corpus is drawn here (seeded): 384-d vectors shaped like a real model's (a shared
 direction, one of TOPICS topic directions, noise spread unevenly over the dimensions;
@@ -15,8 +15,8 @@ Per filter, each query's exact ten among the rows that pass it are computed by n
 each query runs the vector leg as a hybrid search at limit 10 runs it (its 40 nearest,
 ``ranking.leg_size(10)``) inside a read snapshot, exact re-rank included. ``recall@10``: the
 leg's first ten against the exact filtered ten; ``cut first`` is the same for the leg taken
-unfiltered and then filtered (what the vector leg did before the filters moved in front of
-its cut). ``hybrid`` times a whole wordless search (the vector leg, the rows, the fusion).
+unfiltered and then filtered (the filters applied after the cut instead of before it).
+``hybrid`` times a whole wordless search (the vector leg, the rows, the fusion).
 The SQL leg (which serves until the index is loaded) runs on SQL_QUERIES queries.
 """
 
@@ -41,8 +41,8 @@ DIMENSION = 384
 PIN = Pin("bench-filtered", DIMENSION, "none", "local")
 LIMIT = 10
 LEG = ranking.leg_size(LIMIT)
-# The corpus's shape: at 100,000 vectors the mean cosine of two memories is 0.87 (a real
-# model's: 0.86), and a query's first and tenth neighbours lie at 0.96 and 0.95.
+# The corpus's shape, set so that two memories' mean cosine and a query's first and tenth
+# neighbours lie where a real model's do (docs/performance.md has both).
 TOPICS = 100
 TOPIC_WEIGHT = 0.25
 NOISE_WEIGHT = 0.3
@@ -163,8 +163,7 @@ def fill(path: str, matrix: np.ndarray, attributes: dict[str, np.ndarray]) -> No
 
 def hnsw(url: str, *, build: bool) -> None:
     """PostgreSQL: the HNSW index dropped while the rows go in, and built once after (as
-    pgvector advises for a bulk load; inserting 100,000 vectors one by one into the index
-    took 340 s here)."""
+    pgvector advises for a bulk load: inserting into the index row by row is far slower)."""
     import psycopg
 
     with psycopg.connect(url, autocommit=True) as conn:

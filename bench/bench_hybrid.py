@@ -1,6 +1,6 @@
 """Hybrid search benchmark: backfill rate, and hybrid search latency without the embedder.
 
-    .venv/bin/python bench/bench_hybrid.py [--sizes 10000 100000] [--json out.json]
+    .venv/bin/python -m bench.bench_hybrid [--sizes 10000 100000] [--json out.json]
 
 For each size: a fresh database is filled through the service with no Ollama (every row
 pending), then the real backfill path embeds it all against the test suite's fake Ollama
@@ -16,23 +16,18 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-from fake_ollama import FakeOllama  # noqa: E402
-
-from agent_memory.embedders.ollama import Ollama  # noqa: E402
-from agent_memory.service import MemoryService  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
-from agent_memory.storage.sqlite import vectors as sqlite_vectors  # noqa: E402
-from agent_memory.storage.sqlite.database import create_engine  # noqa: E402
-
-import corpus  # noqa: E402
+from agent_memory.embedders.ollama import Ollama
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite import vectors as sqlite_vectors
+from agent_memory.storage.sqlite.database import create_engine
+from bench import corpus
+from bench._common import pct
+from tests.support.fake_ollama import FakeOllama
 
 SEARCHES = 200
 LIMIT = 10
@@ -58,11 +53,6 @@ class Precomputed(Ollama):
 
     def embed_query(self, text: str):
         return self._precomputed[text]
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def run(size: int, workdir: Path) -> dict:

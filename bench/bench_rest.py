@@ -1,6 +1,6 @@
 """REST benchmark: stores and searches over HTTP keep-alive, 1 and 4 concurrent clients.
 
-    .venv/bin/python bench/bench_rest.py [--size 10000] [--json out.json]
+    .venv/bin/python -m bench.bench_rest [--size 10000] [--json out.json]
 
 Starts `agent-memory serve-rest` on a free loopback port with a fresh database, and the
 floor (bench/rest_floor.py: Flask under waitress answering the same routes with nothing), and
@@ -17,9 +17,7 @@ import http.client
 import json
 import os
 import re
-import shutil
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -27,8 +25,8 @@ from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from urllib.parse import urlsplit
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import corpus
+from bench import corpus
+from bench._common import ROOT, agent_memory_cmd, clean_env, module_cmd
 
 SEARCHES_PER_CLIENT = 250
 SEARCH_LIMIT = 10
@@ -36,8 +34,7 @@ SEARCH_LIMIT = 10
 
 def start(command: list[str]) -> tuple[subprocess.Popen, str]:
     """Start a server that prints `REST listening on HOST:PORT`; its URL."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
-    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(command, stderr=subprocess.PIPE, text=True, env=clean_env(), cwd=ROOT)
     assert proc.stderr is not None
     for line in proc.stderr:
         match = re.match(r"REST listening on (\S+)$", line.strip())
@@ -48,13 +45,20 @@ def start(command: list[str]) -> tuple[subprocess.Popen, str]:
 
 
 def agent_memory(db: Path) -> list[str]:
-    exe = Path(sys.executable).with_name("agent-memory")
-    cmd = str(exe) if exe.exists() else shutil.which("agent-memory") or "agent-memory"
-    return [cmd, "--db", str(db), "--log-level", "warning", "serve-rest", "--addr", "127.0.0.1:0"]
+    return [
+        agent_memory_cmd(),
+        "--db",
+        str(db),
+        "--log-level",
+        "warning",
+        "serve-rest",
+        "--addr",
+        "127.0.0.1:0",
+    ]
 
 
 def floor() -> list[str]:
-    return [sys.executable, str(Path(__file__).resolve().parent / "rest_floor.py"), "0"]
+    return module_cmd("rest_floor", "0")
 
 
 def client(url: str, kind: str, items: list) -> tuple[list[float], float]:

@@ -1,7 +1,7 @@
 """The vector leg on real vectors: recall against exact cosine, latency, load time and peak
 RSS, for the SQL leg and the in-memory index, side by side in one run.
 
-    .venv/bin/python bench/bench_vectors.py [--sizes 100000,1000000] [--rounds 3] [--keep DIR]
+    .venv/bin/python -m bench.bench_vectors [--sizes 100000,1000000] [--rounds 3] [--keep DIR]
 
 Vectors: the local model's embeddings of real commit messages, cached outside the repository
 by ``bench/real_corpus.py`` (``~/.cache/agent-memory-bench``: ``vectors.f32``, ``queries.f32``,
@@ -35,13 +35,11 @@ from pathlib import Path
 
 import numpy as np
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-
-from agent_memory import ranking  # noqa: E402
-from agent_memory.models import Embedding, Filters, Pin  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
-from agent_memory.storage.sqlite import vector_index, vectors  # noqa: E402
+from agent_memory import ranking
+from agent_memory.models import Embedding, Filters, Pin
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite import vector_index, vectors
+from bench._common import ROOT, module_cmd, pct, proc_mib
 
 CACHE = Path.home() / ".cache" / "agent-memory-bench"
 DIMENSION = 384
@@ -160,24 +158,9 @@ def fill(path: Path, matrix: np.ndarray, texts: list[str]) -> None:
         store.close()
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def rss_mib(field: str = "VmRSS") -> float:
-    """This process's resident set (VmRSS) or its peak (VmHWM), from /proc (Linux). Not
-    getrusage: its ru_maxrss survives exec, so a child would report this bench's peak."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith(field + ":"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
-
-
 def measure(path: Path, queries: np.ndarray, sql_queries: int) -> dict:
     """One round in this (fresh) process: load the index, then every query through both legs."""
-    out: dict = {"rss_before_open_mib": rss_mib()}
+    out: dict = {"rss_before_open_mib": proc_mib()}
     store = open_store(path)
     try:
         started = time.perf_counter()
@@ -185,7 +168,7 @@ def measure(path: Path, queries: np.ndarray, sql_queries: int) -> dict:
         if index is not None:
             index.load()
         out["index_load_s"] = time.perf_counter() - started
-        out["rss_after_load_mib"] = rss_mib()
+        out["rss_after_load_mib"] = proc_mib()
         found: dict[str, list] = {"index": [], "sql": []}
         timing: dict[str, list] = {"index": [], "sql": []}
         # The index's queries first, so that its peak RSS is not the SQL leg's.
@@ -201,7 +184,7 @@ def measure(path: Path, queries: np.ndarray, sql_queries: int) -> dict:
                     else:
                         found[leg].append([i for i, _ in vectors.ranking(conn, embedding, LEG)])
                     timing[leg].append((time.perf_counter() - started) * 1e3)
-            out[f"{leg}_peak_rss_mib"] = rss_mib("VmHWM")
+            out[f"{leg}_peak_rss_mib"] = proc_mib("VmHWM")
         out["found"], out["timing"] = found, timing
         out["loadavg"] = os.getloadavg()[0]
     finally:
@@ -234,19 +217,15 @@ def run(size: int, workdir: Path, base, queries, texts, alpha: float, args) -> d
     for r in range(args.rounds):
         load_before = os.getloadavg()[0]
         child = subprocess.run(
-            [
-                sys.executable,
-                __file__,
-                "--measure",
-                str(path),
-                "--sql-queries",
-                str(sql_queries),
+            module_cmd(
+                "bench_vectors",
+                *("--measure", str(path.resolve()), "--sql-queries", str(sql_queries)),
                 *overrides,
-            ],
+            ),
             check=True,
             capture_output=True,
             text=True,
-            cwd=workdir,
+            cwd=ROOT,
         )
         one = json.loads(child.stdout)
         one["loadavg_before"] = load_before

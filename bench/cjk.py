@@ -1,6 +1,6 @@
 """Scripts written without spaces: what their bigrams cost, and what the upgrade to them takes.
 
-    .venv/bin/python bench/cjk.py [--size 100000] [--upgrade-only | --postgres]
+    .venv/bin/python -m bench.cjk [--size 100000] [--upgrade-only | --postgres]
 
 Two files of --size memories are written at revision 0007 (plain SQL, indexed by that
 revision's triggers), then opened at head, which backs each up and migrates it (0008:
@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import itertools
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,18 +29,14 @@ from pathlib import Path
 import sqlean
 from alembic import command
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from run import pct  # noqa: E402
-
-from agent_memory.errors import InvalidArgument  # noqa: E402
-from agent_memory.models import Filters, content_hash  # noqa: E402
-from agent_memory.service import MemoryService  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
-from agent_memory.storage.sqlite import database as db  # noqa: E402
-from agent_memory.storage.sqlite.migrate import alembic_config  # noqa: E402
-
-import corpus  # noqa: E402
+from agent_memory.errors import InvalidArgument
+from agent_memory.models import Filters, content_hash
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.storage.sqlite import database as db
+from agent_memory.storage.sqlite.migrate import alembic_config
+from bench import corpus
+from bench._common import pct
 
 IDEOGRAPHS = [chr(0x4E00 + i) for i in range(3_000)]
 NAMES = ["PostgreSQL", "Redis", "Kafka", "SQLite", "nginx", "gRPC"]
@@ -123,17 +118,15 @@ def timed(service: MemoryService, queries: list[str]) -> tuple[float, float, flo
 def postgres_upgrade(size: int, words: list[str]) -> None:
     """PostgreSQL's 0009 on a database at 0008 holding ``size`` bench memories and one Chinese
     memory per hundred, each row's lexemes as 0008 wrote them (no bigrams), on a throwaway
-    server (tests/postgres_server.py)."""
+    server (tests/support/postgres_server.py)."""
     from unittest import mock
 
     import psycopg
 
-    sys.path.insert(0, str(HERE.parent / "tests"))
-    from pg_fixtures import database_url
-    from postgres_server import PostgresServer
-
     from agent_memory import query
     from agent_memory.storage.postgres import database, keyword
+    from tests.support.pg_fixtures import database_url
+    from tests.support.postgres_server import PostgresServer
 
     latin = [m["content"] for m in corpus.developer_memories(size)]
     chinese = [m["content"] for m in chinese_memories(size // 100, words)]

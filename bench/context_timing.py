@@ -1,6 +1,6 @@
 """How long `agent-memory context` takes, against `agent-memory --version`, at N memories.
 
-    .venv/bin/python bench/context_timing.py [--count 10000] [--runs 40] [--json out.json]
+    .venv/bin/python -m bench.context_timing [--count 10000] [--runs 40] [--json out.json]
 
 Fills a temporary database through the service with COUNT memories of the bench corpus
 (a third each in the scopes kore-runtime and billing and global, all six types, one
@@ -22,17 +22,14 @@ import os
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
-
-from corpus import memories
+from bench._common import agent_memory_cmd, clean_env
+from bench.corpus import memories
 
 START = 1_767_225_600
 CLOSED_PORT_URL = "http://127.0.0.1:9"
@@ -59,11 +56,6 @@ def fill(db: Path, count: int) -> None:
             previous = stored
     finally:
         service.close()
-
-
-def executable() -> str:
-    found = Path(sys.executable).with_name("agent-memory")
-    return str(found) if found.exists() else shutil.which("agent-memory") or "agent-memory"
 
 
 def with_hyperfine(commands: dict[str, list[str]], runs: int, env: dict[str, str]) -> dict:
@@ -114,12 +106,11 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--json", type=Path)
     options = parser.parse_args()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
-    env["AGENT_MEMORY_OLLAMA_URL"] = CLOSED_PORT_URL
+    env = clean_env(AGENT_MEMORY_OLLAMA_URL=CLOSED_PORT_URL)
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "memory.db"
         fill(db, options.count)
-        exe = executable()
+        exe = agent_memory_cmd()
         commands = {
             "--version": [exe, "--version"],
             "context": [exe, "--db", str(db), "context", "--scope", "kore-runtime"],

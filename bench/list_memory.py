@@ -1,6 +1,6 @@
 """Peak memory of an unlimited list: REST `GET /api/memories` and MCP `memory_list`.
 
-    .venv/bin/python bench/list_memory.py [--count 150] [--size 1048576] [--json out.json]
+    .venv/bin/python -m bench.list_memory [--count 150] [--size 1048576] [--json out.json]
 
 Fills a temporary database through the service with COUNT memories of SIZE bytes of ASCII
 text each, then starts a real `agent-memory serve-rest` and a real `agent-memory serve`
@@ -10,8 +10,8 @@ daemon it prints its resident memory before the request (VmRSS), its peak while 
 read from /proc/PID/status, and the size of the answer on the wire. Each daemon is measured
 once its start-up sweep has logged its line. The rows are marked embedded (as if an earlier
 Ollama had embedded them; a list never reads vectors): with Ollama absent, the sweep's
-backfill of pending rows loads a batch of their contents, a cost of its own (about 450 MiB
-here, kept by the allocator afterwards) that would otherwise blur the list's figures.
+backfill of pending rows loads a batch of their contents, a cost of its own (kept by the
+allocator afterwards) that would otherwise blur the list's figures.
 --pending keeps them pending to show it.
 """
 
@@ -20,20 +20,16 @@ from __future__ import annotations
 import argparse
 import http.client
 import json
-import os
-import shutil
 import sqlite3
 import subprocess
-import sys
 import tempfile
 import threading
 from pathlib import Path
 from typing import IO
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from bench._common import agent_memory_cmd, clean_env
 
 MIB = 1024 * 1024
 WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india")
@@ -59,8 +55,7 @@ def watch(proc: subprocess.Popen, *texts: str) -> dict[str, threading.Event]:
 
 
 def launch(args: list[str], **kwargs: int) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
-    return subprocess.Popen(args, stderr=subprocess.PIPE, env=env, **kwargs)
+    return subprocess.Popen(args, stderr=subprocess.PIPE, env=clean_env(), **kwargs)
 
 
 def fill(db: Path, count: int, size: int) -> None:
@@ -102,9 +97,16 @@ def figures(pid: int, before: int, wire: int) -> dict[str, int]:
 
 
 def command(db: Path, size: int, *args: str) -> list[str]:
-    exe = Path(sys.executable).with_name("agent-memory")
-    cmd = str(exe) if exe.exists() else shutil.which("agent-memory") or "agent-memory"
-    return [cmd, "--db", str(db), "--log-level", "info", "--max-content-bytes", str(size), *args]
+    return [
+        agent_memory_cmd(),
+        "--db",
+        str(db),
+        "--log-level",
+        "info",
+        "--max-content-bytes",
+        str(size),
+        *args,
+    ]
 
 
 def rest(db: Path, size: int, count: int) -> dict[str, int]:

@@ -5,8 +5,8 @@ start-up, resident memory, one query's latency, and bulk throughput at 1 and 2 t
 Each thread count runs in a fresh process, because OpenMP reads its thread count once per
 process and peak RSS is per process.
 
-    python bench/local_model_speed.py            # both thread counts, a table
-    python bench/local_model_speed.py --threads 1 --json   # one process's figures
+    python -m bench.local_model_speed            # both thread counts, a table
+    python -m bench.local_model_speed --threads 1 --json   # one process's figures
 """
 
 from __future__ import annotations
@@ -16,25 +16,11 @@ import json
 import os
 import resource
 import statistics
-import subprocess
-import sys
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests"))
+from bench._common import proc_mib, run_module
 
 BATCHES = (16, 64, 200)
-
-
-def rss_mb() -> float:
-    """Resident set size now, from /proc (Linux)."""
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def peak_rss_mb() -> float:
@@ -43,20 +29,20 @@ def peak_rss_mb() -> float:
 
 def measure(threads: int, repeats: int) -> dict:
     import numpy as np  # noqa: F401  (imported before the clock: the seam imports it anyway)
-    from semantic_set import MEMORIES, PARAPHRASES
 
     from agent_memory.embedders.local import LocalModel
+    from tests.support.semantic_set import MEMORIES, PARAPHRASES
 
-    before = rss_mb()
-    model = LocalModel(num_threads=threads, batch_size=max(BATCHES), cache_size=0)
+    before = proc_mib()
+    model = LocalModel(num_threads=threads, batch_size=max(BATCHES))
     t0 = time.perf_counter()
     assert model.unavailable_reason() is None
     load_s = time.perf_counter() - t0
-    after_load = rss_mb()
+    after_load = proc_mib()
 
     queries = [q.query for q in PARAPHRASES]  # ~45 characters each
     model.encode_array(queries[:2], query=True)  # first-call warm-up (page faults, threads)
-    after_first = rss_mb()  # the weights are memory-mapped: touched by the first call
+    after_first = proc_mib()  # the weights are memory-mapped: touched by the first call
     singles = []
     cpu0 = time.process_time()
     for _ in range(repeats):
@@ -99,9 +85,8 @@ def measure(threads: int, repeats: int) -> dict:
 
 def peak_for_batch(size: int) -> dict:
     """Peak RSS of a fresh process that loads the model and embeds one batch of ``size``."""
-    from semantic_set import MEMORIES
-
     from agent_memory.embedders.local import LocalModel
+    from tests.support.semantic_set import MEMORIES
 
     texts = [m.content for m in MEMORIES]
     pool = (texts * (size // len(texts) + 1))[:size]
@@ -127,8 +112,9 @@ def main() -> int:
         return 0
     rows = []
     for threads in (1, 2):
-        out = subprocess.run(
-            [sys.executable, __file__, "--threads", str(threads), "--repeats", str(args.repeats)],
+        out = run_module(
+            "local_model_speed",
+            *("--threads", str(threads), "--repeats", str(args.repeats)),
             check=True,
             capture_output=True,
             text=True,
@@ -153,8 +139,9 @@ def main() -> int:
     print("\n| batch (1 thread, fresh process) | peak RSS before MB | peak RSS after MB |")
     print("|---|---|---|")
     for size in BATCHES:
-        out = subprocess.run(
-            [sys.executable, __file__, "--peak-batch", str(size)],
+        out = run_module(
+            "local_model_speed",
+            *("--peak-batch", str(size)),
             check=True,
             capture_output=True,
             text=True,

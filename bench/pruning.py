@@ -1,6 +1,6 @@
 """What the shortcuts of a query searched as words cost in answers, and save in time.
 
-    .venv/bin/python bench/pruning.py [--size 100000] [--shares 0.05,0.1,0.2] [--keep DIR]
+    .venv/bin/python -m bench.pruning [--size 100000] [--shares 0.05,0.1,0.2] [--keep DIR]
 
 Loads the corpus of bench/run.py (through ``agent-memory import``), then asks the same
 questions (limit 10) in process: with every word scored in one query over every row that
@@ -18,20 +18,16 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from run import AgentMemory, pct  # noqa: E402
-
-from agent_memory.query import bm25  # noqa: E402
-from agent_memory.service import MemoryService  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
-
-import corpus  # noqa: E402
+from agent_memory.query import bm25
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from bench import corpus
+from bench._common import pct
+from bench.run import AgentMemory
 
 QUESTIONS = 200
 LIMIT = 10

@@ -1,18 +1,17 @@
 """A real corpus for the vector benchmarks: commit messages of public repositories, embedded
 by the local model (multilingual-e5-small, 4-bit).
 
-Why: the README's vector-search figures were taken on the test fake embedder's vectors, which
-are nearly isotropic; a real model's vectors are not (high mutual cosine), and binary codes,
-int8 and ANN indexes behave differently on them. Commit messages are human-written developer
+Why: the test fake embedder's vectors are nearly isotropic; a real model's are not (high mutual
+cosine), and binary codes, int8 and ANN indexes behave differently on them, so vector figures
+are taken on a real model's vectors. Commit messages are human-written developer
 text close to what agents store as memories: decisions, errors fixed, constraints.
 
 Everything lives outside the repository, in ``~/.cache/agent-memory-bench/`` (``--cache``):
 
 * ``corpus.jsonl``: one ``{"i", "repo", "commit", "text"}`` per line, ``--size`` texts. A text
   is a commit's subject line (30 to 200 characters, trailers and ``[ci skip]`` dropped,
-  duplicates dropped): memory-sized statements ("Avoid needless Array#flatten calls").
-  Whole messages were the first plan, but they average 270 characters (~70 tokens) and ran at
-  7 texts/s on one shared core: four hours for 100,000; subjects (56 characters) run at ~20/s.
+  duplicates dropped): memory-sized statements ("Avoid needless Array#flatten calls"), and
+  short enough that 100,000 embed in hours on one core, which whole messages are not.
 * ``queries.jsonl``: 200 held-out queries ``{"q", "query", "target", "commit"}``: the first
   paragraph of a commit's body (80-300 characters, the why of the change), whose target is
   that commit's subject line in the corpus. Subjects that appear verbatim in their body are
@@ -23,10 +22,10 @@ Everything lives outside the repository, in ``~/.cache/agent-memory-bench/`` (``
 
 Commands::
 
-    python bench/real_corpus.py build --git git=/path/git.git --git rails=/path/rails.git
-    nohup python bench/real_corpus.py embed --threads 1 > ~/.cache/agent-memory-bench/embed.log &
-    python bench/real_corpus.py stats            # neighbour cosines of real queries
-    python bench/real_corpus.py draw --count 1000000   # "around real" vectors, noise calibrated
+    python -m bench.real_corpus build --git git=/path/git.git --git rails=/path/rails.git
+    nohup python -m bench.real_corpus embed --threads 1 > ~/.cache/agent-memory-bench/embed.log &
+    python -m bench.real_corpus stats            # neighbour cosines of real queries
+    python -m bench.real_corpus draw --count 1000000   # "around real" vectors, noise calibrated
 
 Deterministic: the same sources at the same pinned commits give byte-identical jsonl files
 (the manifest's hashes say so); the order is a hash of repository and commit, so any prefix of
@@ -233,12 +232,11 @@ def embed_file(texts: list[str], out: Path, *, query: bool, threads: int, log: A
     The marker is written after each block is flushed to disk, and on start the file is cut
     back to the marker, so a kill at any point loses at most one block and never misaligns.
     """
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from agent_memory.embedders.local import LocalModel
 
     marker = out.with_suffix(out.suffix + ".done")
-    # One writer per file: a second job would move the marker under the first one's feet
-    # (it happened: a job left running after its files were deleted wrote its own count).
+    # One writer per file: a second job (say one left running after its files were deleted)
+    # would move the marker under the first one's feet.
     lock = open(out.with_suffix(out.suffix + ".lock"), "w")  # noqa: SIM115 (held to the end)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -281,7 +279,6 @@ def verify(texts: list[str], out: Path, *, query: bool, sample: int, repair: boo
     """
     import numpy as np
 
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
     from agent_memory.embedders.local import LocalModel
 
     vectors = load_vectors(out)

@@ -1,6 +1,6 @@
 """The REST floor: a do-nothing Flask app under waitress, with agent-memory's routes for the bench.
 
-    .venv/bin/python bench/rest_floor.py PORT
+    .venv/bin/python -m bench.rest_floor PORT
 
 It parses each JSON body and answers as agent-memory would for a store or an empty search,
 with the same waitress thread count; whatever it costs is the price of Flask, waitress and

@@ -1,6 +1,6 @@
 """Retrieval on held-out data: how often search finds the turns that answer a question.
 
-    .venv/bin/python bench/retrieval.py --data /work/data/locomo10.json [--every N]
+    .venv/bin/python -m bench.retrieval --data /work/data/locomo10.json [--every N]
         [--conversations K] [--modes keyword,model,hybrid,no-floor,rrf] [--limit 10]
         [--cache DIR]
 
@@ -41,6 +41,7 @@ from agent_memory import ranking
 from agent_memory.models import Filters
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from bench._common import pct
 
 DEFAULT_DATA = Path("/work/data/locomo10.json")
 DEFAULT_CACHE = Path("/work/data/retrieval-cache")
@@ -204,7 +205,7 @@ def measure(mode: str, svc: MemoryService, search: Search, questions: list[Quest
         statistics.fmean(sizes),
         statistics.fmean(reciprocal),
         statistics.median(times) * 1000,
-        sorted(times)[min(len(times) - 1, int(0.95 * len(times)))] * 1000,
+        pct(times, 0.95) * 1000,
         {
             c: (len(v), statistics.fmean(r for r, _ in v), statistics.fmean(h for _, h in v))
             for c, v in sorted(per.items())

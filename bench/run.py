@@ -1,6 +1,6 @@
 """The comparison bench: agent-memory, the protocol floor and two local peers, at every size.
 
-    .venv/bin/python bench/run.py [--sizes 1000,10000,100000,1000000] [--peers]
+    .venv/bin/python -m bench.run [--sizes 1000,10000,100000,1000000] [--peers]
                                   [--peer-sizes 1000,10000,100000] [--hybrid-sizes 1000,10000]
                                   [--postgres [URL]] [--json bench/results/run.json]
 
@@ -39,7 +39,6 @@ import shutil
 import sqlite3
 import statistics
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -51,17 +50,25 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-from fake_ollama import FakeOllama  # noqa: E402
-
-from agent_memory import __version__, jsonl  # noqa: E402
-from agent_memory.lifecycle import SWEEP_PAUSE_SECS, sweep  # noqa: E402
-from agent_memory.service import MemoryService  # noqa: E402
-from agent_memory.storage import open_store  # noqa: E402
-
-import corpus  # noqa: E402
+from agent_memory import jsonl
+from agent_memory.lifecycle import SWEEP_PAUSE_SECS, sweep
+from agent_memory.service import MemoryService
+from agent_memory.storage import open_store
+from bench import corpus
+from bench._common import (
+    ROOT,
+    agent_memory_cmd,
+    call,
+    child_peak_rss_mib,
+    clean_env,
+    export_header,
+    log,
+    machine,
+    module_cmd,
+    pct,
+    table,
+)
+from tests.support.fake_ollama import FakeOllama
 
 COLD_RUNS = 3
 STORES = 200
@@ -79,26 +86,6 @@ SPREAD_LAST_USE = (
     "UPDATE memories SET last_accessed = created_at"
     " + (id * 2654435761 % 1000003) * ({now} - created_at) / 1000003"
 )
-
-
-def pct(samples: list[float], q: float) -> float:
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
-
-
-def agent_memory_cmd() -> str:
-    found = Path(sys.executable).with_name("agent-memory")
-    return str(found) if found.exists() else shutil.which("agent-memory") or "agent-memory"
-
-
-def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
-    env.update(extra)
-    return env
-
-
-def text_of(result: Any) -> str:
-    return "".join(getattr(part, "text", "") for part in result.content)
 
 
 # -- the servers ------------------------------------------------------------------------------
@@ -139,9 +126,8 @@ class Floor(System):
     name = "floor"
 
     def params(self) -> StdioServerParameters:
-        return StdioServerParameters(
-            command=sys.executable, args=[str(HERE / "floor_server.py"), "bench-floor"]
-        )
+        command, *args = module_cmd("floor_server", "bench-floor")
+        return StdioServerParameters(command=command, args=args, cwd=str(ROOT))
 
     def store(self, memory: dict, i: int) -> tuple[str, dict]:
         return "memory_store", memory
@@ -181,19 +167,7 @@ class AgentMemory(Floor):
         now = int(time.time())
         source = self.dir / "load.jsonl"
         with source.open("w", encoding="utf-8") as out:
-            out.write(
-                jsonl.line(
-                    jsonl.header(
-                        exported_at=now,
-                        embedding_model="nomic-embed-text",
-                        embedding_dim=768,
-                        schema_version=4,
-                        agent_memory_version=__version__,
-                        exported_rows=len(memories),
-                        exported_links=0,
-                    )
-                )
-            )
+            out.write(export_header(len(memories), now=now))
             for i, memory in enumerate(memories):
                 created = now - YEAR + (i * YEAR) // max(len(memories), 1)
                 out.write(
@@ -254,7 +228,7 @@ class AgentMemoryPostgres(AgentMemory):
         return self.url
 
     def load(self, memories: list[dict]) -> None:
-        import bench_postgres
+        from bench import bench_postgres
 
         self.url = bench_postgres.fresh_database(self.server_url)
         super().load(memories)
@@ -344,32 +318,6 @@ def install_peers(prefix: Path) -> None:
 
 
 # -- measuring --------------------------------------------------------------------------------
-
-
-def child_peak_rss_mib() -> float:
-    """VmHWM of this process's children (the one server running now)."""
-    peak = 0.0
-    me = str(os.getpid())
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            if stat.rsplit(")", 1)[1].split()[1] != me:
-                continue
-            for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-                if line.startswith("VmHWM:"):
-                    peak = max(peak, int(line.split()[1]) / 1024)
-        except (OSError, IndexError):
-            continue
-    return peak
-
-
-async def call(client: Client, request: tuple[str, dict]) -> float:
-    start = time.perf_counter()
-    result = await client.call_tool(*request)
-    elapsed = time.perf_counter() - start
-    if result.is_error:
-        raise RuntimeError(f"{request[0]} failed: {text_of(result)[:200]}")
-    return elapsed
 
 
 async def cold_start(system: System) -> float:
@@ -496,19 +444,17 @@ async def measure_size(
     return results
 
 
-def table(results: dict[int, dict[str, dict[str, float]]], names: list[str]) -> str:
-    lines = ["| size | metric | " + " | ".join(names) + " |", "|---:|---|" + "---:|" * len(names)]
+def results_table(results: dict[int, dict[str, dict[str, float]]], names: list[str]) -> str:
+    """One row per size and metric, one column per server."""
+    rows = []
     for size, by_system in results.items():
         keys: list[str] = []
         for name in names:
             keys += [k for k in by_system.get(name, {}) if k not in keys]
         for key in keys:
-            cells = []
-            for name in names:
-                value = by_system.get(name, {}).get(key)
-                cells.append("" if value is None else f"{value:,.2f}")
-            lines.append(f"| {size:,} | {key} | " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+            values = [by_system.get(name, {}).get(key) for name in names]
+            rows.append([size, key, *(None if v is None else float(v) for v in values)])
+    return table(["size", "metric", *names], rows, "rl" + "r" * len(names))
 
 
 def run_sizes(
@@ -556,13 +502,10 @@ def main() -> None:
     peer_sizes = {int(s) for s in args.peer_sizes.split(",")}
     hybrid_sizes = {int(s) for s in args.hybrid_sizes.split(",") if s}
 
-    def log(message: str) -> None:
-        print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
-
     results: dict[int, dict[str, dict[str, float]]] = {}
     server = None
     if args.postgres == "embedded":
-        from postgres_server import PostgresServer
+        from tests.support.postgres_server import PostgresServer
 
         server = PostgresServer()
         server.start()
@@ -575,9 +518,8 @@ def main() -> None:
             server.stop()
     names = ["floor", "agent-memory"] + (["agent-memory-pg"] if args.postgres else [])
     names += ["server-memory", "memory-keeper"] if args.peers else []
-    print(table(results, names))
-    load = os.getloadavg()[0]
-    print(f"\nmachine: {os.cpu_count()} cpus, load {load:.2f}, python {sys.version.split()[0]}")
+    print(results_table(results, names))
+    print(f"\n{machine()}")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Soak: the REST daemon under a steady load from 8 clients for a few minutes.
 
-    .venv/bin/python bench/soak.py [--seconds 180] [--clients 8] [--json out.json]
+    .venv/bin/python -m bench.soak [--seconds 180] [--clients 8] [--json out.json]
 
 Not part of the test suite (it runs for minutes). Each client is a thread with its own
 keep-alive session, looping over a mix of searches (70%), stores (20%) and filtered lists
@@ -14,28 +14,17 @@ from __future__ import annotations
 import argparse
 import json
 import random
-import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-from rest_daemon import RestDaemon  # noqa: E402
-
-import corpus  # noqa: E402
+from bench import corpus
+from bench._common import proc_mib
+from tests.support.rest_daemon import RestDaemon
 
 SEED_ROWS = 5_000
 RSS_EVERY_SECS = 30
-
-
-def rss_mib(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def client(daemon: RestDaemon, seed: int, stop: threading.Event, out: dict) -> None:
@@ -95,11 +84,11 @@ def main() -> None:
             for thread in threads:
                 thread.start()
             time.sleep(min(10.0, args.seconds / 10))  # warm up before the first RSS reading
-            samples = [(0.0, rss_mib(daemon.proc.pid))]
+            samples = [(0.0, proc_mib("VmRSS", daemon.proc.pid))]
             started = time.monotonic()
             while (elapsed := time.monotonic() - started) < args.seconds:
                 time.sleep(min(RSS_EVERY_SECS, args.seconds - elapsed))
-                samples.append((time.monotonic() - started, rss_mib(daemon.proc.pid)))
+                samples.append((time.monotonic() - started, proc_mib("VmRSS", daemon.proc.pid)))
             stop.set()
             for thread in threads:
                 thread.join()

@@ -1,14 +1,14 @@
 """How much a hit in a memory's tags should weigh in bm25, a hit in its content weighing 1.
 
-    .venv/bin/python bench/tag_weight.py [--weights 0.5,1,2]
+    .venv/bin/python -m bench.tag_weight [--weights 0.5,1,2]
 
-Stores the committed sets (tests/everyday_set.py, tests/semantic_set.py) with the tags an
-agent would give them (their TAGS), in keyword mode on SQLite (PostgreSQL ranks alike,
+Stores the committed sets (tests/support/everyday_set.py, tests/support/semantic_set.py) with
+the tags an agent would give them (their TAGS), in keyword mode on SQLite (PostgreSQL ranks alike,
 tests/test_pg_keyword_parity.py), and asks: the everyday questions (top 1 and top 3), the
 semantic set's paraphrases, whose words are not in their targets' content (top 3 and top
 10: a tag can still hold one), its exact-term queries (top 1), and each tag of the sets as
 a one-word query, which should find a memory holding it in its tags (top 1 and top 10;
-several memories often share a tag). "none" stores no tags: the ranking before tags were searched.
+several memories often share a tag). "none" stores no tags: the ranking by content alone.
 Each weight runs in a process of its own (bm25.TAG_WEIGHT is read when the statements are
 built).
 """
@@ -17,13 +17,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
+from bench._common import run_module
 
 T0 = 1_767_225_600
 LIMIT = 10
@@ -35,12 +32,10 @@ def measure(weight: float | None) -> dict[str, int]:
 
     if weight is not None:
         bm25.TAG_WEIGHT = weight
-    import everyday_set
-    import semantic_set
-
     from agent_memory.models import Filters
     from agent_memory.storage import open_store
     from agent_memory.storage.base import NewMemory
+    from tests.support import everyday_set, semantic_set
 
     out: dict[str, int] = {}
     with tempfile.TemporaryDirectory() as tmp:
@@ -97,9 +92,7 @@ def main() -> None:
         return
     rows = []
     for weight in ["none", *args.weights.split(",")]:
-        done = subprocess.run(
-            [sys.executable, __file__, "--one", weight], capture_output=True, text=True, check=True
-        )
+        done = run_module("tag_weight", "--one", weight, capture_output=True, text=True, check=True)
         rows.append((weight, json.loads(done.stdout)))
     columns = list(rows[0][1])
     print("| tag weight | " + " | ".join(columns) + " |")

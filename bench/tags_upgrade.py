@@ -1,13 +1,13 @@
 """What the upgrade that indexes tags takes: SQLite's revision 0009, PostgreSQL's 0010.
 
-    .venv/bin/python bench/tags_upgrade.py [--size 100000] [--postgres]
+    .venv/bin/python -m bench.tags_upgrade [--size 100000] [--postgres]
 
 A file of --size bench memories (bench/corpus.py developer_memories, two tags each) is
 written at revision 0008 (plain SQL, indexed by that revision's triggers), then opened at
 head, which backs it up and migrates it (0009: keyword_tags for the rows whose tags hold a
 script written without spaces, the keyword index made again from the view). Printed: the
 upgrade's time and the file's size before and after (both vacuumed). With --postgres,
-PostgreSQL's 0010 instead, on a throwaway server (tests/postgres_server.py): a database at
+PostgreSQL's 0010 instead, on a throwaway server (tests/support/postgres_server.py): a database at
 0009 holding the same memories, their keyword columns as 0009 wrote them (content only),
 brought to 0010.
 """
@@ -16,22 +16,17 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 from alembic import command
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-from cjk import vacuumed_mb  # noqa: E402
-
-from agent_memory.models import content_hash  # noqa: E402
-from agent_memory.storage.sqlite import database as db  # noqa: E402
-from agent_memory.storage.sqlite.migrate import alembic_config  # noqa: E402
-
-import corpus  # noqa: E402
+from agent_memory.models import content_hash
+from agent_memory.storage.sqlite import database as db
+from agent_memory.storage.sqlite.migrate import alembic_config
+from bench import corpus
+from bench.cjk import vacuumed_mb
 
 T0 = 1_767_225_600
 
@@ -70,11 +65,9 @@ def sqlite_upgrade(size: int) -> None:
 def postgres_upgrade(size: int) -> None:
     import psycopg
 
-    sys.path.insert(0, str(HERE.parent / "tests"))
-    from pg_fixtures import database_url
-    from postgres_server import PostgresServer
-
     from agent_memory.storage.postgres import database, keyword
+    from tests.support.pg_fixtures import database_url
+    from tests.support.postgres_server import PostgresServer
 
     rows = [
         (m["type"], m["content"], json.dumps(m["tags"]), *keyword.document(m["content"])[:3])

@@ -6,7 +6,7 @@ unassigned in its tables are token characters; Greek accents stay; Cherokee does
 so guessing from unicodedata missed 411 folds and hundreds of token characters. The
 PostgreSQL backend needs FTS5's exact lexemes for bm25 parity, so the tables are measured.
 
-    .venv/bin/python bench/unicode61_tables.py > agent_memory/unicode61.py
+    .venv/bin/python -m bench.unicode61_tables > agent_memory/unicode61.py
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The web page at 100,000 memories, timed in a real headless Chromium (Playwright).
 
-    .venv/bin/python bench/web_page.py [--size 100000] [--keep DIR] [--runs 15] [--json out.json]
+    .venv/bin/python -m bench.web_page [--size 100000] [--keep DIR] [--runs 15] [--json out.json]
 
 A database of developer memories (bench/corpus.py, loaded through `agent-memory import` as
 bench/run.py does, with a few hundred relations) is served by the real `agent-memory
@@ -33,14 +33,11 @@ from pathlib import Path
 
 import requests
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
-import browser  # noqa: E402
-from rest_daemon import RestDaemon  # noqa: E402
-from run import AgentMemory  # noqa: E402
-
-import corpus  # noqa: E402
+from bench import corpus
+from bench._common import pct
+from bench.run import AgentMemory
+from tests.support import browser
+from tests.support.rest_daemon import RestDaemon
 
 LINKS = 500  # relations among the newest memories, so the graph has something to draw
 QUESTIONS = 40
@@ -76,11 +73,6 @@ API_SEARCH = """async (query) => {
   await answer.json();
   return performance.now() - start;
 }"""
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
 def summary(values: list[float]) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """The README's pictures of the web page: docs/images/web-*.png.
 
-    .venv/bin/python bench/web_screenshots.py [--out docs/images]
+    .venv/bin/python -m bench.web_screenshots [--out docs/images]
 
 A small database of one project's memories, with relations, served by the real
 `agent-memory serve-rest` and photographed in Debian's headless Chromium (Playwright).
@@ -13,10 +13,9 @@ import sys
 import tempfile
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent / "tests"))
-import browser  # noqa: E402
-from rest_daemon import RestDaemon  # noqa: E402
+from bench._common import ROOT
+from tests.support import browser
+from tests.support.rest_daemon import RestDaemon
 
 VIEWPORT = {"width": 1360, "height": 860}
 TALL = {"width": 1360, "height": 1240}  # one memory: its text, fields, relations and graph
@@ -169,7 +168,7 @@ def shoot(out: Path) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=HERE.parent / "docs" / "images")
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "images")
     args = parser.parse_args()
     reason = browser.missing()
     if reason:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import subprocess
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
@@ -18,7 +16,6 @@ from pathlib import Path
 import pytest
 import sqlean
 import sqlite_vec
-from fake_ollama import FakeOllama
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
@@ -26,11 +23,15 @@ from agent_memory.embedders.ollama import Ollama
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import create_engine
+from tests.support.fake_ollama import FakeOllama
+from tests.support.spawned import (  # noqa: F401  (the tests import them from here)
+    NO_OLLAMA_URL,
+    executable,
+    run_agent_memory,
+    server_env,
+)
 
 START = 1_767_225_600  # 2026-01-01T00:00:00Z
-# Port 9 (discard) on loopback: nothing listens, so a spawned server finds no Ollama, even
-# on a machine where a real one runs on the default port.
-NO_OLLAMA_URL = "http://127.0.0.1:9"
 
 
 class Clock:
@@ -144,23 +145,6 @@ def raw(db_path: Path, service: MemoryService):
     conn.close()
 
 
-def executable() -> str:
-    """The console script installed next to this interpreter."""
-    found = Path(sys.executable).with_name("agent-memory")
-    return str(found) if found.exists() else shutil.which("agent-memory") or "agent-memory"
-
-
-def server_env(**extra: str) -> dict[str, str]:
-    """The environment of a spawned agent-memory: no Ollama, and Ollama as the embedder (so
-    searches are keyword-only unless a test points it at the fake Ollama or asks for the
-    local model with AGENT_MEMORY_EMBEDDER=local)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
-    env["AGENT_MEMORY_OLLAMA_URL"] = NO_OLLAMA_URL
-    env["AGENT_MEMORY_EMBEDDER"] = "ollama"
-    env.update(extra)
-    return env
-
-
 def file_hashes(path: Path) -> dict[str, str | None]:
     """sha256 of the database and its -wal and -shm (None when absent)."""
     out = {}
@@ -168,20 +152,6 @@ def file_hashes(path: Path) -> dict[str, str | None]:
         p = Path(f"{path}{suffix}")
         out[suffix] = hashlib.sha256(p.read_bytes()).hexdigest() if p.exists() else None
     return out
-
-
-def run_agent_memory(
-    *args: str, timeout: int = 120, env: dict[str, str] | None = None
-) -> subprocess.CompletedProcess:
-    """Run the real executable to completion with no stdin (``serve`` then exits at EOF)."""
-    return subprocess.run(
-        [executable(), *args],
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        env=env or server_env(),
-        timeout=timeout,
-    )
 
 
 def check_consistent(db_path: Path) -> sqlean.Connection:

@@ -7,7 +7,7 @@ from test_store_conformance import T0, ids, new, record, search, vector
 
 from agent_memory import query
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 SENTENCES = {
     "zh": "我们选择了数据库PostgreSQL，因为它支持事务。",

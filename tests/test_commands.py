@@ -8,24 +8,17 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
 
 from agent_memory import mcp_server
-from agent_memory.cli import cli
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database
+from tests.support.terminal import am
 
 from conftest import START, dump, file_hashes
 
 NOW = START + 86_400  # the commands run a day after the memories were stored
 TYPES = "DECISION, PATTERN, ERROR, TODO, ARCHITECTURE, CONSTRAINT"
-
-
-def am(db_path, *args: str, input: str | bytes | None = None):
-    result = CliRunner().invoke(cli, ["--db", str(db_path), *args], input=input)
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 @pytest.fixture

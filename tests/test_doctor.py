@@ -15,7 +15,7 @@ from agent_memory.storage import open_store
 
 from conftest import embedder_for
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 
 def fill(location, ollama, engine: str):

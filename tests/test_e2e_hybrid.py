@@ -7,16 +7,15 @@ import time
 import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
-from rest_daemon import RestDaemon
 
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from tests.support.paraphrase_set import DATASTORE, PARAPHRASE
+from tests.support.rest_daemon import RestDaemon
 
 from conftest import embedder_for, executable, server_env
 
 DEADLINE_SECS = 60
-DATASTORE = "We chose PostgreSQL as our datastore."
-PARAPHRASE = "which relational database did the team pick"
 
 
 def params(db_path, ollama_url: str) -> StdioServerParameters:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import anyio
 from mcp import Client, StdioServerParameters
-from test_local_model import needs_model
+
+from tests.support.local_model import needs_model
+from tests.support.paraphrase_set import DATASTORE
+from tests.support.paraphrase_set import PARAPHRASE as QUESTION
 
 from conftest import executable, server_env
 
 # No word of the question is in any memory (stemmed or not), so only meaning can find it.
-DATASTORE = "We chose PostgreSQL as our datastore."
-QUESTION = "which relational database did the team pick"
 OTHERS = [f"Deploy step {i} runs lint before packaging" for i in range(12)]
 
 

@@ -10,10 +10,10 @@ import pytest
 import requests
 import sqlean
 from mcp import Client, StdioServerParameters
-from rest_daemon import RestDaemon
 
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from tests.support.rest_daemon import RestDaemon
 
 from conftest import executable, run_agent_memory, server_env
 

@@ -7,12 +7,11 @@ import re
 
 import pytest
 import sqlalchemy
-from click.testing import CliRunner
 
-from agent_memory.cli import cli
 from agent_memory.models import Pin
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from tests.support.terminal import am_with_ollama
 
 from conftest import embedder_for
 
@@ -30,12 +29,6 @@ def waiting(db_path):
     return db_path
 
 
-def run(db_path, ollama, *args, embedder="auto"):
-    return CliRunner().invoke(
-        cli, ["--db", str(db_path), "--embedder", embedder, "--ollama-url", ollama.url, *args]
-    )
-
-
 def counts(db_path):
     store = open_store(db_path)
     try:
@@ -45,14 +38,14 @@ def counts(db_path):
 
 
 def test_embed_gives_every_waiting_memory_its_vector_and_pins_the_database(waiting, ollama):
-    result = run(waiting, ollama, "embed", "--batch", "2")
+    result = am_with_ollama(waiting, ollama, "embed", "--batch", "2")
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[-1] == (
         "embedded 5 memories with nomic-embed-text (ollama, 768 dimensions, nomic prefixes)"
     )
     assert counts(waiting) == (NOMIC, (5, 0))
     assert sorted(ollama.embedded[1:]) == sorted(f"search_document: {t}" for t in TEXTS)
-    again = run(waiting, ollama, "embed")
+    again = am_with_ollama(waiting, ollama, "embed")
     assert again.exit_code == 0 and "embedded 0 memories" in again.stderr
 
 
@@ -74,7 +67,7 @@ def test_embed_reports_its_batches_and_resumes_where_it_stopped(waiting, ollama)
 
 def test_embed_when_the_embedder_does_not_answer_is_one_line(waiting, ollama):
     ollama.down = True
-    result = run(waiting, ollama, "embed", embedder="ollama")
+    result = am_with_ollama(waiting, ollama, "embed", embedder="ollama")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines()[-1] == (
         f"cannot embed: nomic-embed-text at {ollama.url} did not answer; check that Ollama is "
@@ -85,7 +78,7 @@ def test_embed_when_the_embedder_does_not_answer_is_one_line(waiting, ollama):
 
 
 def test_embed_with_embedding_off_is_one_line(waiting, ollama):
-    result = run(waiting, ollama, "embed", embedder="none")
+    result = am_with_ollama(waiting, ollama, "embed", embedder="none")
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "cannot embed: search by meaning is off (--embedder none); run it with --embedder "
@@ -96,11 +89,13 @@ def test_embed_with_embedding_off_is_one_line(waiting, ollama):
 
 def test_embed_never_drops_the_vectors_of_another_model(waiting, ollama):
     ollama.models = ["nomic-embed-text:latest", "mxbai-embed-large:latest"]
-    assert run(waiting, ollama, "embed", "--batch", "1").exit_code == 0
+    assert am_with_ollama(waiting, ollama, "embed", "--batch", "1").exit_code == 0
     svc = MemoryService(open_store(waiting))
     svc.store({"content": "one more, waiting", "type": "TODO"})
     svc.close()
-    result = run(waiting, ollama, "--embed-model", "mxbai-embed-large", "embed", embedder="ollama")
+    result = am_with_ollama(
+        waiting, ollama, "--embed-model", "mxbai-embed-large", "embed", embedder="ollama"
+    )
     assert result.exit_code == 1
     assert result.stderr.strip().splitlines()[-1] == (
         "cannot embed: this database's vectors were made with nomic-embed-text (ollama, 768 "
@@ -113,32 +108,32 @@ def test_embed_never_drops_the_vectors_of_another_model(waiting, ollama):
 
 
 def test_embed_needs_a_database(tmp_path, ollama):
-    result = run(tmp_path / "none.db", ollama, "embed")
+    result = am_with_ollama(tmp_path / "none.db", ollama, "embed")
     assert result.exit_code == 1
     assert "no database at" in result.stderr
     assert not (tmp_path / "none.db").exists()
 
 
 def test_a_terminal_search_says_what_waits_for_a_vector(waiting, ollama):
-    result = run(waiting, ollama, "search", "datastore", embedder="ollama")
+    result = am_with_ollama(waiting, ollama, "search", "datastore", embedder="ollama")
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[-1] == (
         "5 found (keyword search: 5 memories waiting for a vector; run `agent-memory embed`)"
     )
-    assert run(waiting, ollama, "embed").exit_code == 0
-    result = run(waiting, ollama, "search", "datastore")
+    assert am_with_ollama(waiting, ollama, "embed").exit_code == 0
+    result = am_with_ollama(waiting, ollama, "search", "datastore")
     assert result.stderr.splitlines()[-1] == "5 found (hybrid search)"
     svc = MemoryService(open_store(waiting))
     svc.store({"content": "one more datastore note", "type": "TODO"})
     svc.close()
-    result = run(waiting, ollama, "search", "datastore")
+    result = am_with_ollama(waiting, ollama, "search", "datastore")
     assert result.stderr.splitlines()[-1] == (
         "6 found (hybrid search: 1 memory waiting for a vector; run `agent-memory embed`)"
     )
 
 
 def test_a_terminal_search_with_embedding_off_says_so(waiting, ollama):
-    result = run(waiting, ollama, "search", "datastore", embedder="none")
+    result = am_with_ollama(waiting, ollama, "search", "datastore", embedder="none")
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines()[-1] == (
         "5 found (keyword search: search by meaning is off (--embedder none))"
@@ -149,17 +144,17 @@ def test_a_terminal_search_with_embedding_off_says_so(waiting, ollama):
 def test_embed_logs_nothing_at_the_default_level(waiting, ollama):
     """Its answer is its last line; the database opening is logged at the info level, which
     only --log-level info shows (as for export and import)."""
-    result = run(waiting, ollama, "embed")
+    result = am_with_ollama(waiting, ollama, "embed")
     assert result.exit_code == 0, result.output
     assert result.stderr.splitlines() == [
         "embedded 5 memories with nomic-embed-text (ollama, 768 dimensions, nomic prefixes)"
     ]
-    assert "INFO" in run(waiting, ollama, "--log-level", "info", "embed").stderr
+    assert "INFO" in am_with_ollama(waiting, ollama, "--log-level", "info", "embed").stderr
 
 
 def test_an_embed_stopped_after_one_memory_counts_it_in_the_singular(waiting, ollama):
     ollama.fail_after = 2  # the probe and one batch of one
-    result = run(waiting, ollama, "embed", "--batch", "1", embedder="ollama")
+    result = am_with_ollama(waiting, ollama, "embed", "--batch", "1", embedder="ollama")
     assert result.exit_code == 1
     assert " did not answer after 1 memory; " in result.stderr.splitlines()[-1]
 
@@ -178,7 +173,9 @@ def test_a_terminal_search_never_counts_every_memory(waiting, ollama):
 
     def counted_all_in_a_search(embedder: str) -> list[str]:
         statements.clear()
-        assert run(waiting, ollama, "search", "datastore", embedder=embedder).exit_code == 0
+        assert (
+            am_with_ollama(waiting, ollama, "search", "datastore", embedder=embedder).exit_code == 0
+        )
         assert statements  # the listener saw the search
         return [s for s in statements if EVERY_MEMORY_COUNTED.search(s)]
 
@@ -186,7 +183,7 @@ def test_a_terminal_search_never_counts_every_memory(waiting, ollama):
     try:
         assert counted_all_in_a_search("ollama") == []  # keyword: 5 waiting
         assert counted_all_in_a_search("none") == []
-        assert run(waiting, ollama, "embed").exit_code == 0
+        assert am_with_ollama(waiting, ollama, "embed").exit_code == 0
         assert counted_all_in_a_search("auto") == []  # hybrid: none waiting
     finally:
         sqlalchemy.event.remove(sqlalchemy.Engine, "before_cursor_execute", seen)

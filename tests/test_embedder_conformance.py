@@ -6,10 +6,10 @@ from __future__ import annotations
 import logging
 
 import pytest
-from fake_ollama import FakeOllama
 
 from agent_memory.embedders.base import MODEL_MISSING, READY, UNREACHABLE
 from agent_memory.embedders.local import Local, LocalModel
+from tests.support.fake_ollama import FakeOllama
 
 from conftest import NO_OLLAMA_URL, embedder_for
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from agent_memory import mcp_server, wiring
-from agent_memory.cli import cli
 from agent_memory.service import EMBEDDING_OFF, MemoryService
 from agent_memory.storage import open_store
 from agent_memory.wiring import Settings
+from tests.support.terminal import am_with_ollama
 
 from conftest import NO_OLLAMA_URL
 
@@ -36,12 +35,6 @@ def unpinned(db_path, tmp_path):
     (tmp_path / "memories.jsonl").write_text("".join(lines), encoding="utf-8")
     (tmp_path / "STATE.md").write_text("## Decisions\n- use WAL\n", encoding="utf-8")
     return first["id"]
-
-
-def run(db_path, ollama, *args):
-    return CliRunner().invoke(
-        cli, ["--db", str(db_path), "--embedder", "auto", "--ollama-url", ollama.url, *args]
-    )
 
 
 NO_VECTORS_NEEDED = [
@@ -65,17 +58,17 @@ def test_commands_that_need_no_vector_never_ask_ollama(
 ):
     ollama.down = True  # auto's probe would fail, log it, and fall back to the local model
     args = [arg.replace("{tmp}", str(tmp_path)) for arg in command]
-    result = run(db_path, ollama, *args)
+    result = am_with_ollama(db_path, ollama, *args)
     assert result.exit_code == 0, result.output
     assert ollama.requests == []
     assert "Ollama" not in result.stderr and "local model" not in result.stderr
 
 
 def test_search_and_store_do_ask_for_an_embedder(db_path, ollama, unpinned):
-    assert run(db_path, ollama, "search", "SQLite").exit_code == 0
+    assert am_with_ollama(db_path, ollama, "search", "SQLite").exit_code == 0
     assert ollama.requests  # the probe and the query's vector
     asked = len(ollama.requests)
-    assert run(db_path, ollama, "store", "--type", "TODO", "one more").exit_code == 0
+    assert am_with_ollama(db_path, ollama, "store", "--type", "TODO", "one more").exit_code == 0
     assert len(ollama.requests) > asked
 
 

@@ -6,12 +6,12 @@ import logging
 import struct
 
 import pytest
-from fake_ollama import embed
 
 from agent_memory.lifecycle import sweep
 from agent_memory.models import Pin
 from agent_memory.service import BACKFILL_BATCH_ROWS, MemoryService
 from agent_memory.storage import open_store
+from tests.support.fake_ollama import embed
 
 from conftest import embedder_for
 

@@ -3,13 +3,12 @@ everyday set, in keyword mode (no embedder), on both engines alike."""
 
 from __future__ import annotations
 
-from everyday_set import MEMORIES, QUERIES, TAGS
-
 from agent_memory.models import Filters
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
+from tests.support.everyday_set import MEMORIES, QUERIES, TAGS
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 T0 = 1_767_225_600
 LIMIT = 10

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from test_hybrid import PARAPHRASE, fill
-from test_mcp import run
-from test_rest import Client
 
 from agent_memory.rest import create_app
+from tests.support.mcp_session import run
+from tests.support.paraphrase_set import PARAPHRASE, fill
+from tests.support.rest_client import Client
 
 
 def test_without_explain_the_answer_is_unchanged(hybrid):

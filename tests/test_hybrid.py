@@ -6,8 +6,6 @@ import json
 import shutil
 
 import pytest
-from fake_ollama import embed
-from vector_index_support import load_vector_index
 
 from agent_memory import ranking
 from agent_memory.embedders.calibration import UNRELATED
@@ -19,24 +17,11 @@ from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vector_index, vectors
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT
+from tests.support.fake_ollama import embed
+from tests.support.paraphrase_set import DATASTORE, PARAPHRASE, fill
+from tests.support.vector_index import load_vector_index
 
 from conftest import NO_OLLAMA_URL, embedder_for, reading
-
-DATASTORE = "We chose PostgreSQL as our datastore."
-PARAPHRASE = "which relational database did the team pick"
-OTHERS = [
-    ("PATTERN", "Use tmp_path fixtures for throwaway files."),
-    ("ERROR", "The login page crashed on an empty password."),
-    ("TODO", "Write a rollout checklist before shipping."),
-    ("ARCHITECTURE", "Requests go through a redis layer first."),
-]
-
-
-def fill(svc: MemoryService) -> dict[str, int]:
-    ids = {"datastore": svc.store({"content": DATASTORE, "type": "DECISION"})["id"]}
-    for memory_type, content in OTHERS:
-        ids[content] = svc.store({"content": content, "type": memory_type})["id"]
-    return ids
 
 
 def ids_of(answer: dict) -> list[int]:

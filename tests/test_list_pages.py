@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import json
 
-from test_mcp import run
-from test_rest import Client
-
 from agent_memory.rest import create_app
+from tests.support.mcp_session import run
+from tests.support.rest_client import Client
 
 
 def cursor(memory: dict) -> str:

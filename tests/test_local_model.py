@@ -23,9 +23,7 @@ from agent_memory.embedders.local import (
     read_cpu_flags,
     unavailable_reason,
 )
-
-HERE_REASON = unavailable_reason()
-needs_model = pytest.mark.skipif(HERE_REASON is not None, reason=f"local model: {HERE_REASON}")
+from tests.support.local_model import needs_model
 
 X86 = lambda: ("linux", "x86_64")  # noqa: E731
 AVX2_FMA = lambda: {"sse4_2", "avx", "avx2", "fma"}  # noqa: E731

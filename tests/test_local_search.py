@@ -1,5 +1,5 @@
 """Search by meaning with the local model, through the service: the semantic set
-(tests/semantic_set.py) found by paraphrase, exact terms first, and every way the local model
+(tests/support/semantic_set.py) found by paraphrase, exact terms first, and every way the local model
 can be missing answered by keyword search, never by an error."""
 
 from __future__ import annotations
@@ -7,19 +7,15 @@ from __future__ import annotations
 import statistics
 
 import pytest
-from semantic_set import EXACT, MEMORIES, PARAPHRASES
-from test_semantic_set import TOP3_FLOOR, TOP10_FLOOR
 
-from agent_memory.embedders.local import Local, LocalModel, unavailable_reason
+from agent_memory.embedders.local import Local, LocalModel
 from agent_memory.models import Filters
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from tests.support.local_model import needs_model
+from tests.support.semantic_set import EXACT, MEMORIES, PARAPHRASES, TOP3_FLOOR, TOP10_FLOOR
 
 from conftest import embedder_for
-
-needs_model = pytest.mark.skipif(
-    unavailable_reason() is not None, reason=f"local model: {unavailable_reason()}"
-)
 
 
 def filled(path, embedder) -> tuple[MemoryService, dict[str, int]]:

@@ -7,8 +7,6 @@ travel in arrays, and the tsquery is one parameter.
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from agent_memory import fts, service
@@ -17,7 +15,7 @@ from agent_memory.storage import open_store
 
 from conftest import Clock
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 VOCABULARY = [f"term{i}" for i in range(400)]
 MEMORIES = 60
@@ -59,16 +57,13 @@ def both(tmp_path, pg_url):
 
 @pytest.mark.parametrize("text", QUERIES.values(), ids=QUERIES.keys())
 def test_a_query_of_10000_words_answers_as_on_sqlite(both, text, monkeypatch):
-    # About 1 s on either engine: on a busy machine the search budget could refuse it on
-    # either. The time is bounded relative to SQLite's instead (a quadratic step is 10x).
+    # The search budget is a speed bound, and speed is bench/query_cost.py's (its rows of
+    # queries at the word bound, --postgres): here a busy machine must not refuse the query.
     monkeypatch.setattr(service, "SEARCH_BUDGET_SECS", 60.0)
     sqlite, postgres = both
     fts.check_cost(text)  # within the bound, at it
     assert N - 2 <= len(fts.words(text)) <= N
-    began = time.perf_counter()
     expected = sqlite.search({"query": text, "limit": 20}, record_use=False)
-    middle = time.perf_counter()
     found = postgres.search({"query": text, "limit": 20}, record_use=False)
-    assert time.perf_counter() - middle < 4 * (middle - began) + 1.0
     assert expected["results"], "the query must match something"
     assert [m["id"] for m in found["results"]] == [m["id"] for m in expected["results"]]

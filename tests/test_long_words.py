@@ -19,7 +19,7 @@ from agent_memory.storage import faults, open_store
 
 from conftest import Clock, run_agent_memory
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 # Words around the limit, in bytes of UTF-8; multi-byte letters straddling it (ж is 2
 # bytes, ა (Georgian) 3: neither is folded by remove_diacritics, so the lexeme keeps their bytes).

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 import anyio
 import sqlean
 from mcp import Client, StdioServerParameters
-from rest_daemon import RestDaemon
+
+from tests.support.rest_daemon import RestDaemon
 
 from conftest import executable, server_env
 

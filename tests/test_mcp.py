@@ -11,6 +11,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from agent_memory import mcp_server, wire
+from tests.support.mcp_session import run
 
 from conftest import dump
 
@@ -23,22 +24,6 @@ TOOL_NAMES = [
     "memory_unlink",
     "memory_forget",
 ]
-
-
-def run(service, *calls):
-    """Run (tool, args) calls in one session; return each result or the MCPError raised."""
-
-    async def main():
-        out = []
-        async with Client(mcp_server.build_server(service)) as client:
-            for name, args in calls:
-                try:
-                    out.append(await client.call_tool(name, args))
-                except MCPError as exc:
-                    out.append(exc)
-        return out
-
-    return anyio.run(main)
 
 
 def test_tools_are_listed_with_schemas_and_descriptions(service):

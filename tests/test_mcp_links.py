@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from test_mcp import run
-
 from agent_memory.lifecycle import sweep
+from tests.support.mcp_session import run
 
 from conftest import dump
 

@@ -17,7 +17,7 @@ import sqlean
 
 from agent_memory import storage
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 CHILD = r"""
 import io, json, sys

@@ -17,7 +17,7 @@ from agent_memory.storage import open_store
 
 from conftest import Clock, run_agent_memory
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 START = 1_767_225_600
 

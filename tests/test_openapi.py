@@ -10,12 +10,12 @@ import sys
 from pathlib import Path
 
 from openapi_spec_validator import validate
-from rest_daemon import RestDaemon
 
 from agent_memory import openapi
 from agent_memory.mcp_tools import TOOLS
 from agent_memory.rest import create_app
 from agent_memory.vocabulary import REST_ARGUMENTS
+from tests.support.rest_daemon import RestDaemon
 
 SCHEMATHESIS_EXAMPLES = 30
 

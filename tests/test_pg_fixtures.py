@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import psycopg
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 
 def test_each_test_gets_a_database_with_the_extensions(pg: psycopg.Connection):

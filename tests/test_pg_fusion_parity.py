@@ -15,7 +15,7 @@ from test_store_conformance import DIMENSION, PIN, T0, new
 from agent_memory.models import Embedding, Filters, Noise
 from agent_memory.storage import open_store
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 WORDS = ["sqlite", "kafka", "retry", "cache", "schema", "docker", "oauth", "billing", "the"]
 QUESTIONS = [

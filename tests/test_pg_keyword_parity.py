@@ -15,7 +15,6 @@ import pytest
 import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_query import bench_corpus
 
 from agent_memory import fts, query
 from agent_memory.models import Filters
@@ -24,8 +23,9 @@ from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword, tsquery
 from agent_memory.storage.sqlite.keyword import FtsQueryError, Run
+from bench import corpus
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 # The store's own tables (its migrations), with defaults for the columns the ranking does
 # not read, so that the tests insert only what it does.
@@ -124,7 +124,7 @@ FILTERS = [
 
 
 def corpus_records() -> list[dict]:
-    records = list(bench_corpus().developer_memories(MEMORIES - len(EDGE_CASES)))
+    records = list(corpus.developer_memories(MEMORIES - len(EDGE_CASES)))
     for memory_type, content, tags in EDGE_CASES:
         records.append({"content": content, "type": memory_type, "tags": tags, "scope": None})
     return records

@@ -10,17 +10,17 @@ is that query written out with the store's own ranking statement and nothing res
 from __future__ import annotations
 
 import pytest
-from test_search_at_scale import DAY, fill, ids, the_in_443_of_1000
 
 from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.query import and_of_words, bm25, or_of_words, searched
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword
+from tests.support.scale_corpus import DAY, fill, ids, the_in_443_of_1000
 
 from conftest import Clock
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 
 @pytest.fixture

@@ -25,7 +25,6 @@ import test_e2e_mcp
 import test_e2e_rest
 from mcp import Client, StdioServerParameters
 from psycopg import sql
-from rest_daemon import RestDaemon
 from test_many_writers import MCP_WORKERS, OPS_PER_WORKER, Ledger, mcp_caller, rest_caller
 from test_many_writers import run_worker as many_writers_worker
 
@@ -45,10 +44,11 @@ from agent_memory.storage.engines import engine_for
 from agent_memory.storage.postgres import keyword, tsquery
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import head_revision
+from tests.support.rest_daemon import RestDaemon
 
 from conftest import Clock, executable, run_agent_memory, server_env
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 T0 = 1_767_225_600
 

@@ -3,26 +3,13 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from agent_memory import fts, query
 from agent_memory.query import And, Near, Not, Or, Phrase, QuerySyntaxError, Term
-
-
-def bench_corpus():
-    """bench/corpus.py, the bench's seeded developer memories (bench/ is no package)."""
-    path = Path(__file__).resolve().parents[1] / "bench" / "corpus.py"
-    spec = importlib.util.spec_from_file_location("bench_corpus", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
+from bench import corpus  # the bench's seeded developer memories
 
 SETTINGS = settings(
     max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
@@ -229,7 +216,7 @@ def test_generated_expressions_keep_rows_and_bm25(text):
 
 def test_lexemes_are_fts5s():
     words = sorted(
-        {w for m in bench_corpus().developer_memories(500) for w in query.tokens(m["content"])}
+        {w for m in corpus.developer_memories(500) for w in query.tokens(m["content"])}
         | set(
             query.tokens(
                 "as is us os a i I Assembly apologies autospecced 1e10 0e84b5 10³ ASSEMBLY "

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-import real_corpus
+from bench import real_corpus
 
 BODY = (
     "The old code compared remote names without regard to case, but the configuration "

@@ -8,7 +8,6 @@ import hashlib
 import json
 import random
 import string
-import time
 import uuid
 
 import anyio
@@ -22,6 +21,7 @@ from agent_memory.portable import jsonl_reader
 from agent_memory.redact import RULES, redact
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from tests.support.redaction_set import ADVERSARIAL
 
 _RNG = random.Random(18)
 ALNUM = string.ascii_letters + string.digits
@@ -426,77 +426,16 @@ def test_what_is_kept(text):
     assert redact(text) == (text, [])
 
 
-# -- time: linear in the text -------------------------------------------------------------
-
-# Each unit, repeated, once made a pattern rescan the rest of the text from every start:
-# quadratic time (60 KB took 11 s). One or more per rule, including its literal start.
-ADVERSARIAL = [
-    "sk-",
-    "sk-aA1-",
-    "-eyJ",
-    "eyJaaaaaaaa.ey",
-    "token:",
-    "token: x ",
-    "api_key:",
-    "password=",
-    "password:\n ",
-    'secret="',
-    '"password": "\\',
-    '\\"token\\": \\"',
-    "private_key=",
-    "a&token=",
-    ";Password=a",
-    "`password=",
-    "auth:",
-    "-ghp_a",
-    "github_pat_",
-    "glpat-",
-    "xoxb-1-",
-    "xoxe.xoxb-",
-    "https://hooks.slack.com/",
-    "Bearer a/1",
-    "Basic ",
-    "://",
-    "://a:",
-    "a://b:c@",
-    "curl -u a:",
-    "-----BEGIN PRIVATE KEY-----",
-    "-----BEGIN A",
-    "SG.",
-    "hf_",
-    "pypi-",
-    "whsec_",
-    "sk_live_",
-    "AKIA",
-]
-LINEAR_CHARS = 4_000
-ORDINARY = (
-    "We chose SQLite; the password reset flow uses a token bucket. Set api_key from "
-    "settings.api_key, see https://docs.example.com/auth, and send Bearer tokens.\n"
-)
-
-
-def _cpu_seconds(*texts: str) -> list[float]:
-    """Each text's best redaction time of several, measured in turns (CPU time: another
-    process on the machine does not count)."""
-    best = [float("inf")] * len(texts)
-    for _ in range(7):
-        for i, text in enumerate(texts):
-            start = time.process_time()
-            redact(text)
-            best[i] = min(best[i], time.process_time() - start)
-    return best
+# -- adversarial texts: each unit repeated (tests/support/redaction_set.py) -----------------
+# How long redaction takes on them is bench/redact_cost.py's (time linear in the text).
+ADVERSARIAL_CHARS = 16_000
 
 
 @pytest.mark.parametrize("unit", ADVERSARIAL)
-def test_redaction_time_is_linear_in_the_text(unit):
-    small, large = (unit * (n // len(unit)) + " x" for n in (LINEAR_CHARS, 4 * LINEAR_CHARS))
-    ordinary = ORDINARY * (len(large) // len(ORDINARY) + 1)
-    t_small, t_large, t_ordinary = _cpu_seconds(small, large, ordinary)
-    # four times the text: four times the time if linear, sixteen if quadratic
-    assert t_large < 8 * t_small, (t_small, t_large)
-    # and no worse than notes of the same length by more than a constant
-    assert t_large < 20 * t_ordinary, (t_ordinary, t_large)
+def test_an_adversarial_text_redacts_to_a_fixed_point(unit):
+    text = unit * (ADVERSARIAL_CHARS // len(unit)) + " x"
+    redacted, _ = redact(text)
+    assert redact(redacted) == (redacted, [])
 
 
 # -- through the service: store, update, both imports -------------------------------------

@@ -11,7 +11,6 @@ import flask
 import pytest
 import sqlalchemy
 import waitress
-from fake_ollama import FakeOllama
 
 from agent_memory import __version__, identity, rest
 from agent_memory.embedders.ollama import Ollama
@@ -19,44 +18,16 @@ from agent_memory.rest import create_app
 from agent_memory.storage import database_key
 from agent_memory.storage.sqlite import rows as sqlite_rows
 from agent_memory.storage.sqlite.database import head_revision
+from tests.support.fake_ollama import FakeOllama
+from tests.support.rest_client import BASE, Client
 
 from conftest import dump
 
-BASE = "http://127.0.0.1:7437"
 SURROGATE = "a\ud800b"  # sent as JSON's escape "a\\ud800b"
 UNICODE = "must be valid Unicode text (got a lone surrogate at index 1)"
 DIGITS = "9" * 5000  # Python's int() refuses more than 4,300 digits
 COUNTED = "(got an integer of 5000 digits)"
 ID_RANGE = f"between {-(2**63)} and {2**63 - 1}"
-
-
-class Client:
-    """Flask's test client, addressed as the daemon's own origin by default."""
-
-    def __init__(self, app):
-        self._client = app.test_client()
-
-    def __call__(
-        self,
-        method,
-        path,
-        *,
-        body=None,
-        raw=None,
-        content_type="application/json",
-        headers=None,
-        base_url=BASE,
-    ):
-        kwargs = {"base_url": base_url, "headers": headers or {}}
-        if body is not None:
-            kwargs["data"] = json.dumps(body)
-            kwargs["content_type"] = content_type
-        elif raw is not None:
-            kwargs["data"] = raw
-            if content_type:
-                kwargs["content_type"] = content_type
-        response = self._client.open(path, method=method, **kwargs)
-        return response.status_code, response.get_json(silent=True)
 
 
 @pytest.fixture

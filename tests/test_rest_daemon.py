@@ -19,11 +19,11 @@ from http.client import HTTPConnection
 
 import pytest
 import requests
-from rest_daemon import RestDaemon
 
 from agent_memory import daemon, rest
 from agent_memory.rest import create_app
 from agent_memory.validate import DEFAULT_MAX_CONTENT_BYTES
+from tests.support.rest_daemon import RestDaemon
 
 # Every wait below is bounded by this: an answer the daemon owes comes long before it.
 CLIENT_TIMEOUT_SECS = 10

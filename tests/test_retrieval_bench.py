@@ -4,17 +4,13 @@ the share of a question's evidence turns in the first k, hit@k whether any is th
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-import retrieval
-
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
+from bench import retrieval
 
 
 def session(*turns: tuple[str, str, str]) -> list[dict[str, str]]:

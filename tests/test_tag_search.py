@@ -20,7 +20,7 @@ from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
 
-pytest_plugins = ["pg_fixtures"]
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 T0 = 1_767_225_600
 FIXTURES = Path(__file__).resolve().parent / "fixtures"

@@ -8,11 +8,10 @@ import json
 import re
 
 import pytest
-from click.testing import CliRunner
 
 from agent_memory import display
-from agent_memory.cli import cli
 from agent_memory.vocabulary import count
+from tests.support.terminal import am
 
 # What a terminal acts on: C0 but tab and newline (newline ends our own lines), DEL, C1,
 # the separators and the bidirectional controls.
@@ -25,12 +24,6 @@ HOSTILE = {
     "source": "src\x1b[31m",
     "scope": "kore\x1b]0;x\x07",
 }
-
-
-def am(db_path, *args: str):
-    result = CliRunner().invoke(cli, ["--db", str(db_path), *args])
-    assert result.exception is None or isinstance(result.exception, SystemExit), result.exception
-    return result
 
 
 @pytest.fixture

@@ -18,12 +18,12 @@ from typing import ClassVar
 import pytest
 import requests
 from click.testing import CliRunner
-from rest_daemon import START_TIMEOUT_SECS, RestDaemon
 
 from agent_memory import ui
 from agent_memory.cli import cli
 from agent_memory.storage import database_key, open_store
 from agent_memory.storage.sqlite.database import read_meta
+from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon
 
 from conftest import executable, server_env
 

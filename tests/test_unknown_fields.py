@@ -4,8 +4,6 @@ search's recency bump)."""
 
 from __future__ import annotations
 
-import json
-
 import anyio
 import pytest
 import sqlean
@@ -13,12 +11,10 @@ from mcp import Client
 
 from agent_memory import mcp_server
 from agent_memory.errors import UnknownField
-from agent_memory.rest import create_app
 from agent_memory.vocabulary import ARGUMENTS, REST_ARGUMENTS
+from tests.support.rest_client import sender
 
 from conftest import dump
-
-BASE = "http://127.0.0.1:7437"
 
 # operation, arguments, the unknown field, the suggestion (None: nothing is close)
 CASES = [
@@ -107,16 +103,7 @@ def test_every_tool_answers_an_unknown_field_with_an_error_result(
 
 @pytest.fixture
 def http(service):
-    client = create_app(service).test_client()
-
-    def send(method, path, body=None):
-        kwargs = {"base_url": BASE}
-        if body is not None:
-            kwargs.update(data=json.dumps(body), content_type="application/json")
-        response = client.open(path, method=method, **kwargs)
-        return response.status_code, response.get_json()
-
-    return send
+    return sender(service)
 
 
 @pytest.mark.parametrize(

@@ -463,7 +463,7 @@ MIXED_ROUNDS = 5
 
 @pytest.mark.parametrize("round_", range(MIXED_ROUNDS))
 def test_mcp_server_and_rest_daemon_started_together_on_an_old_file(tmp_path, round_):
-    from rest_daemon import RestDaemon
+    from tests.support.rest_daemon import RestDaemon
 
     path = copy_fixture(OLD_FIXTURES[0], tmp_path)
     mcp = subprocess.Popen(

@@ -7,20 +7,17 @@ using a memory) records none, and neither does a list or a get.
 
 from __future__ import annotations
 
-import json
-
 import anyio
 import pytest
 from mcp import Client
 
 from agent_memory import mcp_server
 from agent_memory.errors import UnknownField
-from agent_memory.rest import create_app
 from agent_memory.vocabulary import ARGUMENTS
+from tests.support.rest_client import sender
 
 from conftest import dump
 
-BASE = "http://127.0.0.1:7437"
 DAY = 86_400
 
 
@@ -35,16 +32,7 @@ def matches(service, clock):
 
 @pytest.fixture
 def http(service):
-    client = create_app(service).test_client()
-
-    def send(method, path, body=None):
-        kwargs = {"base_url": BASE}
-        if body is not None:
-            kwargs.update(data=json.dumps(body), content_type="application/json")
-        response = client.open(path, method=method, **kwargs)
-        return response.status_code, response.get_json()
-
-    return send
+    return sender(service)
 
 
 def uses(raw) -> dict[int, tuple[int, int]]:

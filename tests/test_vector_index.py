@@ -11,12 +11,12 @@ import itertools
 
 import numpy as np
 import pytest
-from vector_index_support import load_vector_index
 
 from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import vector_index, vectors
+from tests.support.vector_index import load_vector_index
 
 T0 = 1_767_225_600
 DIMENSION = 256

@@ -7,10 +7,10 @@ from html.parser import HTMLParser
 from importlib import resources
 
 import pytest
-from test_rest import BASE
 
 from agent_memory import web
 from agent_memory.rest import create_app
+from tests.support.rest_client import BASE
 
 SCRIPTS = [name for name in web.ASSETS if name.endswith(".js")]
 

@@ -11,12 +11,12 @@ import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-import browser
 import pytest
 import sqlean
-from rest_daemon import RestDaemon
 
 from agent_memory import display
+from tests.support import browser
+from tests.support.rest_daemon import RestDaemon
 
 WAIT_MS = 10_000  # for the page to show what the API already answered (a slow CI machine)
 DAY = 86_400

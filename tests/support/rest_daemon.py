@@ -10,7 +10,7 @@ from pathlib import Path
 
 import requests
 
-from conftest import executable, server_env
+from tests.support.spawned import executable, server_env
 
 START_TIMEOUT_SECS = 60
 

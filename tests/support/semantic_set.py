@@ -407,6 +407,10 @@ EXACT: tuple[Query, ...] = (
 
 MEMORIES: tuple[Memory, ...] = TARGETS + DISTRACTORS + EXACT_TARGETS
 TYPES = ("DECISION", "PATTERN", "ERROR", "TODO", "ARCHITECTURE", "CONSTRAINT")
+# How many of the 30 paraphrases search by meaning must rank in the top 3 and the top 10
+# (docs/search.md has the local model's figures).
+TOP3_FLOOR = 15
+TOP10_FLOOR = 24
 
 # The tags an agent would give these memories (a few, mostly the topic). The paraphrases
 # above are kept free of their targets' words in content only; bench/tag_weight.py stores

@@ -1,7 +1,7 @@
 """pytest fixtures for a real PostgreSQL: one server per session, a fresh database per test.
 
 Why a plugin module and not conftest.py: only the PostgreSQL tests load it (``pytest_plugins
-= ["pg_fixtures"]``), so the rest of the suite neither starts a server nor needs psycopg.
+= ["tests.support.pg_fixtures"]``), so the rest of the suite neither starts a server nor needs psycopg.
 
 Each test's database is a copy of a session template (``CREATE DATABASE ... TEMPLATE``) that
 already holds the extensions, which is much cheaper than creating them per test. Point
@@ -22,8 +22,9 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from postgres_server import PostgresServer
 from psycopg import sql
+
+from tests.support.postgres_server import PostgresServer
 
 URL_VARIABLE = "AGENT_MEMORY_TEST_PG_URL"
 OUTSIDE_URL = os.environ.get(URL_VARIABLE)

@@ -10,7 +10,7 @@ prompt recommends ("token expiry"). tests/test_everyday_set.py asks them in keyw
 
 from __future__ import annotations
 
-from semantic_set import Memory, Query
+from tests.support.semantic_set import Memory, Query
 
 MEMORIES: tuple[Memory, ...] = (
     Memory(

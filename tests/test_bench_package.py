@@ -1,0 +1,54 @@
+"""bench/ is a package whose scripts import as bench.NAME from the repository root, with their
+shared helpers in bench/_common.py; tests/support/ is shared by tests and bench and imports
+neither; no file patches sys.path."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = sorted(p for p in (ROOT / "bench").glob("*.py") if p.name != "__init__.py")
+SUPPORT = sorted((ROOT / "tests" / "support").glob("*.py"))
+SHARED = {"pct"}  # bench/_common.py's, written once
+
+
+def imported(path: Path) -> set[str]:
+    """The top-level names of the modules ``path`` imports, anywhere in it."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            names |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module.split(".")[0])
+    return names
+
+
+@pytest.mark.parametrize("path", BENCH, ids=lambda p: p.stem)
+def test_a_bench_script_imports_as_a_module_of_the_package(path):
+    importlib.import_module(f"bench.{path.stem}")
+
+
+def test_no_file_patches_sys_path():
+    needle = "sys.path." + "insert"  # spelt apart, or this file would hold it
+    files = [*BENCH, *SUPPORT, *(ROOT / "tests").glob("*.py")]
+    patched = [p.name for p in files if needle in p.read_text(encoding="utf-8")]
+    assert patched == [], patched
+
+
+def test_the_shared_test_helpers_import_no_bench_and_no_test_module():
+    for path in SUPPORT:
+        bad = {n for n in imported(path) if n in ("bench", "conftest") or n.startswith("test_")}
+        assert not bad, (path.name, bad)
+
+
+def test_the_bench_helpers_are_defined_once():
+    for path in BENCH:
+        if path.name == "_common.py":
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
+        assert not defined & SHARED, (path.name, defined & SHARED)
