@@ -19,7 +19,8 @@ spawns the real ``agent-memory serve`` (stdio) on a copy of the built database a
 ``memory_search`` with the official MCP client; latency is measured at the client, round trip
 included. A search over MCP counts as a use, so the copy's memories are first stamped as used
 a year ahead: every decay stays 1 (as in process), and what a search returns moves by at most
-2.7e-7 per second since (half-life 30 days), far below any score gap; the cache stays clean.
+2.7e-7 per second since (half-life 30 days), which only breaks exact ties; the cache is never
+served, so it stays clean.
 ``--via service`` asks MemoryService in this process (record_use=False, decay 1), faster.
 
 Modes: ``keyword`` (serve --embedder none), ``model`` (the local model alone:
