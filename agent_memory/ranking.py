@@ -31,8 +31,10 @@ LEG_FACTOR = 4
 MAX_LEG = 800
 # The fusion (FUSIONS below): FUSION names the default, AGENT_MEMORY_FUSION another, to
 # compare (docs/retrieval.md): "rrf", the contract's reciprocal rank fusion; "linear",
-# convex without the square; "dbsf", Qdrant's distribution-based score fusion.
+# convex without the square; "dbsf", Qdrant's distribution-based score fusion; "model", for
+# measurement only (bench/retrieval.py): the vector leg alone, by cosine, with no floor.
 FUSION = "convex"
+MODEL_ONLY = "model"
 FUSION_ENV = "AGENT_MEMORY_FUSION"
 RRF_K = 60
 # convex: KEYWORD_WEIGHT x keyword share ** KEYWORD_EXPONENT + (1 - KEYWORD_WEIGHT) x vector
@@ -138,10 +140,12 @@ def fuse(
     ``decay_score`` as of the query: an id missing from it (forgotten, or filtered out)
     drops out of both legs.
     """
+    name = fusion()
+    if name == MODEL_ONLY:  # measurement: what the model alone ranks, nothing cut
+        keyword, floor = [], False
     keyword = [(i, s) for i, s in keyword if i in rows]
     nearest = [(i, s) for i, s in nearest if i in rows]
     legs = _Legs(keyword, nearest, noise, None if scale is None else scale.ideal, unrelated)
-    name = fusion()
     why: dict[int, dict[str, Any]] = {}
     for memory_id in dict.fromkeys([i for i, _ in keyword] + [i for i, _ in nearest]):
         parts = legs.parts(memory_id)
@@ -277,9 +281,15 @@ def _dbsf(legs: _Legs, memory_id: int) -> float:
     return total
 
 
+def _model(legs: _Legs, memory_id: int) -> float:
+    """The cosine similarity alone (fuse leaves the keyword leg out for it)."""
+    return legs.nearest[memory_id][1]
+
+
 FUSIONS: dict[str, Callable[[_Legs, int], float]] = {
     "convex": _convex,
     "linear": _linear,
     "dbsf": _dbsf,
     "rrf": _rrf,
+    MODEL_ONLY: _model,
 }

@@ -1,44 +1,56 @@
 """Retrieval on held-out data: how often search finds the turns that answer a question.
 
     .venv/bin/python -m bench.retrieval --data /work/data/locomo10.json [--every N]
-        [--conversations K] [--modes keyword,model,hybrid,no-floor,rrf] [--limit 10]
-        [--cache DIR]
+        [--conversations K] [--modes keyword,model,hybrid,rrf,linear,dbsf] [--limit 10]
+        [--via mcp|service] [--cache DIR]
 
 The data is LoCoMo (github.com/snap-research/locomo, data/locomo10.json): 10 long
 conversations between two people, with questions whose ``evidence`` names the dialogue turns
 that answer them ("D1:3"). Nothing in agent-memory was tuned on it. Every turn is stored as one
 memory ("SPEAKER: text", type PATTERN, its dialogue id as ``source``, one scope per
-conversation), through MemoryService on SQLite, at one fixed clock (every decay is 1). Each
-question of categories 1-4 (5, adversarial, has no answer in the conversation) is asked within
-its conversation's scope for 10 results (--limit), without recording a use, and scored:
-recall@k, the share of its evidence turns in the first k; hit@k, whether any is. The mean
-page size shows what the relevance floor cut (at --limit 50, an agent's usual page, too).
+conversation), through MemoryService on SQLite, at one fixed clock. Each question of
+categories 1-4 (5, adversarial, has no answer in the conversation) is asked within its
+conversation's scope for 10 results (--limit) and scored: recall@k, the share of its evidence
+turns in the first k; hit@k, whether any is; MRR. The mean page size shows what the relevance
+floor cut (at --limit 50, an agent's usual page, too).
 
-Modes: ``keyword`` (no embedder), ``model`` (the local model alone: a wordless query is
-answered by the vector leg only, no floor), ``hybrid`` (the default: convex score fusion and
-the relevance floor), ``no-floor`` (ranking.FLOOR = False), and each other fusion by its
-name: ``rrf``, ``linear``, ``dbsf`` (AGENT_MEMORY_FUSION, the floor on). The databases are
-built once per data file, conversation count and embedder, and kept under --cache
-(embedding ~5,900 turns takes a few minutes on 2 cores).
+``--via mcp`` (the default) asks through the MCP tools, as an agent does: for each mode it
+spawns the real ``agent-memory serve`` (stdio) on a copy of the built database and calls
+``memory_search`` with the official MCP client; latency is measured at the client, round trip
+included. A search over MCP counts as a use, so the copy's memories are first stamped as used
+a year ahead: every decay stays 1 (as in process), and what a search returns moves by at most
+2.7e-7 per second since (half-life 30 days), which only breaks exact ties; the cache is never
+served, so it stays clean.
+``--via service`` asks MemoryService in this process (record_use=False, decay 1), faster.
+
+Modes: ``keyword`` (serve --embedder none), ``model`` (the local model alone:
+AGENT_MEMORY_FUSION=model, the measurement setting: ranked by cosine, no floor), ``hybrid``
+(the default: convex score fusion and the relevance floor), each other fusion by its name:
+``rrf``, ``linear``, ``dbsf`` (AGENT_MEMORY_FUSION, the floor on), and in process only
+``no-floor`` (ranking.FLOOR = False). The databases are built once per data file,
+conversation count and embedder, and kept under --cache (embedding ~5,900 turns takes a few
+minutes on 2 cores).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
 import re
+import shutil
 import statistics
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from agent_memory import ranking
-from agent_memory.models import Filters
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from bench._common import pct
@@ -52,14 +64,20 @@ CUTOFFS = (5, 10)
 TYPE = "PATTERN"
 ADVERSARIAL = 5
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-# Besides these, every other fusion of ranking.FUSIONS by its name ("rrf", "linear", "dbsf").
+NO_FLOOR = "no-floor"  # ranking.FLOOR, a module constant: in process only
+# "model" is ranking.MODEL_ONLY; after "hybrid", every other fusion by its name ("rrf", ...).
 MODES = (
     "keyword",
-    "model",
+    ranking.MODEL_ONLY,
     "hybrid",
-    "no-floor",
-    *(f for f in ranking.FUSIONS if f != ranking.FUSION),
+    NO_FLOOR,
+    *(f for f in ranking.FUSIONS if f not in (ranking.FUSION, ranking.MODEL_ONLY)),
 )
+VIAS = ("mcp", "service")
+# Over MCP the copy's memories are stamped as last used this far ahead: every decay is 1.
+STAMP_AHEAD_SECS = 365 * 24 * 3600
+CALL_TIMEOUT_SECS = 120.0  # the first search loads the model in the server
+READY = re.compile(r"embedder ready: (.+?); searches are hybrid")
 # A few evidence ids in the file are written loosely ("D:11:26", "D30:05", "D8:6; D9:17").
 EVIDENCE_ID = re.compile(r"D:?(\d+):0*(\d+)")
 
@@ -148,22 +166,18 @@ def score(found: list[str], evidence: frozenset[str], k: int) -> tuple[float, bo
     return len(top) / len(evidence), bool(top)
 
 
-# A search: (service, question) -> the results, best first.
-Search = Callable[[MemoryService, Question], list[dict[str, Any]]]
+def search_args(q: Question) -> dict[str, Any]:
+    """The tool's arguments for one question: its words, its conversation, LIMIT results."""
+    return {"query": q.text, "limit": LIMIT, "scope": scope_of(q.conversation)}
 
 
 def search_service(svc: MemoryService, q: Question) -> list[dict[str, Any]]:
-    args = {"query": q.text, "limit": LIMIT, "scope": scope_of(q.conversation)}
-    return svc.search(args, record_use=False)["results"]
+    return svc.search(search_args(q), record_use=False)["results"]
 
 
-def search_model(svc: MemoryService, q: Question) -> list[dict[str, Any]]:
-    """The vector leg alone: a wordless query, no floor."""
-    assert svc.embedder is not None
-    embedding = svc.embedder.embed_query(q.text)
-    filters = Filters(scope=scope_of(q.conversation))
-    page = svc.db.search("", embedding, now=svc.now(), limit=LIMIT, filters=filters, floor=False)
-    return page.results
+def fusion_of(mode: str) -> str | None:
+    """The AGENT_MEMORY_FUSION a mode sets (None: the default)."""
+    return mode if mode in ranking.FUSIONS and mode != ranking.FUSION else None
 
 
 @dataclass
@@ -176,21 +190,23 @@ class Result:
     p50_ms: float = 0.0
     p95_ms: float = 0.0
     by_category: dict[int, tuple[int, float, float]] = field(default_factory=dict)  # n, r@10, h@10
+    embedder: str = "none"
+    pages: list[list[str]] = field(default_factory=list)  # each question's sources, in order
 
 
-def measure(mode: str, svc: MemoryService, search: Search, questions: list[Question]) -> Result:
-    """Ask every question once (after one unmeasured warm-up search) and score the pages."""
-    search(svc, questions[0])
+def scored(
+    mode: str,
+    questions: list[Question],
+    pages: list[list[str]],
+    times: list[float],
+    embedder: str = "none",
+) -> Result:
+    """The figures of one mode: each question's page (dialogue ids, best first) and time."""
     recalls: dict[int, list[float]] = {k: [] for k in CUTOFFS}
     hits: dict[int, list[bool]] = {k: [] for k in CUTOFFS}
-    sizes, times, reciprocal = [], [], []
+    reciprocal = []
     per: dict[int, list[tuple[float, bool]]] = {}
-    for q in questions:
-        start = time.perf_counter()
-        results = search(svc, q)
-        times.append(time.perf_counter() - start)
-        sizes.append(len(results))
-        found = [r["source"] for r in results]
+    for q, found in zip(questions, pages, strict=True):
         first = next((rank for rank, turn in enumerate(found, 1) if turn in q.evidence), None)
         reciprocal.append(0.0 if first is None else 1.0 / first)
         for k in CUTOFFS:
@@ -202,7 +218,7 @@ def measure(mode: str, svc: MemoryService, search: Search, questions: list[Quest
         mode,
         {k: statistics.fmean(v) for k, v in recalls.items()},
         {k: statistics.fmean(v) for k, v in hits.items()},
-        statistics.fmean(sizes),
+        statistics.fmean(len(found) for found in pages),
         statistics.fmean(reciprocal),
         statistics.median(times) * 1000,
         pct(times, 0.95) * 1000,
@@ -210,32 +226,124 @@ def measure(mode: str, svc: MemoryService, search: Search, questions: list[Quest
             c: (len(v), statistics.fmean(r for r, _ in v), statistics.fmean(h for _, h in v))
             for c, v in sorted(per.items())
         },
+        embedder,
+        pages,
     )
 
 
+@contextlib.contextmanager
+def fusion_set(name: str | None) -> Iterator[None]:
+    """AGENT_MEMORY_FUSION set to ``name`` (unset for None) meanwhile, in this process."""
+    before = os.environ.pop(ranking.FUSION_ENV, None)
+    if name is not None:
+        os.environ[ranking.FUSION_ENV] = name
+    try:
+        yield
+    finally:
+        os.environ.pop(ranking.FUSION_ENV, None)
+        if before is not None:
+            os.environ[ranking.FUSION_ENV] = before
+
+
 def run_mode(mode: str, svc: MemoryService, questions: list[Question]) -> Result:
-    """One mode, the module setting or environment variable it needs set only meanwhile."""
-    if mode in ("keyword", "hybrid"):
-        return measure(mode, svc, search_service, questions)
-    if mode == "model":
-        return measure(mode, svc, search_model, questions)
-    if mode == "no-floor":
-        ranking.FLOOR = False
+    """One mode in process (after one unmeasured warm-up search), the module setting or
+    environment variable it needs set only meanwhile."""
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}")
+    embedder = "none" if svc.embedder is None else svc.embedder.describe()
+    pages, times = [], []
+    with fusion_set(fusion_of(mode)):
+        if mode == NO_FLOOR:
+            ranking.FLOOR = False
         try:
-            return measure(mode, svc, search_service, questions)
+            search_service(svc, questions[0])
+            for q in questions:
+                start = time.perf_counter()
+                results = search_service(svc, q)
+                times.append(time.perf_counter() - start)
+                pages.append([r["source"] for r in results])
         finally:
             ranking.FLOOR = True
-    if mode in ranking.FUSIONS:
-        before = os.environ.get(ranking.FUSION_ENV)
-        os.environ[ranking.FUSION_ENV] = mode
-        try:
-            return measure(mode, svc, search_service, questions)
-        finally:
-            if before is None:
-                del os.environ[ranking.FUSION_ENV]
-            else:
-                os.environ[ranking.FUSION_ENV] = before
-    raise ValueError(f"unknown mode {mode!r}")
+    return scored(mode, questions, pages, times, embedder)
+
+
+def executable() -> str:
+    """The agent-memory console script next to this interpreter (this venv's)."""
+    found = Path(sys.executable).with_name("agent-memory")
+    return str(found) if found.exists() else shutil.which("agent-memory") or "agent-memory"
+
+
+def working_copy(cached_db: Path, directory: Path) -> Path:
+    """A copy of a built database to serve, every memory stamped as used STAMP_AHEAD_SECS
+    from now, so that every decay is 1 and the searches' own uses barely move it."""
+    copy = directory / cached_db.name
+    shutil.copyfile(cached_db, copy)
+    svc = MemoryService(open_store(copy))
+    try:
+        ids = [m["id"] for m in svc.iter_list({})]
+        svc.db.bump(ids, int(time.time()) + STAMP_AHEAD_SECS)
+    finally:
+        svc.close()
+    return copy
+
+
+def run_mcp(
+    mode: str,
+    db: Path,
+    questions: list[Question],
+    embedder: str = "local",
+    env: dict[str, str] | None = None,
+) -> Result:
+    """One mode through the MCP tools: ``agent-memory serve`` spawned on a working copy of
+    ``db`` (``--embedder none`` for keyword, else ``embedder``), one unmeasured warm-up
+    search, then every question's ``memory_search`` timed at the client."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
+    if mode not in MODES or mode == NO_FLOOR:
+        raise ValueError(f"mode {mode!r} cannot be asked over MCP")
+    server_env = dict(os.environ if env is None else env)
+    server_env.pop(ranking.FUSION_ENV, None)
+    fusion = fusion_of(mode)
+    if fusion is not None:
+        server_env[ranking.FUSION_ENV] = fusion
+    chosen = "none" if mode == "keyword" else embedder
+    with tempfile.TemporaryDirectory(prefix="retrieval-") as tmp:
+        copy = working_copy(db, Path(tmp))
+        params = StdioServerParameters(
+            command=executable(),
+            args=["--db", str(copy), "--embedder", chosen, "--log-level", "info", "serve"],
+            env=server_env,
+        )
+        log_path = Path(tmp) / "serve.log"
+        pages: list[list[str]] = []
+        times: list[float] = []
+        answered: set[str] = set()
+
+        async def ask() -> None:
+            with log_path.open("w") as errlog:
+                transport = stdio_client(params, errlog=errlog)
+                async with Client(transport, read_timeout_seconds=CALL_TIMEOUT_SECS) as client:
+                    await client.call_tool("memory_search", search_args(questions[0]))
+                    for q in questions:
+                        start = time.perf_counter()
+                        answer = await client.call_tool("memory_search", search_args(q))
+                        times.append(time.perf_counter() - start)
+                        if answer.is_error:
+                            raise RuntimeError(f"memory_search failed: {answer.content}")
+                        found = answer.structured_content or {}
+                        answered.add(found["search_mode"])
+                        pages.append([r["source"] for r in found["results"]])
+
+        anyio.run(ask)
+        log = log_path.read_text(encoding="utf-8", errors="replace")
+    ready = READY.search(log)
+    named = "none" if chosen == "none" else ready.group(1) if ready else f"{chosen} (not ready)"
+    expected = {"keyword" if chosen == "none" else "hybrid"}
+    if answered != expected:  # an embedder that failed: the figures would not be the mode's
+        raise RuntimeError(f"{mode}: the server answered {sorted(answered)}; its log:\n{log}")
+    return scored(mode, questions, pages, times, named)
 
 
 def build(path: Path, conversations: list[Conversation], embedder: Any = None) -> None:
@@ -270,25 +378,34 @@ def build(path: Path, conversations: list[Conversation], embedder: Any = None) -
 
 
 def cached(
-    cache: Path, data: Path, conversations: list[Conversation], kind: str, embedder: Any
+    cache: Path,
+    data: Path,
+    conversations: list[Conversation],
+    kind: str,
+    embedder: Callable[[], Any] | None,
 ) -> Path:
-    """The database for this data file, these conversations and this embedder kind."""
+    """The database for this data file, these conversations and this embedder kind;
+    ``embedder`` makes the embedder, called only when the database must be built."""
     digest = hashlib.sha256(data.read_bytes()).hexdigest()[:12]
     path = cache / f"locomo-{digest}-c{len(conversations)}-{kind}.db"
     if not path.exists():
         cache.mkdir(parents=True, exist_ok=True)
         print(f"building {path} ...", flush=True)
-        build(path, conversations, embedder)
+        build(path, conversations, None if embedder is None else embedder())
     return path
 
 
 def table(results: list[Result]) -> str:
-    head = "| mode | recall@5 | recall@10 | hit@5 | hit@10 | MRR | mean page | p50 ms | p95 ms |"
-    rows = [head, "|" + "---|" * 9]
+    head = (
+        "| mode | recall@5 | recall@10 | hit@5 | hit@10 | MRR | mean page | p50 ms | p95 ms "
+        "| embedder |"
+    )
+    rows = [head, "|" + "---|" * 10]
     for r in results:
         rows.append(
             f"| {r.mode} | {r.recall[5]:.3f} | {r.recall[10]:.3f} | {r.hit[5]:.3f} | "
-            f"{r.hit[10]:.3f} | {r.mrr:.3f} | {r.page:.1f} | {r.p50_ms:.1f} | {r.p95_ms:.1f} |"
+            f"{r.hit[10]:.3f} | {r.mrr:.3f} | {r.page:.1f} | {r.p50_ms:.1f} | {r.p95_ms:.1f} "
+            f"| {r.embedder} |"
         )
     return "\n".join(rows)
 
@@ -312,10 +429,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="locomo10.json")
     parser.add_argument("--every", type=int, default=1, help="ask every Nth question")
     parser.add_argument("--conversations", type=int, default=None, help="the first K only")
-    parser.add_argument("--modes", default=",".join(MODES), help="comma-separated")
+    parser.add_argument("--modes", default=None, help="comma-separated (default: all)")
     parser.add_argument("--limit", type=int, default=LIMIT, help="results asked (10 to 50)")
+    parser.add_argument("--via", choices=VIAS, default="mcp", help="MCP tools or in process")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="built databases")
     args = parser.parse_args(argv)
+    allowed = [m for m in MODES if args.via == "service" or m != NO_FLOOR]
     if not args.data.is_file():
         print(
             f"no LoCoMo file at {args.data}: get data/locomo10.json from {SOURCE} "
@@ -323,10 +442,13 @@ def main(argv: list[str] | None = None) -> int:
             file=sys.stderr,
         )
         return 2
-    modes = [m for m in args.modes.split(",") if m]
-    unknown = set(modes) - set(MODES)
+    modes = [m for m in (args.modes or ",".join(allowed)).split(",") if m]
+    unknown = set(modes) - set(allowed)
     if unknown or args.every < 1 or not 10 <= args.limit <= 50:
-        parser.error(f"--modes takes {','.join(MODES)}; --every at least 1; --limit 10 to 50")
+        parser.error(
+            f"--modes takes {','.join(allowed)} (via {args.via}); --every at least 1; "
+            "--limit 10 to 50"
+        )
     LIMIT = args.limit
     conversations = load(args.data, args.conversations)
     questions, dropped = asked(conversations, args.every)
@@ -336,18 +458,21 @@ def main(argv: list[str] | None = None) -> int:
         f"config: data={args.data} (sha256 {digest})"
         f" conversations={len(conversations)} turns={turns} every={args.every}"
         f" questions={len(questions)} (categories 1-4; {dropped} without a held evidence turn"
-        f" dropped) limit={LIMIT} modes={','.join(modes)} store=sqlite"
+        f" dropped) limit={LIMIT} modes={','.join(modes)} via={args.via} store=sqlite"
         f" fusion default={ranking.FUSION} floor default={ranking.FLOOR}",
         flush=True,
     )
     results = []
     if "keyword" in modes:
         path = cached(args.cache, args.data, conversations, "keyword", None)
-        svc = MemoryService(open_store(path), clock=lambda: T0)
-        try:
-            results.append(run_mode("keyword", svc, questions))
-        finally:
-            svc.close()
+        if args.via == "mcp":
+            results.append(run_mcp("keyword", path, questions))
+        else:
+            svc = MemoryService(open_store(path), clock=lambda: T0)
+            try:
+                results.append(run_mode("keyword", svc, questions))
+            finally:
+                svc.close()
         print(table(results[-1:]).splitlines()[-1], flush=True)
     model_modes = [m for m in modes if m != "keyword"]
     if model_modes:
@@ -356,17 +481,23 @@ def main(argv: list[str] | None = None) -> int:
         reason = unavailable_reason()
         if reason is not None:
             print(f"local model unavailable ({reason}): skipping {model_modes}", file=sys.stderr)
+        elif args.via == "mcp":
+            path = cached(args.cache, args.data, conversations, "local", Local)
+            for mode in model_modes:
+                results.append(run_mcp(mode, path, questions))
+                print(table(results[-1:]).splitlines()[-1], flush=True)
         else:
             embedder = Local()
-            path = cached(args.cache, args.data, conversations, "local", embedder)
+            path = cached(args.cache, args.data, conversations, "local", lambda: embedder)
             svc = MemoryService(open_store(path), clock=lambda: T0, embedder=embedder)
-            print(f"model: {embedder.describe()}", flush=True)
             try:
                 for mode in model_modes:
                     results.append(run_mode(mode, svc, questions))
                     print(table(results[-1:]).splitlines()[-1], flush=True)
             finally:
                 svc.close()
+    if not results:
+        return 1
     print()
     print(table(results))
     print()
