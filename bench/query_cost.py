@@ -26,12 +26,17 @@ from agent_memory.storage import open_store  # noqa: E402
 
 import corpus  # noqa: E402
 
-try:  # the code before issue 18 had no bounds
-    from agent_memory.fts import check_cost as _check  # noqa: F401
+try:  # the code before issue 18 had no bounds; until issue 33 they were in fts.py
+    from agent_memory.query.cost import check as _check
 
     BOUNDED = True
 except ImportError:
-    BOUNDED = False
+    try:
+        from agent_memory.fts import check_cost as _check  # noqa: F401
+
+        BOUNDED = True
+    except ImportError:
+        BOUNDED = False
 
 QUESTIONS = 200
 

@@ -1,32 +1,13 @@
-"""Query handling: raw FTS5 first, then OR-of-quoted-words, wordless queries empty."""
+"""Query handling through the service: FTS5 syntax keeps its meaning, other text is searched
+for its words, wordless queries are empty, costly ones refused (query.read, query.cost)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_memory import fts
 from agent_memory import service as service_module
 from agent_memory.errors import InvalidArgument
 from agent_memory.storage.sqlite import connections
-
-
-@pytest.mark.parametrize(
-    "query,expected",
-    [
-        ("what vector store do we use?", '"what" OR "vector" OR "store" OR "do" OR "we" OR "use"'),
-        ("sqlite-vec", '"sqlite" OR "vec"'),
-        ("TODO: auth", '"TODO" OR "auth"'),
-        ('"unbalanced', '"unbalanced"'),
-        ("it's", '"it" OR "s"'),
-        ("naïve café", '"naïve" OR "café"'),
-        ("", None),
-        ("?!", None),
-        ("*", None),
-        ("   ", None),
-    ],
-)
-def test_or_of_words(query, expected):
-    assert fts.or_of_words(query) == expected
 
 
 @pytest.fixture

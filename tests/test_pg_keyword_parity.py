@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_query import bench_corpus
 
-from agent_memory import fts, query
+from agent_memory import query
 from agent_memory.models import Filters
 from agent_memory.query import bm25
 from agent_memory.service import MemoryService
@@ -158,10 +159,11 @@ def sqlite_top(service: MemoryService, text: str, filters: dict) -> list[tuple[i
     with service.db.database.engine.connect() as conn:
         run = Run(conn, now=1_767_225_600, filters=Filters(**filters), page=False)
         try:
-            return run(text, TOP, None)
+            return run(query.indexed_match(text), TOP, None)
         except FtsQueryError:
-            retry = fts.or_of_words(text)
-            return run(retry, TOP, None) if retry else []
+            words = re.findall(r"\w+", text)
+            retry = " OR ".join(f'"{word}"' for word in words)
+            return run(query.indexed_match(retry), TOP, None) if words else []
 
 
 def postgres_top(pg: psycopg.Connection, text: str, filters: dict) -> list[tuple[int, float]]:
@@ -170,10 +172,11 @@ def postgres_top(pg: psycopg.Connection, text: str, filters: dict) -> list[tuple
     try:  # the low-level ranking of the same text as sqlite_top: FTS5's reading, or the OR
         tree = query.parse(text)
     except query.QuerySyntaxError:
-        tree = query.or_of_words(text)
+        words = re.findall(r"\w+", text)
+        tree = query.parse(" OR ".join(f'"{word}"' for word in words)) if words else None
     if tree is None:
         return []
-    # Rewritten as the index holds text (query.bigrams), as Run's indexed_match does.
+    # Rewritten as the index holds text (query.bigrams), as indexed_match does for SQLite.
     statement, params = keyword.keyword_ranking_sql(query.rewrite(tree), limit=TOP, **filters)
     return [(int(i), float(s)) for i, s in pg.execute(statement, params)]
 

@@ -481,8 +481,8 @@ def test_a_words_row_count_is_the_rows_that_hold_it(pg_url, pg):
             store.insert(new(f"run {'kafka ' * (i % 3)}cache {i % 4} runner"), None)
         store.delete(1)
         store.update(2, {"content": "only kafka now"}, T0, None)
-        tree = query.or_of_words("run kafka zebra cache_1 runner")  # cache_1: a phrase
-        statement, params = keyword.word_rows_sql(tree.children)
+        parsed = query.read("run kafka zebra cache_1 runner")  # cache_1: a phrase
+        statement, params = keyword.word_rows_sql(parsed.leaves)
         total, counts = pg.execute(statement, params).fetchone()
 
         def gin(text: str) -> int:

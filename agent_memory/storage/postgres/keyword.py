@@ -123,7 +123,7 @@ TOTALS = (
     " UNION ALL SELECT rows, tokens FROM keyword_totals) t)"
 )
 COMPACT_LOCK = 0x616D_6B77  # "amkw": pg_try_advisory_xact_lock's key
-# A query's phrases (up to fts.MAX_QUERY_WORDS) are carried in arrays, one entry per phrase
+# A query's phrases (up to query.cost.MAX_QUERY_WORDS) are carried in arrays, one entry per phrase
 # (a column each would meet PostgreSQL's 1,664 columns in a select list). Up to this many,
 # a row's score is one sum written out in FTS5's order; past it, the sum runs over the arrays
 # (about 0.6 us more a row), since an expression 10,000 deep overflows PostgreSQL's stack.

@@ -38,7 +38,8 @@ from agent_memory.models import (
     SearchPage,
     content_hash,
 )
-from agent_memory.query import Node, Or, and_of_words, bm25, searched
+from agent_memory.query import Node, Or, ParsedQuery, bm25
+from agent_memory.query import read as read_query
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
@@ -222,7 +223,7 @@ class PostgresStore:
     @_guarded
     def search(
         self,
-        query: str,
+        query: str | ParsedQuery,
         embedding: Embedding | None,
         *,
         now: int,
@@ -232,7 +233,7 @@ class PostgresStore:
         floor: bool | None = None,
         unrelated: Noise | None = None,
     ) -> SearchPage:
-        tree, words = searched(query)
+        parsed = read_query(query)
         with self._read(deadline) as conn:
             other = None
             if embedding is not None:
@@ -240,8 +241,8 @@ class PostgresStore:
                 if stored == embedding.pin:  # else keyword: no vector yet, or another model's
                     leg = ranking.leg_size(limit)
                     nearest = vectors.nearest(conn, embedding, leg, filters)
-                    ranked = self._scored(conn, tree, words, leg, filters, None)
-                    scale = self._scale(conn, tree, words) if ranked else None
+                    ranked = self._scored(conn, parsed, leg, filters, None)
+                    scale = self._scale(conn, parsed) if ranked else None
                     ids = [*dict.fromkeys(i for i, _ in [*ranked, *nearest])]
                     noise = Noise.of(vectors.noise(conn, embedding))
                     fused = ranking.fuse(
@@ -258,45 +259,40 @@ class PostgresStore:
                         ranking.SEARCH_MODE_HYBRID, fused.results, None, fused.why, fused.explain
                     )
                 other = stored
-            ranked = self._scored(conn, tree, words, limit, filters, now)
+            ranked = self._scored(conn, parsed, limit, filters, now)
             found = self._rows(conn, [i for i, _ in ranked], now, Filters())
             page = ranking.keyword_page([(found[i], s) for i, s in ranked if i in found])
             return SearchPage(
                 ranking.SEARCH_MODE_KEYWORD, page.results, other, page.why, page.explain
             )
 
-    def _scale(
-        self, conn: sqlalchemy.Connection, tree: Node | None, words: list[str]
-    ) -> KeywordScale | None:
+    def _scale(self, conn: sqlalchemy.Connection, parsed: ParsedQuery) -> KeywordScale | None:
         """bm25.scale of a query searched as several words, else None."""
-        if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
+        if not parsed.several_words:
             return None
-        statement, params = keyword.word_rows_sql(tree.children)
+        statement, params = keyword.word_rows_sql(parsed.leaves)
         total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
-        return bm25.scale(words, total, dict(zip(words, counts, strict=True)))
+        return bm25.scale(parsed.words, total, dict(zip(parsed.words, counts, strict=True)))
 
     def _scored(
         self,
         conn: sqlalchemy.Connection,
-        tree: Node | None,
-        words: list[str],
+        parsed: ParsedQuery,
         limit: int,
         filters: Filters,
         now: int | None,
     ) -> list[tuple[int, float]]:
         """(id, -bm25 plus decay as of ``now`` when given), best first, filters before the
-        cut; ``words``: the query's, when it is searched as words (query.searched)."""
-        if tree is None:
+        cut."""
+        if parsed.tree is None:
             return []
         # The GIN index for the phrases' row counts and the matching rows: on a table of a
         # few thousand rows the planner scans it instead, 10 ms a count at 10,000 rows
         # against 0.5 for a rare word by the index (common words cost the same either way).
         conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-        if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
-            found = self._ranking(conn, tree, limit, filters, now)
-        else:
-            found = self._words(conn, tree, words, limit, filters, now)
-        return found
+        if not parsed.several_words:
+            return self._ranking(conn, parsed.tree, limit, filters, now)
+        return self._words(conn, parsed, limit, filters, now)
 
     def _ranking(
         self,
@@ -321,42 +317,39 @@ class PostgresStore:
     def _words(
         self,
         conn: sqlalchemy.Connection,
-        tree: Node,
-        words: list[str],
+        parsed: ParsedQuery,
         limit: int,
         filters: Filters,
         now: int | None,
     ) -> list[tuple[int, float]]:
         """A query searched as words (as on SQLite): the rows holding every word first, then
         the rows holding one of its informative words (query.bm25.plan), every row with the
-        whole score of the OR of the words (``tree``, one leaf per word).
+        whole score of the OR of the words (``parsed.tree``, one leaf per word).
 
         Past PRUNE_EXACT_ROWS, only the rows of the rarest words are scored first; as on
         SQLite, that is not exact (query.bm25).
         """
-        first = self._ranking(conn, and_of_words(words), limit, filters, now)
+        tree, words = parsed.tree, parsed.words
+        assert tree is not None
+        first = self._ranking(conn, parsed.every_word(), limit, filters, now)
         if len(first) >= limit:
             return first
-        statement, params = keyword.word_rows_sql(tree.children)
+        statement, params = keyword.word_rows_sql(parsed.leaves)
         total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
         hits = dict(zip(words, counts, strict=True))
         planned = bm25.plan(words, total, hits, never_empty=now is not None)
         if not planned.kept:
             return first
-        leaves = dict(zip(words, tree.children, strict=True))
         wanted = limit + len(first)  # the first rows come again: they hold the kept words
         found = None
         if planned.rarest is not None:
-            scored = Or(tuple(leaves[word] for word in dict.fromkeys(planned.rarest)))
+            scored = Or(tuple(map(parsed.leaf, dict.fromkeys(planned.rarest))))
             found = self._ranking(conn, tree, wanted, filters, now, scored)
             if len(found) < wanted:
                 found = None  # the other kept words' rows are needed to fill the page
         if found is None:
-            scored = (
-                Or(tuple(leaves[word] for word in dict.fromkeys(planned.kept)))
-                if planned.left_out
-                else None
-            )
+            kept = dict.fromkeys(planned.kept)
+            scored = Or(tuple(map(parsed.leaf, kept))) if planned.left_out else None
             found = self._ranking(conn, tree, wanted, filters, now, scored)
         seen = {memory_id for memory_id, _ in first}
         return first + [pair for pair in found if pair[0] not in seen][: limit - len(first)]

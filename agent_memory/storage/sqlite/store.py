@@ -22,7 +22,8 @@ from sqlalchemy import bindparam, delete, func, insert, literal_column, select, 
 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, Noise, Pin, SearchPage, content_hash
-from agent_memory.query import indexed_tags, indexed_text, tag_text
+from agent_memory.query import ParsedQuery, indexed_tags, indexed_text, tag_text
+from agent_memory.query import read as read_query
 from agent_memory.storage import faults
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
@@ -271,7 +272,7 @@ class SqliteStore:
     @_guarded
     def search(
         self,
-        query: str,
+        query: str | ParsedQuery,
         embedding: Embedding | None,
         *,
         now: int,
@@ -281,6 +282,7 @@ class SqliteStore:
         floor: bool | None = None,
         unrelated: Noise | None = None,
     ) -> SearchPage:
+        parsed = read_query(query)
         with self._connections.read(deadline) as conn:
             other = None
             if embedding is not None:
@@ -288,7 +290,7 @@ class SqliteStore:
                 nearest = self._vector_leg(conn, embedding, leg, filters)
                 if nearest is not None:
                     keyword, scale = self._keyword.leg(
-                        conn, query, now=now, limit=leg, filters=filters
+                        conn, parsed, now=now, limit=leg, filters=filters
                     )
                     ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
                     noise = Noise.of(vectors.noise(conn, embedding))
@@ -306,7 +308,7 @@ class SqliteStore:
                         ranking.SEARCH_MODE_HYBRID, fused.results, None, fused.why, fused.explain
                     )
                 other = vectors.stored_pin(conn)
-            scored = self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
+            scored = self._keyword.page(conn, parsed, now=now, limit=limit, filters=filters)
             page = ranking.keyword_page(scored)
             return SearchPage(
                 ranking.SEARCH_MODE_KEYWORD, page.results, other, page.why, page.explain
