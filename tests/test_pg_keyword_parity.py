@@ -23,7 +23,7 @@ from agent_memory.models import Filters
 from agent_memory.query import bm25
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.storage.postgres import keyword, tsquery
+from agent_memory.storage.postgres import document, keyword, tsquery
 from agent_memory.storage.sqlite.keyword import FtsQueryError, Run
 
 pytest_plugins = ["pg_fixtures"]
@@ -232,7 +232,7 @@ def test_documents_put_the_tags_after_the_content_apart_from_it():
     assert count == 5
     assert json.loads(tf) == {"run": 1, "fast": 2, "runner": 1, "lane": 1}
     assert json.loads(tag_tf) == {"runner": 1, "fast": 1, "lane": 1}
-    tags_at = 2 + keyword.TAG_GAP + 1
+    tags_at = 2 + document.TAG_GAP + 1
     assert text == (f"'run':1A 'fast':2,{tags_at + 1}C 'runner':{tags_at}B 'lane':{tags_at + 2}C")
 
 
@@ -240,7 +240,7 @@ def test_documents_count_what_a_tsvector_cannot_hold():
     text, count, tf, _ = keyword.document("word " * 300 + "end")
     assert count == 301
     assert json.loads(tf) == {"word": 300, "end": 1}
-    assert text.count(",") == keyword.MAX_POSITIONS - 1
+    assert text.count(",") == document.MAX_POSITIONS - 1
 
 
 def test_a_wordless_query_ranks_nothing(pg: psycopg.Connection):

@@ -41,7 +41,7 @@ from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.service import MemoryService
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.base import NewMemory
-from agent_memory.storage.postgres import keyword, tsquery
+from agent_memory.storage.postgres import keyword, totals, tsquery
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import head_revision
 
@@ -394,7 +394,7 @@ TOTALS_AGREE = (
 LEXEMES_AGREE = f"""
 WITH truth AS (SELECT k, count(*) AS n FROM memories, jsonb_object_keys(tf) k GROUP BY k),
 logged AS (SELECT lexeme AS k, rows AS n FROM lexeme_rows
-           UNION ALL {keyword.LOGGED_LEXEMES}),
+           UNION ALL {totals.LOGGED_LEXEME_ROWS}),
 counted AS (SELECT k, sum(n) AS n FROM logged GROUP BY k HAVING sum(n) <> 0)
 SELECT NOT EXISTS (SELECT k, n FROM truth EXCEPT SELECT k, n FROM counted)
    AND NOT EXISTS (SELECT k, n FROM counted EXCEPT SELECT k, n FROM truth)
