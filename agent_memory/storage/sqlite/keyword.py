@@ -49,8 +49,8 @@ KEYWORD_CANDIDATES = 1_000
 # scored with the left-out words added back.
 PRUNE_RESCORE_ROWS = 200
 # Document frequencies of query words are reused for this long, and while the number of
-# indexed rows moves by less than this fraction: counting a word in every row costs 8 ms
-# at 100,000 rows, and common words repeat.
+# indexed rows moves by less than this fraction: counting a word visits every row holding
+# it, and common words repeat.
 FREQUENCY_CACHE_SECS = 60
 FREQUENCY_CACHE_DRIFT = 0.01
 FREQUENCY_CACHE_WORDS = 4_096
@@ -64,8 +64,8 @@ _FTS = sqlalchemy.table("memories_fts", sqlalchemy.column("rowid"))
 _BM25 = sqlalchemy.literal_column(f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})")
 # A query "within" another MATCH expression scores only the rows that match it too. The
 # unary + keeps SQLite from handing the IN to FTS5 as a rowid constraint, which FTS5
-# answers with one seek per id (28 s instead of 40 ms for 8,000 ids at 100,000 memories);
-# as a filter, bm25() runs for those rows only.
+# answers with one seek per id, far slower for thousands of ids; as a filter, bm25() runs
+# for those rows only.
 _WITHIN = sqlalchemy.text(
     "+memories_fts.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :within)"
 )
@@ -77,7 +77,7 @@ _AVERAGES = "SELECT block FROM memories_fts_data WHERE id = 1"
 _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
 # Per row among a JSON array of ids: how often the phrase occurs in the content and in the
 # tags (highlight() inserts one character before each occurrence). FTS5 walks the phrase's
-# rows once (about 7 ns a row) and highlights only the ids; bm25() would have counted the
+# rows once and highlights only the ids; bm25() would have counted the
 # phrase's rows all over again for every id. Lengths are counted in bytes: length() of text
 # stops at a NUL, which FTS5 indexes past (issue 18). _DOC_SIZES gives those rows' lengths
 # in tokens, column by column (bm25's D is their sum).
@@ -124,8 +124,7 @@ def _page_statement(key: FilterKey, within: bool) -> sqlalchemy.Select[Any]:
 def _leg_statement(key: FilterKey, within: bool) -> sqlalchemy.Select[Any]:
     """(id, bm25) by bm25 alone (best first, ties by id): the keyword leg of a hybrid search.
 
-    With no filter, the index alone answers: no join to memories for every match (at
-    100,000 memories a keyword's leg fell from 21 ms to 6 ms).
+    With no filter, the index alone answers: no join to memories for every match.
     """
     if not any(key):
         return (
@@ -148,8 +147,8 @@ def _candidates_statement(within: bool) -> sqlalchemy.Select[Any]:
     """The best :cut rows by bm25 from the index alone, then decay blended into those only.
 
     Each row also carries how many candidates there were and the last one's bm25, which
-    tell whether the page is decided (see _candidates_page). At 100,000 memories joining
-    every match to its row had cost half of a question's time.
+    tell whether the page is decided (see _candidates_page); joining every match to its
+    row would cost more than the ranking.
     """
     ranked = (
         select(_FTS.c.rowid.label("rid"), _BM25.label("b"))
@@ -229,7 +228,7 @@ class Run:
 
     def _probe(self, match: str) -> None:
         """Asked on the driver connection: a statement refused through SQLAlchemy costs
-        0.3 ms of exception wrapping, twenty times the probe."""
+        many times the probe in exception wrapping."""
         try:
             self.conn.connection.driver_connection.execute(_PROBE, (match,)).fetchall()
         except sqlean.OperationalError as exc:
