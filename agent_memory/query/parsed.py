@@ -86,7 +86,8 @@ def read(text: str | ParsedQuery, *, bounded: bool = False) -> ParsedQuery:
             return ParsedQuery(text, rewrite(parse_lexed(text, lexed)), words, False)
         except QuerySyntaxError as exc:
             error = exc
-    leaves = tuple(word_leaf(word) for word in words)
+    made = {word: word_leaf(word) for word in dict.fromkeys(words)}  # a leaf per distinct word
+    leaves = tuple(made[word] for word in words)
     tree = any_word(leaves) if leaves else None
     return ParsedQuery(text, tree, words, True, error, leaves)
 
