@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from agent_memory.query import cost
 from agent_memory.query.bigrams import rewrite
@@ -35,18 +35,23 @@ _WORD = re.compile(r"\w+")
 class ParsedQuery:
     """A query as a search reads it.
 
-    ``tree``: what the keyword leg searches (FTS5's reading of the text, or the OR of its
-    words), None when no row can match (no words, or an FTS5 special query). ``words``: the
-    text's words, the retry's; ``by_words``: the query is searched as words (then ``tree``
-    is the OR of ``leaves``, one per word). ``syntax_error``: why FTS5 refuses the text.
+    ``words``: the text's words, the retry's; ``by_words``: the query is searched as words
+    (then ``tree`` is the OR of ``leaves``, one per word, made when first asked for).
+    ``syntax``: FTS5's reading of the text when it is searched as FTS5 syntax;
+    ``syntax_error``: why FTS5 refuses the text; ``special``: an FTS5 special query.
     """
 
     text: str
-    tree: Node | None
     words: tuple[str, ...]
     by_words: bool
+    syntax: Node | None = None
     syntax_error: QuerySyntaxError | None = None
-    leaves: tuple[Node, ...] = field(default=(), repr=False)
+    special: bool = False
+
+    @property
+    def matches_nothing(self) -> bool:
+        """No row can match: an FTS5 special query, or words searched and none found."""
+        return self.special or (self.by_words and not self.words)
 
     @property
     def several_words(self) -> bool:
@@ -55,17 +60,30 @@ class ParsedQuery:
         return self.by_words and len(set(self.words)) >= 2
 
     @functools.cached_property
-    def _leaf_of(self) -> dict[str, Node]:
-        return dict(zip(self.words, self.leaves, strict=False))  # none unless by words
+    def _leaf_of(self) -> dict[str, Near]:
+        return {word: word_leaf(word) for word in dict.fromkeys(self.words)}
+
+    @functools.cached_property
+    def leaves(self) -> tuple[Node, ...]:
+        """One leaf per word, in the words' order (repeats kept)."""
+        return tuple(self._leaf_of[word] for word in self.words)
+
+    @functools.cached_property
+    def tree(self) -> Node | None:
+        """What the keyword leg searches: FTS5's reading of the text, or the OR of its words;
+        None when no row can match."""
+        if self.matches_nothing:
+            return None
+        return any_word(self.leaves) if self.by_words else self.syntax
 
     def leaf(self, word: str) -> Node:
-        """The leaf of a word (of the query's, already made)."""
+        """The leaf of a word (of the query's, made once)."""
         found = self._leaf_of.get(word)
         return word_leaf(word) if found is None else found
 
     def every_word(self) -> Node:
         """The rows holding every word: FTS5's implicit AND of the words' leaves."""
-        return every_word([self.leaf(word) for word in self.words])
+        return every_word(self.leaves)
 
 
 def read(text: str | ParsedQuery, *, bounded: bool = False) -> ParsedQuery:
@@ -79,17 +97,14 @@ def read(text: str | ParsedQuery, *, bounded: bool = False) -> ParsedQuery:
         cost.check(lexed)
     words = tuple(_WORD.findall(text))
     if is_special(text):
-        return ParsedQuery(text, None, words, False)
+        return ParsedQuery(text, words, False, special=True)
     error = None
     if not (_plain(text, lexed) and len(set(words)) >= 2):
         try:
-            return ParsedQuery(text, rewrite(parse_lexed(text, lexed)), words, False)
+            return ParsedQuery(text, words, False, rewrite(parse_lexed(text, lexed)))
         except QuerySyntaxError as exc:
             error = exc
-    made = {word: word_leaf(word) for word in dict.fromkeys(words)}  # a leaf per distinct word
-    leaves = tuple(made[word] for word in words)
-    tree = any_word(leaves) if leaves else None
-    return ParsedQuery(text, tree, words, True, error, leaves)
+    return ParsedQuery(text, words, True, syntax_error=error)
 
 
 def _plain(text: str, lexed: Lexed) -> bool:

@@ -260,9 +260,9 @@ def indexed_rows(conn: sqlalchemy.Connection) -> int:
 def match_text(parsed: ParsedQuery) -> str:
     """The MATCH expression of a query searched as FTS5 syntax: its text, unless it holds a
     run of a script written without spaces, rewritten as the index holds it (query.bigrams)."""
-    if parsed.tree is None or not unsegmented(parsed.text):
+    if parsed.syntax is None or not unsegmented(parsed.text):
         return parsed.text
-    return to_fts5(parsed.tree)
+    return to_fts5(parsed.syntax)
 
 
 def any_of(words: Sequence[str], parsed: ParsedQuery | None = None) -> str:
@@ -325,7 +325,7 @@ class KeywordIndex:
     def _match(self, run: Run, parsed: ParsedQuery, limit: int, now: int) -> list[Any]:
         """FTS5 syntax as FTS5 reads it, else the query's words; nothing when no row can
         match."""
-        if parsed.tree is None:
+        if parsed.matches_nothing:
             return []
         if not parsed.by_words:
             try:
