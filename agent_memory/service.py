@@ -6,10 +6,11 @@ mapping as it arrived on the wire (MCP arguments, a JSON body) and return plain 
 dicts; they raise only the exceptions of :mod:`agent_memory.errors`, a store's fault always
 as the generic StorageError (its detail goes to the log).
 
-A search, end to end: ``search`` checks the arguments and the query's cost, embeds the
-query (embedders/), and hands both to ``Store.search``, which ranks in one snapshot (for
-SQLite: storage/sqlite/keyword.py and vectors.py, fused by ranking.fuse); then related
-memories are attached when asked, and the results' use is recorded (the only write).
+A search, end to end: ``search`` checks the arguments, reads the query once (query.read: its
+cost bounds, its tree or its words), embeds it (embedders/), and hands both to
+``Store.search``, which ranks in one snapshot (for SQLite: storage/sqlite/keyword.py and
+vectors.py, fused by ranking.fuse); then related memories are attached when asked, and the
+results' use is recorded (the only write).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from agent_memory import __version__, fts, gsd, identity, jsonl, portable, validate
+from agent_memory import __version__, gsd, identity, jsonl, portable, validate
 from agent_memory import fields as fields_table
 from agent_memory.embedders.base import UNREACHABLE, Embedder
 from agent_memory.embedding_jobs import (
@@ -41,6 +42,7 @@ from agent_memory.errors import (
 )
 from agent_memory.models import Embedding, Filters, Pin
 from agent_memory.models import related as _related
+from agent_memory.query import read as read_query
 from agent_memory.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
@@ -55,8 +57,8 @@ PATCH_FIELDS = fields_table.argument_names("update")
 MAX_RELATIONS = 200
 STATS_SCOPES = 50
 # A search's reads stop after this long, answered "query is too expensive" (the shape of a
-# query is bounded first, in fts.check_cost): far beyond an ordinary question's time, and
-# short enough that a REST worker is soon free again.
+# query is bounded first, in query.cost): far past an ordinary question's time at 100,000
+# memories (docs/performance.md), and a REST worker is free again within this.
 SEARCH_BUDGET_SECS = 2.0
 # The text fields of a memory, all redacted before a write. A tag and a scope are also what
 # filters match, so the tag and scope of a filter are redacted the same way: a filter
@@ -193,7 +195,7 @@ class MemoryService:
         """
         args = self._arguments("search", args, fields)
         query = validate.required_string(args, "query")
-        fts.check_cost(query)
+        parsed = read_query(query, bounded=True)  # the text is read here, once
         filters = self._filters(args)
         limit = validate.limit(args, DEFAULT_SEARCH_LIMIT)
         assert limit is not None
@@ -207,7 +209,7 @@ class MemoryService:
         with self.storage("search"):
             try:
                 page = self.db.search(
-                    query,
+                    parsed,
                     embedding,
                     now=now,
                     limit=limit,

@@ -1,32 +1,15 @@
-"""Query handling: raw FTS5 first, then OR-of-quoted-words, wordless queries empty."""
+"""Query handling through the service: FTS5 syntax keeps its meaning, other text is searched
+for its words, wordless queries are empty, costly ones refused (query.read, query.cost)."""
 
 from __future__ import annotations
 
 import pytest
 
-from agent_memory import fts
 from agent_memory import service as service_module
 from agent_memory.errors import InvalidArgument
+from agent_memory.query import lexer
+from agent_memory.query import read as read_query
 from agent_memory.storage.sqlite import connections
-
-
-@pytest.mark.parametrize(
-    "query,expected",
-    [
-        ("what vector store do we use?", '"what" OR "vector" OR "store" OR "do" OR "we" OR "use"'),
-        ("sqlite-vec", '"sqlite" OR "vec"'),
-        ("TODO: auth", '"TODO" OR "auth"'),
-        ('"unbalanced', '"unbalanced"'),
-        ("it's", '"it" OR "s"'),
-        ("naïve café", '"naïve" OR "café"'),
-        ("", None),
-        ("?!", None),
-        ("*", None),
-        ("   ", None),
-    ],
-)
-def test_or_of_words(query, expected):
-    assert fts.or_of_words(query) == expected
 
 
 @pytest.fixture
@@ -144,3 +127,26 @@ def test_a_search_past_its_time_budget_is_refused_and_frees_the_connection(
     monkeypatch.setattr(service_module, "SEARCH_BUDGET_SECS", 2.0)
     assert ids(service.search({"query": "vec*"})) == [1, 5]  # the handler left the pool
     assert sorted(ids(service.search({"query": "store"}))) == [1, 5]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["what vector store do we use?", "sqlite AND vec", "vec*", "sqlite-vec", "数据库 store"],
+)
+def test_a_search_reads_its_text_once(service, corpus, monkeypatch, query):
+    read = []
+    original = lexer._lex
+    monkeypatch.setattr(lexer, "_lex", lambda text, *a: read.append(text) or original(text, *a))
+    service.search({"query": query})
+    assert read == [query]
+
+
+def test_the_parsed_query_says_how_it_is_searched():
+    syntax = read_query("sqlite AND vec")
+    assert not syntax.by_words and not syntax.several_words and syntax.syntax_error is None
+    plain = read_query("port busy port")
+    assert plain.several_words and plain.words == ("port", "busy", "port")
+    assert plain.every_word() == read_query('"port" "busy" "port"').tree
+    retry = read_query("busy?")
+    assert retry.by_words and not retry.several_words and retry.syntax_error is not None
+    assert read_query(retry) is retry

@@ -1,4 +1,4 @@
-"""Queries up to the README's bound (fts.MAX_QUERY_WORDS, 10,000 words) answer on PostgreSQL
+"""Queries up to the README's bound (query.cost.MAX_QUERY_WORDS, 10,000 words) answer on PostgreSQL
 as on SQLite: the same memories in the same order.
 
 PostgreSQL used to fail past 1,664 words (one select-list entry per word); the words now
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import fts, service
+from agent_memory import query, service
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 
@@ -30,7 +30,7 @@ def fill(service: MemoryService) -> None:
 
 
 ALL_OF = ["kafka", "billing", "retry", "jitter"]
-N = fts.MAX_QUERY_WORDS
+N = query.cost.MAX_QUERY_WORDS
 QUERIES = {
     # FTS5 syntax: the AND of 10,000 words (four distinct), which the first memory holds
     "and-of-words": " ".join(ALL_OF[i % 4] for i in range(N)),
@@ -61,8 +61,8 @@ def test_a_query_of_10000_words_answers_as_on_sqlite(both, text, monkeypatch):
     # queries at the word bound, --postgres): here a busy machine must not refuse the query.
     monkeypatch.setattr(service, "SEARCH_BUDGET_SECS", 60.0)
     sqlite, postgres = both
-    fts.check_cost(text)  # within the bound, at it
-    assert N - 2 <= len(fts.words(text)) <= N
+    parsed = query.read(text, bounded=True)  # within the bound, at it
+    assert N - 2 <= len(parsed.words) <= N
     expected = sqlite.search({"query": text, "limit": 20}, record_use=False)
     found = postgres.search({"query": text, "limit": 20}, record_use=False)
     assert expected["results"], "the query must match something"

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,12 +17,12 @@ import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory import fts, query
+from agent_memory import query
 from agent_memory.models import Filters
 from agent_memory.query import bm25
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.storage.postgres import keyword, tsquery
+from agent_memory.storage.postgres import document, keyword, tsquery
 from agent_memory.storage.sqlite.keyword import FtsQueryError, Run
 from bench import corpus
 
@@ -158,10 +159,11 @@ def sqlite_top(service: MemoryService, text: str, filters: dict) -> list[tuple[i
     with service.db.database.engine.connect() as conn:
         run = Run(conn, now=1_767_225_600, filters=Filters(**filters), page=False)
         try:
-            return run(text, TOP, None)
+            return run(query.indexed_match(text), TOP, None)
         except FtsQueryError:
-            retry = fts.or_of_words(text)
-            return run(retry, TOP, None) if retry else []
+            words = re.findall(r"\w+", text)
+            retry = " OR ".join(f'"{word}"' for word in words)
+            return run(query.indexed_match(retry), TOP, None) if words else []
 
 
 def postgres_top(pg: psycopg.Connection, text: str, filters: dict) -> list[tuple[int, float]]:
@@ -170,10 +172,11 @@ def postgres_top(pg: psycopg.Connection, text: str, filters: dict) -> list[tuple
     try:  # the low-level ranking of the same text as sqlite_top: FTS5's reading, or the OR
         tree = query.parse(text)
     except query.QuerySyntaxError:
-        tree = query.or_of_words(text)
+        words = re.findall(r"\w+", text)
+        tree = query.parse(" OR ".join(f'"{word}"' for word in words)) if words else None
     if tree is None:
         return []
-    # Rewritten as the index holds text (query.bigrams), as Run's indexed_match does.
+    # Rewritten as the index holds text (query.bigrams), as indexed_match does for SQLite.
     statement, params = keyword.keyword_ranking_sql(query.rewrite(tree), limit=TOP, **filters)
     return [(int(i), float(s)) for i, s in pg.execute(statement, params)]
 
@@ -229,7 +232,7 @@ def test_documents_put_the_tags_after_the_content_apart_from_it():
     assert count == 5
     assert json.loads(tf) == {"run": 1, "fast": 2, "runner": 1, "lane": 1}
     assert json.loads(tag_tf) == {"runner": 1, "fast": 1, "lane": 1}
-    tags_at = 2 + keyword.TAG_GAP + 1
+    tags_at = 2 + document.TAG_GAP + 1
     assert text == (f"'run':1A 'fast':2,{tags_at + 1}C 'runner':{tags_at}B 'lane':{tags_at + 2}C")
 
 
@@ -237,7 +240,7 @@ def test_documents_count_what_a_tsvector_cannot_hold():
     text, count, tf, _ = keyword.document("word " * 300 + "end")
     assert count == 301
     assert json.loads(tf) == {"word": 300, "end": 1}
-    assert text.count(",") == keyword.MAX_POSITIONS - 1
+    assert text.count(",") == document.MAX_POSITIONS - 1
 
 
 def test_a_wordless_query_ranks_nothing(pg: psycopg.Connection):

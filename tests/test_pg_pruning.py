@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from agent_memory import query
 from agent_memory.models import Embedding, Filters, Pin
-from agent_memory.query import and_of_words, bm25, or_of_words, searched
+from agent_memory.query import bm25
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword
@@ -55,19 +56,20 @@ def full_page(service: MemoryService, question: str, now: int | None, limit: int
     """The page of a question searched as words, every row scored with every word: the
     rows holding every word first, then those holding an informative word (bm25.informative,
     from the store's own counts), each part by the score of the OR of every word."""
-    tree, words = searched(question)
-    assert words, "a question searched as words"
+    parsed = query.read(question)
+    tree, words = parsed.tree, list(parsed.words)
+    assert parsed.several_words, "a question searched as words"
 
     def ranked(node) -> list[int]:
         statement, params = keyword.keyword_ranking_sql(node, limit=10**9, now=now)
         return [int(i) for i, _ in conn.exec_driver_sql(statement, tuple(params))]
 
     with service.db._read() as conn:
-        statement, params = keyword.word_rows_sql(tree.children)
+        statement, params = keyword.word_rows_sql(parsed.leaves)
         total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
         chosen = bm25.informative(words, total, dict(zip(words, counts, strict=True)))
-        every = set(ranked(and_of_words(words)))
-        some = set(ranked(or_of_words(" ".join(w for w in words if w in chosen))))
+        every = set(ranked(query.parse(" ".join(f'"{w}"' for w in words))))
+        some = set(ranked(query.parse(" OR ".join(f'"{w}"' for w in words if w in chosen))))
         order = ranked(tree)
     first = [i for i in order if i in every]
     return (first + [i for i in order if i in some - every])[:limit]

@@ -41,7 +41,7 @@ from agent_memory.service import MemoryService
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.engines import engine_for
-from agent_memory.storage.postgres import keyword, tsquery
+from agent_memory.storage.postgres import keyword, totals, tsquery
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import head_revision
 from tests.support.rest_daemon import RestDaemon
@@ -395,7 +395,7 @@ TOTALS_AGREE = (
 LEXEMES_AGREE = f"""
 WITH truth AS (SELECT k, count(*) AS n FROM memories, jsonb_object_keys(tf) k GROUP BY k),
 logged AS (SELECT lexeme AS k, rows AS n FROM lexeme_rows
-           UNION ALL {keyword.LOGGED_LEXEMES}),
+           UNION ALL {totals.LOGGED_LEXEME_ROWS}),
 counted AS (SELECT k, sum(n) AS n FROM logged GROUP BY k HAVING sum(n) <> 0)
 SELECT NOT EXISTS (SELECT k, n FROM truth EXCEPT SELECT k, n FROM counted)
    AND NOT EXISTS (SELECT k, n FROM counted EXCEPT SELECT k, n FROM truth)
@@ -482,8 +482,8 @@ def test_a_words_row_count_is_the_rows_that_hold_it(pg_url, pg):
             store.insert(new(f"run {'kafka ' * (i % 3)}cache {i % 4} runner"), None)
         store.delete(1)
         store.update(2, {"content": "only kafka now"}, T0, None)
-        tree = query.or_of_words("run kafka zebra cache_1 runner")  # cache_1: a phrase
-        statement, params = keyword.word_rows_sql(tree.children)
+        parsed = query.read("run kafka zebra cache_1 runner")  # cache_1: a phrase
+        statement, params = keyword.word_rows_sql(parsed.leaves)
         total, counts = pg.execute(statement, params).fetchone()
 
         def gin(text: str) -> int:

@@ -3,11 +3,12 @@
 
 from __future__ import annotations
 
+import pytest
 import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory import fts, query
+from agent_memory import query
 from agent_memory.query import And, Near, Not, Or, Phrase, QuerySyntaxError, Term
 from bench import corpus  # the bench's seeded developer memories
 
@@ -113,10 +114,10 @@ def test_special_queries_are_refused_though_fts5_answers_them():
     for text in ["*reads", "*ID", "* reads more"]:
         assert FTS.execute("SELECT rowid FROM t WHERE t MATCH ?", (text,)).fetchall() == [(0,)]
         assert refused(text) is not None
-        assert query.search_tree(text) is None
+        assert query.read(text).tree is None
     assert refused("*") == "unknown special query: "
     assert refused("*x y") == "unknown special query: x"
-    assert query.search_tree("*x y") == query.or_of_words("x y")
+    assert query.read("*x y").tree == query.read("x y").tree == query.parse('"x" OR "y"')
 
 
 def test_parser_stack_and_tree_depth_limits_match_fts5():
@@ -171,18 +172,43 @@ def test_wordless_strings_drop_out_of_implicit_and_only():
     assert query.parse("a AND —") == And((a, Near(())))
 
 
-def test_or_of_words_reads_like_the_sqlite_retry():
+def test_the_words_tree_reads_like_the_quoted_or_of_the_words():
     for text in ["what's sqlite-vec?", "TODO: auth_token", "naïve? café!", "a a b"]:
-        tree = query.or_of_words(text)
-        assert tree is not None
-        assert fts5_answer(query.to_fts5(tree)) == fts5_answer(fts.or_of_words(text) or "")
-    assert query.or_of_words("?!") is None
+        parsed = query.read(text)
+        assert parsed.by_words and parsed.tree is not None
+        quoted = " OR ".join(f'"{word}"' for word in parsed.words)
+        assert fts5_answer(query.to_fts5(parsed.tree)) == fts5_answer(quoted)
+    assert query.read("?!").tree is None
 
 
-def test_search_tree_is_the_query_or_its_retry():
-    assert query.search_tree("a OR b") == query.parse("a OR b")
-    assert query.search_tree("what's up?") == query.or_of_words("what's up?")
-    assert query.search_tree("?!") is None
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        ("what vector store do we use?", ["what", "vector", "store", "do", "we", "use"]),
+        ("sqlite-vec", ["sqlite", "vec"]),
+        ("TODO: auth", ["TODO", "auth"]),
+        ('"unbalanced', ["unbalanced"]),
+        ("it's", ["it", "s"]),
+        ("naïve café", ["naïve", "café"]),
+        ("", []),
+        ("?!", []),
+        ("*", []),
+        ("   ", []),
+    ],
+)
+def test_plain_language_and_the_retry_search_the_words_of_the_text(text, words):
+    parsed = query.read(text)
+    assert parsed.by_words and list(parsed.words) == words
+    if words:
+        assert parsed.tree == query.parse(" OR ".join(f'"{word}"' for word in words))
+    else:
+        assert parsed.tree is None
+
+
+def test_the_tree_is_the_query_or_its_retry():
+    assert query.read("a OR b").tree == query.parse("a OR b")
+    assert query.read("what's up?").tree == query.parse('"what" OR "s" OR "up"')
+    assert query.read("?!").tree is None
 
 
 WORDS = [

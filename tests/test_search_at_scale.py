@@ -16,10 +16,11 @@ from __future__ import annotations
 
 import math
 import random
+import re
 
 import pytest
 
-from agent_memory import fts, query, ranking
+from agent_memory import query, ranking
 from agent_memory.models import Filters
 from agent_memory.query import bm25
 from agent_memory.storage.base import NewMemory
@@ -31,6 +32,21 @@ from conftest import reading
 
 # FTS5's bm25 as the store asks it: a hit in the tags column weighs bm25.TAG_WEIGHT.
 BM25 = f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})"
+
+
+def words_of(text: str) -> list[str]:
+    """The words a question is searched as (runs of \\w)."""
+    return re.findall(r"\w+", text)
+
+
+def or_of(words: list[str]) -> str:
+    """The rows holding one of the words, as FTS5 syntax."""
+    return " OR ".join(f'"{word}"' for word in words)
+
+
+def and_of(words: list[str]) -> str:
+    """The rows holding every word, as FTS5 syntax."""
+    return " ".join(f'"{word}"' for word in words)
 
 
 def reference(raw, match: str, now: int, limit: int) -> list[int]:
@@ -65,10 +81,10 @@ def informative(raw, words: list[str]) -> list[str]:
 def words_reference(raw, question: str, now: int, limit: int) -> list[int]:
     """A query searched as words: the rows holding every word first, then the rows holding
     an informative word, each part by decay - bm25 of the OR of every word, ties by id."""
-    words = fts.words(question)
-    every = matching(raw, fts.and_of(words))
-    some = matching(raw, fts.or_of(informative(raw, words)))
-    ranked = reference(raw, fts.or_of(words), now, 10**9)
+    words = words_of(question)
+    every = matching(raw, and_of(words))
+    some = matching(raw, or_of(informative(raw, words)))
+    ranked = reference(raw, or_of(words), now, 10**9)
     first = [i for i in ranked if i in every]
     return (first + [i for i in ranked if i in some - every])[:limit]
 
@@ -134,8 +150,8 @@ def test_common_words_are_left_out_when_the_rest_decide(
     expected = words_reference(raw, question, clock.now, limit)
     assert ids(service.search({"query": question, "limit": limit})["results"]) == expected
     # The informative words alone (not "the", in every row) decided the page.
-    kept = informative(raw, fts.words(question))
-    assert "the" not in kept and pruning[-1] == fts.or_of(kept)
+    kept = informative(raw, words_of(question))
+    assert "the" not in kept and pruning[-1] == or_of(kept)
 
 
 def test_rows_holding_only_common_words_do_not_fill_the_page(service, clock, raw, pruning):
@@ -181,10 +197,10 @@ def test_few_rows_score_every_word_in_one_query(service, clock, raw, monkeypatch
     question = "the sqlite cache zebra?"  # no row holds every word
     expected = words_reference(raw, question, clock.now, 10)
     assert ids(service.search({"query": question, "limit": 10})["results"]) == expected
-    kept = informative(raw, fts.words(question))
+    kept = informative(raw, words_of(question))
     assert "the" not in kept
     # Below PRUNE_MIN_ROWS: the OR of every word, over the rows of the informative ones.
-    assert calls[-1] == ('"the" OR "sqlite" OR "cache" OR "zebra"', fts.or_of(kept))
+    assert calls[-1] == ('"the" OR "sqlite" OR "cache" OR "zebra"', or_of(kept))
 
 
 @pytest.mark.parametrize(("rows", "hits"), [(100, 0), (100, 50), (100, 51), (100, 100), (7, 3)])
@@ -462,8 +478,9 @@ def test_a_restricted_question_without_common_words_is_one_query(service, clock,
     assert sorted(expected) == sorted(made)
     assert ids(service.search({"query": question, "limit": 3})["results"]) == expected
     assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')
-    # The raw query (not FTS5 syntax), the rows holding every word, then the restricted one.
-    assert len(scored) == 3 and scored[1] == ('"zebra" "sqlite" "cache"', None)
+    # The rows holding every word, then the restricted one; the text, which FTS5 refuses (the
+    # parser tells), is not sent to FTS5.
+    assert len(scored) == 2 and scored[0] == ('"zebra" "sqlite" "cache"', None)
 
 
 def test_a_nul_in_content_leaves_the_pruned_page_the_full_querys(service, clock, raw):
@@ -496,9 +513,9 @@ def test_a_left_out_cjk_word_takes_no_shortcut(service, clock, raw, pruning):
         clock.advance(rng.randint(0, 5 * DAY))
     question = "哈哈哈 kafka retry"
     assert bm25.plan(["哈哈哈", "kafka"], 3000, {"哈哈哈": 3000, "kafka": 1}).shortcut is False
-    words = fts.words(question)
-    every = matching(raw, query.indexed_match(fts.and_of(words)))
-    ranked = reference(raw, query.indexed_match(fts.or_of(words)), clock.now, 10**9)
-    some = matching(raw, fts.or_of(["kafka", "retry"]))
+    words = words_of(question)
+    every = matching(raw, query.indexed_match(and_of(words)))
+    ranked = reference(raw, query.indexed_match(or_of(words)), clock.now, 10**9)
+    some = matching(raw, or_of(["kafka", "retry"]))
     expected = ([i for i in ranked if i in every] + [i for i in ranked if i in some - every])[:10]
     assert ids(service.search({"query": question, "limit": 10})["results"]) == expected

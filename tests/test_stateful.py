@@ -18,9 +18,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
-from agent_memory import fts
 from agent_memory.errors import InvalidArgument, UnknownField
 from agent_memory.lifecycle import sweep
+from agent_memory.query import read as read_query
 from agent_memory.service import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.vocabulary import LINK_KINDS, MEMORY_TYPES
@@ -42,7 +42,7 @@ TAGS = st.lists(TEXT, max_size=3)
 def too_expensive(query: str) -> bool:
     """A query past the cost bounds (tests/test_fts_query.py), which a search refuses."""
     try:
-        fts.check_cost(query)
+        read_query(query, bounded=True)
     except InvalidArgument:
         return True
     return False

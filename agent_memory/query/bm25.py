@@ -38,12 +38,10 @@ TAG_WEIGHT = 1.5
 BM25_TERM_MAX = BM25_K1 + 1
 # Words of IDF at most PRUNE_MAX_IDF (ln 3: in more than about a quarter of the rows) carry
 # no information: rows holding only them are not matched, and past PRUNE_MIN_ROWS they are
-# left out of the rows scored. A quarter, not the 44% (IDF 0.25) once used for speed alone:
-# on a project of 18 memories "we" is in 7 and "and" in 6, and at 44% they brought in a third
-# of the store (tests/test_everyday_set.py). Below PRUNE_MIN_ROWS memories every word is
-# scored in one query: there that is as fast or faster than adding the common words back
-# (SQLite, bench corpus, in process, p50 of 200 questions: 3.0 against 3.8-5.2 ms at 1,000
-# memories, 6.6 against 5.7-6.2 at 2,000, 18 against 8.5-12 at 5,000).
+# left out of the rows scored. A looser share lets the common words of a small project ("we",
+# "and") bring in much of the store (tests/test_everyday_set.py). Below PRUNE_MIN_ROWS
+# memories every word is scored in one query, which is there as fast as adding the common
+# words back (docs/performance.md, "Measurements behind the keyword code").
 PRUNE_MAX_IDF = math.log(3)
 # A word in at most this many rows is informative however few rows there are: on a handful
 # of memories a quarter is one row, and "sqlite" in 2 of 6 is no stop word.
@@ -63,7 +61,7 @@ def idf(rows_indexed: int, hits: int) -> float:
     """The IDF FTS5's bm25 gives a phrase found in ``hits`` of ``rows_indexed`` rows.
 
     A cached count can exceed a row count read in a newer snapshot after deletes: it is
-    held to ``rows_indexed`` (found by the soak: a math domain error one search in 20,000).
+    held to ``rows_indexed``.
     """
     hits = min(hits, rows_indexed)
     value = math.log((rows_indexed - hits + 0.5) / (hits + 0.5))

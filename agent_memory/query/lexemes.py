@@ -69,8 +69,8 @@ def fold(token: str) -> str:
 @functools.lru_cache(maxsize=LEXEME_CACHE_TOKENS)
 def lexeme(token: str) -> str:
     """What FTS5's ``porter unicode61 remove_diacritics 2`` indexes for ``token`` (cached:
-    words repeat across memories, and the stemmer in Python cost a PostgreSQL store about a
-    quarter of its time)."""
+    words repeat across memories, and the stemmer in Python is a large share of a PostgreSQL
+    store's time)."""
     raw = fold(token).encode()
     if PORTER_MIN_BYTES <= len(raw) <= PORTER_MAX_BYTES:
         raw = _porter(raw)

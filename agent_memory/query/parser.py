@@ -7,12 +7,9 @@ agent_memory.query for why).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
-from agent_memory.query.bigrams import rewrite
-from agent_memory.query.lexemes import tokens
+from agent_memory.query.lexer import Lexed, Lexeme, dequote, lex
 from agent_memory.query.tree import (
     COLUMNS,
     NEAR_DEFAULT,
@@ -30,60 +27,7 @@ from agent_memory.query.tree import (
 MAX_TREE_DEPTH = 256
 PARSER_STACK = 100
 
-_WORD = re.compile(r"\w+")
-
-_SPACE = " \t\n\r"
-_PUNCT = {
-    "(": "LP", ")": "RP", "{": "LCP", "}": "RCP", ":": "COLON", ",": "COMMA", "+": "PLUS",
-    "*": "STAR", "-": "MINUS", "^": "CARET",
-}  # fmt: skip
-_KEYWORDS = {"OR": "OR", "AND": "AND", "NOT": "NOT"}
-_BAREWORD = re.compile(r"[0-9A-Za-z_\x1a\x80-\U0010ffff]+")
 _BINARY = {"OR": 1, "AND": 2, "NOT": 3}
-
-
-@dataclass
-class _Lexeme:
-    kind: str
-    text: str
-
-
-def _lex(text: str) -> list[_Lexeme]:
-    """fts5ExprGetToken over the whole text; a trailing EOF lexeme."""
-    out, at = [], 0
-    while True:
-        while at < len(text) and text[at] in _SPACE:
-            at += 1
-        if at == len(text):
-            out.append(_Lexeme("EOF", ""))
-            return out
-        char = text[at]
-        if char in _PUNCT:
-            out.append(_Lexeme(_PUNCT[char], char))
-            at += 1
-        elif char == '"':
-            end = at + 1
-            while True:
-                if end == len(text):
-                    raise QuerySyntaxError("unterminated string")
-                if text[end] == '"':
-                    if text[end + 1 : end + 2] != '"':
-                        break
-                    end += 1
-                end += 1
-            out.append(_Lexeme("STRING", text[at : end + 1]))
-            at = end + 1
-        else:
-            found = _BAREWORD.match(text, at)
-            if found is None:
-                raise QuerySyntaxError(f'fts5: syntax error near "{char}"')
-            word = found.group()
-            out.append(_Lexeme(_KEYWORDS.get(word, "STRING"), word))
-            at = found.end()
-
-
-def _dequote(text: str) -> str:
-    return text[1:-1].replace('""', '"') if text.startswith('"') else text
 
 
 class _Parser:
@@ -93,18 +37,18 @@ class _Parser:
     ``_push`` raises, as Lemon does, when a shift would make it PARSER_STACK.
     """
 
-    def __init__(self, text: str, columns: tuple[str, ...]) -> None:
-        self.lexemes = _lex(text)
+    def __init__(self, lexemes: Sequence[Lexeme], columns: tuple[str, ...]) -> None:
+        self.lexemes = lexemes
         self.at = 0
         self.columns = columns
         self.heights: dict[int, int] = {}  # id(node) -> its height, for the depth limit
 
     # Lexemes and the stack.
 
-    def peek(self, ahead: int = 0) -> _Lexeme:
+    def peek(self, ahead: int = 0) -> Lexeme:
         return self.lexemes[min(self.at + ahead, len(self.lexemes) - 1)]
 
-    def take(self, kind: str) -> _Lexeme:
+    def take(self, kind: str) -> Lexeme:
         found = self.peek()
         if found.kind != kind:
             raise QuerySyntaxError(f'fts5: syntax error near "{found.text}"')
@@ -249,7 +193,7 @@ class _Parser:
         return frozenset(self.columns) - chosen if invert else chosen
 
     def column(self, text: str) -> str:
-        name = _dequote(text)
+        name = dequote(text)
         for column in self.columns:
             if column.lower() == name.lower() and name.isascii():
                 return column
@@ -296,20 +240,20 @@ class _Parser:
         """``a``, ``"a b"``, ``a + "b c" *``: the tokens of every string, one phrase."""
         terms: list[Term] = []
         self._push(base + 1)
-        self.string(terms, self.take("STRING").text, base + 1)
+        self.string(terms, self.take("STRING"), base + 1)
         while self.peek().kind == "PLUS":
             self._push(base + 2)
             self.at += 1
             self._push(base + 3)
-            self.string(terms, self.take("STRING").text, base + 3)
+            self.string(terms, self.take("STRING"), base + 3)
         return Phrase(tuple(terms))
 
-    def string(self, terms: list[Term], text: str, depth: int) -> None:
+    def string(self, terms: list[Term], lexeme: Lexeme, depth: int) -> None:
         prefix = self.peek().kind == "STAR"
         self._push(depth + 1)  # the STAR, or the empty star_opt
         if prefix:
             self.at += 1
-        terms.extend(Term(token) for token in tokens(_dequote(text)))
+        terms.extend(Term(token) for token in lexeme.tokens)
         if prefix and terms:
             terms[-1] = Term(terms[-1].token, prefix=True)
 
@@ -345,13 +289,20 @@ def _restrict(node: Node, columns: frozenset[str]) -> Node:
 
 def parse(text: str, columns: tuple[str, ...] = COLUMNS) -> Node:
     """The tree of an FTS5 MATCH expression; QuerySyntaxError where FTS5 raises."""
-    text = text.split("\x00", 1)[0]  # FTS5 reads a C string
-    if text.startswith("*"):
-        directive = text[1:].lstrip(" ").split(" ", 1)[0]
-        if is_special(text):
+    return parse_lexed(text, lex(text), columns)
+
+
+def parse_lexed(text: str, lexed: Lexed, columns: tuple[str, ...] = COLUMNS) -> Node:
+    """``parse`` of a text already lexed (``lexed`` is ``lex(text)``)."""
+    head = text.split("\x00", 1)[0]  # FTS5 reads a C string
+    if head.startswith("*"):
+        directive = head[1:].lstrip(" ").split(" ", 1)[0]
+        if is_special(head):
             raise QuerySyntaxError(f"special query: {directive} (not a search)")
         raise QuerySyntaxError(f"unknown special query: {directive}")
-    return _Parser(text, columns).parse()
+    if lexed.error is not None:
+        raise lexed.error
+    return _Parser(lexed.fts5(), columns).parse()
 
 
 def is_special(text: str) -> bool:
@@ -360,65 +311,3 @@ def is_special(text: str) -> bool:
     text = text.split("\x00", 1)[0]
     directive = text[1:].lstrip(" ").split(" ", 1)[0].lower()
     return text.startswith("*") and directive in ("reads", "id")
-
-
-def or_of_words(text: str) -> Node | None:
-    """The plain-language retry: every ``\\w+`` word quoted, OR-ed; None when wordless.
-
-    The same words, in the same order, as agent_memory.fts.or_of_words, so both backends
-    score the retry alike.
-    """
-    words = _WORD.findall(text)
-    if not words:
-        return None
-    return parse(" OR ".join(f'"{word}"' for word in words))
-
-
-def plain_words(text: str) -> list[str] | None:
-    """The words of a plain-language query (barewords only: no operator, quote, prefix star,
-    column filter, NEAR group or parenthesis), or None when the text uses FTS5 syntax or
-    FTS5 would refuse it. ``\\w+`` words, as the retry takes them."""
-    try:
-        lexemes = _lex(text.split("\x00", 1)[0])
-    except QuerySyntaxError:
-        return None
-    if text.startswith("*") or any(
-        lexeme.kind not in ("STRING", "EOF") or lexeme.text.startswith('"') for lexeme in lexemes
-    ):
-        return None
-    return _WORD.findall(text)
-
-
-def and_of_words(words: Sequence[str]) -> Node:
-    """Rows holding every word: the words quoted, side by side (FTS5's implicit AND, which
-    leaves out the word-less ones), as the SQLite backend asks it (agent_memory.fts.and_of),
-    rewritten as the index holds text (query.bigrams)."""
-    return rewrite(parse(" ".join(f'"{word}"' for word in words)))
-
-
-def search_tree(text: str) -> Node | None:
-    """The query as FTS5 reads it or, when FTS5 would refuse it, its plain-language retry;
-    None when nothing can match (no words, or an FTS5 special query)."""
-    return searched(text)[0]
-
-
-def searched(text: str) -> tuple[Node | None, list[str]]:
-    """(the tree to search, the words when the query is searched as words, else none).
-
-    A query is searched as words (decisions.md, "Plain-language keyword queries") when it is
-    plain language of two words or more, or when FTS5 would refuse it (the retry). Its tree
-    is then the OR of its words' leaves, one per word, in the words' order: a backend ranks
-    the rows holding every word first (and_of_words), then the rows holding its informative
-    words (query.bm25.plan), and finds each word's leaf in this tree. Runs of scripts written
-    without spaces are rewritten as the index holds them (query.bigrams), in every tree.
-    """
-    if is_special(text):
-        return None, []
-    words = plain_words(text)
-    if words is None or len(set(words)) < 2:
-        try:
-            return rewrite(parse(text)), []
-        except QuerySyntaxError:
-            words = _WORD.findall(text)
-    tree = or_of_words(text)
-    return (None if tree is None else rewrite(tree)), words

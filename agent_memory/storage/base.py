@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from agent_memory import fields
 from agent_memory.models import OLLAMA, Embedding, Filters, Noise, Pin, SearchPage
+from agent_memory.query import ParsedQuery
 from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
 # A memory as every read answers it, in this order (rows become dicts by these names), and
@@ -148,7 +149,7 @@ class Store(Protocol):
 
     def search(
         self,
-        query: str,
+        query: str | ParsedQuery,
         embedding: Embedding | None,
         *,
         now: int,
@@ -158,7 +159,8 @@ class Store(Protocol):
         floor: bool | None = None,
         unrelated: Noise | None = None,
     ) -> SearchPage:
-        """One page of results, read in one snapshot, decay_score as of ``now``.
+        """One page of results, read in one snapshot, decay_score as of ``now``; ``query``
+        as the service read it (query.read), or its text, read here.
 
         Keyword mode (no embedding, no vector stored yet, or vectors of another pin, that
         pin given back as ``other_pin``):

@@ -20,6 +20,8 @@ from sqlalchemy import text
 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
+from agent_memory.query import ParsedQuery
+from agent_memory.query import read as read_query
 from agent_memory.storage.base import NewMemory, Pause
 from agent_memory.storage.faults import guarded
 from agent_memory.storage.neighbours import neighbour_edges
@@ -165,7 +167,7 @@ class CommonStore:
     @guarded
     def search(
         self,
-        query: str,
+        query: str | ParsedQuery,
         embedding: Embedding | None,
         *,
         now: int,
@@ -175,11 +177,12 @@ class CommonStore:
         floor: bool | None = None,
         unrelated: Noise | None = None,
     ) -> SearchPage:
+        parsed = read_query(query)
         with self._read(deadline) as conn:
             stored = None if embedding is None else self.VECTORS.stored_pin(conn)
             if embedding is not None and stored == embedding.pin:
                 leg = Leg(ranking.leg_size(limit), filters, now)
-                keyword, nearest, scale = self._legs(conn, query, embedding, leg)
+                keyword, nearest, scale = self._legs(conn, parsed, embedding, leg)
                 ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
                 fused = ranking.fuse(
                     keyword,
@@ -194,19 +197,24 @@ class CommonStore:
                 mode = ranking.SEARCH_MODE_HYBRID
                 return SearchPage(mode, fused.results, None, fused.why, fused.explain)
             # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
-            page = ranking.keyword_page(self._keyword_page(conn, query, now, limit, filters))
+            page = ranking.keyword_page(self._keyword_page(conn, parsed, now, limit, filters))
             mode = ranking.SEARCH_MODE_KEYWORD
             return SearchPage(mode, page.results, stored, page.why, page.explain)
 
     def _legs(
-        self, conn: sqlalchemy.Connection, query: str, embedding: Embedding, leg: Leg
+        self, conn: sqlalchemy.Connection, query: ParsedQuery, embedding: Embedding, leg: Leg
     ) -> Legs:
         """The keyword and the vector leg of a hybrid search, in a store pinned to
         ``embedding``'s model."""
         raise NotImplementedError
 
     def _keyword_page(
-        self, conn: sqlalchemy.Connection, query: str, now: int, limit: int, filters: Filters
+        self,
+        conn: sqlalchemy.Connection,
+        query: ParsedQuery,
+        now: int,
+        limit: int,
+        filters: Filters,
     ) -> list[tuple[dict[str, Any], float]]:
         """The keyword mode's page: (memory, decay - bm25) best first, decay as of ``now``."""
         raise NotImplementedError

@@ -18,11 +18,11 @@ from __future__ import annotations
 import sqlalchemy
 
 from agent_memory.storage.checks import Vectors, vector_repairs
-from agent_memory.storage.postgres import keyword, vectors
+from agent_memory.storage.postgres import totals, vectors
 
 _TOTALS = (
     "SELECT t.n = m.n AND t.tokens = m.tokens FROM "
-    f"{keyword.TOTALS} AS t, "
+    f"{totals.TOTALS} AS t, "
     "(SELECT count(*) AS n, coalesce(sum(doc_len), 0) AS tokens FROM memories) AS m"
 )
 _ACTUAL_WORD_ROWS = (
@@ -30,7 +30,7 @@ _ACTUAL_WORD_ROWS = (
 )
 _KEPT_WORD_ROWS = (
     "SELECT lexeme, sum(rows) AS rows FROM"
-    f" (SELECT lexeme, rows FROM lexeme_rows UNION ALL {keyword.LOGGED_LEXEMES}) AS kept"
+    f" (SELECT lexeme, rows FROM lexeme_rows UNION ALL {totals.LOGGED_LEXEME_ROWS}) AS kept"
     " GROUP BY lexeme"
 )
 _WRONG_WORD_ROWS = (
@@ -39,7 +39,7 @@ _WRONG_WORD_ROWS = (
 )
 _REBUILD_KEYWORDS = (
     "LOCK TABLE memories IN SHARE MODE",  # no write meanwhile; reads go on
-    f"SELECT pg_advisory_xact_lock({keyword.COMPACT_LOCK})",  # nor a fold of the log
+    f"SELECT pg_advisory_xact_lock({totals.COMPACT_LOCK})",  # nor a fold of the log
     "DELETE FROM keyword_totals",
     "DELETE FROM keyword_folded",
     "INSERT INTO keyword_folded SELECT count(*), coalesce(sum(doc_len), 0) FROM memories",

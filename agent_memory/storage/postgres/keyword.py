@@ -7,23 +7,6 @@ PostgreSQL must find the same memories first. So the SQL computes FTS5's formula
 1e-6, avgdl = all tokens / N), with the operations in FTS5's order so that equal scores stay
 equal and ties still fall to the smaller id.
 
-Why lexemes come from Python and not from a text search configuration: bm25 counts tokens,
-and PostgreSQL's parser does not split text where unicode61 does (``1e10``, ``v1.2``, paths,
-hex ids), its snowball porter is not FTS5's porter, and unaccent is not remove_diacritics 2.
-``document`` stores FTS5's own lexemes (agent_memory.query.lexeme): a tsvector for matching
-(GIN) and phrase positions (FTS5's token positions + 1, the first token at weight A for
-``^``), a jsonb map of each lexeme's count (a word's frequency in one lookup), and FTS5's
-token count as the row's length.
-
-FTS5's index has two columns, content and tags (migrations/versions/0009). The tags' tokens
-follow the content's in the one tsvector, TAG_GAP positions after its last token (so no
-phrase, and no NEAR group tsquery spells out, spans the two), at weight C, their first at
-weight B (``^`` there); a column filter asks its columns' weights (tsquery.weights). The
-count maps are ``tf``, both columns together (which rows hold a word, whatever the column),
-and ``tag_tf``, the tags alone; the length counts both, as FTS5's does. bm25 counts a tag
-hit as bm25.TAG_WEIGHT hits (FTS5's column weights), and positions read for NEAR groups
-carry their column (COLUMN_SPAN).
-
 What FTS5 counts in a row is not only "the phrase occurs": it reads a phrase's positions
 while the phrase's iterator stands on the row, so a phrase under an AND or NOT that does not
 match the row counts nothing (``_conditions``), and a NEAR group counts only the instances
@@ -32,171 +15,40 @@ nested queries FTS5 sometimes counts a phrase whose iterator is parked on the ro
 matching it (with a NEAR group holding a multi-word phrase, even positions left over from an
 earlier row). That changes scores, never which rows match.
 
-What a tsvector cannot hold (PostgreSQL's limits; they only touch very long memories): a
-lexeme of 2,047 bytes or more (left out: not searchable), a position past 16,383 (clamped:
-phrases and NEAR past there match by chance), more than 256 positions of one lexeme (cut), and 1 MiB
-of lexemes and positions in all. 1 MiB of prose (5,000 distinct words) needs 110 KB, but 1 MiB
-of distinct words, hex ids or base64 needs 1.1 to 1.4 MB, which PostgreSQL refuses;
-``document`` then indexes the lexemes of the first tokens that fit and still counts every
-token in ``tf`` and ``doc_len``, so single words keep their exact scores. Exact phrases at any
-size would take an inverted index table (memory, lexeme, positions[]) instead of a tsvector.
+The keyword columns each row carries (lexemes, positions, counts): document.py; bm25's N,
+average length and each word's row count: totals.py.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 from agent_memory import query, ranking
 from agent_memory.query import And, Near, Node, Not, Or, Phrase, Term, bm25
 from agent_memory.storage.postgres import tsquery
+from agent_memory.storage.postgres.document import Document as Document
+from agent_memory.storage.postgres.document import document as document
+from agent_memory.storage.postgres.totals import COMPACT_LOCK as COMPACT_LOCK
+from agent_memory.storage.postgres.totals import COMPACT_TOTALS as COMPACT_TOTALS
+from agent_memory.storage.postgres.totals import LEXEME_ROWS, TOTALS
 from agent_memory.vocabulary import PINNED_TYPES
 
-# PostgreSQL's tsvector limits (tsvector.h): largest position, positions kept per lexeme,
-# and the bytes of lexemes plus positions in one tsvector (for lexeme bytes see
-# tsquery.MAX_LEXEME_BYTES).
-MAX_POSITION = 16_383
-MAX_POSITIONS = 256
-TSVECTOR_MAX_BYTES = 1_048_575
-# Positions between the content's last token and the tags' first: more than any NEAR group
-# tsquery spells out (tsquery.NEAR_SPELLED_MAX) reaches, so that no tsquery matches across
-# the two columns.
-TAG_GAP = tsquery.NEAR_SPELLED_MAX + 2
 # Where the SQL reads a tags position, it adds this: a NEAR group's distance (a 32-bit
 # integer) never reaches from one column into the other.
 COLUMN_SPAN = 1 << 33
 
-# The keyword columns of the memories table are written from ``document``: ``terms`` holds
-# FTS5's lexemes with positions, ``doc_len`` FTS5's token count, ``tf`` maps each lexeme to
-# its count (a single word's frequency is one jsonb lookup; reading it from the tsvector costs
-# an unnest per row, 26 us), and stays exact where the tsvector had to cut positions.
 # A phrase's row count (bm25's n) reads the GIN index, which visits the heap page of every
-# row holding it (a word in 5% of 100,000 memories: 24 ms). A single word's count instead
-# comes from lexeme_rows plus the changes the totals log still holds (0.1-0.5 ms, exact in
-# any snapshot, see migrations/postgres/0007). Up to this many other phrases, each one's
-# count is read from the GIN index; past it, all are counted in one pass over the table.
+# row holding it; a single word's count instead comes from lexeme_rows plus the changes the
+# totals log still holds (totals.LEXEME_ROWS, exact in any snapshot). Up to this many other
+# phrases, each one's count is read from the GIN index; past it, all are counted in one pass
+# over the table (docs/performance.md, "PostgreSQL keyword ranking").
 COUNTS_BY_INDEX_MAX = 4
-# A log row's change in the rows holding a lexeme (``value``: its value in the row's
-# lexemes map): a one-row statement logs that row's tf map, whose keys each change by the
-# row's sign; any other logs each lexeme's change (migrations/postgres/0007); rows logged
-# before 0007 have no map, their rows being in the counts 0007 made.
-_LOGGED = (
-    "CASE WHEN {value} IS NULL THEN 0 WHEN abs(t.rows) = 1 THEN t.rows ELSE ({value})::bigint END"
-)
-# The rows holding the lexeme ``w.x``.
-_LEXEME_ROWS = (
-    "(coalesce((SELECT rows FROM lexeme_rows WHERE lexeme = w.x), 0)"
-    " + coalesce((SELECT sum("
-    + _LOGGED.format(value="t.lexemes ->> w.x")
-    + ") FROM keyword_totals t), 0))::bigint"
-)
-# Every lexeme's change that the log holds, a row per (log row, lexeme).
-LOGGED_LEXEMES = (
-    "SELECT e.key AS lexeme, "
-    + _LOGGED.format(value="e.value")
-    + " AS rows FROM keyword_totals t, jsonb_each_text(t.lexemes) e"
-)
-# bm25's N and average length without a pass over the table: every statement that adds,
-# removes or re-tokenizes rows appends its change (rows, tokens, each lexeme's rows) to
-# keyword_totals, and a search sums the log. Appending never waits on another writer (a
-# single counter row would serialize every store). Exact under MVCC: a snapshot sees the
-# log rows of exactly the transactions it sees (the table and its triggers:
-# migrations/postgres).
-# Folds the log, in one statement: the totals into keyword_folded, the lexemes' changes into
-# lexeme_rows, leaving the log empty. Rows appended meanwhile by other transactions are not
-# in this statement's snapshot and stay as they are. One fold at a time (COMPACT_LOCK,
-# tried, not waited for).
-COMPACT_TOTALS = (
-    "WITH gone AS (DELETE FROM keyword_totals RETURNING rows, tokens, lexemes),"
-    " folded AS (INSERT INTO lexeme_rows AS l SELECT e.key, sum("
-    + _LOGGED.format(value="e.value")
-    + ") FROM gone t, jsonb_each_text(t.lexemes) e GROUP BY e.key"
-    " ON CONFLICT (lexeme) DO UPDATE SET rows = l.rows + excluded.rows)"
-    " UPDATE keyword_folded f SET rows = f.rows + g.rows, tokens = f.tokens + g.tokens FROM"
-    " (SELECT coalesce(sum(rows), 0) AS rows, coalesce(sum(tokens), 0) AS tokens FROM gone) g"
-)
-# bm25's N and all rows' tokens: the folded totals and the log's changes since.
-TOTALS = (
-    "(SELECT coalesce(sum(rows), 0)::bigint AS n, coalesce(sum(tokens), 0)::bigint AS tokens"
-    " FROM (SELECT rows, tokens FROM keyword_folded"
-    " UNION ALL SELECT rows, tokens FROM keyword_totals) t)"
-)
-COMPACT_LOCK = 0x616D_6B77  # "amkw": pg_try_advisory_xact_lock's key
-# A query's phrases (up to fts.MAX_QUERY_WORDS) are carried in arrays, one entry per phrase
-# (a column each would meet PostgreSQL's 1,664 columns in a select list). Up to this many,
+# A query's phrases (up to query.cost.MAX_QUERY_WORDS) are carried in arrays, one entry per
+# phrase (a column each would meet PostgreSQL's 1,664 columns in a select list). Up to this many,
 # a row's score is one sum written out in FTS5's order; past it, the sum runs over the arrays
-# (about 0.6 us more a row), since an expression 10,000 deep overflows PostgreSQL's stack.
+# (a little more a row), since an expression 10,000 deep overflows PostgreSQL's stack.
 INLINE_SUM_MAX_PHRASES = 256
-
-
-def _quote(lexeme: str) -> str:
-    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
-
-
-class Document(NamedTuple):
-    """A memory's keyword columns, as text to bind: ``%s::tsvector``, ``%s``, ``%s::jsonb``,
-    ``%s::jsonb``."""
-
-    terms: str
-    length: int
-    tf: str
-    tag_tf: str
-
-
-def document(content: str, tags: Sequence[str] = ()) -> Document:
-    """The keyword columns of a memory: the tsvector input text of the FTS5 lexemes of
-    ``content`` and then of ``tags`` (see the module), FTS5's token count of both, and the
-    count maps of both and of the tags alone.
-
-    Once the tsvector is full (TSVECTOR_MAX_BYTES), later tokens are still counted (tf and
-    the token count) but no longer indexed. Runs of scripts written without spaces count as
-    their bigrams, as in FTS5's index (query.bigrams).
-    """
-    found = query.tokens(query.indexed_text(content) or content)
-    tagged = query.tokens(query.indexed_tags(tags) or query.tag_text(tags))
-    positions: dict[str, list[str]] = {}  # lexeme -> its positions, each with its weight
-    last: dict[str, int] = {}  # lexeme -> its last position kept
-    counts: dict[str, int] = {}
-    tag_counts: dict[str, int] = {}
-    lexemes: dict[str, str] = {}  # token -> lexeme: a long memory repeats its words
-    size = 0  # PostgreSQL's count (tsvectorin): each lexeme padded to 2 bytes, a position
-    full = False  # count, 2 bytes a position
-    start = len(found) + TAG_GAP
-    placed = [
-        (position, token, "A" if position == 1 else "") for position, token in enumerate(found, 1)
-    ]
-    placed += [(start + i, token, "B" if i == 1 else "C") for i, token in enumerate(tagged, 1)]
-    for position, token, weight in placed:
-        lexeme = lexemes.get(token)
-        if lexeme is None:
-            lexeme = lexemes[token] = query.lexeme(token)
-        length = len(lexeme.encode())
-        if not lexeme or length > tsquery.MAX_LEXEME_BYTES:
-            continue
-        counts[lexeme] = counts.get(lexeme, 0) + 1
-        if weight in ("B", "C"):
-            tag_counts[lexeme] = tag_counts.get(lexeme, 0) + 1
-        if full:
-            continue
-        kept = positions.get(lexeme)
-        cost = 2 if kept is not None else length + length % 2 + 4
-        clamped = min(position, MAX_POSITION)
-        if kept is not None and (len(kept) == MAX_POSITIONS or last[lexeme] == clamped):
-            continue
-        if size + cost > TSVECTOR_MAX_BYTES:
-            full = True
-            continue
-        size += cost
-        positions.setdefault(lexeme, []).append(f"{clamped}{weight}")
-        last[lexeme] = clamped
-    text = " ".join(_quote(lexeme) + ":" + ",".join(kept) for lexeme, kept in positions.items())
-    return Document(
-        text,
-        len(found) + len(tagged),
-        json.dumps(counts, ensure_ascii=False),
-        json.dumps(tag_counts, ensure_ascii=False),
-    )
 
 
 # -- Ranking ----------------------------------------------------------------------------------
@@ -368,7 +220,7 @@ def _matches(node: Node, out: _Sql) -> None:
 def _candidates(node: Node, out: _Sql) -> None:
     """SQL true for the rows the GIN index finds for ``node`` (a tree without NEAR groups).
     An OR is asked as one tsquery per alternative (``@@ ANY``, a bitmap scan each): GIN
-    prepares a tsquery of N alternatives in O(N²) (one of 10,000 words took 1.7 s), and
+    prepares a tsquery of N alternatives in O(N²), and
     N tsqueries of one alternative in O(N)."""
     if not isinstance(node, Or):
         rendered, params = tsquery.to_tsquery(node)
@@ -446,7 +298,7 @@ def _phrase_rows(phrases: Sequence[tuple[Phrase, frozenset[str] | None]], out: _
         lexemes = [query.lexeme(phrase.terms[0].token) for _, phrase in words]
         parts.append(
             (
-                f"SELECT w.i, {_LEXEME_ROWS} AS c FROM unnest(%s::text[], %s::int[]) w(x, i)",
+                f"SELECT w.i, {LEXEME_ROWS} AS c FROM unnest(%s::text[], %s::int[]) w(x, i)",
                 [lexemes, [i for i, _ in words]],
             )
         )
@@ -555,8 +407,20 @@ def keyword_ranking_sql(
         sql.add(" AND scope = %s", [scope])
     if tag is not None:
         sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
-    # Each phrase's frequency in each row, counted only where FTS5 counts it. A phrase's
-    # positions are only read from rows that contain it (one tsvector lookup first).
+    _frequencies(found, above, sql)
+    _score(len(found), now, sql)
+    sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
+    return sql.text(), sql.params
+
+
+def _frequencies(
+    found: list[tuple[Phrase, Near, tuple[Node, ...]]],
+    above: dict[int, tuple[int, Node]],
+    sql: _Sql,
+) -> None:
+    """The freqs CTE: each phrase's frequency in each matched row, counted only where FTS5
+    counts it (``above``: _conditions). A phrase's positions are only read from rows that
+    contain it (one tsvector lookup first)."""
     sql.add("), freqs AS MATERIALIZED (SELECT m.id, m.doc_len, m.type, m.last_accessed, ARRAY[")
     for i, (phrase, leaf, nodes) in enumerate(found):
         sql.add(", " if i else "")
@@ -573,6 +437,11 @@ def keyword_ranking_sql(
         if when or not _single_word(phrase, leaf):
             sql.add(f" ELSE 0{_F} END")
     sql.add("]::float8[] AS f FROM matched m")
+
+
+def _score(phrases: int, now: int | None, sql: _Sql) -> None:
+    """SELECT f.id and its score from freqs: -bm25 over the ``phrases`` phrases (plus decay
+    as of ``now`` when given)."""
     # FTS5: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), phrase by
     # phrase, in its order of operations; -bm25 is that score.
     k1, b = f"{bm25.BM25_K1!r}{_F}", f"{bm25.BM25_B!r}{_F}"
@@ -580,12 +449,12 @@ def keyword_ranking_sql(
     sql.add(") SELECT f.id, ")
     if now is not None:
         sql.add(decay_sql("f") + " + ", [now])
-    if not found:
+    if not phrases:
         sql.add(f"0{_F}")
-    elif len(found) <= INLINE_SUM_MAX_PHRASES:
+    elif phrases <= INLINE_SUM_MAX_PHRASES:
         terms = [
             f"idfs.idf[{i}] * ((f.f[{i}] * ({k1} + 1.0{_F})) / (f.f[{i}] + {norm}))"
-            for i in range(1, len(found) + 1)
+            for i in range(1, phrases + 1)
         ]
         sql.add("(" + " + ".join(terms) + ")")
     else:
@@ -593,5 +462,3 @@ def keyword_ranking_sql(
             f"(SELECT sum(u.idf * ((u.f * ({k1} + 1.0{_F})) / (u.f + {norm})) ORDER BY u.i)"
             " FROM unnest(idfs.idf, f.f) WITH ORDINALITY u(idf, f, i))"
         )
-    sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
-    return sql.text(), sql.params

@@ -7,40 +7,37 @@ from __future__ import annotations
 import sqlalchemy
 
 from agent_memory.models import Filters, KeywordScale
-from agent_memory.query import Node, Or, and_of_words, bm25
+from agent_memory.query import Node, Or, ParsedQuery, bm25
 from agent_memory.storage.postgres import keyword
 
 
-def scale(conn: sqlalchemy.Connection, tree: Node | None, words: list[str]) -> KeywordScale | None:
+def scale(conn: sqlalchemy.Connection, parsed: ParsedQuery) -> KeywordScale | None:
     """bm25.scale of a query searched as several words, else None."""
-    if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
+    if not parsed.several_words:
         return None
-    statement, params = keyword.word_rows_sql(tree.children)
+    statement, params = keyword.word_rows_sql(parsed.leaves)
     total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
-    return bm25.scale(words, total, dict(zip(words, counts, strict=True)))
+    return bm25.scale(parsed.words, total, dict(zip(parsed.words, counts, strict=True)))
 
 
 def scored(
     conn: sqlalchemy.Connection,
-    tree: Node | None,
-    words: list[str],
+    parsed: ParsedQuery,
     limit: int,
     filters: Filters,
     now: int | None,
 ) -> list[tuple[int, float]]:
     """(id, -bm25 plus decay as of ``now`` when given), best first, filters before the
-    cut; ``words``: the query's, when it is searched as words (query.searched)."""
-    if tree is None:
+    cut."""
+    if parsed.tree is None:
         return []
     # The GIN index for the phrases' row counts and the matching rows: on a table of a
     # few thousand rows the planner would scan it instead, far slower for a rare word
     # (common words cost the same either way).
     conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-    if len(set(words)) < 2 or not isinstance(tree, Or) or len(tree.children) != len(words):
-        found = _ranking(conn, tree, limit, filters, now)
-    else:
-        found = _words(conn, tree, words, limit, filters, now)
-    return found
+    if not parsed.several_words:
+        return _ranking(conn, parsed.tree, limit, filters, now)
+    return _words(conn, parsed, limit, filters, now)
 
 
 def _ranking(
@@ -65,42 +62,39 @@ def _ranking(
 
 def _words(
     conn: sqlalchemy.Connection,
-    tree: Node,
-    words: list[str],
+    parsed: ParsedQuery,
     limit: int,
     filters: Filters,
     now: int | None,
 ) -> list[tuple[int, float]]:
     """A query searched as words (as on SQLite): the rows holding every word first, then
     the rows holding one of its informative words (query.bm25.plan), every row with the
-    whole score of the OR of the words (``tree``, one leaf per word).
+    whole score of the OR of the words (``parsed.tree``, one leaf per word).
 
     Past PRUNE_EXACT_ROWS, only the rows of the rarest words are scored first; as on
     SQLite, that is not exact (query.bm25).
     """
-    first = _ranking(conn, and_of_words(words), limit, filters, now)
+    tree, words = parsed.tree, parsed.words
+    assert tree is not None
+    first = _ranking(conn, parsed.every_word(), limit, filters, now)
     if len(first) >= limit:
         return first
-    statement, params = keyword.word_rows_sql(tree.children)
+    statement, params = keyword.word_rows_sql(parsed.leaves)
     total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
     hits = dict(zip(words, counts, strict=True))
     planned = bm25.plan(words, total, hits, never_empty=now is not None)
     if not planned.kept:
         return first
-    leaves = dict(zip(words, tree.children, strict=True))
     wanted = limit + len(first)  # the first rows come again: they hold the kept words
     found = None
     if planned.rarest is not None:
-        scored = Or(tuple(leaves[word] for word in dict.fromkeys(planned.rarest)))
+        scored = Or(tuple(map(parsed.leaf, dict.fromkeys(planned.rarest))))
         found = _ranking(conn, tree, wanted, filters, now, scored)
         if len(found) < wanted:
             found = None  # the other kept words' rows are needed to fill the page
     if found is None:
-        scored = (
-            Or(tuple(leaves[word] for word in dict.fromkeys(planned.kept)))
-            if planned.left_out
-            else None
-        )
+        kept = dict.fromkeys(planned.kept)
+        scored = Or(tuple(map(parsed.leaf, kept))) if planned.left_out else None
         found = _ranking(conn, tree, wanted, filters, now, scored)
     seen = {memory_id for memory_id, _ in first}
     return first + [pair for pair in found if pair[0] not in seen][: limit - len(first)]

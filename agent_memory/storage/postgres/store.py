@@ -35,7 +35,7 @@ from agent_memory.models import (
     Filters,
     content_hash,
 )
-from agent_memory.query import searched
+from agent_memory.query import ParsedQuery
 from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.checks import vector_findings
@@ -201,18 +201,16 @@ class PostgresStore(CommonStore):
         with self._statement() as conn:
             conn.exec_driver_sql(rows.BUMP, (now, sorted(set(ids))))
 
-    def _legs(self, conn: Connection, query: str, embedding: Embedding, leg: Leg) -> Legs:
-        tree, words = searched(query)
+    def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = vectors.nearest(conn, embedding, leg.limit, leg.filters)
-        ranked = ranked_search.scored(conn, tree, words, leg.limit, leg.filters, None)
-        scale = ranked_search.scale(conn, tree, words) if ranked else None
+        ranked = ranked_search.scored(conn, query, leg.limit, leg.filters, None)
+        scale = ranked_search.scale(conn, query) if ranked else None
         return ranked, nearest, scale
 
     def _keyword_page(
-        self, conn: Connection, query: str, now: int, limit: int, filters: Filters
+        self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
     ) -> list[tuple[dict[str, Any], float]]:
-        tree, words = searched(query)
-        ranked = ranked_search.scored(conn, tree, words, limit, filters, now)
+        ranked = ranked_search.scored(conn, query, limit, filters, now)
         found = self._rows(conn, [i for i, _ in ranked], now, Filters())
         return [(found[i], s) for i, s in ranked if i in found]
 

@@ -5,7 +5,7 @@ and parentheses, the second raises on raw input. The tree (agent_memory.query) i
 reading of the text, so both backends match the same rows.
 
 Why one tsquery text and not one ``%s::tsquery`` per term joined by SQL operators: a query
-may hold 10,000 words (fts.MAX_QUERY_WORDS), and a chain of 10,000 ``||`` is deeper than
+may hold 10,000 words (query.cost.MAX_QUERY_WORDS), and a chain of 10,000 ``||`` is deeper than
 PostgreSQL's stack allows, copies the tsquery at every step, and binds a parameter per word.
 The text is data for tsquery's own parser: each lexeme is quoted and escaped, never SQL.
 """

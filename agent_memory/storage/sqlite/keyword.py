@@ -4,7 +4,7 @@ shortcut that makes a question cheap on a large file, in one place and one read 
 A keyword page ranks by ``score = decay - bm25`` (bm25 is negative in FTS5: lower is
 better), ties by id; the keyword leg of a hybrid search ranks by bm25 alone. The query runs
 as FTS5 syntax, unless it is plain words; plain words, and a query FTS5 cannot parse,
-are searched as words (query.searched, query.bm25): the rows holding every word first
+are searched as words (query.ParsedQuery, query.bm25): the rows holding every word first
 (FTS5's AND), then the rows holding an informative word, scored by the OR of all the words.
 That is where questions land ("what vector store do we use?"), and where the shortcuts
 apply, each of them exact unless said otherwise:
@@ -33,9 +33,8 @@ import sqlalchemy
 import sqlean
 from sqlalchemy import bindparam, func, literal_column, select
 
-from agent_memory import fts
 from agent_memory.models import Filters, KeywordScale
-from agent_memory.query import bm25, indexed_match, plain_words, searched
+from agent_memory.query import ParsedQuery, any_word, bm25, read, to_fts5, unsegmented, word_leaf
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
@@ -50,8 +49,8 @@ KEYWORD_CANDIDATES = 1_000
 # scored with the left-out words added back.
 PRUNE_RESCORE_ROWS = 200
 # Document frequencies of query words are reused for this long, and while the number of
-# indexed rows moves by less than this fraction: counting a word in every row costs 8 ms
-# at 100,000 rows, and common words repeat.
+# indexed rows moves by less than this fraction: counting a word visits every row holding
+# it, and common words repeat.
 FREQUENCY_CACHE_SECS = 60
 FREQUENCY_CACHE_DRIFT = 0.01
 FREQUENCY_CACHE_WORDS = 4_096
@@ -65,8 +64,8 @@ _FTS = sqlalchemy.table("memories_fts", sqlalchemy.column("rowid"))
 _BM25 = sqlalchemy.literal_column(f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})")
 # A query "within" another MATCH expression scores only the rows that match it too. The
 # unary + keeps SQLite from handing the IN to FTS5 as a rowid constraint, which FTS5
-# answers with one seek per id (28 s instead of 40 ms for 8,000 ids at 100,000 memories);
-# as a filter, bm25() runs for those rows only.
+# answers with one seek per id, far slower for thousands of ids; as a filter, bm25() runs
+# for those rows only.
 _WITHIN = sqlalchemy.text(
     "+memories_fts.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :within)"
 )
@@ -78,7 +77,7 @@ _AVERAGES = "SELECT block FROM memories_fts_data WHERE id = 1"
 _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
 # Per row among a JSON array of ids: how often the phrase occurs in the content and in the
 # tags (highlight() inserts one character before each occurrence). FTS5 walks the phrase's
-# rows once (about 7 ns a row) and highlights only the ids; bm25() would have counted the
+# rows once and highlights only the ids; bm25() would have counted the
 # phrase's rows all over again for every id. Lengths are counted in bytes: length() of text
 # stops at a NUL, which FTS5 indexes past (issue 18). _DOC_SIZES gives those rows' lengths
 # in tokens, column by column (bm25's D is their sum).
@@ -125,8 +124,7 @@ def _page_statement(key: FilterKey, within: bool) -> sqlalchemy.Select[Any]:
 def _leg_statement(key: FilterKey, within: bool) -> sqlalchemy.Select[Any]:
     """(id, bm25) by bm25 alone (best first, ties by id): the keyword leg of a hybrid search.
 
-    With no filter, the index alone answers: no join to memories for every match (at
-    100,000 memories a keyword's leg fell from 21 ms to 6 ms).
+    With no filter, the index alone answers: no join to memories for every match.
     """
     if not any(key):
         return (
@@ -149,8 +147,8 @@ def _candidates_statement(within: bool) -> sqlalchemy.Select[Any]:
     """The best :cut rows by bm25 from the index alone, then decay blended into those only.
 
     Each row also carries how many candidates there were and the last one's bm25, which
-    tell whether the page is decided (see _candidates_page). At 100,000 memories joining
-    every match to its row had cost half of a question's time.
+    tell whether the page is decided (see _candidates_page); joining every match to its
+    row would cost more than the ranking.
     """
     ranked = (
         select(_FTS.c.rowid.label("rid"), _BM25.label("b"))
@@ -215,12 +213,11 @@ class Run:
     def __call__(self, match: str, n: int, within: str | None) -> list[tuple[Any, float]]:
         """(item, score) best first, at most ``n``; FtsQueryError when FTS5 cannot parse.
 
-        Both expressions are read as the index holds text (query.indexed_match)."""
-        match = indexed_match(match)
+        Both expressions are as the index holds text (``match_text``, ``any_of``)."""
         self._probe(match)
         params = {**self.params, "match": match, "limit": n}
         if within is not None:
-            params["within"] = indexed_match(within)
+            params["within"] = within
         if not self.page:
             found = self.conn.execute(_leg_statement(self.key, within is not None), params)
             return [(memory_id, -bm25) for memory_id, bm25 in found]
@@ -231,7 +228,7 @@ class Run:
 
     def _probe(self, match: str) -> None:
         """Asked on the driver connection: a statement refused through SQLAlchemy costs
-        0.3 ms of exception wrapping, twenty times the probe."""
+        many times the probe in exception wrapping."""
         try:
             self.conn.connection.driver_connection.execute(_PROBE, (match,)).fetchall()
         except sqlean.OperationalError as exc:
@@ -260,6 +257,31 @@ def indexed_rows(conn: sqlalchemy.Connection) -> int:
     return _varints(block, 1)[0] if block else 0
 
 
+def match_text(parsed: ParsedQuery) -> str:
+    """The MATCH expression of a query searched as FTS5 syntax: its text, unless it holds a
+    run of a script written without spaces, rewritten as the index holds it (query.bigrams)."""
+    if parsed.syntax is None or not unsegmented(parsed.text):
+        return parsed.text
+    return to_fts5(parsed.syntax)
+
+
+def any_of(words: Sequence[str], parsed: ParsedQuery | None = None) -> str:
+    """``"a" OR "b"``: the rows holding one of the words (repeats count in bm25). A word of a
+    script written without spaces is its leaf (of ``parsed``, made once) as the index holds
+    it."""
+    if not any(unsegmented(word) for word in words):
+        return " OR ".join(f'"{word}"' for word in words)
+    leaf = word_leaf if parsed is None else parsed.leaf
+    return to_fts5(any_word([leaf(word) for word in words]))
+
+
+def all_of(parsed: ParsedQuery) -> str:
+    """``"a" "b"``: the rows holding every word of the query (FTS5's implicit AND)."""
+    if not any(unsegmented(word) for word in parsed.words):
+        return " ".join(f'"{word}"' for word in parsed.words)
+    return to_fts5(parsed.every_word())
+
+
 class KeywordIndex:
     """The FTS5 index as a search sees it; keeps the word counts the shortcuts reuse."""
 
@@ -267,64 +289,80 @@ class KeywordIndex:
         self._frequencies: dict[str, tuple[int, int, int]] = {}  # word -> (n, N, when)
 
     def page(
-        self, conn: sqlalchemy.Connection, query: str, *, now: int, limit: int, filters: Filters
+        self,
+        conn: sqlalchemy.Connection,
+        query: str | ParsedQuery,
+        *,
+        now: int,
+        limit: int,
+        filters: Filters,
     ) -> list[tuple[dict[str, Any], float]]:
         """The keyword mode's page: (memory, decay - bm25) best first, decay_score as of
         ``now``."""
         run = Run(conn, now=now, filters=filters, page=True)
-        return self._match(run, query, limit, now)
+        return self._match(run, read(query), limit, now)
 
     def leg(
-        self, conn: sqlalchemy.Connection, query: str, *, now: int, limit: int, filters: Filters
+        self,
+        conn: sqlalchemy.Connection,
+        query: str | ParsedQuery,
+        *,
+        now: int,
+        limit: int,
+        filters: Filters,
     ) -> tuple[list[tuple[int, float]], KeywordScale | None]:
         """The keyword leg of a hybrid search: (id, -bm25) best first, filters applied before
-        the cut; and, for a query of several words, its scale (bm25.scale; else None)."""
+        the cut; and, for a query searched as several words, its scale (bm25.scale; else
+        None)."""
         run = Run(conn, now=now, filters=filters, page=False)
-        found = self._match(run, query, limit, now)
-        _, words = searched(query)  # as PostgreSQL's store takes them: FTS5 syntax has none
-        if not found or len(set(words)) < 2:
+        parsed = read(query)
+        found = self._match(run, parsed, limit, now)
+        if not found or not parsed.several_words:
             return found, None
-        total, hits = self.word_rows(conn, words, now)
-        return found, bm25.scale(words, total, hits)
+        total, hits = self.word_rows(conn, parsed.words, now, parsed)
+        return found, bm25.scale(parsed.words, total, hits)
 
-    def _match(self, run: Run, query: str, limit: int, now: int) -> list[Any]:
-        """Plain words as words; other text as FTS5 syntax and, if FTS5 cannot parse it, as
-        its words (query.searched decides alike); wordless is empty."""
-        words = plain_words(query)
-        if words is None or len(set(words)) < 2:
+    def _match(self, run: Run, parsed: ParsedQuery, limit: int, now: int) -> list[Any]:
+        """FTS5 syntax as FTS5 reads it, else the query's words; nothing when no row can
+        match."""
+        if parsed.matches_nothing:
+            return []
+        if not parsed.by_words:
             try:
-                return run(query, limit, None)
-            except FtsQueryError as exc:
-                log.debug("query %r is not FTS5 syntax (%s); searching for its words", query, exc)
-            words = fts.words(query)
-        if not words:
+                return run(match_text(parsed), limit, None)
+            except FtsQueryError as exc:  # the parser and FTS5 disagree: search the words
+                log.warning("FTS5 refuses %r (%s); searching for its words", parsed.text, exc)
+        if not parsed.words:
             return []
         try:
-            return self._words(run, words, limit, now)
+            return self._words(run, parsed, limit, now)
         except FtsQueryError as exc:
             raise exc.error from None  # quoted words always parse: the database is at fault
 
-    def _words(self, run: Run, words: list[str], limit: int, now: int) -> list[Any]:
+    def _words(self, run: Run, parsed: ParsedQuery, limit: int, now: int) -> list[Any]:
         """The rows holding every word first (FTS5's AND), then the rows holding one of the
         informative words (bm25.plan), each scored by the OR of all the words."""
+        words = parsed.words
         if len(set(words)) < 2:
-            return run(fts.or_of(words), limit, None)
-        first = run(fts.and_of(words), limit, None)
+            return run(any_of(words, parsed), limit, None)
+        first = run(all_of(parsed), limit, None)
         if len(first) >= limit:
             return first
-        total, hits = self.word_rows(run.conn, words, now)
+        total, hits = self.word_rows(run.conn, words, now, parsed)
         planned = bm25.plan(words, total, hits, never_empty=run.page)
         if not planned.kept:
             return first
         wanted = limit + len(first)  # the first rows come again: they hold the kept words
-        found = self._pruned(run, planned, wanted) if planned.shortcut else None
+        found = self._pruned(run, planned, wanted, parsed) if planned.shortcut else None
         if found is None:
-            within = fts.or_of(planned.kept) if planned.left_out else None
-            found = run(fts.or_of(words), wanted, within)
+            within = any_of(planned.kept, parsed) if planned.left_out else None
+            found = run(any_of(words, parsed), wanted, within)
         seen = {_ident(item) for item, _ in first}
         return first + [pair for pair in found if _ident(pair[0]) not in seen][: limit - len(first)]
 
-    def _pruned(self, run: Run, planned: bm25.Plan, limit: int) -> list[Any] | None:
+    def _pruned(
+        self, run: Run, planned: bm25.Plan, limit: int, parsed: ParsedQuery
+    ) -> list[Any] | None:
         """The rows of the informative words, scored by them alone with the left-out words
         added back (see _decided), when that decides the page; else None.
 
@@ -332,9 +370,9 @@ class KeywordIndex:
         words are scored (bm25.rarest), then, if those cannot decide the page, every row the
         kept words match.
         """
-        match = fts.or_of(planned.kept)
+        match = any_of(planned.kept, parsed)
         if planned.rarest is not None:
-            page = self._decided(run, match, fts.or_of(planned.rarest), limit, planned)
+            page = self._decided(run, match, any_of(planned.rarest, parsed), limit, planned)
             if page is not None:
                 return page
         if not planned.left_out:
@@ -373,9 +411,14 @@ class KeywordIndex:
         return None
 
     def word_rows(
-        self, conn: sqlalchemy.Connection, words: Sequence[str], now: int
+        self,
+        conn: sqlalchemy.Connection,
+        words: Sequence[str],
+        now: int,
+        parsed: ParsedQuery | None = None,
     ) -> tuple[int, dict[str, int]]:
-        """(rows indexed, how many rows match each word as the phrase ``"word"``).
+        """(rows indexed, how many rows match each word as the phrase ``"word"``; words of
+        ``parsed``, when they may hold a script written without spaces).
 
         Counts are cached (FREQUENCY_CACHE_SECS).
         """
@@ -388,7 +431,7 @@ class KeywordIndex:
                 or now - cached[2] > FREQUENCY_CACHE_SECS
                 or abs(total - cached[1]) > FREQUENCY_CACHE_DRIFT * cached[1]
             ):
-                phrase = indexed_match(f'"{word}"')
+                phrase = any_of([word], parsed)
                 found = conn.exec_driver_sql(_PHRASE_ROWS, (phrase,)).scalar_one()
                 if len(self._frequencies) >= FREQUENCY_CACHE_WORDS:
                     self._frequencies.clear()

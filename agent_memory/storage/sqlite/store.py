@@ -32,7 +32,7 @@ from sqlalchemy import (
 
 from agent_memory import ranking
 from agent_memory.models import Embedding, Filters, content_hash
-from agent_memory.query import indexed_tags, indexed_text, tag_text
+from agent_memory.query import ParsedQuery, indexed_tags, indexed_text, tag_text
 from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.common import CommonStore, Leg, Legs
@@ -209,7 +209,7 @@ class SqliteStore(CommonStore):
         with self._connections.write() as conn:
             conn.execute(_BUMP, {"ids": list(ids), "now": now})
 
-    def _legs(self, conn: Connection, query: str, embedding: Embedding, leg: Leg) -> Legs:
+    def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = self._vector_leg(conn, embedding, leg.limit, leg.filters)
         keyword, scale = self._keyword.leg(
             conn, query, now=leg.now, limit=leg.limit, filters=leg.filters
@@ -217,7 +217,7 @@ class SqliteStore(CommonStore):
         return keyword, nearest, scale
 
     def _keyword_page(
-        self, conn: Connection, query: str, now: int, limit: int, filters: Filters
+        self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
     ) -> list[tuple[dict[str, Any], float]]:
         return self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
 
