@@ -139,7 +139,8 @@ async def call(client: Any, request: tuple[str, dict]) -> float:
 
 def export_header(rows: int, links: int = 0, now: int | None = None) -> str:
     """The first line of a JSONL export holding ``rows`` memories and ``links`` links."""
-    from agent_memory import __version__, jsonl
+    from agent_memory import __version__
+    from agent_memory.transfer import jsonl
 
     return jsonl.line(
         jsonl.header(

@@ -21,7 +21,7 @@ import time
 from pathlib import Path
 
 from agent_memory.embedders.ollama import Ollama
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vectors as sqlite_vectors
 from agent_memory.storage.sqlite.database import create_engine

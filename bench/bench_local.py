@@ -43,7 +43,7 @@ from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
 from agent_memory.embedders.local import Local, LocalModel
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench import bench_vectors
 from bench._common import agent_memory_cmd, call, child_peak_rss_mib, clean_env, pct

@@ -22,13 +22,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_memory import jsonl
+from agent_memory.transfer import jsonl
 from bench import corpus
 from bench._common import export_header
 
 RUN = (
     "import resource, sys\n"
-    "from agent_memory.cli import cli\n"
+    "from agent_memory.transports.cli.main import cli\n"
     "try:\n"
     "    cli(sys.argv[1:], prog_name='agent-memory')\n"
     "except SystemExit as exc:\n"

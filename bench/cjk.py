@@ -29,9 +29,9 @@ from pathlib import Path
 import sqlean
 from alembic import command
 
-from agent_memory.errors import InvalidArgument
-from agent_memory.models import Filters, content_hash
-from agent_memory.service import MemoryService
+from agent_memory.contract.errors import InvalidArgument
+from agent_memory.contract.models import Filters, content_hash
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite.migrate import alembic_config
@@ -123,7 +123,7 @@ def postgres_upgrade(size: int, words: list[str]) -> None:
 
     import psycopg
 
-    from agent_memory import query
+    from agent_memory import search as query
     from agent_memory.storage.postgres import database, keyword
     from tests.support.pg_fixtures import database_url
     from tests.support.postgres_server import PostgresServer

@@ -26,7 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench._common import agent_memory_cmd, clean_env
 from bench.corpus import memories

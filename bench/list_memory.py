@@ -27,7 +27,7 @@ import threading
 from pathlib import Path
 from typing import IO
 
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench._common import agent_memory_cmd, clean_env
 

@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_memory.query import bm25
-from agent_memory.service import MemoryService
+from agent_memory.search import bm25
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench import corpus
 from bench._common import pct

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from agent_memory.redact import redact
+from agent_memory.service.redact import redact
 from bench._common import machine, table
 from tests.support.redaction_set import ADVERSARIAL, ORDINARY
 

@@ -50,10 +50,10 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from agent_memory import jsonl
-from agent_memory.lifecycle import SWEEP_PAUSE_SECS, sweep
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
+from agent_memory.service.lifecycle import SWEEP_PAUSE_SECS, sweep
 from agent_memory.storage import open_store
+from agent_memory.transfer import jsonl
 from bench import corpus
 from bench._common import (
     ROOT,

@@ -28,11 +28,11 @@ LIMIT = 10
 
 def measure(weight: float | None) -> dict[str, int]:
     """The counts for one weight (None: the sets stored without tags)."""
-    from agent_memory.query import bm25
+    from agent_memory.search import bm25
 
     if weight is not None:
         bm25.TAG_WEIGHT = weight
-    from agent_memory.models import Filters
+    from agent_memory.contract.models import Filters
     from agent_memory.storage import open_store
     from agent_memory.storage.base import NewMemory
     from tests.support import everyday_set, semantic_set

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from alembic import command
 
-from agent_memory.models import content_hash
+from agent_memory.contract.models import content_hash
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite.migrate import alembic_config
 from bench import corpus

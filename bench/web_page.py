@@ -87,7 +87,7 @@ def build(workdir: Path, size: int) -> Path:
     system = AgentMemory(workdir)
     if not system.db.exists():
         system.load(list(corpus.developer_memories(size)))
-        from agent_memory.service import MemoryService
+        from agent_memory.service.core import MemoryService
         from agent_memory.storage import open_store
 
         service = MemoryService(open_store(system.db))

@@ -20,7 +20,7 @@ from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
 from agent_memory.embedders.ollama import Ollama
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import create_engine
 from tests.support.fake_ollama import FakeOllama
@@ -130,7 +130,7 @@ def hybrid(db_path: Path, clock: Clock, ollama: FakeOllama):
 @pytest.fixture
 def no_floor(monkeypatch):
     """Hybrid pages without the relevance floor: for tests of what the legs find."""
-    from agent_memory import ranking
+    from agent_memory.search import ranking
 
     monkeypatch.setattr(ranking, "FLOOR", False)
 

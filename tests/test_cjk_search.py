@@ -1,11 +1,11 @@
 """Scripts written without spaces (Chinese, Japanese, Korean, ...): a word is found inside a
-sentence, by keyword and in hybrid search, on both engines (agent_memory/query/bigrams.py)."""
+sentence, by keyword and in hybrid search, on both engines (agent_memory/search/bigrams.py)."""
 
 from __future__ import annotations
 
 from test_store_conformance import T0, ids, new, record, search, vector
 
-from agent_memory import query
+from agent_memory import search as query
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

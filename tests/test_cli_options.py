@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from agent_memory import wiring
-from agent_memory.cli import cli, terminal_notice
+from agent_memory import app as wiring
+from agent_memory.transports.cli.main import cli, terminal_notice
 
 from conftest import NO_OLLAMA_URL, executable, run_agent_memory, server_env
 

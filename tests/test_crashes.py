@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 import sqlean
 
-from agent_memory import jsonl
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import head_revision
+from agent_memory.transfer import jsonl
 
 from conftest import check_consistent, dump, executable, run_agent_memory, server_env
 

@@ -14,7 +14,7 @@ import sqlalchemy
 import sqlean
 from sqlalchemy import inspect
 
-from agent_memory.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew
+from agent_memory.contract.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite import schema
@@ -114,7 +114,7 @@ def test_opening_a_file_leaves_the_daemon_identity_unimported(db_path):
     code = (
         "import sys; from agent_memory.storage import open_store; "
         f"open_store({str(db_path)!r}).close(); "
-        "print([m for m in ('secrets', 'hmac', 'agent_memory.identity') if m in sys.modules])"
+        "print([m for m in ('secrets', 'hmac', 'agent_memory.contract.identity') if m in sys.modules])"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"

@@ -9,9 +9,9 @@ import pytest
 import sqlean
 from click.testing import CliRunner
 
-from agent_memory.cli import cli
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
+from agent_memory.transports.cli.main import cli
 
 from conftest import embedder_for
 

@@ -8,7 +8,7 @@ import anyio
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from tests.support.paraphrase_set import DATASTORE, PARAPHRASE
 from tests.support.rest_daemon import RestDaemon

@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.shared.exceptions import MCPError
 
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import head_revision
 

@@ -13,7 +13,7 @@ from mcp.client.stdio import stdio_client
 from mcp.types import ResourceTemplateReference
 from test_mcp_surface import CALLS, HINTS, undeclared
 
-from agent_memory.mcp_catalog import TYPE_TEMPLATE
+from agent_memory.transports.mcp.catalog import TYPE_TEMPLATE
 
 from conftest import NO_OLLAMA_URL, executable, server_env
 

@@ -11,7 +11,7 @@ import requests
 import sqlean
 from mcp import Client, StdioServerParameters
 
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from tests.support.rest_daemon import RestDaemon
 

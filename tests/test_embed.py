@@ -8,8 +8,8 @@ import re
 import pytest
 import sqlalchemy
 
-from agent_memory.models import Pin
-from agent_memory.service import MemoryService
+from agent_memory.contract.models import Pin
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from tests.support.terminal import am_with_ollama
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from agent_memory import embedders
+from agent_memory.contract.models import Pin
 from agent_memory.embedders import local
 from agent_memory.embedders.local import Local
 from agent_memory.embedders.ollama import Ollama
-from agent_memory.models import Pin
 
 from conftest import NO_OLLAMA_URL
 

@@ -12,10 +12,11 @@ import json
 
 import pytest
 
-from agent_memory import mcp_server, wiring
-from agent_memory.service import EMBEDDING_OFF, MemoryService
+from agent_memory import app as wiring
+from agent_memory.app import Settings
+from agent_memory.service.core import EMBEDDING_OFF, MemoryService
 from agent_memory.storage import open_store
-from agent_memory.wiring import Settings
+from agent_memory.transports.mcp import server as mcp_server
 from tests.support.terminal import am_with_ollama
 
 from conftest import NO_OLLAMA_URL

@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from agent_memory.lifecycle import sweep
-from agent_memory.models import Pin
-from agent_memory.service import BACKFILL_BATCH_ROWS, MemoryService
+from agent_memory.contract.models import Pin
+from agent_memory.service.core import BACKFILL_BATCH_ROWS, MemoryService
+from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
 from tests.support.fake_ollama import embed
 

@@ -3,7 +3,7 @@ everyday set, in keyword mode (no embedder), on both engines alike."""
 
 from __future__ import annotations
 
-from agent_memory.models import Filters
+from agent_memory.contract.models import Filters
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
 from tests.support.everyday_set import MEMORIES, QUERIES, TAGS

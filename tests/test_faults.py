@@ -15,9 +15,9 @@ import pytest
 import sqlean
 from sqlalchemy import event
 
-from agent_memory.errors import StorageError
-from agent_memory.lifecycle import sweep
-from agent_memory.service import MemoryService
+from agent_memory.contract.errors import StorageError
+from agent_memory.service.core import MemoryService
+from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import open_database
 from agent_memory.storage.sqlite.store import SqliteStore

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory.errors import InvalidArgument, UnknownField
-from agent_memory.rest import create_app
-from agent_memory.service import EMBEDDING_OFF
+from agent_memory.contract.errors import InvalidArgument, UnknownField
+from agent_memory.service.core import EMBEDDING_OFF
+from agent_memory.transports.rest.app import create_app
 
 from conftest import START
 

@@ -7,16 +7,16 @@ import shutil
 
 import pytest
 
-from agent_memory import ranking
+from agent_memory.contract.models import Filters, Noise
+from agent_memory.contract.vocabulary import DEFAULT_SEARCH_LIMIT
 from agent_memory.embedders.calibration import UNRELATED
 from agent_memory.embedders.ollama import Ollama
-from agent_memory.lifecycle import sweep
-from agent_memory.models import Filters, Noise
-from agent_memory.service import MemoryService
+from agent_memory.search import ranking
+from agent_memory.service.core import MemoryService
+from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vector_index, vectors
 from agent_memory.storage.sqlite.keyword import KeywordIndex
-from agent_memory.vocabulary import DEFAULT_SEARCH_LIMIT
 from tests.support.fake_ollama import embed
 from tests.support.paraphrase_set import DATASTORE, PARAPHRASE, fill
 from tests.support.vector_index import load_vector_index

@@ -12,15 +12,16 @@ from click.testing import CliRunner
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from agent_memory import models, portable
-from agent_memory.cli import cli
-from agent_memory.errors import StorageError
-from agent_memory.portable import jsonl_reader
-from agent_memory.service import MemoryService
+from agent_memory.contract import models
+from agent_memory.contract.errors import StorageError
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import connections
 from agent_memory.storage.sqlite import portable as sqlite_portable
 from agent_memory.storage.sqlite import store as sqlite_store
+from agent_memory.transfer import portable
+from agent_memory.transfer.portable import jsonl_reader
+from agent_memory.transports.cli.main import cli
 
 from conftest import START, Clock, check_consistent, dump
 

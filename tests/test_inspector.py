@@ -14,9 +14,9 @@ import warnings
 
 import pytest
 
-from agent_memory.mcp_tools import TOOLS
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
+from agent_memory.transports.mcp.tools import TOOLS
 
 from conftest import NO_OLLAMA_URL, executable
 

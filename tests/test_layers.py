@@ -1,9 +1,12 @@
-"""The seams, as the imports and the transactions show them (docs/design.md).
+"""The layers, as the imports show them (docs/design.md).
 
-Every module of the package is read with ``ast``: database drivers only under storage/,
-HTTP clients only in the Ollama embedder, no store or embedder importing the service or a
-transport, no transport importing another. And a search is one read snapshot plus the
-recency bump.
+Every module of the package is read with ``ast``. Requests flow down, answers flow up:
+transports → app → service → storage → search, embedders → contract. A module imports its
+own layer or a lower one; no transport imports another, no engine imports another; nothing
+forms an import circle. Database drivers live only under storage/, HTTP clients only in the
+Ollama embedder and the ``ui`` command. The command line, the entry point, starts the MCP
+and REST servers and imports nothing else of theirs. And a search is one read snapshot plus
+the recency bump.
 """
 
 from __future__ import annotations
@@ -20,17 +23,26 @@ import agent_memory
 PACKAGE = Path(agent_memory.__file__).resolve().parent
 DRIVERS = {"sqlalchemy", "sqlean", "sqlite_vec", "alembic", "psycopg", "pgvector"}
 HTTP_CLIENTS = {"requests", "httpx", "urllib3", "http.client", "urllib.request", "aiohttp"}
-# Each transport's modules: the REST daemon's server (daemon.py) and the web page (web/)
-# are part of the REST one, the MCP declarations (mcp_tools.py, mcp_catalog.py) of the MCP one.
-TRANSPORT_GROUPS = [
-    {"agent_memory.mcp_server", "agent_memory.mcp_tools", "agent_memory.mcp_catalog"},
-    {"agent_memory.rest", "agent_memory.daemon", "agent_memory.web"},
-]
-TRANSPORTS = set().union(*TRANSPORT_GROUPS)
-WIRING = "agent_memory.cli"  # the one place that puts the parts together
 # Who may speak HTTP: the Ollama embedder, and `ui` asking a local daemon's /health which
 # database it serves.
-HTTP_CLIENT_MODULES = {"agent_memory.embedders.ollama", "agent_memory.ui"}
+HTTP_CLIENT_MODULES = {"agent_memory.embedders.ollama", "agent_memory.transports.cli.ui"}
+# Lowest first. A module may import its own layer and every layer below it; packages that
+# share a layer may import each other (an import circle is caught on its own).
+LAYERS = [
+    {"agent_memory", "agent_memory.transports"},  # the name and version; a folder
+    {"agent_memory.contract"},
+    {"agent_memory.search", "agent_memory.embedders"},
+    {"agent_memory.storage"},
+    {"agent_memory.service", "agent_memory.transfer"},
+    {"agent_memory.transports.mcp", "agent_memory.transports.rest"},
+    {"agent_memory.app"},
+    {"agent_memory.transports.cli", "agent_memory.__main__"},
+]
+TRANSPORTS = {"agent_memory.transports.mcp", "agent_memory.transports.rest"}
+ENGINES = {"agent_memory.storage.sqlite", "agent_memory.storage.postgres"}
+# The command line is the entry point: its serve commands start the other transports'
+# servers, and that is all of them it may import.
+SERVERS = {"agent_memory.transports.mcp.server", "agent_memory.transports.rest.daemon"}
 
 
 def module_name(path: Path) -> str:
@@ -38,16 +50,43 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every module ``path`` imports, at any depth of its code (lazy imports included)."""
+def known_modules() -> set[str]:
+    return {module_name(p) for p in PACKAGE.rglob("*.py")}
+
+
+def imports_of(path: Path, *, top_level_only: bool = False) -> set[str]:
+    """The modules ``path`` imports: at any depth of its code (lazy imports included), or
+    only those that run when it is imported (not in a function, not for type checking)."""
+    tree = ast.parse(path.read_text(), str(path))
+    nodes = ast.walk(tree) if not top_level_only else _run_on_import(tree.body)
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+    for node in nodes:
         if isinstance(node, ast.Import):
             found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.add(node.module)
             found.update(f"{node.module}.{alias.name}" for alias in node.names)
     return found
+
+
+def _run_on_import(body: list[ast.stmt]) -> list[ast.AST]:
+    out: list[ast.AST] = []
+    for node in body:
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            continue
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        if isinstance(node, ast.ClassDef):
+            out.extend(_run_on_import(node.body))
+        elif isinstance(node, (ast.If, ast.Try)):
+            out.append(node)
+            for block in ("body", "orelse", "finalbody"):
+                out.extend(_run_on_import(getattr(node, block, [])))
+            for handler in getattr(node, "handlers", []):
+                out.extend(_run_on_import(handler.body))
+        else:
+            out.append(node)
+    return out
 
 
 def layers() -> dict[str, set[str]]:
@@ -58,44 +97,113 @@ def under(name: str, *packages: str) -> bool:
     return any(name == p or name.startswith(p + ".") for p in packages)
 
 
+def home(name: str) -> str | None:
+    """The package of LAYERS that ``name`` belongs to (the most specific one)."""
+    homes = [p for layer in LAYERS for p in layer if under(name, p) and p != "agent_memory"]
+    if homes:
+        return max(homes, key=len)
+    return "agent_memory" if name.startswith("agent_memory") else None
+
+
+def starts_a_server(name: str) -> bool:
+    """``name`` is one of SERVERS, or a package on the way to one."""
+    return any(under(name, server) or under(server, name) for server in SERVERS)
+
+
+def level(package: str) -> int:
+    return next(i for i, layer in enumerate(LAYERS) if package in layer)
+
+
 def violations(modules: dict[str, set[str]]) -> list[str]:
     """Each broken rule, as "module imports name (rule)"."""
     out = []
     for module, imported in modules.items():
+        mine = home(module)
         for name in sorted(imported):
             top = name.split(".")[0]
             if top in DRIVERS and not under(module, "agent_memory.storage"):
                 out.append(f"{module} imports {name} (drivers only under storage/)")
             if under(name, *HTTP_CLIENTS) and module not in HTTP_CLIENT_MODULES:
                 out.append(f"{module} imports {name} (HTTP clients only in the Ollama embedder)")
-            if under(module, "agent_memory.storage", "agent_memory.embedders") and under(
-                name, "agent_memory.service", WIRING, *TRANSPORTS
-            ):
-                out.append(f"{module} imports {name} (stores and embedders are below the service)")
-            own = next((g for g in TRANSPORT_GROUPS if module in g), set())
-            if module in TRANSPORTS | {"agent_memory.service"} and under(
-                name, WIRING, *(TRANSPORTS - own)
-            ):
+            for engine in ENGINES:
+                other = ENGINES - {engine}
+                if under(module, engine) and under(name, *other):
+                    out.append(f"{module} imports {name} (no engine imports another)")
+            theirs = home(name)
+            if mine is None or theirs is None or theirs == mine:
+                continue
+            if level(theirs) > level(mine):
+                out.append(f"{module} imports {name} (requests flow down: a lower layer)")
+            elif theirs in TRANSPORTS and (mine in TRANSPORTS or not starts_a_server(name)):
                 out.append(f"{module} imports {name} (no transport imports another)")
-            if module == "agent_memory.service" and under(name, "agent_memory.storage.sqlite"):
+            if under(module, "agent_memory.service") and under(name, *ENGINES):
                 out.append(f"{module} imports {name} (the service knows the Store seam only)")
     return out
+
+
+def circles() -> list[list[str]]:
+    """Every import circle among the modules that run on import, as its path."""
+    known = known_modules()
+    graph = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        wanted = imports_of(path, top_level_only=True)
+        graph[module_name(path)] = {n for n in wanted if n in known} - {module_name(path)}
+    found, state = [], {}
+
+    def visit(node: str, trail: list[str]) -> None:
+        state[node] = "open"
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == "open":
+                found.append([*trail[trail.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*trail, nxt])
+        state[node] = "done"
+
+    for start in sorted(graph):
+        if start not in state:
+            visit(start, [start])
+    # a package's __init__ that imports its own modules is not a circle of ours
+    return [c for c in found if not all(under(m, c[0]) or under(c[0], m) for m in c)]
 
 
 def test_every_module_keeps_to_its_layer():
     assert violations(layers()) == []
 
 
+def test_every_module_has_a_layer():
+    assert [m for m in known_modules() if home(m) == "agent_memory" and m != "agent_memory"] == []
+
+
+def test_no_import_circle():
+    assert circles() == []
+
+
 @pytest.mark.parametrize(
     ("module", "extra", "rule"),
     [
-        ("agent_memory.service", "sqlalchemy", "drivers only under storage/"),
-        ("agent_memory.service", "requests", "HTTP clients only in the Ollama embedder"),
-        ("agent_memory.storage.sqlite.store", "agent_memory.service", "below the service"),
-        ("agent_memory.embedders.base", "agent_memory.mcp_server", "below the service"),
-        ("agent_memory.rest", "agent_memory.mcp_server", "no transport imports another"),
-        ("agent_memory.mcp_server", "agent_memory.cli", "no transport imports another"),
-        ("agent_memory.service", "agent_memory.storage.sqlite.store", "the Store seam only"),
+        ("agent_memory.service.core", "sqlalchemy", "drivers only under storage/"),
+        ("agent_memory.service.core", "requests", "HTTP clients only"),
+        ("agent_memory.storage.sqlite.store", "agent_memory.service.core", "a lower layer"),
+        ("agent_memory.embedders.base", "agent_memory.transports.mcp.server", "a lower layer"),
+        ("agent_memory.contract.models", "agent_memory.search.ranking", "a lower layer"),
+        ("agent_memory.service.core", "agent_memory.app", "a lower layer"),
+        ("agent_memory.transports.mcp.server", "agent_memory.app", "a lower layer"),
+        (
+            "agent_memory.transports.rest.app",
+            "agent_memory.transports.mcp.server",
+            "no transport imports another",
+        ),
+        (
+            "agent_memory.storage.postgres.store",
+            "agent_memory.storage.sqlite.database",
+            "no engine imports another",
+        ),
+        ("agent_memory.service.core", "agent_memory.storage.sqlite.store", "the Store seam only"),
+        (
+            "agent_memory.transports.cli.commands",
+            "agent_memory.transports.rest.app",
+            "no transport imports another",
+        ),
     ],
 )
 def test_the_rule_catches_a_stray_import(module, extra, rule):
@@ -109,7 +217,7 @@ def test_the_rule_catches_a_stray_import(module, extra, rule):
 def test_a_search_is_one_read_snapshot_and_the_bump(service, clock, monkeypatch):
     """With its retry and every shortcut (here past the pruning threshold), a keyword search
     opens one read transaction; its only write is the recency bump."""
-    from agent_memory.query import bm25
+    from agent_memory.search import bm25
 
     monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
     monkeypatch.setattr(bm25, "PRUNE_EXACT_ROWS", 10)

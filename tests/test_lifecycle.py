@@ -8,9 +8,10 @@ from unittest.mock import ANY
 
 import pytest
 
-from agent_memory import lifecycle, ranking
-from agent_memory.lifecycle import Sweeper, sweep
-from agent_memory.service import MemoryService
+from agent_memory.search import ranking
+from agent_memory.service import lifecycle
+from agent_memory.service.core import MemoryService
+from agent_memory.service.lifecycle import Sweeper, sweep
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import connections
 from agent_memory.storage.sqlite import store as sqlite_store

@@ -12,18 +12,18 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from agent_memory.cli import cli
-from agent_memory.errors import InvalidArgument
-from agent_memory.rest import MAX_BODY_BYTES, create_app
-from agent_memory.service import MemoryService
-from agent_memory.storage import open_store
-from agent_memory.validate import (
+from agent_memory.app import Settings, open_service
+from agent_memory.contract.errors import InvalidArgument
+from agent_memory.service.core import MemoryService
+from agent_memory.service.validate import (
     DEFAULT_MAX_CONTENT_BYTES,
     MAX_LABEL_CHARS,
     MAX_TAG_CHARS,
     MAX_TAGS,
 )
-from agent_memory.wiring import Settings, open_service
+from agent_memory.storage import open_store
+from agent_memory.transports.cli.main import cli
+from agent_memory.transports.rest.app import MAX_BODY_BYTES, create_app
 
 from conftest import dump
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory.errors import InvalidArgument
-from agent_memory.lifecycle import sweep
+from agent_memory.contract.errors import InvalidArgument
+from agent_memory.service.lifecycle import sweep
 
 from conftest import dump
 

@@ -8,9 +8,9 @@ import statistics
 
 import pytest
 
+from agent_memory.contract.models import Filters
 from agent_memory.embedders.local import Local, LocalModel
-from agent_memory.models import Filters
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from tests.support.local_model import needs_model
 from tests.support.semantic_set import EXACT, MEMORIES, PARAPHRASES, TOP3_FLOOR, TOP10_FLOOR

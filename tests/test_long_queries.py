@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import query, service
-from agent_memory.service import MemoryService
+from agent_memory import search as query
+from agent_memory.service import core as service
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 
 from conftest import Clock

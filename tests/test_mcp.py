@@ -10,7 +10,8 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from agent_memory import mcp_server, wire
+from agent_memory.contract import wire
+from agent_memory.transports.mcp import server as mcp_server
 from tests.support.mcp_session import run
 
 from conftest import dump

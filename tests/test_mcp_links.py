@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agent_memory.lifecycle import sweep
+from agent_memory.service.lifecycle import sweep
 from tests.support.mcp_session import run
 
 from conftest import dump

@@ -14,9 +14,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
-from agent_memory import mcp_catalog, mcp_server
-from agent_memory.mcp_tools import TOOLS
-from agent_memory.vocabulary import ARGUMENTS, MEMORY_TYPES
+from agent_memory.contract.vocabulary import ARGUMENTS, MEMORY_TYPES
+from agent_memory.transports.mcp import catalog as mcp_catalog
+from agent_memory.transports.mcp import server as mcp_server
+from agent_memory.transports.mcp.tools import TOOLS
 
 from conftest import dump
 

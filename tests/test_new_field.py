@@ -1,4 +1,4 @@
-"""A new field is one row of agent_memory.fields, plus the migration that adds its column.
+"""A new field is one row of agent_memory.contract.fields, plus the migration that adds its column.
 
 A child process adds a throwaway field (``mood``: a nullable text, exported, patchable) to
 the table before anything reads it; the parent has added its column to a fresh database
@@ -21,7 +21,7 @@ pytest_plugins = ["tests.support.pg_fixtures"]
 
 CHILD = r"""
 import io, json, sys
-from agent_memory import fields
+from agent_memory.contract import fields
 
 MOOD = fields.Field(
     "mood",
@@ -33,10 +33,11 @@ MOOD = fields.Field(
 )
 fields.FIELDS = (*fields.FIELDS, MOOD)
 
-from agent_memory import openapi, storage
-from agent_memory.mcp_tools import TOOLS
-from agent_memory.portable import jsonl_reader
-from agent_memory.service import MemoryService
+from agent_memory import storage
+from agent_memory.transports.rest import openapi
+from agent_memory.transports.mcp.tools import TOOLS
+from agent_memory.transfer.portable import jsonl_reader
+from agent_memory.service.core import MemoryService
 
 location, source = sys.argv[1:3]
 tools = {tool.name: tool for tool in TOOLS}

@@ -10,10 +10,10 @@ import json
 
 import pytest
 
-from agent_memory import jsonl
-from agent_memory.errors import InvalidArgument
-from agent_memory.service import MemoryService
+from agent_memory.contract.errors import InvalidArgument
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
+from agent_memory.transfer import jsonl
 
 from conftest import Clock, run_agent_memory
 

@@ -11,17 +11,17 @@ from pathlib import Path
 
 from openapi_spec_validator import validate
 
-from agent_memory import openapi
-from agent_memory.mcp_tools import TOOLS
-from agent_memory.rest import create_app
-from agent_memory.vocabulary import REST_ARGUMENTS
+from agent_memory.contract.vocabulary import REST_ARGUMENTS
+from agent_memory.transports.mcp.tools import TOOLS
+from agent_memory.transports.rest import openapi
+from agent_memory.transports.rest.app import create_app
 from tests.support.rest_daemon import RestDaemon
 
 SCHEMATHESIS_EXAMPLES = 30
 
 
 def document() -> dict:
-    """The document as the daemon serves it (built in code: agent_memory.openapi)."""
+    """The document as the daemon serves it (built in code: agent_memory.transports.rest.openapi)."""
     return json.loads(openapi.text())
 
 

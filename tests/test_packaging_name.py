@@ -26,7 +26,10 @@ def files() -> list[Path]:
 
 def test_nothing_names_the_package_index_project_that_is_not_ours():
     searched = files()
-    assert ROOT / "agent_memory" / "cli.py" in searched and ROOT / "README.md" in searched
+    assert (
+        ROOT / "agent_memory" / "transports" / "cli" / "main.py" in searched
+        and ROOT / "README.md" in searched
+    )
     named = [
         str(p.relative_to(ROOT))
         for p in searched

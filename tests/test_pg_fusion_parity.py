@@ -12,7 +12,7 @@ import random
 import pytest
 from test_store_conformance import DIMENSION, PIN, T0, new
 
-from agent_memory.models import Embedding, Filters, Noise
+from agent_memory.contract.models import Embedding, Filters, Noise
 from agent_memory.storage import open_store
 
 pytest_plugins = ["tests.support.pg_fixtures"]

@@ -17,10 +17,10 @@ import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory import query
-from agent_memory.models import Filters
-from agent_memory.query import bm25
-from agent_memory.service import MemoryService
+from agent_memory import search as query
+from agent_memory.contract.models import Filters
+from agent_memory.search import bm25
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import document, keyword, tsquery
 from agent_memory.storage.sqlite.keyword import FtsQueryError, Run

@@ -10,11 +10,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory.errors import FormatTooNew, InvalidArgument
-from agent_memory.portable import jsonl_reader
-from agent_memory.service import MemoryService
+from agent_memory.contract.errors import FormatTooNew, InvalidArgument
+from agent_memory.contract.vocabulary import LINK_KINDS, MEMORY_TYPES
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.vocabulary import LINK_KINDS, MEMORY_TYPES
+from agent_memory.transfer.portable import jsonl_reader
 
 from conftest import Clock
 

@@ -28,16 +28,17 @@ from psycopg import sql
 from test_many_writers import MCP_WORKERS, OPS_PER_WORKER, Ledger, mcp_caller, rest_caller
 from test_many_writers import run_worker as many_writers_worker
 
-from agent_memory import query, storage
-from agent_memory.errors import (
+from agent_memory import search as query
+from agent_memory import storage
+from agent_memory.contract.errors import (
     DatabaseMissing,
     DatabaseOpenError,
     SchemaTooNew,
     SearchTimedOut,
     StorageFault,
 )
-from agent_memory.models import Embedding, Filters, Pin
-from agent_memory.service import MemoryService
+from agent_memory.contract.models import Embedding, Filters, Pin
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.engines import engine_for
@@ -338,7 +339,7 @@ def test_without_the_extra_a_url_is_one_clear_line(monkeypatch):
 
 def test_a_sqlite_server_never_imports_the_driver(tmp_path):
     code = (
-        "import sys; from agent_memory import cli, storage;"
+        "import sys; from agent_memory import storage; from agent_memory.transports.cli import main;"
         f" storage.open_store({str(tmp_path / 'm.db')!r}).close();"
         " print('psycopg' in sys.modules)"
     )

@@ -15,12 +15,13 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
-from agent_memory import gsd, jsonl, mcp_server
-from agent_memory.cli import cli
-from agent_memory.portable import jsonl_reader
-from agent_memory.redact import RULES, redact
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
+from agent_memory.service.redact import RULES, redact
 from agent_memory.storage import open_store
+from agent_memory.transfer import gsd, jsonl
+from agent_memory.transfer.portable import jsonl_reader
+from agent_memory.transports.cli.main import cli
+from agent_memory.transports.mcp import server as mcp_server
 from tests.support.redaction_set import ADVERSARIAL
 
 _RNG = random.Random(18)

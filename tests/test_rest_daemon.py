@@ -20,9 +20,10 @@ from http.client import HTTPConnection
 import pytest
 import requests
 
-from agent_memory import daemon, rest
-from agent_memory.rest import create_app
-from agent_memory.validate import DEFAULT_MAX_CONTENT_BYTES
+from agent_memory.service.validate import DEFAULT_MAX_CONTENT_BYTES
+from agent_memory.transports.rest import app as rest
+from agent_memory.transports.rest import daemon
+from agent_memory.transports.rest.app import create_app
 from tests.support.rest_daemon import RestDaemon
 
 # Every wait below is bounded by this: an answer the daemon owes comes long before it.

@@ -20,12 +20,12 @@ import re
 
 import pytest
 
-from agent_memory import query, ranking
-from agent_memory.models import Filters
-from agent_memory.query import bm25
+from agent_memory import search as query
+from agent_memory.contract.models import Filters
+from agent_memory.contract.vocabulary import PINNED_TYPES
+from agent_memory.search import bm25, ranking
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import keyword
-from agent_memory.vocabulary import PINNED_TYPES
 from tests.support.scale_corpus import DAY, WORDS, fill, ids, the_in_443_of_1000
 
 from conftest import reading

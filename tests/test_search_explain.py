@@ -8,9 +8,9 @@ import re
 
 from click.testing import CliRunner
 
-from agent_memory import display
-from agent_memory.cli import cli
-from agent_memory.service import MemoryService
+from agent_memory.service.core import MemoryService
+from agent_memory.transports.cli import display
+from agent_memory.transports.cli.main import cli
 
 from conftest import START
 

@@ -15,17 +15,21 @@ import sqlean
 from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 
-from agent_memory import cli, lifecycle, mcp_server, wiring
-from agent_memory.errors import DatabaseOpenError, StorageError
+from agent_memory import app as wiring
+from agent_memory.contract.errors import DatabaseOpenError, StorageError
+from agent_memory.service import lifecycle
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import probe
+from agent_memory.transports.cli import main as cli
+from agent_memory.transports.mcp import server as mcp_server
 
 from conftest import NO_OLLAMA_URL, server_env
 
 # Replaces the stdio server: what is loaded before the first answer, then a real call.
 PROBE = """
 import sys
-from agent_memory import cli, mcp_server
+from agent_memory.transports.cli import main as cli
+from agent_memory.transports.mcp import server as mcp_server
 
 def serve_stdio(service, answered, outlook=""):
     print("before the first answer:", "sqlalchemy" in sys.modules)

@@ -18,12 +18,12 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
-from agent_memory.errors import InvalidArgument, UnknownField
-from agent_memory.lifecycle import sweep
-from agent_memory.query import read as read_query
-from agent_memory.service import MemoryService
+from agent_memory.contract.errors import InvalidArgument, UnknownField
+from agent_memory.contract.vocabulary import LINK_KINDS, MEMORY_TYPES
+from agent_memory.search import read as read_query
+from agent_memory.service.core import MemoryService
+from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
-from agent_memory.vocabulary import LINK_KINDS, MEMORY_TYPES
 
 from conftest import Clock
 

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from agent_memory.errors import StorageError
-from agent_memory.lifecycle import sweep
+from agent_memory.contract.errors import StorageError
+from agent_memory.service.lifecycle import sweep
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
-from agent_memory import ranking
-from agent_memory.models import Embedding, Filters, Pin
+from agent_memory.contract.models import Embedding, Filters, Pin
+from agent_memory.search import ranking
 from agent_memory.storage import open_reader, open_store
 from agent_memory.storage.base import NewMemory
 from tests.support.vector_index import load_vector_index

@@ -9,9 +9,9 @@ import pytest
 import sqlean
 from mcp import Client
 
-from agent_memory import mcp_server
-from agent_memory.errors import UnknownField
-from agent_memory.vocabulary import ARGUMENTS, REST_ARGUMENTS
+from agent_memory.contract.errors import UnknownField
+from agent_memory.contract.vocabulary import ARGUMENTS, REST_ARGUMENTS
+from agent_memory.transports.mcp import server as mcp_server
 from tests.support.rest_client import sender
 
 from conftest import dump

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory.lifecycle import sweep
+from agent_memory.service.lifecycle import sweep
 
 from conftest import dump
 

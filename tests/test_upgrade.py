@@ -17,9 +17,9 @@ import pytest
 import sqlean
 import sqlite_vec
 
-from agent_memory import models
-from agent_memory.errors import BackupFailed
-from agent_memory.service import MemoryService
+from agent_memory.contract import models
+from agent_memory.contract.errors import BackupFailed
+from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite import migrate

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import wire
-from agent_memory.errors import InvalidArgument, UnknownField
-from agent_memory.validate import shown as _shown
+from agent_memory.contract import wire
+from agent_memory.contract.errors import InvalidArgument, UnknownField
+from agent_memory.service.validate import shown as _shown
 
 from conftest import dump
 

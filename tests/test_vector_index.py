@@ -12,7 +12,7 @@ import itertools
 import numpy as np
 import pytest
 
-from agent_memory.models import Embedding, Filters, Pin
+from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import vector_index, vectors

@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import sqlean
 
-from agent_memory import display
+from agent_memory.transports.cli import display
 from tests.support import browser
 from tests.support.rest_daemon import RestDaemon
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 
 from agent_memory import DISTRIBUTION
+from agent_memory.contract.models import LOCAL, Pin
 from agent_memory.embedders.base import READY, Embedder
-from agent_memory.models import LOCAL, Pin
 
 log = logging.getLogger(__name__)
 

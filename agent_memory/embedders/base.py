@@ -16,8 +16,8 @@ from abc import ABC, abstractmethod
 from collections import OrderedDict
 from collections.abc import Sequence
 
+from agent_memory.contract.models import Embedding, Noise, Pin
 from agent_memory.embedders.calibration import UNRELATED
-from agent_memory.models import Embedding, Noise, Pin
 
 log = logging.getLogger(__name__)
 

@@ -38,8 +38,8 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_memory import DISTRIBUTION
+from agent_memory.contract.models import LOCAL, Embedding, Pin
 from agent_memory.embedders.base import MODEL_MISSING, READY, Embedder, EmbedFailed
-from agent_memory.models import LOCAL, Embedding, Pin
 
 if TYPE_CHECKING:
     import numpy as np

@@ -10,6 +10,7 @@ import math
 import threading
 from typing import TYPE_CHECKING, Any
 
+from agent_memory.contract.models import OLLAMA, Embedding, Pin
 from agent_memory.embedders.base import (
     MODEL_MISSING,
     READY,
@@ -18,7 +19,6 @@ from agent_memory.embedders.base import (
     Embedder,
     EmbedFailed,
 )
-from agent_memory.models import OLLAMA, Embedding, Pin
 
 if TYPE_CHECKING:
     import requests

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from agent_memory.models import Pin
+from agent_memory.contract.models import Pin
 from agent_memory.storage.base import CREATE, EXISTING, READ, Reader, Store
 from agent_memory.storage.engines import engine_for, located
 

@@ -15,10 +15,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from agent_memory import fields
-from agent_memory.models import OLLAMA, Embedding, Filters, Noise, Pin, SearchPage
-from agent_memory.query import ParsedQuery
-from agent_memory.vocabulary import MAX_EXPANDED_LINKS
+from agent_memory.contract import fields
+from agent_memory.contract.models import OLLAMA, Embedding, Filters, Noise, Pin, SearchPage
+from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
+from agent_memory.search import ParsedQuery
 
 # A memory as every read answers it, in this order (rows become dicts by these names), and
 # as an export writes it (the JSONL format's fields, in their order): the fields table's.
@@ -29,7 +29,7 @@ EXPORT_MEMORY_COLUMNS = fields.export_names()
 # has no provider key: its vectors came from Ollama.
 PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
 PROVIDER_KEY = "embedding_provider"
-# The meta row holding the database's random id (agent_memory.identity), made with the schema.
+# The meta row holding the database's random id (contract.identity), made with the schema.
 IDENTITY_KEY = "database_id"
 
 # How open_store treats the location (see there): create a database when there is none,
@@ -118,7 +118,7 @@ class Reader(Protocol):
 class Store(Protocol):
     schema_version: int
     location: str  # for logs: a path, or a URL without its password
-    # The secret a daemon proves it knows (agent_memory.identity), from the id the database
+    # The secret a daemon proves it knows (agent_memory.contract.identity), from the id the database
     # holds and where it is: the same in every process that opens this database, by whatever
     # path (storage.database_key reads it without an engine). Never sent anywhere. None for
     # a database whose id is gone (someone deleted the meta row): no daemon of it is trusted.

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agent_memory.models import Pin
+from agent_memory.contract.models import Pin
+from agent_memory.contract.vocabulary import count
 from agent_memory.storage.base import Finding
-from agent_memory.vocabulary import count
 
 PIN_AND_TABLES = "the pin and its vector tables"
 

@@ -18,14 +18,13 @@ from typing import Any, ClassVar
 import sqlalchemy
 from sqlalchemy import text
 
-from agent_memory import ranking
-from agent_memory.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
-from agent_memory.query import ParsedQuery
-from agent_memory.query import read as read_query
+from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
+from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
+from agent_memory.search import ParsedQuery, ranking
+from agent_memory.search import read as read_query
 from agent_memory.storage.base import NewMemory, Pause
 from agent_memory.storage.faults import guarded
 from agent_memory.storage.neighbours import neighbour_edges
-from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
 # When decay scores were last rewritten (unix seconds), shared by every process on the store.
 DECAY_DONE_KEY = "decay_materialized_at"

@@ -13,7 +13,7 @@ import os
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
-from agent_memory.models import Pin
+from agent_memory.contract.models import Pin
 from agent_memory.storage.base import Reader, Store
 
 Location = str | os.PathLike[str] | None

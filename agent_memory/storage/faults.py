@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, TypeVar
 
-from agent_memory.errors import StorageFault
+from agent_memory.contract.errors import StorageFault
 
 F = TypeVar("F", bound=Callable[..., Any])
 # An engine's message may quote what it refused (a word, a parameter, the memory itself in

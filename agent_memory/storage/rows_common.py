@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory import fields
+from agent_memory.contract import fields
 from agent_memory.storage.base import NewMemory
 
 

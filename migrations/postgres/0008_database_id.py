@@ -1,7 +1,7 @@
 """PostgreSQL: a random id kept in the database, as SQLite's revision 0007 keeps it.
 
 A daemon proves which database it serves by proving it can read this id
-(agent_memory/identity.py): its URL cannot tell, since two libpq services, or a ``hostaddr``
+(contract/identity.py): its URL cannot tell, since two libpq services, or a ``hostaddr``
 or an ``options`` setting, lead different databases behind URLs that look alike. 128 random
 bits as 32 hex digits in ``meta``, made once, by this revision.
 

@@ -7,7 +7,7 @@ Create Date: 2026-12-01
 The index of 0004 held every memory's full text (type, content, source): a third of the
 file, and, since the text sorts in no useful order, an import's batch of 1,000 rows changed
 pages all over it, every one of which its commit then wrote again. memories.content_hash
-(agent_memory.models.content_hash) is eight bytes; rows with an equal hash are only
+(agent_memory.contract.models.content_hash) is eight bytes; rows with an equal hash are only
 candidates, compared exactly by the import. Existing rows are hashed here.
 
 0 means "not known": a process that opened the file before this revision and is still
@@ -17,7 +17,7 @@ resets the hash it left behind. Imports compare such rows too, and hash them.
 
 from alembic import op
 
-from agent_memory.models import content_hash
+from agent_memory.contract.models import content_hash
 
 revision = "0005"
 down_revision = "0004"

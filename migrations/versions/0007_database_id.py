@@ -5,7 +5,7 @@ Revises: 0006
 Create Date: 2026-12-04
 
 ``agent-memory ui`` asked a daemon for a hash of the file's path, which any program could
-compute and answer; now a daemon proves it can read this id (agent_memory/identity.py). It
+compute and answer; now a daemon proves it can read this id (agent_memory/contract/identity.py). It
 is 128 random bits as 32 hex digits in ``meta``, made once: by this revision for an existing
 file, with the schema for a new one. A read-only file is opened only at head, so every file
 a process serves has it.

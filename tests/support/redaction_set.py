@@ -4,7 +4,7 @@ bench/redact_cost.py, which times it."""
 
 from __future__ import annotations
 
-# Each unit, repeated: one or more per rule of agent_memory/redact.py, including its literal
+# Each unit, repeated: one or more per rule of agent_memory/service/redact.py, including its literal
 # start.
 ADVERSARIAL = [
     "sk-",

@@ -23,8 +23,8 @@ import psycopg
 import sqlalchemy
 from sqlalchemy.engine import Engine
 
-from agent_memory import identity
-from agent_memory.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew
+from agent_memory.contract import identity
+from agent_memory.contract.errors import DatabaseMissing, DatabaseOpenError, SchemaTooNew
 from agent_memory.storage.base import CREATE, EXISTING, IDENTITY_KEY, READ
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.revisions import head_of, migrations_dir
@@ -62,7 +62,7 @@ def connect(url: str) -> psycopg.Connection[Any]:
 
 
 def identity_key(conn: psycopg.Connection[Any]) -> bytes | None:
-    """The key of the database ``conn`` is connected to (agent_memory.identity): its stored
+    """The key of the database ``conn`` is connected to (agent_memory.contract.identity): its stored
     id, in the ``meta`` table its search_path leads to, with its name as its place (a copy
     made with CREATE DATABASE ... TEMPLATE holds the same id); None before it has one."""
     name, has_meta = conn.execute(

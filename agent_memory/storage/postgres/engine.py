@@ -8,8 +8,8 @@ from collections.abc import Callable
 from typing import Any
 
 from agent_memory import DISTRIBUTION
-from agent_memory.errors import DatabaseOpenError
-from agent_memory.models import Pin
+from agent_memory.contract.errors import DatabaseOpenError
+from agent_memory.contract.models import Pin
 from agent_memory.storage.base import Reader, Store, pin_of
 from agent_memory.storage.engines import Location
 from agent_memory.storage.postgres.url import redacted

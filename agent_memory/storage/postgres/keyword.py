@@ -24,15 +24,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent_memory import query, ranking
-from agent_memory.query import And, Near, Node, Not, Or, Phrase, Term, bm25
+from agent_memory import search as query
+from agent_memory.contract.vocabulary import PINNED_TYPES
+from agent_memory.search import And, Near, Node, Not, Or, Phrase, Term, bm25, ranking
 from agent_memory.storage.postgres import tsquery
 from agent_memory.storage.postgres.document import Document as Document
 from agent_memory.storage.postgres.document import document as document
 from agent_memory.storage.postgres.totals import COMPACT_LOCK as COMPACT_LOCK
 from agent_memory.storage.postgres.totals import COMPACT_TOTALS as COMPACT_TOTALS
 from agent_memory.storage.postgres.totals import LEXEME_ROWS, TOTALS
-from agent_memory.vocabulary import PINNED_TYPES
 
 # Where the SQL reads a tags position, it adds this: a NEAR group's distance (a 32-bit
 # integer) never reaches from one column into the other.

@@ -14,8 +14,8 @@ from typing import Any
 
 import sqlalchemy
 
-from agent_memory import ranking
-from agent_memory.models import Pin, content_hash
+from agent_memory.contract.models import Pin, content_hash
+from agent_memory.search import ranking
 from agent_memory.storage import rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword, rows, vectors

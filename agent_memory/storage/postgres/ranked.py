@@ -1,4 +1,4 @@
-"""PostgreSQL's keyword ranking as the store runs it: the query tree (agent_memory.query)
+"""PostgreSQL's keyword ranking as the store runs it: the query tree (agent_memory.search)
 scored by FTS5's bm25 in SQL (the SQL: keyword.py), and a query of several words searched
 as on SQLite (the rows holding every word first). Inside the caller's read snapshot."""
 
@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import sqlalchemy
 
-from agent_memory.models import Filters, KeywordScale
-from agent_memory.query import Node, Or, ParsedQuery, bm25
+from agent_memory.contract.models import Filters, KeywordScale
+from agent_memory.search import Node, Or, ParsedQuery, bm25
 from agent_memory.storage.postgres import keyword
 
 

@@ -9,11 +9,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from agent_memory import fields
-from agent_memory.models import Filters
+from agent_memory.contract import fields
+from agent_memory.contract.models import Filters
+from agent_memory.contract.vocabulary import SQLITE_INT_MAX
 from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword
-from agent_memory.vocabulary import SQLITE_INT_MAX
 
 EXPORT_BATCH_ROWS = 1_000
 

@@ -3,7 +3,7 @@
 Why here and not in psycopg: ``serve`` asks what a location is called in a log before
 anything is connected (its scheme is storage.engines'), and a SQLite user must not pay for importing
 psycopg. Which database a URL leads to is libpq's to say (services, ``hostaddr``,
-``options``...): that is read from the database itself (agent_memory.identity).
+``options``...): that is read from the database itself (agent_memory.contract.identity).
 """
 
 from __future__ import annotations

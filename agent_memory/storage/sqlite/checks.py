@@ -21,7 +21,7 @@ import re
 import sqlalchemy
 import sqlean
 
-from agent_memory.models import Pin
+from agent_memory.contract.models import Pin
 from agent_memory.storage.checks import Vectors, vector_repairs
 from agent_memory.storage.sqlite import database, vectors
 

@@ -24,7 +24,7 @@ import sqlalchemy
 import sqlean
 from sqlalchemy.engine import Engine
 
-from agent_memory.errors import SearchTimedOut
+from agent_memory.contract.errors import SearchTimedOut
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,12 @@ from typing import TYPE_CHECKING, Any
 import sqlean
 
 from agent_memory import DISTRIBUTION
-from agent_memory.errors import BackupFailed, DatabaseMissing, DatabaseOpenError, SchemaTooNew
+from agent_memory.contract.errors import (
+    BackupFailed,
+    DatabaseMissing,
+    DatabaseOpenError,
+    SchemaTooNew,
+)
 from agent_memory.storage.base import CREATE, IDENTITY_KEY, READ
 from agent_memory.storage.revisions import head_of, migrations_dir
 from agent_memory.storage.sqlite import BUSY_TIMEOUT_MS, backups
@@ -61,12 +66,12 @@ def resolve_path(explicit: str | os.PathLike[str] | None = None) -> Path:
 
 
 def identity_key(path: Path, stored_id: str | None) -> bytes | None:
-    """The key of the file at ``path`` holding ``stored_id`` (agent_memory.identity): its
+    """The key of the file at ``path`` holding ``stored_id`` (agent_memory.contract.identity): its
     place is the file's real path, the same by every path that leads to it (symbolic links
     and relative paths resolved), so a copy elsewhere has a key of its own."""
     if stored_id is None:
         return None
-    from agent_memory import identity  # hashlib and hmac: not for a brief or a plain open
+    from agent_memory.contract import identity  # hashlib and hmac: not for a brief or a plain open
 
     return identity.key(stored_id, os.path.realpath(path))
 

@@ -9,11 +9,11 @@ from typing import Any
 import sqlalchemy
 import sqlean
 
+from agent_memory.contract.vocabulary import count
 from agent_memory.storage.base import Finding
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.sqlite import checks
 from agent_memory.storage.sqlite.connections import Connections
-from agent_memory.vocabulary import count
 
 
 def _size(path: Any) -> str:

@@ -4,8 +4,8 @@ table directly where it can, so that ``serve`` answers before SQLAlchemy is impo
 
 from __future__ import annotations
 
-from agent_memory.errors import DatabaseOpenError
-from agent_memory.models import Pin
+from agent_memory.contract.errors import DatabaseOpenError
+from agent_memory.contract.models import Pin
 from agent_memory.storage.base import IDENTITY_KEY, Reader, Store, pin_of
 from agent_memory.storage.engines import Location
 

@@ -34,8 +34,8 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy.engine import Engine
 
-from agent_memory import files
-from agent_memory.errors import BackupFailed, SchemaTooNew
+from agent_memory.contract.errors import BackupFailed, SchemaTooNew
+from agent_memory.storage import files
 from agent_memory.storage.revisions import migrations_dir
 from agent_memory.storage.sqlite import BUSY_TIMEOUT_MS, backups
 

@@ -18,12 +18,12 @@ from typing import Any
 
 import sqlean
 
-from agent_memory import ranking
-from agent_memory.errors import DatabaseBusy, DatabaseOpenError, SchemaTooNew, StorageFault
+from agent_memory.contract.errors import DatabaseBusy, DatabaseOpenError, SchemaTooNew, StorageFault
+from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
+from agent_memory.search import ranking
 from agent_memory.storage.base import MEMORY_COLUMNS, READ
 from agent_memory.storage.neighbours import NEIGHBOURS, neighbour_edges
 from agent_memory.storage.sqlite import database
-from agent_memory.vocabulary import MAX_EXPANDED_LINKS
 
 # Memories of some types in one scope (``IS``: NULL is the global scope), neither expired
 # nor superseded: of the :window newest (the memories_scope index gives them in that order,

@@ -14,11 +14,11 @@ from typing import Any
 import sqlalchemy
 from sqlalchemy import bindparam, func, literal_column, select
 
-from agent_memory import ranking
-from agent_memory.models import Filters
+from agent_memory.contract.models import Filters
+from agent_memory.contract.vocabulary import PINNED_TYPES
+from agent_memory.search import ranking
 from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.sqlite.schema import memories
-from agent_memory.vocabulary import PINNED_TYPES
 
 SELECT_MEMORY = [memories.c[name] for name in MEMORY_COLUMNS]
 

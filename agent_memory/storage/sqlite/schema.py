@@ -13,7 +13,7 @@ from typing import Any
 
 from sqlalchemy import Column, Float, ForeignKey, Integer, MetaData, Table, Text
 
-from agent_memory import fields
+from agent_memory.contract import fields
 
 metadata = MetaData()
 

@@ -30,9 +30,9 @@ from sqlalchemy import (
     update,
 )
 
-from agent_memory import ranking
-from agent_memory.models import Embedding, Filters, content_hash
-from agent_memory.query import ParsedQuery, indexed_tags, indexed_text, tag_text
+from agent_memory.contract.models import Embedding, Filters, content_hash
+from agent_memory.contract.vocabulary import SQLITE_INT_MAX
+from agent_memory.search import ParsedQuery, indexed_tags, indexed_text, ranking, tag_text
 from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.common import CommonStore, Leg, Legs
@@ -43,7 +43,6 @@ from agent_memory.storage.sqlite.doctor import Doctor
 from agent_memory.storage.sqlite.keyword import KeywordIndex
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY
 from agent_memory.storage.sqlite.schema import memories
-from agent_memory.vocabulary import SQLITE_INT_MAX
 
 # The sweep rewrites decay scores and deletes expired rows in batches, one transaction
 # each, sized so that each holds the write lock for about SWEEP_HOLD_TARGET_SECS: the

@@ -48,7 +48,7 @@ from typing import Any
 
 import sqlalchemy
 
-from agent_memory.models import Embedding, Filters, Pin
+from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.storage.sqlite import vectors
 
 try:  # numpy is a dependency; an install made without dependencies falls back to the SQL leg

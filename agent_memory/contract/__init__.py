@@ -1,0 +1,1 @@
+"""The contract: a memory's fields, the vocabulary and bounds, the value types, the errors."""

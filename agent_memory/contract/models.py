@@ -1,0 +1,145 @@
+"""The value types every layer shares, free of any engine: what a store, an embedder and the
+service hand each other.
+
+A memory itself travels as a plain JSON-ready dict (the wire shape of the contract: id,
+content, type, tags, source, scope, decay_score, created_at, last_accessed, expires_at), so
+that no layer converts it twice; the types here are the ones that are not on the wire, and
+the shape of a related memory (``related``), which the service and the session brief share.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import struct
+from dataclasses import dataclass, field
+from typing import Any
+
+from agent_memory.contract.vocabulary import INVERSE_KIND, SNIPPET_CHARS
+
+# The embedding providers a database can be pinned to.
+OLLAMA = "ollama"
+LOCAL = "local"
+
+
+@dataclass(frozen=True)
+class Pin:
+    """What a database's vectors were made with; vectors of two pins never mix.
+
+    A pin written before providers existed names no provider: those vectors came from
+    Ollama, the only provider then.
+    """
+
+    model: str
+    dimension: int
+    prefixes: str
+    provider: str = OLLAMA
+
+    def describe(self) -> str:
+        return (
+            f"{self.model} ({self.provider}, {self.dimension} dimensions, {self.prefixes} prefixes)"
+        )
+
+
+@dataclass(frozen=True)
+class Embedding:
+    """A vector and the pin it belongs to.
+
+    ``vector`` is float32, little-endian: the one compact form every store and index reads
+    (sqlite-vec, numpy.frombuffer, pgvector), made once by the embedder.
+    """
+
+    pin: Pin
+    vector: bytes
+
+    @classmethod
+    def of(cls, pin: Pin, values: Any) -> Embedding:
+        return cls(pin, struct.pack(f"<{len(values)}f", *values))
+
+    def values(self) -> tuple[float, ...]:
+        return struct.unpack(f"<{len(self.vector) // 4}f", self.vector)
+
+
+@dataclass(frozen=True)
+class Filters:
+    """A search's or a list's filters: type and scope equal, a tag equal to one whole tag."""
+
+    memory_type: str | None = None
+    tag: str | None = None
+    scope: str | None = None
+
+    def __bool__(self) -> bool:
+        return any(v is not None for v in (self.memory_type, self.tag, self.scope))
+
+
+@dataclass(frozen=True)
+class SearchPage:
+    """What a store's search found: "hybrid" when the vector ranking took part, else
+    "keyword"; ``other_pin`` is the stored pin when the query's embedding did not fit it
+    (the search then ran by keyword). ``why`` tells, by id, how each result scored, and
+    ``explain`` how the page was made (ranking.Fused)."""
+
+    mode: str
+    results: list[dict[str, Any]]
+    other_pin: Pin | None = None
+    why: dict[int, dict[str, Any]] = field(default_factory=dict)
+    explain: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Noise:
+    """How similar the model finds a query to texts it is not about: the mean and spread
+    of the query's cosine similarity to a sample (ranking.fuse)."""
+
+    mean: float
+    std: float
+    sample: int
+
+    @classmethod
+    def of(cls, similarities: list[float]) -> Noise | None:
+        if not similarities:
+            return None
+        mean = math.fsum(similarities) / len(similarities)
+        spread = math.fsum((s - mean) ** 2 for s in similarities) / len(similarities)
+        return cls(mean, math.sqrt(spread), len(similarities))
+
+
+@dataclass(frozen=True)
+class KeywordScale:
+    """What a hybrid search's keyword leg is weighed against (query.bm25.scale): ``ideal``,
+    the -bm25 of a row holding each of the query's words once; ``rows``, how many memories
+    hold each word; ``used``, the words a row must hold to be matched (the informative ones)."""
+
+    ideal: float
+    rows: dict[str, int]
+    used: tuple[str, ...]
+
+
+def content_hash(content: str) -> int:
+    """The 64-bit key under which imports look a memory's content up.
+
+    A stored format: every row written since schema revision 0005 carries it, so changing it
+    needs a revision that rewrites them. Equal hashes are only candidates; the caller
+    compares (type, content, source) exactly.
+    """
+    digest = hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    return int.from_bytes(digest, "little", signed=True)
+
+
+def snippet(content: str) -> str:
+    """The first SNIPPET_CHARS characters (code points, not glyphs), with … when cut."""
+    return content if len(content) <= SNIPPET_CHARS else content[:SNIPPET_CHARS] + "…"
+
+
+def related(edge: dict[str, Any]) -> dict[str, Any]:
+    """A relation as a memory's ``related`` lists it, read from that memory's side (an edge
+    as Store.neighbours gives it)."""
+    out = edge["direction"] == "out"
+    return {
+        "id": edge["id"],
+        "kind": edge["kind"] if out else INVERSE_KIND[edge["kind"]],
+        "direction": edge["direction"],
+        "type": edge["type"],
+        "snippet": snippet(edge["content"]),
+        "tags": edge["tags"],
+    }

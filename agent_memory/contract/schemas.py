@@ -1,0 +1,272 @@
+"""The JSON Schemas of every operation's arguments and answer, in the MCP dialect: the MCP
+tools (mcp_tools) state them as they are, the OpenAPI document (openapi) states them in its
+dialect. A memory's own fields come from the fields table.
+
+Input schemas give every property one ``type``. MCP Inspector's CLI before 0.17 turns a
+``--tool-arg`` text into a number or a list only when ``type`` is one string, and
+function-calling dialects such as Gemini's reject a list of types (Inspector 2.x's
+portability check warns about it). Where null means something (memory_update: null
+clears tags, scope or ttl_secs) the description says so; elsewhere null is the same as
+leaving the field out. The service accepts null wherever the contract gives it a meaning.
+
+Output schemas describe ``structuredContent`` (the SDK's client validates every result
+against them); nullable output fields are ``anyOf`` a type and null, for the same reason.
+
+Declarations only (no service, no engine, no MCP SDK): ``serve`` lists the tools before
+SQLAlchemy is loaded.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agent_memory.contract import fields
+from agent_memory.contract.vocabulary import (
+    ARGUMENTS,
+    DEFAULT_SEARCH_LIMIT,
+    INVERSE_KIND,
+    LINK_KINDS,
+    MAX_EXPANDED_LINKS,
+    MAX_LIMIT,
+    MEMORY_TYPES,
+    SNIPPET_CHARS,
+)
+
+Schema = dict[str, Any]
+
+# -- input ----------------------------------------------------------------------------------
+
+_TYPE = {"type": "string", "enum": list(MEMORY_TYPES), "description": "Memory category."}
+ID = {"type": "integer", "description": "Memory id, as returned by memory_store."}
+_LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT}
+_EXPAND = {
+    "type": "boolean",
+    "description": f"Attach each result's related memories (1 hop, up to {MAX_EXPANDED_LINKS}, "
+    f"newest relation first) as related: [{{id, kind, direction, type, snippet, tags}}]; "
+    f"snippet is the first {SNIPPET_CHARS} characters. Default false.",
+}
+_FILTERS = {
+    "type": _TYPE,
+    "tag": {"type": "string", "description": "Only memories carrying exactly this tag."},
+    "scope": {"type": "string", "description": "Only memories in this scope (e.g. a project)."},
+}
+EDGE_PROPERTIES = {
+    "from_id": {"type": "integer"},
+    "to_id": {"type": "integer"},
+    "kind": {
+        "type": "string",
+        "enum": list(LINK_KINDS),
+        "description": "relates_to (symmetric see-also), supersedes (from_id replaces the "
+        "older to_id) or caused_by (from_id was caused by to_id).",
+    },
+}
+_EXPLAIN = {
+    "type": "boolean",
+    "description": "Say why each result ranks where it does: each result gets why: {keyword: "
+    "{rank, bm25, share}, vector: {rank, similarity, share, sigmas}, fused, decay, score} "
+    "(a leg that did not find it is null), and the answer gets explain: the fusion, what "
+    "the model's similarity to unrelated memories looks like for this query (noise), the "
+    "relevance floor and how many candidates fell below it. Default false.",
+}
+
+
+def _input(operation: str, properties: Schema, required: tuple[str, ...] = ()) -> Schema:
+    """The input schema of ``operation``: its properties in the order of
+    vocabulary.ARGUMENTS, no other property allowed (the service refuses unknown ones)."""
+    schema: Schema = {
+        "type": "object",
+        "properties": {name: properties[name] for name in ARGUMENTS[operation]},
+        "additionalProperties": False,
+    }
+    if required:
+        schema["required"] = list(required)
+    return schema
+
+
+def field_arguments(tool: str) -> Schema:
+    """The properties ``tool`` ("store" or "update") takes of a memory's fields."""
+    return {a.name: fields.input_schema(a, tool) for a in fields.arguments(tool)}
+
+
+def _required(tool: str) -> tuple[str, ...]:
+    return tuple(a.name for a in fields.arguments(tool) if a.required)
+
+
+# -- output ---------------------------------------------------------------------------------
+
+
+def nullable(schema: Schema) -> Schema:
+    return {"anyOf": [schema, {"type": "null"}]}
+
+
+def obj(properties: Schema, *required: str) -> Schema:
+    return {"type": "object", "properties": properties, "required": list(required)}
+
+
+_STRINGS = {"type": "array", "items": {"type": "string"}}
+RELATED = obj(
+    {
+        "id": {"type": "integer"},
+        "kind": {"type": "string", "enum": sorted({*LINK_KINDS, *INVERSE_KIND.values()})},
+        "direction": {"type": "string", "enum": ["out", "in"]},
+        "type": {"type": "string", "enum": list(MEMORY_TYPES)},
+        "snippet": {"type": "string"},
+        "tags": _STRINGS,
+    },
+    *("id", "kind", "direction", "type", "snippet", "tags"),
+)
+_RELATED_LIST = {"type": "array", "items": RELATED}
+# A memory as list, search and update return it; related only with expand_links.
+MEMORY = obj({**fields.memory_properties(), "related": _RELATED_LIST}, *fields.read_names())
+EMBEDDING_STATUS = {
+    "type": "integer",
+    "enum": [0, 1],
+    "description": "1: the new content is embedded; 0: embedding pending.",
+}
+# A memory as get returns it: every field, its relations both ways, its embedding status.
+FULL_MEMORY = obj(
+    {
+        **fields.memory_properties(full=True),
+        "related": _RELATED_LIST,
+        "embedding_status": EMBEDDING_STATUS,
+    },
+    *(f.name for f in fields.FIELDS),
+    "embedding_status",
+    "related",
+)
+_NUMBER = {"type": "number"}
+WHY = obj(
+    {
+        "keyword": nullable(
+            obj({"rank": {"type": "integer"}, "bm25": _NUMBER, "share": _NUMBER}, "rank", "bm25")
+        ),
+        "vector": nullable(
+            obj(
+                {
+                    "rank": {"type": "integer"},
+                    "similarity": _NUMBER,
+                    "share": _NUMBER,
+                    "sigmas": _NUMBER,
+                },
+                "rank",
+                "similarity",
+                "share",
+            )
+        ),
+        "fused": _NUMBER,
+        "decay": _NUMBER,
+        "score": _NUMBER,
+    },
+    "keyword",
+    "vector",
+    "decay",
+    "score",
+)
+REDACTED = {**_STRINGS, "description": "Kinds of secrets replaced by [redacted:KIND] markers."}
+
+
+def not_found(flag: str, **extra: Schema) -> Schema:
+    return obj(
+        {
+            "id": {"type": "integer"},
+            flag: {"type": "boolean", "const": False},
+            "reason": {"type": "string", "const": "not_found"},
+            **extra,
+        },
+        "id",
+        flag,
+        "reason",
+    )
+
+
+def _edge_answer(flag: str, **extra: Schema) -> Schema:
+    return obj(
+        {
+            "from_id": {"type": "integer"},
+            "to_id": {"type": "integer"},
+            "kind": {"type": "string", "enum": list(LINK_KINDS)},
+            flag: {"type": "boolean"},
+            "reason": {"type": "string", "const": "not_found"},
+            **extra,
+        },
+        *("from_id", "to_id", "kind", flag),
+    )
+
+
+UPDATED = {
+    **MEMORY,
+    "properties": {
+        **MEMORY["properties"],
+        "embedding_status": EMBEDDING_STATUS,
+        "redacted": REDACTED,
+    },
+    "required": [*MEMORY["required"], "embedding_status"],
+}
+
+# -- per operation --------------------------------------------------------------------------
+
+_LIST_PROPERTIES = {
+    **_FILTERS,
+    "limit": {
+        **_LIMIT,
+        "description": f"At most this many (1-{MAX_LIMIT}); omit for all "
+        "(required with expand_links).",
+    },
+    "before": {
+        "type": "string",
+        "pattern": "^-?[0-9]+:-?[0-9]+$",
+        "description": "The next page: CREATED_AT:ID of the last memory of the "
+        'page before (e.g. "1767225600:42"); only older memories are listed.',
+    },
+    "expand_links": _EXPAND,
+}
+_SEARCH_PROPERTIES = {
+    "query": {"type": "string", "description": "Words, a question or FTS5 syntax."},
+    **_FILTERS,
+    "limit": {
+        **_LIMIT,
+        "description": f"Results to return (1-{MAX_LIMIT}, default {DEFAULT_SEARCH_LIMIT}).",
+    },
+    "expand_links": _EXPAND,
+    "explain": _EXPLAIN,
+}
+
+INPUT: dict[str, Schema] = {
+    "store": _input("store", field_arguments("store"), _required("store")),
+    "search": _input("search", _SEARCH_PROPERTIES, ("query",)),
+    "list": _input("list", _LIST_PROPERTIES),
+    "update": _input("update", {"id": ID, **field_arguments("update")}, ("id",)),
+    "link": _input("link", EDGE_PROPERTIES, ("from_id", "to_id", "kind")),
+    "unlink": _input("unlink", EDGE_PROPERTIES, ("from_id", "to_id", "kind")),
+    "forget": _input("forget", {"id": ID}, ("id",)),
+}
+SEARCH_RESULT = obj(
+    {
+        "search_mode": {"type": "string", "enum": ["hybrid", "keyword"]},
+        "results": {
+            "type": "array",
+            "items": {**MEMORY, "properties": {**MEMORY["properties"], "why": WHY}},
+        },
+        "explain": {"type": "object", "description": "Only with explain: true."},
+    },
+    "search_mode",
+    "results",
+)
+OUTPUT: dict[str, Schema] = {
+    "store": obj({"id": {"type": "integer"}, "redacted": REDACTED}, "id"),
+    "search": SEARCH_RESULT,
+    "list": obj({"memories": {"type": "array", "items": MEMORY}}, "memories"),
+    # "type" at the root as well: protocol revisions before 2026-07-28 require it.
+    "update": {"type": "object", "anyOf": [UPDATED, not_found("updated")]},
+    "link": _edge_answer("linked", missing_id={"type": "integer"}),
+    "unlink": _edge_answer("unlinked"),
+    "forget": obj(
+        {
+            "id": {"type": "integer"},
+            "deleted": {"type": "boolean"},
+            "reason": {"type": "string", "const": "not_found"},
+        },
+        "id",
+        "deleted",
+    ),
+}

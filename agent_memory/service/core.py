@@ -1,0 +1,496 @@
+"""The service seam: every transport calls these methods with the client's raw arguments.
+
+Orchestration only: check the arguments (validate.py), redact secrets, ask the embedder
+before any write lock is taken, call the store once, shape the answer. Methods take a
+mapping as it arrived on the wire (MCP arguments, a JSON body) and return plain JSON-ready
+dicts; they raise only the exceptions of :mod:`agent_memory.contract.errors`, a store's fault always
+as the generic StorageError (its detail goes to the log).
+
+A search, end to end: ``search`` checks the arguments, reads the query once (query.read: its
+cost bounds, its tree or its words), embeds it (embedders/), and hands both to
+``Store.search``, which ranks in one snapshot (for SQLite: storage/sqlite/keyword.py and
+vectors.py, fused by ranking.fuse); then related memories are attached when asked, and the
+results' use is recorded (the only write).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Callable, Generator, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from agent_memory import __version__
+from agent_memory.contract import fields as fields_table
+from agent_memory.contract import identity
+from agent_memory.contract.errors import (
+    InvalidArgument,
+    InvalidType,
+    SearchTimedOut,
+    StorageError,
+    StorageFault,
+)
+from agent_memory.contract.models import Embedding, Filters, Pin
+from agent_memory.contract.models import related as _related
+from agent_memory.contract.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
+from agent_memory.embedders.base import UNREACHABLE, Embedder
+from agent_memory.search import read as read_query
+from agent_memory.service import validate
+from agent_memory.service.embedding_jobs import (
+    BACKFILL_BATCH_ROWS,
+    REEMBED_BATCH_ROWS,
+    EmbeddingJobs,
+    Progress,
+    no_progress,
+    search_outlook,
+)
+from agent_memory.service.redact import redact as redact_secrets
+from agent_memory.storage.base import NewMemory, Store
+from agent_memory.transfer import gsd, jsonl, portable
+
+log = logging.getLogger(__name__)
+
+# What a patch may carry besides the id (REST takes the id from the path): the fields
+# table's patchable fields.
+PATCH_FIELDS = fields_table.argument_names("update")
+# A memory shown on its own (get) lists at most this many relations, newest first; stats
+# names at most this many scopes, the largest first.
+MAX_RELATIONS = 200
+STATS_SCOPES = 50
+# A search's reads stop after this long, answered "query is too expensive" (the shape of a
+# query is bounded first, in query.cost): far past an ordinary question's time at 100,000
+# memories (docs/performance.md), and a REST worker is free again within this.
+SEARCH_BUDGET_SECS = 2.0
+# The text fields of a memory, all redacted before a write. A tag and a scope are also what
+# filters match, so the tag and scope of a filter are redacted the same way: a filter
+# written as the memory was sent finds it.
+REDACTED_FIELDS = ("content", "source", "tags", "scope")
+# What stats adds when search by meaning is off: the memories waiting for a vector are
+# then not a backlog on its way to vectors.
+EMBEDDING_OFF = (
+    "off (--embedder none): no memory gets a vector while agent-memory runs without an "
+    "embedder, so the memories waiting for a vector keep waiting; search is by keyword only"
+)
+
+
+def _without_secrets(text: str, found: list[str]) -> str:
+    redacted, kinds = redact_secrets(text)
+    found += kinds
+    return redacted
+
+
+def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
+    return {"id": memory_id, flag: False, "reason": "not_found"}
+
+
+class MemoryService:
+    """One per process; safe to call from several threads (the store serializes writes)."""
+
+    def __init__(
+        self,
+        store: Store,
+        clock: Callable[[], float] = time.time,
+        embedder: Embedder | None = None,
+        max_content_bytes: int = validate.DEFAULT_MAX_CONTENT_BYTES,
+        redact: bool = True,
+        embedding_off: bool | None = None,
+    ) -> None:
+        """``embedding_off``: search by meaning is off by the operator's choice (--embedder
+        none); by default, when there is no embedder. A command that has no use for vectors
+        gets no embedder without turning embedding off."""
+        self.db = store
+        self.embedder = embedder
+        self.embedding_off = embedder is None if embedding_off is None else embedding_off
+        self.max_content_bytes = max_content_bytes
+        self.redact = redact
+        self._clock = clock
+        self.embeddings = EmbeddingJobs(self)
+
+    def close(self) -> None:
+        self.db.close()
+        if self.embedder is not None:
+            self.embedder.close()
+
+    def now(self) -> int:
+        return int(self._clock())
+
+    @contextmanager
+    def storage(self, operation: str) -> Iterator[None]:
+        """A store's fault as the generic message; the detail goes to the log only."""
+        try:
+            yield
+        except StorageFault as exc:
+            log.error("%s: storage error: %s", operation, exc.detail)
+            raise StorageError(operation) from exc
+
+    def _redacted(self, fields: dict[str, Any]) -> list[str]:
+        """Replace, in ``fields``, the secrets of every text field a memory stores (content,
+        source, each tag, scope; those present) by markers, unless redact is off; the kinds
+        replaced, field by field. Called after validation: the limits are on what was sent.
+        """
+        found: list[str] = []
+        if not self.redact:
+            return found
+        for name in REDACTED_FIELDS:
+            value = fields.get(name)
+            if isinstance(value, str):
+                fields[name] = _without_secrets(value, found)
+            elif isinstance(value, list):
+                fields[name] = [_without_secrets(item, found) for item in value]
+        return found
+
+    def _filters(self, args: Mapping[str, Any]) -> Filters:
+        """A search's or a list's filters, their tag and scope redacted as stored ones are."""
+        filters = validate.filters(args)
+        if not self.redact:
+            return filters
+        tag, scope = (
+            None if v is None else redact_secrets(v)[0] for v in (filters.tag, filters.scope)
+        )
+        return Filters(filters.memory_type, tag, scope)
+
+    # -- operations -----------------------------------------------------------------------
+
+    def _arguments(
+        self, operation: str, args: Any, allowed: tuple[str, ...] | None = None
+    ) -> Mapping[str, Any]:
+        """The arguments object, once no field in it is unknown to ``operation`` (or not in
+        ``allowed``), and no text in it holds NUL (U+0000)."""
+        args = validate.mapping(args)
+        validate.known_fields(args, ARGUMENTS[operation] if allowed is None else allowed)
+        validate.text_without_nul(args)
+        return args
+
+    def store(self, args: Any) -> dict[str, Any]:
+        args = self._arguments("store", args)
+        if args.get("content") is None:
+            raise InvalidType("content is required")
+        content = validate.content(args["content"], self.max_content_bytes)
+        memory_type = validate.memory_type(args, required=True)
+        assert memory_type is not None
+        tags = validate.tags(args.get("tags"))
+        source = validate.label(args, "source")
+        scope = validate.label(args, "scope")
+        ttl = validate.ttl(args)
+        fields: dict[str, Any] = {
+            "content": content,
+            "tags": tags,
+            "source": source,
+            "scope": scope,
+        }
+        redacted = self._redacted(fields)
+        embedding = self._embed_document(fields["content"])  # before the write lock
+        now = self.now()
+        expires_at = None if ttl is None else now + ttl
+        memory = NewMemory(memory_type, **fields, now=now, expires_at=expires_at)
+        with self.storage("store"):
+            memory_id = self.db.insert(memory, embedding)
+        return {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
+
+    def search(
+        self, args: Any, *, record_use: bool = True, fields: tuple[str, ...] | None = None
+    ) -> dict[str, Any]:
+        """``record_use=False``: a pure read (the session brief); the results are not
+        bumped. A read-only store is never bumped. ``fields``: the arguments this transport
+        takes, when not the tool's (REST's add ``record_use``, which turns the bump off too).
+        """
+        args = self._arguments("search", args, fields)
+        query = validate.required_string(args, "query")
+        parsed = read_query(query, bounded=True)  # the text is read here, once
+        filters = self._filters(args)
+        limit = validate.limit(args, DEFAULT_SEARCH_LIMIT)
+        assert limit is not None
+        expand = validate.flag(args, "expand_links")
+        explain = validate.flag(args, "explain")
+        record_use = validate.flag(args, "record_use", default=True) and record_use
+        embedding = None if self.embedder is None else self.embedder.embed_query(query)
+        unrelated = None if embedding is None else self.embedder.unrelated(embedding)
+        now = self.now()
+        deadline = time.monotonic() + SEARCH_BUDGET_SECS
+        with self.storage("search"):
+            try:
+                page = self.db.search(
+                    parsed,
+                    embedding,
+                    now=now,
+                    limit=limit,
+                    filters=filters,
+                    deadline=deadline,
+                    unrelated=unrelated,
+                )
+            except SearchTimedOut:
+                shown = validate.shown(query[:80] + ("..." if len(query) > 80 else ""))
+                raise InvalidArgument(
+                    f"query is too expensive: a search must finish within "
+                    f"{SEARCH_BUDGET_SECS:g} s (got {shown})"
+                ) from None
+            if page.other_pin is not None and embedding is not None:
+                self._log_mismatch(page.other_pin, embedding.pin)
+            if expand:
+                self._expand(page.results)
+        # The results only, not neighbours; last, so that a search out of time writes nothing.
+        if record_use and not self.db.read_only:
+            self._bump([r["id"] for r in page.results], now)
+        if not explain:
+            return {"search_mode": page.mode, "results": page.results}
+        for result in page.results:
+            result["why"] = page.why[result["id"]]
+        return {"search_mode": page.mode, "results": page.results, "explain": page.explain}
+
+    def _bump(self, ids: list[int], now: int) -> None:
+        """Record the use of results; a file that takes no writes (full, read-only) loses
+        only this, not the answer."""
+        try:
+            self.db.bump(ids, now)
+        except StorageFault as exc:
+            log.error("search: answered, but could not record the use of its results: %s", exc)
+
+    def _expand(self, results: list[dict[str, Any]]) -> None:
+        """Attach each result's 1-hop relations (one query for the whole page; a pure read)."""
+        related: dict[int, list[dict[str, Any]]] = {r["id"]: [] for r in results}
+        for edge in self.db.neighbours(list(related)):
+            related[edge["self"]].append(_related(edge))
+        for result in results:
+            result["related"] = related[result["id"]]
+
+    def list(self, args: Any) -> list[dict[str, Any]]:
+        return list(self.iter_list(args))
+
+    def iter_list(self, args: Any) -> Generator[dict[str, Any], None, None]:
+        """``list``'s rows one at a time, so a transport can send an unlimited list without
+        holding it: bad arguments raise here, storage faults (StorageError) while iterating.
+        """
+        args = self._arguments("list", args)
+        filters = self._filters(args)
+        limit = validate.limit(args, None)
+        expand = validate.flag(args, "expand_links")
+        before = validate.cursor(args)
+        if expand and limit is None:
+            raise InvalidArgument(
+                "limit is required when expand_links is true; "
+                f"pass a limit between 1 and {MAX_LIMIT}"
+            )
+        return self._listed(filters, limit, expand, before)
+
+    def _listed(
+        self, filters: Any, limit: int | None, expand: bool, before: tuple[int, int] | None
+    ) -> Generator[dict[str, Any], None, None]:
+        with self.storage("list"):
+            if not expand:
+                yield from self.db.memories(filters, limit, before)
+                return
+            found = list(self.db.memories(filters, limit, before))  # bounded: expand needs a limit
+            self._expand(found)
+        yield from found
+
+    def get(self, args: Any) -> dict[str, Any]:
+        """One memory with every field (access_count and embedding_status too) and its
+        relations both ways, newest first (at most MAX_RELATIONS). A read: not a use."""
+        memory_id = validate.memory_id(self._arguments("get", args))
+        with self.storage("get"):
+            found = self.db.get(memory_id, MAX_RELATIONS)
+        if found is None:
+            return _not_found(memory_id, "found")
+        memory, edges = found
+        memory["related"] = [_related(edge) for edge in edges]
+        return memory
+
+    def stats(self, args: Any = None) -> dict[str, Any]:
+        """What the store holds: memories in all, per type and per scope (the largest
+        STATS_SCOPES), links, and how many memories wait for a vector; with embedding off,
+        ``embedding`` says that those wait for nothing (EMBEDDING_OFF)."""
+        self._arguments("stats", args)
+        with self.storage("stats"):
+            found = self.db.stats(STATS_SCOPES)
+        by_scope = [{"scope": scope, "memories": n} for scope, n in found["by_scope"]]
+        answer = {**found, "by_scope": by_scope}
+        if self.embedding_off:
+            answer["embedding"] = EMBEDDING_OFF
+        return answer
+
+    def waiting_for_vectors(self) -> int:
+        """The memories without a vector of their current content: what a search from a
+        terminal reports beside its mode. Cheap when none is (a partial index)."""
+        with self.storage("search"):
+            return self.db.pending_count()
+
+    def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
+        """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.
+
+        ``path_id`` is the id taken from a URL (REST); the patch then carries no id field.
+        """
+        if path_id is None:
+            args = self._arguments("update", args)
+            memory_id = validate.memory_id(args)
+        else:
+            args = self._arguments("update", args, PATCH_FIELDS)
+            memory_id = validate.memory_id({"id": path_id})
+        if not any(name in args for name in PATCH_FIELDS):
+            raise InvalidArgument(f"at least one of {', '.join(PATCH_FIELDS)} must be provided")
+        changes = {
+            argument.name: self._checked(argument, args)
+            for argument in fields_table.arguments("update")
+            if argument.name in args and argument.check != fields_table.TTL
+        }
+        ttl = validate.ttl(args)
+        redacted = self._redacted(changes)
+        embedding = self._embed_document(changes["content"]) if "content" in changes else None
+        now = self.now()
+        if "ttl_secs" in args:
+            changes["expires_at"] = None if ttl is None else now + ttl
+        with self.storage("update"):
+            updated = self.db.update(memory_id, changes, now, embedding)
+        if updated is None:
+            return _not_found(memory_id, "updated")
+        return {**updated, "redacted": redacted} if redacted else updated
+
+    def _checked(self, argument: fields_table.Argument, args: Mapping[str, Any]) -> Any:
+        """A field's value as sent, checked as its kind of value is (fields.Argument.check)."""
+        if argument.check == fields_table.CONTENT:
+            return validate.content(args[argument.name], self.max_content_bytes)
+        if argument.check == fields_table.TAGS:
+            return validate.tags(args[argument.name])
+        return validate.label(args, argument.name)
+
+    def forget(self, args: Any) -> dict[str, Any]:
+        memory_id = validate.memory_id(self._arguments("forget", args))
+        with self.storage("forget"):
+            deleted = self.db.delete(memory_id)
+        return {"id": memory_id, "deleted": True} if deleted else _not_found(memory_id, "deleted")
+
+    def link(self, args: Any) -> dict[str, Any]:
+        from_id, to_id, kind, a, b = validate.edge(self._arguments("link", args))
+        if from_id == to_id:
+            raise InvalidArgument(f"from_id and to_id must differ (got {from_id})")
+        echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
+        with self.storage("link"):
+            missing = self.db.link(a, b, kind, self.now(), ids=(from_id, to_id))
+        if missing is not None:
+            return {**echo, "linked": False, "reason": "not_found", "missing_id": missing}
+        return {**echo, "linked": True}
+
+    def unlink(self, args: Any) -> dict[str, Any]:
+        """Directed kinds must match the stored direction; relates_to goes from either end."""
+        from_id, to_id, kind, a, b = validate.edge(self._arguments("unlink", args))
+        echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
+        with self.storage("unlink"):
+            removed = self.db.unlink(a, b, kind)
+        if removed:
+            return {**echo, "unlinked": True}
+        return {**echo, "unlinked": False, "reason": "not_found"}
+
+    def health(self, challenge: str | None = None, address: str = "") -> dict[str, Any]:
+        """Liveness (the store answers a read), the embedder's status, and how searches run
+        now: ``search_mode`` with the ``embedding`` serving it, or why search is by keyword
+        only and what would change that (``search_hint``). Given a ``challenge``, the proof
+        that this process reads this database, as served at ``address`` (IP:PORT), for
+        ``agent-memory ui`` (agent_memory.contract.identity); null for a database without an id."""
+        if challenge is not None:
+            challenge = validate.challenge(challenge)
+        with self.storage("health"):
+            self.db.ping()
+            pin = self.db.pin()
+        status = UNREACHABLE if self.embedder is None else self.embedder.status()
+        answer = {
+            "status": "ok",
+            "embedder": status,
+            "schema_version": self.db.schema_version,
+            "version": __version__,
+            **search_outlook(self.embedder, status, pin),
+        }
+        if challenge is not None:
+            key = self.db.identity_key
+            answer["database_proof"] = (
+                None if key is None else identity.proof(key, challenge, address)
+            )
+        return answer
+
+    def doctor(self, *, repair: bool = False) -> dict[str, Any]:
+        """``agent-memory doctor``: the store's checks (Store.check); with ``repair``, what
+        Store.repair rebuilt and the checks run again. Then the pin, the memories waiting
+        for a vector, and how searches would run with the configured embedder (as health
+        says it: Ollama is asked for its models, the local model is not loaded). ``ok`` is
+        False while any check fails."""
+        with self.storage("doctor"):
+            findings = self.db.check()
+            repaired: list[str] = []
+            if repair and any(not f.ok and f.repairable for f in findings):
+                repaired = self.db.repair()
+                findings = self.db.check()
+            pin = self.db.pin()
+            total, pending = self.db.embedding_counts()
+        embedder = self.embedder
+        status = UNREACHABLE if embedder is None else embedder.status()
+        return {
+            "ok": all(f.ok for f in findings),
+            "checks": [dataclasses.asdict(f) for f in findings],
+            "repaired": repaired,
+            "pin": None if pin is None else pin.describe(),
+            "memories": total,
+            "pending_embedding": pending,
+            "embedder": None if embedder is None else embedder.describe(),
+            "embedder_status": None if embedder is None else status,
+            **search_outlook(self.embedder, status, pin),
+        }
+
+    # -- embeddings -----------------------------------------------------------------------
+
+    def _embed_document(self, content: str) -> Embedding | None:
+        if self.embedder is None:
+            return None
+        made = self.embedder.embed_documents([content])
+        return made[0] if made else None
+
+    def _log_mismatch(self, stored: Pin, configured: Pin | None = None) -> None:
+        self.embeddings.log_mismatch(stored, configured)
+
+    # The jobs of embedding_jobs.EmbeddingJobs, under the names the sweep and the
+    # maintenance commands call.
+
+    def backfill(self, batch: int = BACKFILL_BATCH_ROWS) -> int:
+        return self.embeddings.backfill(batch)
+
+    def reembed(
+        self,
+        *,
+        everything: bool = False,
+        batch: int = REEMBED_BATCH_ROWS,
+        progress: Progress = no_progress,
+    ) -> tuple[int, Pin]:
+        return self.embeddings.reembed(everything=everything, batch=batch, progress=progress)
+
+    def embed_pending(
+        self, *, batch: int = REEMBED_BATCH_ROWS, progress: Progress = no_progress
+    ) -> tuple[int, Pin]:
+        return self.embeddings.embed_pending(batch=batch, progress=progress)
+
+    def report_embedder(self) -> str:
+        return self.embeddings.report()
+
+    # -- export and import ----------------------------------------------------------------
+
+    def export(self, write: Callable[[str], None]) -> tuple[int, int]:
+        """The whole store as JSONL v1 through ``write`` (see portable.export). No
+        embedder is asked: the header names the database's pin."""
+        with self.storage("export"):
+            return portable.export(self.db, write, now=self.now())
+
+    def import_jsonl(
+        self,
+        reader: jsonl.Reader,
+        progress: Callable[[int, int], None] = lambda done, total: None,
+    ) -> dict[str, int]:
+        """Import a file the reader has already checked (see portable.import_jsonl)."""
+        with self.storage("import"):
+            return portable.import_jsonl(
+                self.db, reader, now=self.now(), redact=self._redacted, progress=progress
+            )
+
+    def import_gsd(self, items: list[gsd.Item], malformed: int, scope: str) -> dict[str, int]:
+        """Store GSD STATE.md items; an item already present (same key) is skipped."""
+        with self.storage("import"):
+            return portable.import_gsd(
+                self.db, items, malformed, scope, now=self.now(), redact=self._redacted
+            )

@@ -1,0 +1,59 @@
+"""Secrets never stored: high-confidence secret shapes are replaced before a write.
+
+Agents paste keys and tokens into what they remember, and every runtime on the machine,
+every export and every team database would then hold them. The service calls
+:func:`redact` on every text field of a memory (store, update, both imports) after
+validating it and before embedding or writing it. Only shapes that are secrets with high
+confidence are touched, so that prose, code and hashes stay as written: vendor prefixes
+with their lengths, PEM private key blocks, JWTs, HTTP credentials, URL passwords, and the
+values of keys named for a secret (``password=``, ``api_key:``) that look like one.
+
+Linear time, whatever the text. A rule's pattern starts only where the run of characters
+it consumes begins (never inside a run another start of it would consume), consumes runs
+possessively (no backtracking into them), and leaves every judgment that needs more than
+a character class (lengths, mixed case, what a value looks like) to Python on what it
+matched. So a start fails within its own run, or matches; a match is judged once, and the
+scan resumes after what its judge read. Stdlib only: imported on every server's start.
+
+This module is the engine; the rules are the table of redact_rules.py, and what the value
+after a key named for a secret is, redact_values.py.
+"""
+
+from __future__ import annotations
+
+from agent_memory.service.redact_rules import RULES, Rule
+
+__all__ = ["MARKER", "RULES", "Rule", "redact"]
+
+MARKER = "[redacted:{}]"
+
+
+def redact(text: str) -> tuple[str, list[str]]:
+    """``text`` with each secret replaced by its marker, and the kinds replaced: one entry
+    per secret, in the order of RULES (so ``len`` is how many were redacted)."""
+    found: list[str] = []
+    folded = text.lower()  # for the hints: a marker written never makes a pattern match
+    for rule in RULES:
+        if any(hint in folded for hint in rule.hints):
+            text = _apply(rule, text, found)
+    return text, found
+
+
+def _apply(rule: Rule, text: str, found: list[str]) -> str:
+    """One rule over the whole text: each match judged once, and the scan resumed after
+    what its judge read (a value is never searched again for the rule's start)."""
+    marker = MARKER.format(rule.kind)
+    pieces: list[str] = []
+    copied = position = 0
+    search = rule.pattern.search
+    while (match := search(text, position)) is not None:
+        start, end, secret = rule.judge(match)
+        if secret:
+            pieces += (text[copied:start], marker)
+            copied = end
+            found.append(rule.kind)
+        position = max(end, match.end())
+    if not pieces:
+        return text
+    pieces.append(text[copied:])
+    return "".join(pieces)

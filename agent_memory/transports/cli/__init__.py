@@ -1,0 +1,1 @@
+"""The agent-memory command: its options, the subcommands, and how they print."""

@@ -1,0 +1,284 @@
+"""The ``agent-memory`` command: global options, logging, and the subcommands.
+
+Logging is configured here, once, to stderr: the stdout of ``serve`` carries JSON-RPC only.
+Heavy modules (the MCP SDK, later Flask and waitress) are imported inside the subcommand
+that needs them, so each command pays only for itself.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import shlex
+import shutil
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+import click
+
+from agent_memory import __version__, embedders
+from agent_memory import app as wiring
+from agent_memory.app import (
+    LOG_LEVELS,
+    Settings,
+    fail,
+)
+from agent_memory.contract.errors import (
+    DatabaseOpenError,
+    SchemaTooNew,
+)
+from agent_memory.embedders import ollama
+from agent_memory.transports.cli import commands, maintenance, ui
+from agent_memory.transports.cli.terminal import Integer, Subcommand, is_loopback, parse_addr
+
+COMMAND = "agent-memory"
+DEFAULT_REST_PORT = 7437
+# Both servers hand the GIL between threads on every request (waitress's I/O thread and
+# workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
+# The default 5 ms switch interval added about 1 ms to each search (bench/).
+SWITCH_INTERVAL_SECS = 0.0005
+
+log = logging.getLogger("agent_memory")
+
+
+class Group(click.Group):
+    command_class = Subcommand
+
+
+@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(
+    __version__, "--version", prog_name="agent-memory", message="%(prog)s %(version)s"
+)
+@click.option(
+    "--db",
+    type=wiring.Location(),
+    help="Database file, or a postgresql://user@host/dbname URL (needs the postgres extra). "
+    "Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
+)
+@click.option(
+    "--embedder",
+    type=click.Choice(embedders.MODES, case_sensitive=False),
+    envvar="AGENT_MEMORY_EMBEDDER",
+    default=embedders.AUTO,
+    show_default=True,
+    show_envvar=True,
+    help="Who makes the vectors of search by meaning: auto (the database's own, else Ollama "
+    "when it answers, else the local model when installed), ollama, local, or none "
+    "(keyword search only).",
+)
+@click.option(
+    "--ollama-url",
+    envvar="AGENT_MEMORY_OLLAMA_URL",
+    default=ollama.DEFAULT_URL,
+    show_default=True,
+    show_envvar=True,
+    help="Ollama base URL for embeddings (hybrid search).",
+)
+@click.option(
+    "--embed-model",
+    envvar="AGENT_MEMORY_EMBED_MODEL",
+    default=ollama.DEFAULT_MODEL,
+    show_default=True,
+    show_envvar=True,
+    help="Ollama embedding model.",
+)
+@click.option(
+    "--sweep-interval",
+    type=Integer(min=1),
+    envvar="AGENT_MEMORY_SWEEP_INTERVAL",
+    default=3600,
+    show_default=True,
+    show_envvar=True,
+    metavar="SECONDS",
+    help="Seconds between lifecycle sweeps (TTL expiry, decay refresh).",
+)
+@click.option(
+    "--max-content-bytes",
+    type=Integer(min=1),
+    envvar="AGENT_MEMORY_MAX_CONTENT_BYTES",
+    default=1024 * 1024,
+    show_default=True,
+    show_envvar=True,
+    metavar="BYTES",
+    help="Largest memory content accepted (UTF-8 bytes); bigger stores and updates are refused.",
+)
+@click.option(
+    "--redact",
+    type=click.Choice(["on", "off"], case_sensitive=False),
+    envvar="AGENT_MEMORY_REDACT",
+    default="on",
+    show_default=True,
+    show_envvar=True,
+    help="Replace secrets (private keys, cloud and API keys, tokens, JWTs, passwords) "
+    "in what is stored and imported by [redacted:KIND] markers.",
+)
+@click.option(
+    "--log-level",
+    type=click.Choice(LOG_LEVELS, case_sensitive=False),
+    envvar="AGENT_MEMORY_LOG",
+    default="info",
+    show_default=True,
+    show_envvar=True,
+    help="Log verbosity (logs always go to stderr).",
+)
+@click.pass_context
+def cli(ctx: click.Context, **_options: Any) -> None:
+    """Persistent, typed, local memory for AI agents, in one SQLite file.
+
+    Global options go before or after the subcommand: `agent-memory --db x.db serve` and
+    `agent-memory serve --db x.db` are the same.
+    """
+    ctx.obj = wiring.settings(ctx.params)
+
+
+@cli.command()
+@click.pass_obj
+def serve(settings: Settings) -> None:
+    """Run the MCP server on stdin/stdout (creates the database on first run)."""
+    from agent_memory import storage
+
+    if sys.stdin.isatty():  # started by hand: say what this is, once
+        click.echo(terminal_notice(settings.db), err=True)
+
+    try:
+        at_head = storage.ready_to_serve(settings.db)
+        pin = storage.quick_pin(settings.db)
+    except (DatabaseOpenError, SchemaTooNew) as exc:
+        fail(str(exc))
+    outlook = embedders.outlook(settings.embedder, pin, ollama_model=settings.embed_model)
+    answered = threading.Event()
+    if at_head:
+        service = wiring.opening_service(settings, answered)
+    else:  # a new file or a migration is opened before the first answer, as everywhere else
+        service = wiring.open_service(settings)
+    from agent_memory.service.lifecycle import Sweeper
+    from agent_memory.transports.mcp import server as mcp_server
+
+    sweeper = Sweeper(service, settings.sweep_interval, answered)
+    sweeper.start()
+    sys.setswitchinterval(SWITCH_INTERVAL_SECS)
+    try:
+        mcp_server.serve_stdio(service, answered, outlook)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sweeper.stop()
+        service.close()
+
+
+def terminal_notice(db: Path | str | None) -> str:
+    """The line ``serve`` prints when a person starts it in a terminal: what it is, and
+    the configuration that starts it from an MCP client (with this --db, if given)."""
+    if isinstance(db, str):  # an engine's URL: shown without its password
+        from agent_memory.storage import engines
+
+        db = engines.describe(db)
+    where = str(db.resolve()) if isinstance(db, Path) else db
+    args = ["serve", *(["--db", where] if where is not None else [])]
+    executable = own_command()
+    entry = json.dumps({"command": executable, "args": args})
+    command = shlex.join(["claude", "mcp", "add", "--scope", "user", "agent-memory", "--"])
+    return (
+        "agent-memory serve speaks MCP (JSON-RPC) on stdin/stdout and is meant to be started "
+        f'by an MCP client, not typed into: add the server "agent-memory": {entry} to the '
+        f"client's MCP configuration (Claude Code: {command} "
+        f"{shlex.join([executable, *args])}). Ctrl-D quits."
+    )
+
+
+def own_command() -> str:
+    """How a client should start this install: ``agent-memory`` when PATH finds this very
+    executable, else its absolute path (a venv's bin/ is seldom on PATH)."""
+    running = _running_script()
+    if running is None:
+        return COMMAND
+    on_path = shutil.which(COMMAND)
+    if on_path is not None and os.path.samefile(on_path, running):
+        return COMMAND
+    return str(running)
+
+
+def _running_script() -> Path | None:
+    """The console script of this install: sys.argv[0] itself or its sibling of that name
+    (the second console script, typed-agent-memory), else the one beside the interpreter
+    (``python -m agent_memory``); None when there is none."""
+    beside_argv = Path(sys.argv[0]).absolute().with_name(COMMAND)
+    for candidate in (beside_argv, Path(sys.executable).absolute().with_name(COMMAND)):
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+@cli.command("serve-rest")
+@click.option(
+    "--addr",
+    default=f"127.0.0.1:{DEFAULT_REST_PORT}",
+    show_default=True,
+    metavar="HOST:PORT",
+    callback=parse_addr,
+    help="Address to bind; [::1]:PORT for IPv6. Port 0 picks a free port.",
+)
+@click.option(
+    "--allow-remote",
+    is_flag=True,
+    help="Allow a non-loopback address (the API has no authentication) and accept any "
+    "Host and Origin header.",
+)
+@click.pass_obj
+def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) -> None:
+    """Run the REST API under waitress (loopback only by default)."""
+    host, port = addr
+    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if not is_loopback(host) and not allow_remote:
+        fail(
+            f"refusing to bind non-loopback address {shown}: the REST API is unauthenticated; "
+            "pass --allow-remote to expose it beyond localhost"
+        )
+    service = wiring.open_service(settings)
+    from agent_memory.service.lifecycle import Sweeper
+    from agent_memory.transports.rest.daemon import create_server
+
+    try:
+        server = create_server(service, host, port, allow_remote=allow_remote)
+    except OSError as exc:
+        service.close()
+        fail(f"cannot listen on {shown}: {exc.strerror or exc}")
+    bound = f"[{host}]" if ":" in host else host
+    bound_port = server.effective_port
+    if allow_remote:
+        log.warning(
+            "REST API exposed on %s:%s WITHOUT AUTHENTICATION: anyone who can reach this "
+            "address can read and delete every memory; keep it behind a VPN, an SSH tunnel "
+            "or an authenticating proxy",
+            bound,
+            bound_port,
+        )
+    sweeper = Sweeper(service, settings.sweep_interval)
+    sweeper.start()
+    # Both finish the requests in flight, then exit 0. SIGINT is set too: a daemon started
+    # in the background by a script inherits it ignored, and Python then leaves it so.
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, signal.default_int_handler)
+    sys.setswitchinterval(SWITCH_INTERVAL_SECS)
+    click.echo(f"REST listening on {bound}:{bound_port}", err=True)
+    try:
+        server.run()  # returns after KeyboardInterrupt, once workers are done
+    finally:
+        sweeper.stop()
+        service.close()
+
+
+cli.add_command(ui.ui)
+
+
+def main() -> None:
+    cli(prog_name="agent-memory")
+
+
+# for people and agent hooks (search, list, show, ..., context), and whole databases
+for _command in (*commands.COMMANDS, *maintenance.COMMANDS):
+    cli.add_command(_command)

@@ -1,0 +1,191 @@
+"""The REST daemon's HTTP server: waitress with the guards that act before a body is read.
+
+waitress reads a whole request, body included, before the app sees it, and by default takes
+bodies up to 1 GiB, spooled to a temporary file. So the app's refusals come too late: the
+parser here applies the app's Host/Origin rule (:class:`rest.app.AddressGuard`) and
+its body limit to the headers, and a refused request's body is never read. Slow clients are
+bounded too: a request must arrive whole within REQUEST_DEADLINE_SECS of its first byte, so
+connections trickling a byte at a time cannot hold every slot. waitress's own refusals (400,
+413, 431, 501) are the same JSON ``{"error": ...}`` body as the app's.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import resource
+import time
+
+from waitress.adjustments import Adjustments
+from waitress.channel import HTTPChannel
+from waitress.parser import HTTPRequestParser
+from waitress.server import TcpWSGIServer
+from waitress.task import ErrorTask
+from waitress.utilities import Error, RequestEntityTooLarge
+
+from agent_memory.service.core import MemoryService
+from agent_memory.transports.rest import app as rest
+
+log = logging.getLogger(__name__)
+
+REST_THREADS = 4
+# A request (headers and body) must be received whole within this many seconds of its
+# first byte. On loopback the largest body takes well under a second; 30 s leaves room for
+# a --allow-remote client on a slow link (7 MiB at 2 Mbit/s) and caps how long a client
+# trickling a byte at a time, which resets waitress's idle timer with each byte, holds a slot.
+REQUEST_DEADLINE_SECS = 30.0
+# A connection with no request in progress is closed after this many idle seconds
+# (waitress: 120). Clients reconnect transparently; an idle slot is one an attacker fills.
+IDLE_TIMEOUT_SECS = 15
+# How often the deadline and the idle timeout are checked: the loop wakes at least once a
+# second anyway, and one pass over a few hundred connections costs microseconds.
+CLEANUP_INTERVAL_SECS = 1
+# Open connections at most (waitress: 100, which 120 slow clients filled), fewer when the
+# process may not open descriptors for them all: each holds its socket and, while a body or
+# an answer is too big for memory (512 KiB, 1 MiB), a spool file for each; RESERVED_FDS
+# stay for the database files, the log and the trigger pipe (a daemon at rest holds 14).
+# Past the descriptor limit accept() fails in a busy loop. The loop waits in poll(), not
+# select(), which refuses descriptors from 1024 up with an error that ends the loop.
+CONNECTION_LIMIT = 500
+FDS_PER_CONNECTION = 3
+RESERVED_FDS = 64
+
+
+class Forbidden(Error):
+    code = 403
+    reason = "Forbidden"
+
+
+class GuardedParser(HTTPRequestParser):
+    """waitress's request parser, refusing on the headers what the app would refuse."""
+
+    def __init__(self, adj: Adjustments, server: DaemonServer) -> None:
+        super().__init__(adj)
+        self.server = server
+        self.started = time.time()  # made on a request's first byte: its deadline counts from here
+
+    def received(self, data: bytes) -> int:
+        in_headers = not self.headers_finished
+        consumed = super().received(data)
+        refusal = self.refusal() if in_headers and self.headers_finished else None
+        if refusal is None:
+            return consumed
+        self.error, self.completed = refusal, True
+        self.expect_continue = False  # no "100 Continue": the body is not wanted
+        return len(data)  # the rest of this read is that body: dropped with it
+
+    def refusal(self) -> Error | None:
+        """The answer to headers just read when the request must go no further (None: read
+        on). A malformed request keeps waitress's own answer."""
+        if self.empty or not (self.error is None or isinstance(self.error, RequestEntityTooLarge)):
+            return None
+        reason = self.server.guard.refusal(self.headers.get("HOST"), self.headers.get("ORIGIN"))
+        if reason is not None:
+            return Forbidden(reason)
+        if self.content_length > self.server.max_body_bytes:
+            return RequestEntityTooLarge(
+                f"Content-Length {self.content_length} is more than the "
+                f"{self.server.max_body_bytes} bytes allowed"
+            )
+        return None
+
+
+class JsonErrorTask(ErrorTask):
+    """waitress's error answer as the app's: ``{"error": "<reason>: <detail>"}``."""
+
+    def execute(self) -> None:
+        error = self.request.error
+        text = f"{error.reason.lower()}: {error.body.rstrip('.')}"
+        body = (
+            json.dumps({"error": text}, ensure_ascii=False, separators=(",", ":")) + "\n"
+        ).encode("utf-8")
+        self.status = f"{error.code} {error.reason}"
+        self.response_headers.append(("Content-Type", "application/json"))
+        self.response_headers.append(("X-Content-Type-Options", "nosniff"))
+        self.set_close_on_finish()
+        self.content_length = len(body)
+        self.write(body)
+
+
+class GuardedChannel(HTTPChannel):
+    error_task_class = JsonErrorTask
+    server: DaemonServer
+
+    def parser_class(self, adj: Adjustments) -> GuardedParser:  # waitress calls it per request
+        return GuardedParser(adj, self.server)
+
+
+class DaemonServer(TcpWSGIServer):
+    """waitress's TCP server with the guarded channels and the request deadline."""
+
+    channel_class = GuardedChannel
+
+    def __init__(
+        self,
+        service: MemoryService,
+        adj: Adjustments,
+        *,
+        host: str,
+        allow_remote: bool,
+        request_deadline: float,
+    ) -> None:
+        super().__init__(None, adj=adj)  # binds: the app and the rule need the real port
+        self.max_body_bytes = adj.max_request_body_size - 1
+        self.request_deadline = request_deadline
+        port = int(self.effective_port)
+        self.guard = rest.AddressGuard(host, port, allow_remote)
+        self.application = rest.create_app(
+            service,
+            host=host,
+            port=port,
+            allow_remote=allow_remote,
+            bound_ip=str(self.effective_host),
+        )
+
+    def maintenance(self, now: float) -> None:
+        """waitress's idle timeout, and the deadline of requests still arriving."""
+        super().maintenance(now)
+        cutoff = now - self.request_deadline
+        for channel in self.active_channels.values():
+            request = channel.request
+            if request is not None and not channel.requests and request.started < cutoff:
+                log.info(
+                    "closing the connection from %s: no whole request within %s s",
+                    channel.addr[0],
+                    self.request_deadline,
+                )
+                channel.will_close = True
+
+
+def create_server(
+    service: MemoryService,
+    host: str,
+    port: int,
+    *,
+    allow_remote: bool,
+    request_deadline: float = REQUEST_DEADLINE_SECS,
+) -> DaemonServer:
+    """The REST daemon's server bound to ``host:port`` (port 0: a free one), not yet running."""
+    adj = Adjustments(
+        host=host,
+        port=port,
+        threads=REST_THREADS,
+        # waitress refuses a body of this many bytes or more (a chunked one, counted as it
+        # arrives); the app refuses more than its limit
+        max_request_body_size=rest.max_body_bytes(service.max_content_bytes) + 1,
+        channel_timeout=IDLE_TIMEOUT_SECS,
+        cleanup_interval=CLEANUP_INTERVAL_SECS,
+        connection_limit=connection_limit(),
+        asyncore_use_poll=True,
+    )
+    return DaemonServer(
+        service, adj, host=host, allow_remote=allow_remote, request_deadline=request_deadline
+    )
+
+
+def connection_limit() -> int:
+    """CONNECTION_LIMIT, or as many connections as the descriptor limit leaves room for."""
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return CONNECTION_LIMIT
+    return max(1, min(CONNECTION_LIMIT, (soft - RESERVED_FDS) // FDS_PER_CONNECTION))
