@@ -133,9 +133,9 @@ class OpeningService:
     Importing SQLAlchemy and building the engine take about a third of a second, which the
     first answers (initialize, tools/list) do not need; the file was already checked
     (``storage.ready_to_serve``), so a bad file still stops ``serve`` before it answers.
-    The opening starts OPEN_AFTER_ANSWER_SECS after that answer (begun at once, its imports
-    had delayed the answer on its way out by about 150 ms), or at once when a call needs
-    the service. Any attribute waits for the opening; if it failed, a call gets the
+    The opening starts OPEN_AFTER_ANSWER_SECS after that answer, so that its imports do not
+    delay the answer on its way out (docs/performance.md, section 7), or at once when a call
+    needs the service. Any attribute waits for the opening; if it failed, a call gets the
     storage error.
     """
 

@@ -26,7 +26,8 @@ class InvalidType(InvalidArgument):
 
     A field that is missing or has the wrong JSON type: the body does not deserialize.
     Same message as any invalid argument; REST answers 422 for it on POST /api/memories
-    and POST /api/search, as the original daemon's body extractor did.
+    and POST /api/search: the status clients of the REST API expect for a body that does
+    not deserialize.
     """
 
 
@@ -34,7 +35,7 @@ class UnknownField(AgentMemoryError):
     """failed to deserialize parameters: unknown field `{field}`, expected one of {expected}
     (did you mean `{suggestion}`?)
 
-    serde's wording, as the original tool answered an unknown field; the hint is ours and
+    serde's wording, the message clients expect for an unknown field; the hint is ours and
     only there when a known field is close to the one sent.
     """
 

@@ -25,7 +25,7 @@ def choose(mode: str, stored: Pin | None, *, ollama_url: str, ollama_model: str)
     database's own provider and model (when it is not there, searches are keyword-only,
     never another model's vectors); an unpinned one takes Ollama when it answers with the
     configured model, else the local model when it can run here, else Ollama all the same
-    (keyword-only until it answers, as before the local model existed).
+    (keyword-only until it answers).
     """
     from agent_memory.embedders.local import Local, unavailable_reason
     from agent_memory.embedders.ollama import Ollama

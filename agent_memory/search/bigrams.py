@@ -17,7 +17,7 @@ with); a single character is the prefix ``数 *``, the one token each of its occ
 
 Bigrams, not FTS5's ``trigram`` tokenizer: most Chinese words are two characters, which
 trigrams cannot match, and a trigram index would hold every three letters of Latin text
-too. Text without these scripts is indexed and searched exactly as before.
+too. Text without these scripts is indexed and searched unchanged.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ the rows holding its informative words, every row scored by the bm25 of the OR o
 words. A word is informative when it is in at most about a quarter of rows (IDF above
 PRUNE_MAX_IDF); when no word that occurs is, the rarest that occurs is (``informative``).
 Judged by the index's own counts, this needs no stop-word list and holds in every language:
-"the", "we", "which" match nearly every row and no longer bring them in.
+"the", "we", "which" match nearly every row and do not bring them in.
 
-Scoring every row the common words match was also most of a question's cost, so both
+Scoring every row the common words match is most of a question's cost, so both
 backends plan it the same way (``plan``): past PRUNE_MIN_ROWS memories the informative words
 alone are scored and the others' share added back to the best rows, and past
 PRUNE_EXACT_ROWS only the rows of the rarest words are scored when the kept words match many
@@ -32,7 +32,7 @@ BM25_B = 0.75
 IDF_FLOOR = 1e-6
 # A hit in a memory's tags counts this many times a hit in its content in bm25's term
 # frequency (FTS5's column weights). A sum of powers of two, so that a row's hits add up to
-# the same float on both engines. Measured on the committed sets: docs/search.md.
+# the same float on both engines. Chosen on the committed sets (docs/search.md).
 TAG_WEIGHT = 1.5
 # One query term adds at most idf * (k1 + 1) to a row's bm25 score.
 BM25_TERM_MAX = BM25_K1 + 1
@@ -51,7 +51,7 @@ PRUNE_MIN_ROWS = 2_000
 # more than PRUNE_SCORED_SHARE of the rows in all (counted per word), bm25 is computed only
 # for the rows that match the rarest of them: the other words still count in those rows'
 # scores, but a row matching none of the rarest words is not ranked. The page can differ
-# from the full query's (measured in bench/pruning.py); up to PRUNE_EXACT_ROWS memories the
+# from the full query's (docs/performance.md, section 3); up to PRUNE_EXACT_ROWS memories the
 # answer is always the full query's.
 PRUNE_EXACT_ROWS = 20_000
 PRUNE_SCORED_SHARE = 0.1

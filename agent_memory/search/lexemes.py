@@ -1,7 +1,7 @@
 """Tokens and lexemes as FTS5's ``porter unicode61 remove_diacritics 2`` tokenizer makes them.
 
 Why here and not in a database: the PostgreSQL backend must store and query FTS5's own
-lexemes for bm25 parity (see agent_memory.search), so unicode61's tables (measured from
+lexemes for bm25 parity (see agent_memory.search), so unicode61's tables (taken from
 SQLite, agent_memory/search/unicode61.py) and FTS5's porter stemmer, step for step on UTF-8 bytes,
 are reproduced in Python.
 """

@@ -27,7 +27,7 @@ DEFAULT_SWEEP_INTERVAL_SECS = 3600
 STARTUP_GRACE_SECS = 2.0
 # The pause between two of the sweep's batches, outside the write lock. SQLite's busy
 # handler polls a waiting writer at 0, 1, 3, 8, 18 and 33 ms, so a gap this long (after a
-# batch of ~20 ms) always lets a store that arrived during the batch in.
+# batch held for SWEEP_HOLD_TARGET_SECS) always lets a store that arrived during the batch in.
 SWEEP_PAUSE_SECS = 0.025
 
 
@@ -40,7 +40,7 @@ def sweep(
     ``pause`` runs between two of them and returns True to stop the pass. With
     ``decay_every``, decay scores are left alone if any process on the database refreshed
     them less than that many seconds ago: every server starting on a large file would
-    otherwise rewrite every row (14 s of batches at 1,000,000 memories).
+    otherwise rewrite every row (docs/performance.md, section 10).
     """
     report: dict[str, Any] = {"expired": 0, "decayed": 0, "embedded": 0}
     longest = 0.0

@@ -41,7 +41,7 @@ SHOWN_MAX_DEPTH = 8
 _SHOWN_INT_BOUND = 10**wire.MAX_INTEGER_DIGITS
 # An unknown argument's name is compared with the known ones (difflib's ratio, 0 to 1) when
 # it is at most this long: at 0.7 `tag` finds `tags` (0.86), `scop` `scope`, `ttl_sec`
-# `ttl_secs` and `ids` `id` (0.8), while `kind` no longer finds `id` (0.67) and `type`
+# `ttl_secs` and `ids` `id` (0.8), while `kind` does not find `id` (0.67) and `type`
 # finds nothing among update's fields.
 SUGGEST_CUTOFF = 0.7
 SUGGEST_MAX_CHARS = 64
@@ -384,7 +384,7 @@ def import_record(record: Mapping[str, Any], max_content_bytes: int) -> None:
     The reader calls this in its first pass, before the database is opened, once the
     record's fields have their JSON types; it names the line.
     """
-    for name, value in record.items():  # by exact type: an import checks 100,000s of these
+    for name, value in record.items():  # by exact type: run on every field of an import
         kind_of = type(value)
         if kind_of is str:
             _encodable(name, value)

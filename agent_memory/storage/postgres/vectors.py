@@ -46,9 +46,9 @@ EF_SEARCH_MAX = 1_000
 # A filtered leg: exact when at most EXACT_MIN_ROWS memories pass, or at most
 # sqrt(ITERATIVE_COST x leg x vectors), where the two plans cost the same if a tuple the
 # iterative scan visits costs ITERATIVE_COST times a passing memory's exact distance. That
-# ratio was 4-10 at 100,000 vectors (mostly cached), 0.6 at 1,000,000 read through
-# the OS cache (PostgreSQL's default 128 MB of buffers; docs/performance.md). 1 leans to the
-# index, where the planner can still choose to sort the few rows exactly itself.
+# ratio depends on what is cached: above 1 on a cached table, below it on one read through
+# the OS cache (docs/performance.md, section 18, "Filters before the vector leg's cut"). 1
+# leans to the index, where the planner can still choose to sort the few rows exactly itself.
 EXACT_MIN_ROWS = 1_000
 ITERATIVE_COST = 1
 # hnsw.max_scan_tuples of a filtered leg's iterative scan (pgvector's default: 20,000).

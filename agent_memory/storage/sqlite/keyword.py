@@ -79,7 +79,7 @@ _PHRASE_ROWS = "SELECT count(*) FROM memories_fts WHERE memories_fts MATCH ?"
 # tags (highlight() inserts one character before each occurrence). FTS5 walks the phrase's
 # rows once and highlights only the ids; bm25() would have counted the
 # phrase's rows all over again for every id. Lengths are counted in bytes: length() of text
-# stops at a NUL, which FTS5 indexes past (issue 18). _DOC_SIZES gives those rows' lengths
+# stops at a NUL, which FTS5 indexes past. _DOC_SIZES gives those rows' lengths
 # in tokens, column by column (bm25's D is their sum).
 _OCCURRENCES = (
     "SELECT rowid, length(CAST(highlight(memories_fts, 0, 'x', '') AS BLOB))"

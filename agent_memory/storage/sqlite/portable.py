@@ -52,7 +52,7 @@ _IMPORT_COLUMNS = (
     "keyword_tags",
 )
 # Raw SQL, so that an import passes all its links in one executemany: through SQLAlchemy,
-# a statement per edge cost 1.3 s of a 100,000-memory import's 12 (10,000 links).
+# each edge is a statement of its own (docs/performance.md, section 9).
 LINK = (
     "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT DO NOTHING"  # a repeat keeps the relation's original created_at

@@ -2,7 +2,8 @@
 memories, exact to within what re-ranking can see.
 
 Why: a real model's vectors are anisotropic (they crowd into a cone), so sign bits of the raw
-vectors, the SQL leg's guide, find 22% of the true ten nearest at 100,000 memories. Here
+vectors, the SQL leg's guide, find few of the true ten nearest (docs/performance.md,
+section 18). Here
 every vector is kept as a compact code built around the data's own mean and spread, the
 codes are scanned with numpy, and the best candidates are re-ranked exactly by cosine over
 their float32 vectors, read from the database in the search's own snapshot.
@@ -15,15 +16,15 @@ plane alone keeps STAGE1_KEEP rows, which the whole code then orders; the SCORE_
 are scored once more against the query's float values (asymmetric: the query is not
 quantized), and the best of those are re-ranked exactly. The codes are held
 plane by plane, each 64-bit word of a plane in its own contiguous array (numpy's
-bitwise_count over a column of words was 3 to 5 times faster than over rows).
+bitwise_count runs several times faster over a column of words than over rows).
 
 Filters: a filtered search ranks only the memories that pass its type, tag and scope
 filters, read as ids in the search's snapshot (vectors.passing_ids) and taken to rows here.
 When no more of them than the re-rank takes pass, they are all re-ranked exactly; a few more,
 and the whole code is scored over those rows alone; past STAGE1_MIN_ROWS of them, the sign
 plane's first pass runs over every row with the others set aside. So the filters apply
-before every cut; what a filter adds to a search is the reading of the ids (at 1,000,000
-memories, 11-15 ms for a scope's 100,000).
+before every cut; what a filter adds to a search is the reading of the ids
+(docs/performance.md, section 18, "Filters before the vector leg's cut").
 
 Consistency across processes: the index is derived data. It is loaded from the vectors in
 one snapshot, with the vector_changes log's position in that snapshot as its watermark; a
@@ -64,29 +65,29 @@ CUTS = (-0.6745, 0.0, 0.6745)
 SIGN_PLANE = CUTS.index(0.0)
 # Past STAGE1_MIN_ROWS live rows, a first pass over the sign plane keeps the STAGE1_KEEP
 # nearest, and only those are scored on the other planes. Below it the whole code over every
-# row is cheaper (100,000 rows: 2.8 ms, where the first pass, the cut and gathering the kept
-# rows' words took 10 ms) and misses nothing. At 1,000,000 real-model vectors, keeping
-# 20,000 lost 5-7% of the exact ten before any later step could see them; 80,000 keep ~99%.
+# row is cheaper than the first pass, its cut and gathering the kept rows' words, and misses
+# nothing. STAGE1_KEEP is as many as keep nearly all of the exact ten on real-model vectors
+# for the later steps to find (docs/performance.md, section 18).
 STAGE1_MIN_ROWS = 300_000
 STAGE1_KEEP = 80_000
 # The SCORE_KEEP nearest on the whole code (its Hamming distance: the L1 distance between
 # quantized values) are then scored again against the query's own float values (the dot
 # product of the query with each row's quantized values, through per-byte lookup tables),
-# which orders them far better than the symmetric distance: at 1,000,000 vectors the 1,000
-# re-ranked candidates held 95% of the exact ten by Hamming distance, 98-99% by this score.
+# which orders them far better than the symmetric distance: more of the exact ten reach the
+# re-rank (docs/performance.md, section 18).
 SCORE_KEEP = 4_000
 # Candidates re-ranked exactly by cosine over their float32 vectors: RERANK_FACTOR x the
-# leg, at least RERANK_MIN. Reading them from SQLite is the costly step at 1,000,000
-# (1,000: about 10 ms; 2,000: 25-45 ms), so the scoring above is made good instead.
+# leg, at least RERANK_MIN. Reading them from SQLite is the costly step on a large index
+# (docs/performance.md, section 18), so the scoring above is made good instead.
 RERANK_FACTOR = 2
 RERANK_MIN = 1_000
 # The mean and spread of the dimensions are taken from the first SAMPLE_ROWS vectors.
 SAMPLE_ROWS = 8_192
 # Vectors read and encoded at a time while loading (RSS grows by about this many float32
 # vectors, not by the whole table). The load's transient memory is a few times the chunk
-# (the rows' bytes, the matrix, its scaled copy, a byte per bit before packing): with 16,384
-# rows and a 20,000-row sample the process's peak was 257 MiB at 100,000 vectors for 151
-# after the load; with 4,096 and 8,192, 117 for 103 (in process, bench/bench_vectors.py).
+# (the rows' bytes, the matrix, its scaled copy, a byte per bit before packing), and it sets
+# the process's peak; these two keep it near the loaded index's own size
+# (docs/performance.md, section 18).
 LOAD_CHUNK_ROWS = 4_096
 # Once this share of the rows are dead (forgotten, or replaced by a new vector), the
 # arrays are compacted.
@@ -94,8 +95,8 @@ COMPACT_DEAD_SHARE = 0.25
 GROWTH = 1.5
 # Rows allocated beyond those loaded (or kept by a compaction), so that the first writes a
 # process sees do not grow the arrays: growing copies the planes into arrays GROWTH times
-# larger (at 1,000,000 vectors 144 MB into 216 MB beside it), which took the peak RSS of
-# `serve` at 1,000,000 memories to 516 MiB at its first store.
+# larger beside the old ones, which would set the peak RSS of `serve` at its first store
+# (docs/performance.md, section 19).
 SPARE_SHARE = 0.02
 SPARE_MIN = 1_024
 
@@ -137,8 +138,8 @@ LEVEL_STEPS = _level_steps()
 
 class _Codes:
     """The codes of one pin, their ids and which rows still count; mutated under the
-    index's lock. Rows are found by id through a dense array (4 bytes per id, where a dict
-    of 1,000,000 ids took about 100 MB)."""
+    index's lock. Rows are found by id through a dense array (4 bytes per id, a small
+    fraction of what a dict of the ids holds)."""
 
     def __init__(self, pin: Pin, mean: Any, scale: Any, capacity: int) -> None:
         self.pin = pin
@@ -296,7 +297,7 @@ def _nearest_rows(values: Any, count: int) -> Any:
     """Positions of the ``count`` smallest values (ties by position), in position order.
 
     The distances are small integers, so the cut is found from their histogram instead of
-    by a partition (at 1,000,000 rows: about 3 ms against 9), and the rows come out sorted,
+    by a partition (about three times faster), and the rows come out sorted,
     which makes gathering their words from the planes several times faster."""
     if count >= len(values):
         return np.arange(len(values))
@@ -423,7 +424,7 @@ def _passing(conn: sqlalchemy.Connection, filters: Filters) -> Any:
 
 def _floats_of(conn: sqlalchemy.Connection, ids: list[int]) -> list[Any]:
     """(id, float32 blob) of these ids, in id order: sorted ids read the table's pages in
-    order (1,000 random rows: 6 ms as a JSON list in any order, 2 ms sorted in an IN list)."""
+    order, about three times faster than a JSON list of them in any order."""
     found: list[Any] = []
     driver = conn.connection.driver_connection
     for start in range(0, len(ids), MAX_BOUND_IDS):

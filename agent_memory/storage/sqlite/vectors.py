@@ -46,7 +46,7 @@ from agent_memory.storage.sqlite.schema import memories, meta
 
 log = logging.getLogger(__name__)
 
-# Exact cosine over every stored vector up to this many (about 40 ms at 20,000, 384-d).
+# Exact cosine over every stored vector up to this many (docs/performance.md, section 5).
 EXACT_KNN_MAX_VECTORS = 20_000
 # Candidates the Hamming scan keeps for the exact re-rank: COARSE_FACTOR x the leg, at least
 # COARSE_MIN_CANDIDATES. Sign bits of raw vectors are a poor guide for a real model's
@@ -202,7 +202,8 @@ def _sample(runs: int) -> str:
 
 def passing_ids(conn: sqlalchemy.Connection, filters: Filters) -> str:
     """The ids of the memories that pass ``filters`` in this snapshot, comma-separated (one
-    string: at 1,000,000 memories, 100,000 ids took 11 ms this way, 44 ms as rows)."""
+    string: a quarter of the time of reading them as rows; docs/performance.md, section
+    18)."""
     key, params = _passing(filters)
     return conn.execute(_passing_ids(key), params).scalar_one() or ""
 
@@ -233,8 +234,8 @@ def _passing_clauses(key: PassingKey) -> tuple[Any, ...]:
     The tag's JSON string must occur in the tags' JSON text (for ASCII, json.dumps writes
     it one way, escaped or not); where it does, it is a whole element when it stands between
     the list's brackets and separators (a quote inside a string is escaped, so such a match
-    cannot start or end inside one), else json_each decides. At 1,000,000 memories this
-    found the ids of a tag on 20% of them in ~70 ms, where json_each on every row took 240.
+    cannot start or end inside one), else json_each decides, on the few rows where the
+    tag might be rather than on every row (docs/performance.md, section 18).
     """
     filter_key, text = key
     by_type, by_tag, by_scope = filter_key

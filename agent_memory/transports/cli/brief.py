@@ -45,10 +45,9 @@ ITEM_CHARS = 600
 SECTION_ROWS = 50
 # Each section ranks the RECENT_WINDOW newest memories of its kind by last use: an older one
 # only shows while it is among them. Every candidate is a row read (no index holds the last
-# use). A brief has eight sections (four kinds, in the scope and global); with the window,
-# six of them (all but the patterns') of a scope of 33,000 memories (100,000 in all) took
-# 115-130 ms, against 480 ms for all of them; a scope of 10,000 memories or fewer (up to
-# 2,000 per section) is ranked whole.
+# use). A brief has eight sections (four kinds, in the scope and global); the window bounds
+# the rows each reads on a large scope (docs/performance.md, section 15), and a scope of
+# 10,000 memories or fewer (up to 2,000 per section) is ranked whole.
 RECENT_WINDOW = 2_000
 # Memories linked to an ERROR shown under it, newest relation first.
 RELATED_PER_ERROR = 3

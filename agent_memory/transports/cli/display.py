@@ -90,7 +90,7 @@ def one_line(text: str, width: int) -> str:
 
 
 def terminal_width() -> int:
-    import shutil  # (with bz2 and lzma: 4 ms that every other command would pay at start)
+    import shutil  # here: with bz2 and lzma, start-up time other commands need not pay
 
     return shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns
 

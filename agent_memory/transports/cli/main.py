@@ -39,7 +39,7 @@ COMMAND = "agent-memory"
 DEFAULT_REST_PORT = 7437
 # Both servers hand the GIL between threads on every request (waitress's I/O thread and
 # workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
-# The default 5 ms switch interval added about 1 ms to each search (bench/).
+# The default 5 ms switch interval delays each search (docs/performance.md, section 8).
 SWITCH_INTERVAL_SECS = 0.0005
 
 log = logging.getLogger("agent_memory")

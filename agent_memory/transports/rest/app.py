@@ -205,7 +205,7 @@ def unlink(from_id: str, to_id: str, kind: str) -> tuple[Response, int]:
 @api.get("/health")
 def health() -> Response:
     """Only ``challenge`` is read from the query (agent_memory.contract.identity): anything else a
-    monitor adds (a cache buster) is ignored, as it always was."""
+    monitor adds (a cache buster) is ignored."""
     address = current_app.extensions[BOUND_ADDRESS]
     return jsonify(_service().health(request.args.get("challenge"), address))
 

@@ -40,7 +40,7 @@ IDLE_TIMEOUT_SECS = 15
 # How often the deadline and the idle timeout are checked: the loop wakes at least once a
 # second anyway, and one pass over a few hundred connections costs microseconds.
 CLEANUP_INTERVAL_SECS = 1
-# Open connections at most (waitress: 100, which 120 slow clients filled), fewer when the
+# Open connections at most (waitress: 100, which slow clients can fill), fewer when the
 # process may not open descriptors for them all: each holds its socket and, while a body or
 # an answer is too big for memory (512 KiB, 1 MiB), a spool file for each; RESERVED_FDS
 # stay for the database files, the log and the trigger pipe (a daemon at rest holds 14).
