@@ -130,8 +130,8 @@ def build_service(
 class OpeningService:
     """The service of ``serve``, opened in a thread once the server has answered a client.
 
-    Importing SQLAlchemy and building the engine take about a third of a second, which the
-    first answers (initialize, tools/list) do not need; the file was already checked
+    Importing SQLAlchemy and building the engine take time (docs/performance.md, section 7)
+    that the first answers (initialize, tools/list) do not need; the file was already checked
     (``storage.ready_to_serve``), so a bad file still stops ``serve`` before it answers.
     The opening starts OPEN_AFTER_ANSWER_SECS after that answer, so that its imports do not
     delay the answer on its way out (docs/performance.md, section 7), or at once when a call

@@ -1,9 +1,10 @@
 """The bounds on a query's cost, read from its lexemes before it runs.
 
-A few hundred bytes of FTS5 can cost a minute of CPU (``m* OR m* ...``, a NEAR group of 200
-words, a phrase of 2,000 words), so a query whose shape is past these bounds is refused before
-it runs; the search's time budget (service.SEARCH_BUDGET_SECS) stops whatever costs more
-anyway. docs/performance.md has the measurements behind the bounds.
+A few hundred bytes of FTS5 can keep a search running far past any budget (``m* OR m* ...``,
+a NEAR group of 200 words, a phrase of 2,000 words), so a query whose shape is past these
+bounds is refused before it runs; the search's time budget (service.SEARCH_BUDGET_SECS) stops
+whatever costs more anyway. docs/performance.md, section 4, has the measurements behind the
+bounds.
 
 The bounds are read on the lexemes as FTS5 would read them, whether or not FTS5 accepts the
 text: a text FTS5 refuses is searched for its words, which the word bound covers, and its

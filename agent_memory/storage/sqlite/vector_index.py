@@ -86,8 +86,8 @@ SAMPLE_ROWS = 8_192
 # Vectors read and encoded at a time while loading (RSS grows by about this many float32
 # vectors, not by the whole table). The load's transient memory is a few times the chunk
 # (the rows' bytes, the matrix, its scaled copy, a byte per bit before packing), and it sets
-# the process's peak; these two keep it near the loaded index's own size
-# (docs/performance.md, section 18).
+# the process's peak: LOAD_CHUNK_ROWS and SAMPLE_ROWS keep that near the loaded index's own
+# size (docs/performance.md, section 18).
 LOAD_CHUNK_ROWS = 4_096
 # Once this share of the rows are dead (forgotten, or replaced by a new vector), the
 # arrays are compacted.
