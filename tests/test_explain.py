@@ -41,7 +41,18 @@ def test_a_keyword_answer_explains_bm25_and_decay(service):
     assert answer["results"][0]["id"] == memory_id
     assert why["vector"] is None and why["keyword"]["rank"] == 1
     assert why["score"] == pytest.approx(why["decay"] + why["keyword"]["bm25"])
-    assert answer["explain"] == {"score": "decay + bm25"}
+    assert answer["explain"] == {
+        "score": "decay + bm25",
+        "words": {"rows": None, "used": ["sqlite", "vec"]},  # searched as plain words
+    }
+
+
+def test_a_keyword_answer_names_the_words_a_question_was_searched_as(service):
+    service.store({"content": "We picked PostgreSQL for the billing database", "type": "DECISION"})
+    answer = service.search({"query": "which database did we pick?", "explain": True})
+    assert answer["search_mode"] == "keyword" and answer["results"]
+    words = answer["explain"]["words"]
+    assert words["used"] == ["which", "database", "did", "we", "pick"]
 
 
 def test_explain_is_a_flag(service):

@@ -43,6 +43,15 @@ def test_keyword_search_explains_bm25_and_decay(service, db_path):
     assert result.stderr == "2 found (keyword search: search by meaning is off (--embedder none))\n"
 
 
+def test_a_keyword_question_names_the_words_it_was_searched_as(service, db_path):
+    service.store({"content": "We chose SQLite with WAL", "type": "DECISION"})
+    result = am(db_path, "search", "which database did we choose?", "--explain")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[-1] == (
+        "explain: score = decay + bm25 · words which, database, did, we, choose"
+    )
+
+
 def test_without_explain_there_is_no_why(service, db_path):
     service.store({"content": "We chose SQLite with WAL", "type": "DECISION"})
     result = am(db_path, "search", "sqlite")

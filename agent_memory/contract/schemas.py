@@ -66,7 +66,8 @@ _EXPLAIN = {
     "{rank, bm25, share}, vector: {rank, similarity, share, sigmas}, fused, decay, score} "
     "(a leg that did not find it is null), and the answer gets explain: the fusion, what "
     "the model's similarity to unrelated memories looks like for this query (noise), the "
-    "relevance floor and how many candidates fell below it. Default false.",
+    "relevance floor and how many candidates fell below it, and the words a plain-language "
+    "query was searched as (words.used). Default false.",
 }
 
 

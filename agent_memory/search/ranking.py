@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,8 +99,12 @@ class Fused:
     explain: dict[str, Any]
 
 
-def keyword_page(scored: list[tuple[dict[str, Any], float]]) -> Fused:
-    """A keyword page, (memory, decay - bm25) best first, with why each memory is on it."""
+def keyword_page(
+    scored: list[tuple[dict[str, Any], float]], words: Sequence[str] | None = None
+) -> Fused:
+    """A keyword page, (memory, decay - bm25) best first, with why each memory is on it;
+    ``words``: the words it was searched as (a plain-language query or the retry), else
+    None (FTS5 syntax, or one word: the query as written)."""
     why = {
         memory["id"]: {
             "keyword": {"rank": rank, "bm25": score - memory["decay_score"]},
@@ -110,7 +114,8 @@ def keyword_page(scored: list[tuple[dict[str, Any], float]]) -> Fused:
         }
         for rank, (memory, score) in enumerate(scored, start=1)
     }
-    return Fused([memory for memory, _ in scored], why, {"score": "decay + bm25"})
+    used = None if words is None else {"rows": None, "used": list(dict.fromkeys(words))}
+    return Fused([memory for memory, _ in scored], why, {"score": "decay + bm25", "words": used})
 
 
 def fusion() -> str:

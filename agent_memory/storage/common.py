@@ -196,7 +196,10 @@ class CommonStore:
                 mode = ranking.SEARCH_MODE_HYBRID
                 return SearchPage(mode, fused.results, None, fused.why, fused.explain)
             # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
-            page = ranking.keyword_page(self._keyword_page(conn, parsed, now, limit, filters))
+            page = ranking.keyword_page(
+                self._keyword_page(conn, parsed, now, limit, filters),
+                parsed.words if parsed.several_words else None,
+            )
             mode = ranking.SEARCH_MODE_KEYWORD
             return SearchPage(mode, page.results, stored, page.why, page.explain)
 

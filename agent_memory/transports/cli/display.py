@@ -174,7 +174,9 @@ def explanation(explain: dict[str, Any]) -> str:
     """How a search made its page (the answer's ``explain``), on one line: the fusion, the
     relevance floor and how many candidates fell below it."""
     if "fusion" not in explain:  # keyword mode
-        return f"score = {explain['score']}"
+        words = explain.get("words")
+        shown = "" if not words else f" · words {', '.join(map(printable, words['used']))}"
+        return f"score = {explain['score']}{shown}"
     floor = explain["floor"]
     bars = []
     if floor["keyword"] is not None:
