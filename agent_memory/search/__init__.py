@@ -31,24 +31,71 @@ queries get theirs from here.
 
 from __future__ import annotations
 
-from agent_memory.search.bigrams import indexed_tags, indexed_text, rewrite, unsegmented
-from agent_memory.search.fts5 import indexed_match, to_fts5
-from agent_memory.search.lexemes import fold, lexeme, tag_text, tokens
-from agent_memory.search.parsed import ParsedQuery, any_word, every_word, read, word_leaf
-from agent_memory.search.parser import is_special, parse
-from agent_memory.search.tree import (
-    COLUMNS,
-    NEAR_DEFAULT,
-    And,
-    Near,
-    Node,
-    Not,
-    Or,
-    Phrase,
-    QuerySyntaxError,
-    Term,
-    phrase_paths,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from agent_memory.search.bigrams import indexed_tags, indexed_text, rewrite, unsegmented
+    from agent_memory.search.fts5 import indexed_match, to_fts5
+    from agent_memory.search.lexemes import fold, lexeme, tag_text, tokens
+    from agent_memory.search.parsed import ParsedQuery, any_word, every_word, read, word_leaf
+    from agent_memory.search.parser import is_special, parse
+    from agent_memory.search.tree import (
+        COLUMNS,
+        NEAR_DEFAULT,
+        And,
+        Near,
+        Node,
+        Not,
+        Or,
+        Phrase,
+        QuerySyntaxError,
+        Term,
+        phrase_paths,
+    )
+
+
+# Each name's module, imported when the name is first asked for: the lexeme tables are
+# loaded only by what searches, not by `serve` before its first answer.
+_HOMES = {
+    "indexed_tags": "bigrams",
+    "indexed_text": "bigrams",
+    "rewrite": "bigrams",
+    "unsegmented": "bigrams",
+    "indexed_match": "fts5",
+    "to_fts5": "fts5",
+    "fold": "lexemes",
+    "lexeme": "lexemes",
+    "tag_text": "lexemes",
+    "tokens": "lexemes",
+    "ParsedQuery": "parsed",
+    "any_word": "parsed",
+    "every_word": "parsed",
+    "read": "parsed",
+    "word_leaf": "parsed",
+    "is_special": "parser",
+    "parse": "parser",
+    "COLUMNS": "tree",
+    "NEAR_DEFAULT": "tree",
+    "And": "tree",
+    "Near": "tree",
+    "Node": "tree",
+    "Not": "tree",
+    "Or": "tree",
+    "Phrase": "tree",
+    "QuerySyntaxError": "tree",
+    "Term": "tree",
+    "phrase_paths": "tree",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _HOMES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{_HOMES[name]}"), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "COLUMNS",

@@ -13,12 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_memory.contract import fields
 from agent_memory.contract.models import OLLAMA, Embedding, Filters, Noise, Pin, SearchPage
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
-from agent_memory.search import ParsedQuery
+
+if TYPE_CHECKING:
+    from agent_memory.search import ParsedQuery
 
 # A memory as every read answers it, in this order (rows become dicts by these names), and
 # as an export writes it (the JSONL format's fields, in their order): the fields table's.
