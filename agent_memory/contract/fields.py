@@ -63,6 +63,7 @@ class Field:
     initial: Any = None
     imported: bool = False
     argument: Argument | None = None
+    redacted: bool = False  # its text (each item of a list) has secrets replaced before a write
 
 
 _INT = {"type": "integer"}
@@ -76,6 +77,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "content",
         _TEXT,
+        redacted=True,
         export=2,
         imported=True,
         argument=Argument(
@@ -104,6 +106,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "tags",
         _TAGS,
+        redacted=True,
         export=3,
         imported=True,
         argument=Argument(
@@ -117,6 +120,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "source",
         _TEXT,
+        redacted=True,
         nullable=True,
         export=4,
         imported=True,
@@ -127,6 +131,7 @@ FIELDS: tuple[Field, ...] = (
     Field(
         "scope",
         _TEXT,
+        redacted=True,
         nullable=True,
         export=5,
         imported=True,

@@ -66,7 +66,7 @@ SEARCH_BUDGET_SECS = 2.0
 # The text fields of a memory, all redacted before a write. A tag and a scope are also what
 # filters match, so the tag and scope of a filter are redacted the same way: a filter
 # written as the memory was sent finds it.
-REDACTED_FIELDS = ("content", "source", "tags", "scope")
+REDACTED_FIELDS = tuple(f.name for f in fields_table.FIELDS if f.redacted)
 # What stats adds when search by meaning is off: the memories waiting for a vector are
 # then not a backlog on its way to vectors.
 EMBEDDING_OFF = (
