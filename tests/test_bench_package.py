@@ -1,6 +1,7 @@
 """bench/ is a package whose scripts import as bench.NAME from the repository root, with their
 shared helpers in bench/_common.py; tests/support/ is shared by tests and bench and imports
-neither; no file patches sys.path."""
+neither; a test file imports no other test file and no conftest; no file patches
+sys.path."""
 
 from __future__ import annotations
 
@@ -52,3 +53,10 @@ def test_the_bench_helpers_are_defined_once():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         defined = {n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef)}
         assert not defined & SHARED, (path.name, defined & SHARED)
+
+
+def test_a_test_file_takes_shared_helpers_from_tests_support_only():
+    # conftest holds fixtures, which pytest hands out by name; helpers live in tests/support.
+    for path in sorted((ROOT / "tests").glob("test_*.py")):
+        bad = {n for n in imported(path) if n == "conftest" or n.startswith("test_")}
+        assert not bad, (path.name, bad)

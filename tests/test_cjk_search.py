@@ -3,9 +3,8 @@ sentence, by keyword and in hybrid search, on both engines (agent_memory/search/
 
 from __future__ import annotations
 
-from test_store_conformance import T0, ids, new, record, search, vector
-
 from agent_memory import search as query
+from tests.support.stores import T0, ids, new, record, search, vector
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

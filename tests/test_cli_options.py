@@ -19,8 +19,7 @@ from click.testing import CliRunner
 
 from agent_memory import app as wiring
 from agent_memory.transports.cli.main import cli, terminal_notice
-
-from conftest import NO_OLLAMA_URL, executable, run_agent_memory, server_env
+from tests.support.spawned import NO_OLLAMA_URL, executable, run_agent_memory, server_env
 
 GLOBALS = [
     "--embedder",

@@ -13,9 +13,9 @@ from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database
 from agent_memory.transports.mcp import server as mcp_server
+from tests.support.clock import START
+from tests.support.files import dump, file_hashes
 from tests.support.terminal import am
-
-from conftest import START, dump, file_hashes
 
 NOW = START + 86_400  # the commands run a day after the memories were stored
 TYPES = "DECISION, PATTERN, ERROR, TODO, ARCHITECTURE, CONSTRAINT"

@@ -17,8 +17,7 @@ from click.testing import CliRunner
 from agent_memory.storage.sqlite import database
 from agent_memory.transports.cli import brief
 from agent_memory.transports.cli.main import cli
-
-from conftest import dump, file_hashes
+from tests.support.files import dump, file_hashes
 
 HEADER = (
     "# Memory from earlier sessions (agent-memory)\n\n"

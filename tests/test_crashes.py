@@ -21,8 +21,8 @@ import sqlean
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import head_revision
 from agent_memory.transfer import jsonl
-
-from conftest import check_consistent, dump, executable, run_agent_memory, server_env
+from tests.support.files import check_consistent, dump
+from tests.support.spawned import executable, run_agent_memory, server_env
 
 ROUNDS = 8
 STORES_PER_ROUND = 150

@@ -18,8 +18,7 @@ from agent_memory.contract.errors import DatabaseMissing, DatabaseOpenError, Sch
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite import schema
-
-from conftest import file_hashes
+from tests.support.files import file_hashes
 
 
 def test_explicit_path_wins_over_env(monkeypatch, tmp_path):

@@ -10,10 +10,10 @@ from mcp.client.stdio import stdio_client
 
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
+from tests.support.fake_ollama import embedder_for
 from tests.support.paraphrase_set import DATASTORE, PARAPHRASE
 from tests.support.rest_daemon import RestDaemon
-
-from conftest import embedder_for, executable, server_env
+from tests.support.spawned import executable, server_env
 
 DEADLINE_SECS = 60
 

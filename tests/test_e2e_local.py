@@ -9,8 +9,7 @@ from mcp import Client, StdioServerParameters
 from tests.support.local_model import needs_model
 from tests.support.paraphrase_set import DATASTORE
 from tests.support.paraphrase_set import PARAPHRASE as QUESTION
-
-from conftest import executable, server_env
+from tests.support.spawned import executable, server_env
 
 # No word of the question is in any memory (stemmed or not), so only meaning can find it.
 OTHERS = [f"Deploy step {i} runs lint before packaging" for i in range(12)]

@@ -15,8 +15,10 @@ from mcp.shared.exceptions import MCPError
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import head_revision
+from tests.support.clock import Clock
+from tests.support.spawned import executable, run_agent_memory, server_env
 
-from conftest import Clock, executable, run_agent_memory, server_env
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 DEADLINE_SECS = 60
 
@@ -34,11 +36,11 @@ async def call(client, name, args):
         return exc
 
 
-def test_full_session_over_stdio(db_path, tmp_path):
+def test_full_session_over_stdio(location, tmp_path):
     errlog = (tmp_path / "stderr.log").open("w+")
 
     async def main():
-        async with Client(stdio_client(params(db_path), errlog=errlog)) as client:
+        async with Client(stdio_client(params(location), errlog=errlog)) as client:
             tools = await client.list_tools()
             stored = await call(
                 client,
@@ -88,9 +90,9 @@ def test_storage_fault_in_a_tool_call_is_generic_and_logged(db_path, tmp_path, r
     assert "no such table" in errlog.read()
 
 
-def test_two_servers_share_one_file(db_path):
+def test_two_servers_share_one_file(location):
     async def main():
-        async with Client(params(db_path)) as one, Client(params(db_path)) as two:
+        async with Client(params(location)) as one, Client(params(location)) as two:
             await call(
                 one, "memory_store", {"content": "shared across runtimes", "type": "PATTERN"}
             )

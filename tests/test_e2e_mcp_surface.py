@@ -11,11 +11,10 @@ import jsonschema
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import ResourceTemplateReference
-from test_mcp_surface import CALLS, HINTS, undeclared
 
 from agent_memory.transports.mcp.catalog import TYPE_TEMPLATE
-
-from conftest import NO_OLLAMA_URL, executable, server_env
+from tests.support.mcp_surface import CALLS, HINTS, undeclared
+from tests.support.spawned import NO_OLLAMA_URL, executable, server_env
 
 
 def test_the_whole_surface_over_stdio(db_path, tmp_path):

@@ -14,8 +14,9 @@ from mcp import Client, StdioServerParameters
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from tests.support.rest_daemon import RestDaemon
+from tests.support.spawned import executable, run_agent_memory, server_env
 
-from conftest import executable, run_agent_memory, server_env
+pytest_plugins = ["tests.support.pg_fixtures"]
 
 
 def test_startup_line_and_a_round_trip(db_path):
@@ -119,10 +120,10 @@ def test_stopping_finishes_the_request_in_flight(db_path, signum, sigint_ignored
     conn.close()
 
 
-def test_rest_and_mcp_share_one_file(db_path):
-    with RestDaemon(db_path) as daemon:
+def test_rest_and_mcp_share_one_file(location):
+    with RestDaemon(location) as daemon:
         params = StdioServerParameters(
-            command=executable(), args=["--db", str(db_path), "serve"], env=server_env()
+            command=executable(), args=["--db", str(location), "serve"], env=server_env()
         )
 
         async def main():
@@ -142,7 +143,11 @@ def test_rest_and_mcp_share_one_file(db_path):
             "stored over REST"
         ]
         assert [r["content"] for r in seen_by_rest["results"]] == ["stored over MCP"]
+        both = daemon.request("POST", "/api/search", json={"query": "stored"}).json()
+        assert len(both["results"]) == 2
         assert daemon.stop() == 0
+    # A PostgreSQL URL's password never reaches the log.
+    assert not any("password" in line for line in daemon.stderr_lines)
 
 
 def test_costly_searches_do_not_starve_the_daemon(db_path):

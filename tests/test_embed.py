@@ -11,9 +11,8 @@ import sqlalchemy
 from agent_memory.contract.models import Pin
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
+from tests.support.fake_ollama import embedder_for
 from tests.support.terminal import am_with_ollama
-
-from conftest import embedder_for
 
 NOMIC = Pin("nomic-embed-text", 768, "nomic")
 TEXTS = [f"memory number {i} about the datastore" for i in range(5)]

@@ -9,8 +9,7 @@ from agent_memory.contract.models import Pin
 from agent_memory.embedders import local
 from agent_memory.embedders.local import Local
 from agent_memory.embedders.ollama import Ollama
-
-from conftest import NO_OLLAMA_URL
+from tests.support.spawned import NO_OLLAMA_URL
 
 LOCAL_PIN = Pin(local.MODEL_NAME, 384, "e5", "local")
 MXBAI = Pin("mxbai-embed-large", 1024, "none", "ollama")

@@ -9,9 +9,8 @@ import pytest
 
 from agent_memory.embedders.base import MODEL_MISSING, READY, UNREACHABLE
 from agent_memory.embedders.local import Local, LocalModel
-from tests.support.fake_ollama import FakeOllama
-
-from conftest import NO_OLLAMA_URL, embedder_for
+from tests.support.fake_ollama import FakeOllama, embedder_for
+from tests.support.spawned import NO_OLLAMA_URL
 
 
 @pytest.fixture(params=["ollama", "local"])

@@ -17,9 +17,8 @@ from agent_memory.app import Settings
 from agent_memory.service.core import EMBEDDING_OFF, MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transports.mcp import server as mcp_server
+from tests.support.spawned import NO_OLLAMA_URL
 from tests.support.terminal import am_with_ollama
-
-from conftest import NO_OLLAMA_URL
 
 
 @pytest.fixture

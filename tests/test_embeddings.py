@@ -11,9 +11,7 @@ from agent_memory.contract.models import Pin
 from agent_memory.service.core import BACKFILL_BATCH_ROWS, MemoryService
 from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
-from tests.support.fake_ollama import embed
-
-from conftest import embedder_for
+from tests.support.fake_ollama import embed, embedder_for
 
 NOMIC = Pin("nomic-embed-text", 768, "nomic")
 

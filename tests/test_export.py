@@ -21,8 +21,8 @@ from agent_memory import __version__
 from agent_memory.storage.files import EXPORT_SIGNALS
 from agent_memory.storage.sqlite.database import head_revision
 from agent_memory.transports.cli.main import cli
-
-from conftest import START, executable, run_agent_memory, server_env
+from tests.support.clock import START
+from tests.support.spawned import executable, run_agent_memory, server_env
 
 
 def export_lines(svc) -> list[str]:

@@ -21,8 +21,7 @@ from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import open_database
 from agent_memory.storage.sqlite.store import SqliteStore
-
-from conftest import run_agent_memory, server_env
+from tests.support.spawned import run_agent_memory, server_env
 
 GENERIC = "{} failed due to a storage error (details are in the server log)"
 

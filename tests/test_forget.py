@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from conftest import dump
+from tests.support.files import dump
 
 
 def test_forget_deletes_and_reports(service, raw):

@@ -24,8 +24,8 @@ from agent_memory.contract.errors import AgentMemoryError
 from agent_memory.transfer.portable import jsonl_reader
 from agent_memory.transports.cli.main import cli
 from agent_memory.transports.mcp import server as mcp_server
-
-from conftest import dump, executable, server_env
+from tests.support.files import dump
+from tests.support.spawned import executable, server_env
 
 FIELDS = {
     "memory_store": ["content", "type", "tags", "source", "scope", "ttl_secs"],

@@ -8,8 +8,7 @@ import pytest
 from agent_memory.contract.errors import InvalidArgument, UnknownField
 from agent_memory.service.core import EMBEDDING_OFF
 from agent_memory.transports.rest.app import create_app
-
-from conftest import START
+from tests.support.clock import START
 
 
 class client:

@@ -17,11 +17,11 @@ from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vector_index, vectors
 from agent_memory.storage.sqlite.keyword import KeywordIndex
-from tests.support.fake_ollama import embed
+from tests.support.fake_ollama import embed, embedder_for
+from tests.support.files import reading
 from tests.support.paraphrase_set import DATASTORE, PARAPHRASE, fill
+from tests.support.spawned import NO_OLLAMA_URL
 from tests.support.vector_index import load_vector_index
-
-from conftest import NO_OLLAMA_URL, embedder_for, reading
 
 
 def ids_of(answer: dict) -> list[int]:

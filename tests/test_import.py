@@ -22,8 +22,8 @@ from agent_memory.storage.sqlite import store as sqlite_store
 from agent_memory.transfer import portable
 from agent_memory.transfer.portable import jsonl_reader
 from agent_memory.transports.cli.main import cli
-
-from conftest import START, Clock, check_consistent, dump
+from tests.support.clock import START, Clock
+from tests.support.files import check_consistent, dump
 
 REPORT_ZERO = dict.fromkeys(
     [

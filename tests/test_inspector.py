@@ -17,8 +17,7 @@ import pytest
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transports.mcp.tools import TOOLS
-
-from conftest import NO_OLLAMA_URL, executable
+from tests.support.spawned import NO_OLLAMA_URL, executable
 
 # The release `npx @modelcontextprotocol/inspector` ran when this was written. It declares
 # node >= 22.19 but its CLI runs on node 20 (CI's), which npm only warns about.

@@ -18,8 +18,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from agent_memory import __version__
-
-from conftest import executable, file_hashes, run_agent_memory, server_env
+from tests.support.files import file_hashes
+from tests.support.spawned import executable, run_agent_memory, server_env
 
 PLUGIN = Path(__file__).resolve().parents[1] / "integrations" / "claude-code"
 # Claude Code adds at most this much of a hook's output to the context.

@@ -6,8 +6,8 @@ import os
 from pathlib import Path
 
 from agent_memory.storage.sqlite.database import resolve_path
-
-from conftest import REAL_DATA_DIR, run_agent_memory, server_env
+from tests.support.files import REAL_DATA_DIR
+from tests.support.spawned import run_agent_memory, server_env
 
 
 def test_the_default_database_is_under_the_session_home(isolated_home):

@@ -15,8 +15,7 @@ from agent_memory.service.lifecycle import Sweeper, sweep
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import connections
 from agent_memory.storage.sqlite import store as sqlite_store
-
-from conftest import dump
+from tests.support.files import dump
 
 DAY = 86_400
 

@@ -24,8 +24,7 @@ from agent_memory.service.validate import (
 from agent_memory.storage import open_store
 from agent_memory.transports.cli.main import cli
 from agent_memory.transports.rest.app import MAX_BODY_BYTES, create_app
-
-from conftest import dump
+from tests.support.files import dump
 
 MIB = 1024 * 1024
 

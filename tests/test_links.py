@@ -6,8 +6,7 @@ import pytest
 
 from agent_memory.contract.errors import InvalidArgument
 from agent_memory.service.lifecycle import sweep
-
-from conftest import dump
+from tests.support.files import dump
 
 
 @pytest.fixture

@@ -12,10 +12,9 @@ from agent_memory.contract.models import Filters
 from agent_memory.embedders.local import Local, LocalModel
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
+from tests.support.fake_ollama import embedder_for
 from tests.support.local_model import needs_model
 from tests.support.semantic_set import EXACT, MEMORIES, PARAPHRASES, TOP3_FLOOR, TOP10_FLOOR
-
-from conftest import embedder_for
 
 
 def filled(path, embedder) -> tuple[MemoryService, dict[str, int]]:

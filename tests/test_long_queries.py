@@ -13,8 +13,7 @@ from agent_memory import search as query
 from agent_memory.service import core as service
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-
-from conftest import Clock
+from tests.support.clock import Clock
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

@@ -16,8 +16,8 @@ from agent_memory import search as query
 from agent_memory.contract.errors import StorageFault
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import faults, open_store
-
-from conftest import Clock, run_agent_memory
+from tests.support.clock import Clock
+from tests.support.spawned import run_agent_memory
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

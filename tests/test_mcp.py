@@ -12,9 +12,8 @@ from mcp.shared.exceptions import MCPError
 
 from agent_memory.contract import wire
 from agent_memory.transports.mcp import server as mcp_server
+from tests.support.files import dump
 from tests.support.mcp_session import run
-
-from conftest import dump
 
 TOOL_NAMES = [
     "memory_store",
@@ -260,7 +259,7 @@ TOOL_OF = {
 
 
 def _every_validation_case():
-    from test_validation import (
+    from tests.support.validation_cases import (
         FORGET_CASES,
         LINK_CASES,
         LIST_CASES,

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from agent_memory.service.lifecycle import sweep
+from tests.support.files import dump
 from tests.support.mcp_session import run
-
-from conftest import dump
 
 
 def edges(raw):

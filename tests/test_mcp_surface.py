@@ -18,20 +18,8 @@ from agent_memory.contract.vocabulary import ARGUMENTS, MEMORY_TYPES
 from agent_memory.transports.mcp import catalog as mcp_catalog
 from agent_memory.transports.mcp import server as mcp_server
 from agent_memory.transports.mcp.tools import TOOLS
-
-from conftest import dump
-
-# name, title, readOnlyHint, destructiveHint, idempotentHint; in tools/list order
-HINTS = [
-    ("memory_store", "Store a memory", False, False, False),
-    ("memory_search", "Search memories", True, False, False),
-    ("memory_list", "List memories", True, False, True),
-    ("memory_update", "Update a memory", False, True, False),
-    ("memory_link", "Link two memories", False, False, True),
-    ("memory_unlink", "Remove a relation", False, True, True),
-    ("memory_forget", "Forget a memory", False, True, True),
-]
-SECRET = "password=hunter2hunter2"
+from tests.support.files import dump
+from tests.support.mcp_surface import CALLS, HINTS, undeclared
 
 
 def session(service: Any, steps, mode: str = "auto"):
@@ -44,29 +32,6 @@ def session(service: Any, steps, mode: str = "auto"):
             return await steps(client)
 
     return anyio.run(main)
-
-
-def undeclared(value: Any, schema: dict[str, Any], path: str = "$") -> list[str]:
-    """The object keys in ``value`` that ``schema`` does not declare (output drift the
-    SDK's validation lets through, since the schemas are open)."""
-    if "anyOf" in schema:
-        branch = next(
-            b for b in schema["anyOf"] if jsonschema.Draft202012Validator(b).is_valid(value)
-        )
-        return undeclared(value, branch, path)
-    if isinstance(value, dict) and "properties" in schema:
-        found = [f"{path}.{k}" for k in value if k not in schema["properties"]]
-        for key, item in value.items():
-            if key in schema["properties"]:
-                found += undeclared(item, schema["properties"][key], f"{path}.{key}")
-        return found
-    if isinstance(value, list) and "items" in schema:
-        return [
-            p
-            for i, item in enumerate(value)
-            for p in undeclared(item, schema["items"], f"{path}[{i}]")
-        ]
-    return []
 
 
 def test_tools_are_listed_in_a_fixed_order_with_titles_and_hints(service):
@@ -101,37 +66,6 @@ def test_input_schemas_take_the_service_arguments_with_one_type_each(tool):
 def test_output_schemas_are_json_schema(tool):
     jsonschema.Draft202012Validator.check_schema(tool.output_schema)
     assert tool.output_schema["type"] == "object"  # required before protocol 2026-07-28
-
-
-CALLS = [
-    (
-        "memory_store",
-        {
-            "content": "We chose SQLite",
-            "type": "DECISION",
-            "tags": ["db"],
-            "scope": "kore",
-            "ttl_secs": 600,
-        },
-    ),
-    ("memory_store", {"content": f"Use WAL; {SECRET}", "type": "PATTERN", "source": "test"}),
-    ("memory_link", {"from_id": 2, "to_id": 1, "kind": "caused_by"}),
-    ("memory_link", {"from_id": 2, "to_id": 99, "kind": "caused_by"}),
-    ("memory_search", {"query": "sqlite OR wal", "expand_links": True, "limit": 5}),
-    ("memory_search", {"query": "nothing matches this"}),
-    ("memory_list", {}),
-    (
-        "memory_list",
-        {"type": "DECISION", "tag": "db", "scope": "kore", "limit": 5, "expand_links": True},
-    ),
-    ("memory_update", {"id": 1, "content": f"We chose SQLite; {SECRET}", "tags": ["db", "x"]}),
-    ("memory_update", {"id": 1, "tags": None, "scope": None, "ttl_secs": None}),
-    ("memory_update", {"id": 99, "content": "x"}),
-    ("memory_unlink", {"from_id": 2, "to_id": 1, "kind": "caused_by"}),
-    ("memory_unlink", {"from_id": 2, "to_id": 1, "kind": "caused_by"}),
-    ("memory_forget", {"id": 2}),
-    ("memory_forget", {"id": 2}),
-]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])

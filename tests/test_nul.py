@@ -14,8 +14,8 @@ from agent_memory.contract.errors import InvalidArgument
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transfer import jsonl
-
-from conftest import Clock, run_agent_memory
+from tests.support.clock import Clock
+from tests.support.spawned import run_agent_memory
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 import random
 
 import pytest
-from test_store_conformance import DIMENSION, PIN, T0, new
 
 from agent_memory.contract.models import Embedding, Filters, Noise
 from agent_memory.storage import open_store
+from tests.support.stores import DIMENSION, PIN, T0, new
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

@@ -17,9 +17,8 @@ from agent_memory.search import bm25
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword
+from tests.support.clock import Clock
 from tests.support.scale_corpus import DAY, fill, ids, the_in_443_of_1000
-
-from conftest import Clock
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

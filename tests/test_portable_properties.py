@@ -15,8 +15,7 @@ from agent_memory.contract.vocabulary import LINK_KINDS, MEMORY_TYPES
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transfer.portable import jsonl_reader
-
-from conftest import Clock
+from tests.support.clock import Clock
 
 # Any text a store keeps: no lone surrogate, no NUL (both refused, tests/test_nul.py).
 TEXT = st.text(

@@ -21,12 +21,8 @@ from urllib.parse import parse_qsl, urlsplit, urlunsplit
 import anyio
 import psycopg
 import pytest
-import test_e2e_mcp
-import test_e2e_rest
 from mcp import Client, StdioServerParameters
 from psycopg import sql
-from test_many_writers import MCP_WORKERS, OPS_PER_WORKER, Ledger, mcp_caller, rest_caller
-from test_many_writers import run_worker as many_writers_worker
 
 from agent_memory import search as query
 from agent_memory import storage
@@ -45,9 +41,17 @@ from agent_memory.storage.engines import engine_for
 from agent_memory.storage.postgres import keyword, totals, tsquery
 from agent_memory.storage.postgres import url as urls
 from agent_memory.storage.postgres.database import head_revision
+from tests.support.clock import Clock
+from tests.support.many_writers import (
+    MCP_WORKERS,
+    OPS_PER_WORKER,
+    Ledger,
+    mcp_caller,
+    rest_caller,
+    run_worker,
+)
 from tests.support.rest_daemon import RestDaemon
-
-from conftest import Clock, executable, run_agent_memory, server_env
+from tests.support.spawned import executable, run_agent_memory, server_env
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 
@@ -608,21 +612,7 @@ def test_a_whole_decay_refresh_vacuums_the_rows_it_rewrote(pg_url, pg, monkeypat
 # -- the executables --------------------------------------------------------------------------
 
 
-def test_an_mcp_session_over_stdio(pg_url, tmp_path):
-    test_e2e_mcp.test_full_session_over_stdio(pg_url, tmp_path)
-
-
-def test_two_mcp_servers_share_one_database(pg_url):
-    test_e2e_mcp.test_two_servers_share_one_file(pg_url)
-
-
-def test_rest_round_trip_and_rest_with_mcp(pg_url):
-    test_e2e_rest.test_rest_and_mcp_share_one_file(pg_url)
-    with RestDaemon(pg_url) as daemon:
-        found = daemon.request("POST", "/api/search", json={"query": "stored"}).json()
-        assert len(found["results"]) == 2
-        assert daemon.stop() == 0
-    assert not any("password" in line for line in daemon.stderr_lines)
+# (tests/test_e2e_mcp.py and tests/test_e2e_rest.py run their sessions on both engines.)
 
 
 def test_ui_does_not_take_one_service_for_another(pg_url, other_pg_url, tmp_path):
@@ -706,14 +696,14 @@ def test_six_processes_write_one_database_at_once_and_nothing_is_lost(pg_url):
             async with anyio.create_task_group() as group:
                 for i, client in enumerate(clients):
                     group.start_soon(
-                        many_writers_worker,
+                        run_worker,
                         f"mcp{i}",
                         mcp_caller(client),
                         random.Random(i),
                         ledgers[i],
                     )
                 group.start_soon(
-                    many_writers_worker, "rest", rest_caller(daemon), random.Random(99), ledgers[-1]
+                    run_worker, "rest", rest_caller(daemon), random.Random(99), ledgers[-1]
                 )
         finally:
             for client in reversed(clients):

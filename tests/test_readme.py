@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from conftest import executable, server_env
+from tests.support.spawned import executable, server_env
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

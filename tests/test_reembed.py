@@ -8,8 +8,8 @@ from click.testing import CliRunner
 from agent_memory.contract.models import Pin
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-
-from conftest import NO_OLLAMA_URL, embedder_for
+from tests.support.fake_ollama import embedder_for
+from tests.support.spawned import NO_OLLAMA_URL
 
 NOMIC = Pin("nomic-embed-text", 768, "nomic")
 MXBAI = Pin("mxbai-embed-large", 768, "none")

@@ -21,9 +21,8 @@ from agent_memory.storage.sqlite.database import head_revision
 from agent_memory.transports.rest import app as rest
 from agent_memory.transports.rest.app import create_app
 from tests.support.fake_ollama import FakeOllama
+from tests.support.files import dump
 from tests.support.rest_client import BASE, Client
-
-from conftest import dump
 
 SURROGATE = "a\ud800b"  # sent as JSON's escape "a\\ud800b"
 UNICODE = "must be valid Unicode text (got a lone surrogate at index 1)"

@@ -19,8 +19,9 @@ from agent_memory.search import ranking
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench import retrieval
-
-from conftest import embedder_for, executable, file_hashes, server_env
+from tests.support.fake_ollama import embedder_for
+from tests.support.files import file_hashes
+from tests.support.spawned import executable, server_env
 
 
 def session(*turns: tuple[str, str, str]) -> list[dict[str, str]]:

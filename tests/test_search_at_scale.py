@@ -26,9 +26,8 @@ from agent_memory.contract.vocabulary import PINNED_TYPES
 from agent_memory.search import bm25, ranking
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import keyword
+from tests.support.files import reading
 from tests.support.scale_corpus import DAY, WORDS, fill, ids, the_in_443_of_1000
-
-from conftest import reading
 
 # FTS5's bm25 as the store asks it: a hit in the tags column weighs bm25.TAG_WEIGHT.
 BM25 = f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})"

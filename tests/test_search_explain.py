@@ -11,8 +11,7 @@ from click.testing import CliRunner
 from agent_memory.service.core import MemoryService
 from agent_memory.transports.cli import display
 from agent_memory.transports.cli.main import cli
-
-from conftest import START
+from tests.support.clock import START
 
 # keyword #1 bm25 1.9e-06 + decay 1.00 = 1.00
 KEYWORD_WHY = re.compile(r"  why: keyword #\d+ bm25 \S+ \+ decay \d\.\d\d = \S+")

@@ -22,8 +22,7 @@ from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import probe
 from agent_memory.transports.cli import main as cli
 from agent_memory.transports.mcp import server as mcp_server
-
-from conftest import NO_OLLAMA_URL, server_env
+from tests.support.spawned import NO_OLLAMA_URL, server_env
 
 # Replaces the stdio server: what is loaded before the first answer, then a real call.
 PROBE = """

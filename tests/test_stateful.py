@@ -24,8 +24,7 @@ from agent_memory.search import read as read_query
 from agent_memory.service.core import MemoryService
 from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
-
-from conftest import Clock
+from tests.support.clock import Clock
 
 # Any text a store keeps: no lone surrogate, no NUL (both refused, tests/test_nul.py).
 TEXT = st.text(

@@ -11,18 +11,13 @@ import shutil
 
 import pytest
 
-from agent_memory.contract.models import Embedding, Filters, Pin
+from agent_memory.contract.models import Filters
 from agent_memory.search import ranking
 from agent_memory.storage import open_reader, open_store
-from agent_memory.storage.base import NewMemory
+from tests.support.stores import OTHER, PIN, T0, ids, new, record, search, vector
 from tests.support.vector_index import load_vector_index
 
 pytest_plugins = ["tests.support.pg_fixtures"]
-
-T0 = 1_767_225_600
-DIMENSION = 8  # sqlite-vec's sign bits come in bytes
-PIN = Pin("toy", DIMENSION, "none", "ollama")
-OTHER = Pin("other", DIMENSION, "none", "ollama")
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
@@ -38,40 +33,6 @@ def store(store_engine, request, tmp_path):
         opened = open_store(tmp_path / "memory.db")
     yield opened
     opened.close()
-
-
-def new(content: str, memory_type: str = "TODO", *, at: int = T0, **fields) -> NewMemory:
-    return NewMemory(
-        memory_type,
-        content,
-        fields.get("tags", []),
-        fields.get("source"),
-        fields.get("scope"),
-        at,
-        fields.get("expires_at"),
-    )
-
-
-def vector(*values: float, pin: Pin = PIN) -> Embedding:
-    """A vector of the first few components given, the rest 0."""
-    return Embedding.of(pin, [*values, *[0.0] * (DIMENSION - len(values))])
-
-
-def ids(memories) -> list[int]:
-    return [m["id"] for m in memories]
-
-
-def search(
-    store,
-    query: str,
-    embedding: Embedding | None = None,
-    *,
-    limit=10,
-    now=T0,
-    floor=None,
-    **f,
-):
-    return store.search(query, embedding, now=now, limit=limit, filters=Filters(**f), floor=floor)
 
 
 # -- rows -------------------------------------------------------------------------------------
@@ -343,19 +304,6 @@ def test_the_first_vector_pins_the_store_and_others_wait_pending(store):
 
 
 # -- import and export ------------------------------------------------------------------------
-
-
-def record(content: str, memory_type: str = "TODO", **fields) -> dict:
-    return {
-        "type": memory_type,
-        "content": content,
-        "tags": fields.get("tags", []),
-        "source": fields.get("source"),
-        "scope": None,
-        "created_at": T0,
-        "access_count": 3,
-        "expires_at": fields.get("expires_at"),
-    }
 
 
 def test_import_batches_skip_duplicates_and_the_expired(store):

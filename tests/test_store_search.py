@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from conftest import dump
+from tests.support.files import dump
 
 DAY = 86_400
 

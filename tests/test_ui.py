@@ -24,8 +24,7 @@ from agent_memory.storage.sqlite.database import read_meta
 from agent_memory.transports.cli import ui
 from agent_memory.transports.cli.main import cli
 from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon
-
-from conftest import executable, server_env
+from tests.support.spawned import executable, server_env
 
 
 @pytest.fixture

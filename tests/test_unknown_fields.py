@@ -12,9 +12,8 @@ from mcp import Client
 from agent_memory.contract.errors import UnknownField
 from agent_memory.contract.vocabulary import ARGUMENTS, REST_ARGUMENTS
 from agent_memory.transports.mcp import server as mcp_server
+from tests.support.files import dump
 from tests.support.rest_client import sender
-
-from conftest import dump
 
 # operation, arguments, the unknown field, the suggestion (None: nothing is close)
 CASES = [

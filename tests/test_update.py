@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.service.lifecycle import sweep
-
-from conftest import dump
+from tests.support.files import dump
 
 DAY = 86_400
 

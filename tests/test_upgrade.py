@@ -24,8 +24,8 @@ from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite import migrate
 from agent_memory.storage.sqlite.backups import remove_stray_temps, stray_backup_temps
-
-from conftest import executable, file_hashes, run_agent_memory, server_env
+from tests.support.files import file_hashes
+from tests.support.spawned import executable, run_agent_memory, server_env
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 HEAD = db.head_revision()

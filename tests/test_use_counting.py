@@ -14,9 +14,8 @@ from mcp import Client
 from agent_memory.contract.errors import UnknownField
 from agent_memory.contract.vocabulary import ARGUMENTS
 from agent_memory.transports.mcp import server as mcp_server
+from tests.support.files import dump
 from tests.support.rest_client import sender
-
-from conftest import dump
 
 DAY = 86_400
 

@@ -148,7 +148,7 @@ def test_a_pruned_log_or_a_new_pin_loads_the_index_again(two, small, raw):
 
 
 def vectors_sql(store, query: np.ndarray, limit: int) -> list[int]:
-    from conftest import reading
+    from tests.support.files import reading
 
     with reading(store.database.path) as conn:
         return [memory_id for memory_id, _ in vectors.ranking(conn, embedding(query), limit)]

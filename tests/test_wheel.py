@@ -12,8 +12,7 @@ from pathlib import Path
 from agent_memory import DISTRIBUTION, __version__
 from agent_memory.storage.sqlite import database as db
 from agent_memory.transports.rest import web
-
-from conftest import server_env
+from tests.support.spawned import server_env
 
 ROOT = Path(__file__).resolve().parent.parent
 

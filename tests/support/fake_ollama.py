@@ -27,6 +27,8 @@ import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+from agent_memory.embedders.ollama import Ollama
+
 DIMENSION = 768
 
 SYNONYMS = [
@@ -145,3 +147,10 @@ class FakeOllama:
             self.hold.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+def embedder_for(url: str, model: str = "nomic-embed-text") -> Ollama:
+    """Our Ollama embedder pointed at ``url``: no retry window, so tests see each switch of the
+    fake at once; timeouts generous enough for the pure-Python fake embedding a batch on a
+    busy machine."""
+    return Ollama(url, model, connect_timeout=5.0, read_timeout=60.0, retry_after=0.0)
