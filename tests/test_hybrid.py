@@ -75,7 +75,10 @@ def test_the_order_is_the_convex_fusion_of_the_two_legs_times_decay(
     def fused(memory_id: int) -> float:
         k = min(keyword.get(memory_id, 0.0) / ideal, 1.0)
         v = (nearest.get(memory_id, noise.mean) - noise.mean) / (best_similarity - noise.mean)
-        return 0.5 * k**2 + 0.5 * min(max(v, 0.0), 1.0)
+        # keyword evidence: k squared, weighed from nothing at the floor share (0.25) to all of
+        # it at twice that
+        ramp = min(max(k / 0.25 - 1.0, 0.0), 1.0)
+        return 0.5 * ramp * k**2 + 0.5 * min(max(v, 0.0), 1.0)
 
     decay = {m["id"]: ranking.decay(m["type"], m["last_accessed"], now) for m in hybrid.list({})}
     candidates = {*keyword, *nearest}

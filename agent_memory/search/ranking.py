@@ -37,9 +37,11 @@ FUSION = "convex"
 MODEL_ONLY = "model"
 FUSION_ENV = "AGENT_MEMORY_FUSION"
 RRF_K = 60
-# convex: KEYWORD_WEIGHT x keyword share ** KEYWORD_EXPONENT + (1 - KEYWORD_WEIGHT) x vector
-# share. Squaring the keyword share makes a weak keyword match worth little, so memories
-# that both legs found weakly never pass one that the model alone found first.
+# convex: KEYWORD_WEIGHT x keyword evidence + (1 - KEYWORD_WEIGHT) x vector share. The
+# evidence is the keyword share ** KEYWORD_EXPONENT, weighed by a ramp from nothing at the
+# relevance floor's FLOOR_KEYWORD_SHARE to all of it at twice that: a keyword match too weak
+# to be kept on its own (a question's one common word) never reorders what the model found,
+# and memories that both legs found weakly never pass one that the model alone found first.
 KEYWORD_WEIGHT = 0.5
 KEYWORD_EXPONENT = 2
 # What "unrelated" looks like to the model for this query: its cosine similarity to a sample
@@ -259,8 +261,14 @@ class _Legs:
         return {"keyword": keyword, "vector": vector}
 
 
+def keyword_evidence(share: float) -> float:
+    """What a keyword share adds to the convex fusion (see KEYWORD_EXPONENT)."""
+    ramp = min(max(share / FLOOR_KEYWORD_SHARE - 1.0, 0.0), 1.0)
+    return ramp * share**KEYWORD_EXPONENT
+
+
 def _convex(legs: _Legs, memory_id: int) -> float:
-    keyword = legs.keyword_share(memory_id) ** KEYWORD_EXPONENT
+    keyword = keyword_evidence(legs.keyword_share(memory_id))
     return KEYWORD_WEIGHT * keyword + (1 - KEYWORD_WEIGHT) * legs.vector_share(memory_id)
 
 
