@@ -33,7 +33,7 @@ LAYERS = [
     {"agent_memory.contract"},
     {"agent_memory.search", "agent_memory.embedders"},
     {"agent_memory.storage"},
-    {"agent_memory.service", "agent_memory.transfer"},
+    {"agent_memory.service", "agent_memory.transfer", "agent_memory.transfer.sources"},
     {"agent_memory.transports.mcp", "agent_memory.transports.rest"},
     {"agent_memory.app"},
     {"agent_memory.transports.cli", "agent_memory.__main__"},

@@ -11,6 +11,7 @@ as ``- never floats`` under a decision stays with that decision.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,6 +52,26 @@ class Parsed:
     items: list[Item] = field(default_factory=list)
     malformed: int = 0
     sections: int = 0  # headings of known sections found (0: nothing here is GSD's)
+    text_lines: int = 0  # lines of a section that are neither bullets nor table rows
+
+
+@dataclass(frozen=True)
+class Section:
+    """What the items under a heading become: their type and tags; ``table``: a Markdown
+    table's rows are items too (the Deferred Items table)."""
+
+    type: str
+    tags: tuple[str, ...]
+    table: bool = False
+
+
+def gsd_section(heading: str) -> Section | None:
+    """GSD's sections, by heading text in any case."""
+    name = heading.lower()
+    if name not in SECTIONS:
+        return None
+    deferred = name == DEFERRED_SECTION
+    return Section(SECTIONS[name], (TAG, DEFERRED_TAG) if deferred else (TAG,), deferred)
 
 
 @dataclass
@@ -88,10 +109,16 @@ class _Table:
         return f"{item} — {status}" if status else item
 
 
-def parse(text: str) -> Parsed:
+def parse(
+    text: str,
+    section_of: Callable[[str], Section | None] = gsd_section,
+    first: Section | None = None,
+) -> Parsed:
+    """The items of the sections ``section_of`` knows by their heading (``first``: before
+    any heading); nested lines fold into their item."""
     out = Parsed()
     text = text.removeprefix("\ufeff")
-    section: str | None = None
+    section = first
     table: _Table | None = None
     fenced: str | None = None
     current: _Open | None = None
@@ -115,18 +142,18 @@ def parse(text: str) -> Parsed:
             continue
         heading = _HEADING.match(raw)
         if heading:
-            name = heading.group(1).strip().lower()
-            section = name if name in SECTIONS else None
+            section = section_of(heading.group(1).strip())
             out.sections += section is not None
             table = None
             continue
         if section is None:
             continue
-        if section == DEFERRED_SECTION and raw.strip().startswith("|"):
+        if section.table and raw.strip().startswith("|"):
             table = _table_row(out, table, _cells(raw))
             continue
         bullet = _BULLET.match(raw)
         if not bullet:
+            out.text_lines += bool(raw.strip())
             continue
         content = bullet.group(2).strip()
         if not content:
@@ -136,8 +163,7 @@ def parse(text: str) -> Parsed:
         if content.lower() in PLACEHOLDERS:
             current = _Open(indent, None)
             continue
-        tags = [TAG, DEFERRED_TAG] if section == DEFERRED_SECTION else [TAG]
-        current = _Open(indent, Item(SECTIONS[section], content, tags))
+        current = _Open(indent, Item(section.type, content, list(section.tags)))
     if current is not None:
         _close(out, current)
     return out

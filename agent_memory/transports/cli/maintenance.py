@@ -31,13 +31,16 @@ from agent_memory.contract.models import Pin
 from agent_memory.contract.vocabulary import count
 from agent_memory.storage import files
 from agent_memory.storage.base import CREATE, EXISTING, READ
-from agent_memory.transports.cli import display
+from agent_memory.transfer.sources import SOURCES
+from agent_memory.transports.cli import display, importing
 from agent_memory.transports.cli.terminal import Integer, Progress, Subcommand, quiet_below
 
 if TYPE_CHECKING:  # the service (and SQLAlchemy) load when a command opens it
     from agent_memory.service.core import MemoryService
 
 Progressed = Callable[[int, int], None]  # progress(done, total)
+# The other memory servers `import --from` reads.
+PEERS = tuple(SOURCES)
 
 
 _batch_option = click.option(
@@ -181,23 +184,39 @@ def export(settings: Settings, output: Path | None) -> None:
 @click.option(
     "--from",
     "source_format",
-    type=click.Choice(["jsonl", "gsd-state"]),
-    help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md. "
-    "Default: told by PATH's name (*.jsonl, STATE.md).",
+    type=click.Choice(["jsonl", "gsd-state", *PEERS]),
+    help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md; "
+    "server-memory, mcp-memory-service, basic-memory, claude-md: another memory server's "
+    "file or folder (docs/importing.md). Default: told by PATH's name (*.jsonl, STATE.md, "
+    "CLAUDE.md, AGENTS.md).",
 )
 @click.option(
     "--scope",
-    help="gsd-state only: the scope of the imported memories (default: the name of the "
-    "project directory that contains .planning).",
+    help="Not for jsonl: the scope of the imported memories (default: gsd-state and "
+    "claude-md, the project's directory name; the other sources, none).",
+)
+@click.option(
+    "--dry-run", is_flag=True, help="Not for jsonl, gsd-state: print what would be imported."
 )
 @click.argument("path", type=click.Path(path_type=Path))
 @click.pass_obj
 @quiet_below(logging.WARNING)
-def import_(settings: Settings, source_format: str | None, scope: str | None, path: Path) -> None:
+def import_(
+    settings: Settings, source_format: str | None, scope: str | None, dry_run: bool, path: Path
+) -> None:
     """Import memories and relations from PATH (validated whole before anything is written)."""
     from agent_memory.transfer.portable import jsonl_reader
 
-    if (source_format or format_of(path)) == "gsd-state":
+    source_format = source_format or format_of(path)
+    if source_format in PEERS:
+        report = importing.import_from(settings, source_format, path, scope, dry_run)
+        if report is not None:
+            echo_import_report(report)
+            echo_pending(report)
+        return
+    if dry_run:
+        raise click.UsageError(f"--dry-run is not accepted with --from {source_format}")
+    if source_format == "gsd-state":
         import_gsd(settings, path, scope)
         return
     if scope is not None:
@@ -224,6 +243,11 @@ def import_(settings: Settings, source_format: str | None, scope: str | None, pa
         bar.close()
         service.close()
     echo_import_report(report)
+    echo_pending(report)
+
+
+def echo_pending(report: dict[str, int]) -> None:
+    """What waits for a vector after an import, and how it gets one."""
     if report["imported"]:
         click.echo(
             f"{count(report['imported'], 'memory')} waiting for a vector — the sweep backfills "
@@ -239,6 +263,8 @@ def format_of(path: Path) -> str:
         return "jsonl"
     if path.name.lower() == "state.md":
         return "gsd-state"
+    if path.name.lower() in ("claude.md", "claude.local.md", "agents.md"):
+        return "claude-md"
     raise click.UsageError(
         f"cannot tell the format of {path} from its name (*.jsonl is jsonl, STATE.md is "
         "gsd-state): pass --from jsonl or --from gsd-state"

@@ -1,0 +1,94 @@
+"""mcp-memory-service's SQLite database (PyPI mcp-memory-service, the sqlite_vec backend).
+
+Its ``memories`` table: content, comma-separated tags, a free-form memory_type, created_at
+in float seconds, and deleted_at for a memory deleted softly (not imported). Its
+``memory_graph`` table holds associations between content hashes, each with a
+relationship_type: they become links. Its vectors are another model's and are not read.
+The database is opened read-only; nothing of it is changed.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+from agent_memory.transfer.sources.common import Found, type_of
+
+SOURCE = "mcp-memory-service"
+_NEEDED = ("content_hash", "content", "tags", "memory_type", "created_at")
+
+
+def read(path: Path, max_content_bytes: int) -> Found:
+    found = Found(SOURCE, path)
+    if not path.is_file():
+        raise found.refuse("not a file (the database is a single SQLite file, e.g. sqlite_vec.db)")
+    try:
+        with _open(path) as conn:
+            keys = _memories(found, conn, int(path.stat().st_mtime))
+            _associations(found, conn, keys)
+    except sqlite3.DatabaseError as exc:
+        raise found.refuse(f"not a readable SQLite database ({exc})") from None
+    return found
+
+
+class _open:
+    def __init__(self, path: Path) -> None:
+        self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+
+    def __enter__(self) -> sqlite3.Connection:
+        return self.conn
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _memories(found: Found, conn: sqlite3.Connection, mtime: int) -> dict[str, int]:
+    columns = _columns(conn, "memories")
+    if not columns:
+        raise found.refuse("it has no memories table")
+    missing = [name for name in _NEEDED if name not in columns]
+    if missing:
+        raise found.refuse(f"its memories table has no {', '.join(missing)} column")
+    deleted = "deleted_at" if "deleted_at" in columns else "NULL"
+    rows = conn.execute(f"SELECT id, {', '.join(_NEEDED)}, {deleted} FROM memories ORDER BY id")
+    keys: dict[str, int] = {}
+    for row in rows:
+        memory_id, content_hash, content, tags, memory_type, created, gone = row
+        if gone is not None:
+            found.skip("memories deleted in mcp-memory-service")
+            continue
+        where = f"memory id {memory_id}"
+        _typed(found, where, content=(content, str), tags=(tags, (str, type(None))))
+        _typed(found, where, memory_type=(memory_type, (str, type(None))))
+        _typed(found, where, created_at=(created, (int, float, type(None))))
+        labels = [*(tags or "").split(","), memory_type or ""]
+        at = int(created) if created is not None else mtime
+        key = found.add(content, type_of(memory_type), labels, at, where)
+        if key and isinstance(content_hash, str):
+            keys.setdefault(content_hash, key)
+    return keys
+
+
+def _typed(found: Found, where: str, **values: tuple[Any, Any]) -> None:
+    for name, (value, kind) in values.items():
+        if isinstance(value, bool) or not isinstance(value, kind):
+            raise found.refuse(f"{where}: {name} has the wrong type ({type(value).__name__})")
+
+
+def _associations(found: Found, conn: sqlite3.Connection, keys: dict[str, int]) -> None:
+    columns = _columns(conn, "memory_graph")
+    if not columns:
+        return  # an older database: no associations
+    kind = "relationship_type" if "relationship_type" in columns else "'related'"
+    query = f"SELECT source_hash, target_hash, {kind} FROM memory_graph"
+    for source, target, relation in conn.execute(query):
+        a, b = keys.get(source), keys.get(target)
+        if a is None or b is None:
+            found.skip("associations with a memory not imported")
+        else:
+            found.link(a, b, relation if isinstance(relation, str) else "related")
