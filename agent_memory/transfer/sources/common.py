@@ -30,8 +30,11 @@ TYPE_WORDS = {  # a word or its plural (-s)
     "DECISION": ("decision", "decided", "choice"),
     "ARCHITECTURE": ("architecture", "design", "component", "system", "module", "structure"),
     "CONSTRAINT": ("constraint", "rule", "requirement", "preference", "convention", "guideline"),
-    "TODO": ("todo", "task", "action", "plan", "next", "pending"),
-    "ERROR": ("error", "bug", "issue", "problem", "failure", "incident", "fix", "gotcha"),
+    "TODO": ("todo", "task", "action", "plan", "planning", "next", "pending", "backlog", "follow"),
+    "ERROR": (
+        *("error", "bug", "issue", "problem", "failure", "incident", "fix", "gotcha"),
+        *("exception", "timeout", "mistake"),
+    ),
 }
 # A peer's relation name (lower-cased, words joined by _) -> (our kind, whether the ends
 # swap); any other name is relates_to.
@@ -94,8 +97,10 @@ class Found:
 
     def link(self, a: int, b: int, relation: str) -> None:
         kind, swap = RELATION_KINDS.get(_relation_key(relation), ("relates_to", False))
+        if swap or (kind == "relates_to" and b < a):  # relates_to reads alike both ways
+            a, b = b, a
         if a and b and a != b:
-            self.links.append((b, a, kind) if swap else (a, b, kind))
+            self.links.append((a, b, kind))
 
     def skip(self, kind: str, n: int = 1) -> None:
         self.skipped[kind] += n

@@ -1,0 +1,189 @@
+"""``agent-memory import --from`` another memory server: each peer's own files (made by
+tests/fixtures/peers/generate.py) imported, found again by keyword, their links kept, and a
+re-run that adds nothing."""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from agent_memory.service.core import MemoryService
+from agent_memory.storage import open_store
+from agent_memory.transports.cli.main import cli
+
+PEERS = Path(__file__).parent / "fixtures" / "peers"
+# source -> (path, {phrase: (type, tags that must be there)}, links as (phrase, kind, phrase))
+CASES = {
+    "server-memory": (
+        PEERS / "server-memory" / "memory.jsonl",
+        {
+            "Prefers tabs over spaces": ("PATTERN", {"Alice", "person"}),
+            "billing reconciliation job": ("PATTERN", {"Alice"}),
+            "Reviews every schema change": ("PATTERN", {"Alice"}),
+            "Billing runs nightly": ("ARCHITECTURE", {"Billing", "system"}),
+            "never double-charge": ("ARCHITECTURE", {"Billing"}),
+            "Postgres migration": ("DECISION", {"Postgres migration", "decision"}),
+        },
+        [
+            ("Prefers tabs over spaces", "relates_to", "Billing runs nightly"),
+            ("Postgres migration", "supersedes", "Billing runs nightly"),
+        ],
+    ),
+    "mcp-memory-service": (
+        PEERS / "mcp-memory-service" / "sqlite_vec.db",
+        {
+            "stale Docker layer cache": ("ERROR", {"deploy", "docker"}),
+            "pin numpy below": ("DECISION", {"deps"}),
+            "staging API keys": ("TODO", {"security", "action_item"}),
+            "inverted index in Redis": ("ARCHITECTURE", {"search", "redis"}),
+        },
+        [
+            ("stale Docker layer cache", "caused_by", "pin numpy below"),
+            ("staging API keys", "relates_to", "inverted index in Redis"),
+        ],
+    ),
+    "basic-memory": (
+        PEERS / "basic-memory",
+        {
+            "cleaner cup than the French press": ("PATTERN", {"Coffee Brewing", "brewing"}),
+            "just off the boil": ("CONSTRAINT", {"Coffee Brewing", "preference"}),
+            "burr grinder to medium-fine": ("DECISION", {"Grinder Setup", "decision"}),
+            "espresso machine budget": ("PATTERN", {"Meeting Notes"}),
+        },
+        [
+            ("cleaner cup than the French press", "relates_to", "burr grinder to medium-fine"),
+            ("espresso machine budget", "relates_to", "cleaner cup than the French press"),
+        ],
+    ),
+}
+
+
+def run(db, source: str, path: Path, *args: str):
+    return CliRunner().invoke(cli, ["--db", str(db), "import", "--from", source, *args, str(path)])
+
+
+def found(svc: MemoryService, phrase: str) -> dict:
+    results = svc.search({"query": f'"{phrase}"'})["results"]
+    assert len(results) == 1, (phrase, results)
+    return results[0]
+
+
+def check_round_trip(db, source: str) -> None:
+    path, phrases, links = CASES[source]
+    result = run(db, source, path)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"imported: {len(phrases)}, skipped duplicates: 0")
+    svc = MemoryService(open_store(db))
+    for phrase, (memory_type, tags) in phrases.items():
+        memory = found(svc, phrase)
+        assert memory["type"] == memory_type
+        assert tags <= set(memory["tags"])
+        assert memory["source"] == f"import:{source}"
+        assert memory["scope"] is None
+    for a, kind, b in links:
+        related = svc.get({"id": found(svc, a)["id"]})["related"]
+        ways = ("out", "in") if kind == "relates_to" else ("out",)  # relates_to: either way
+        seen = [(r["id"], r["kind"]) for r in related if r["direction"] in ways]
+        assert (found(svc, b)["id"], kind) in seen, (a, kind, b, related)
+    again = run(db, source, path)  # re-run: nothing doubles
+    assert again.stdout.startswith(f"imported: 0, skipped duplicates: {len(phrases)}")
+    assert len(svc.list({"limit": 200})) == len(phrases)
+
+
+@pytest.mark.parametrize("source", CASES)
+def test_a_peers_own_file_round_trips(tmp_path, source):
+    check_round_trip(tmp_path / "memory.db", source)
+
+
+def test_times_are_kept_and_nothing_is_embedded(tmp_path):
+    db = tmp_path / "memory.db"
+    assert run(db, "mcp-memory-service", CASES["mcp-memory-service"][0]).exit_code == 0
+    svc = MemoryService(open_store(db))
+    memory = svc.get({"id": found(svc, "pin numpy below")["id"]})
+    with closing(sqlite3.connect(CASES["mcp-memory-service"][0])) as peer:
+        (created,) = peer.execute(
+            "SELECT created_at FROM memories WHERE content LIKE 'We decided to pin numpy%'"
+        ).fetchone()
+    assert memory["created_at"] == int(created)  # the peer's created_at, whole seconds
+    assert memory["embedding_status"] == 0  # pending: the backfill embeds it
+
+
+def test_a_dry_run_prints_the_memories_and_writes_nothing(tmp_path):
+    db = tmp_path / "data" / "memory.db"
+    result = run(db, "server-memory", CASES["server-memory"][0], "--dry-run")
+    assert result.exit_code == 0
+    assert "PATTERN      Prefers tabs over spaces in Python files  [Alice, person]" in result.stdout
+    assert result.stdout.splitlines()[-1] == (
+        "would import 6 memories and 2 links (scope: global; duplicates are found when written)"
+    )
+    assert not db.parent.exists()
+
+
+def test_scope_is_given_to_every_memory(tmp_path):
+    db = tmp_path / "memory.db"
+    assert run(db, "basic-memory", CASES["basic-memory"][0], "--scope", "coffee").exit_code == 0
+    svc = MemoryService(open_store(db))
+    assert {m["scope"] for m in svc.list({"limit": 50})} == {"coffee"}
+
+
+CLAUDE_MD = """# Project notes
+- Run the tests with pytest -q
+
+## Conventions
+Some prose that is not a bullet.
+- Use ruff for lint
+  - nested: and ruff format before each commit
+- Never push to main
+
+## Decisions
+* SQLite first, PostgreSQL when a team shares one database
+"""
+
+
+@pytest.mark.parametrize("name", ["CLAUDE.md", "AGENTS.md"])
+def test_a_claude_md_or_agents_md_folds_nested_bullets(tmp_path, name):
+    project = tmp_path / "shop"
+    project.mkdir()
+    (project / name).write_text(CLAUDE_MD, encoding="utf-8")
+    db = tmp_path / "memory.db"
+    result = CliRunner().invoke(cli, ["--db", str(db), "import", str(project / name)])
+    assert result.exit_code == 0, result.output
+    assert "skipped lines that are not bullets: 1" in result.stdout
+    svc = MemoryService(open_store(db))
+    rows = {(m["type"], m["content"], tuple(m["tags"]), m["scope"]) for m in svc.list({})}
+    assert rows == {
+        ("PATTERN", "Run the tests with pytest -q", ("Project notes",), "shop"),
+        (
+            "CONSTRAINT",
+            "Use ruff for lint\n  - nested: and ruff format before each commit",
+            ("Conventions",),
+            "shop",
+        ),
+        ("CONSTRAINT", "Never push to main", ("Conventions",), "shop"),
+        (
+            "DECISION",
+            "SQLite first, PostgreSQL when a team shares one database",
+            ("Decisions",),
+            "shop",
+        ),
+    }
+
+
+def test_secrets_are_redacted_on_the_way_in(tmp_path):
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    notes = tmp_path / "memory.jsonl"
+    notes.write_text(
+        '{"type":"entity","name":"CI","entityType":"system","observations":'
+        f'["The bot token is {token}"]}}\n',
+        encoding="utf-8",
+    )
+    db = tmp_path / "memory.db"
+    result = run(db, "server-memory", notes)
+    assert result.exit_code == 0
+    assert "secrets redacted: 1 in 1 memory" in result.stdout
+    svc = MemoryService(open_store(db))
+    assert token not in svc.list({})[0]["content"]
