@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import sqlite3
 from contextlib import closing
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -14,84 +13,7 @@ from click.testing import CliRunner
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transports.cli.main import cli
-
-PEERS = Path(__file__).parent / "fixtures" / "peers"
-# source -> (path, {phrase: (type, tags that must be there)}, links as (phrase, kind, phrase))
-CASES = {
-    "server-memory": (
-        PEERS / "server-memory" / "memory.jsonl",
-        {
-            "Prefers tabs over spaces": ("PATTERN", {"Alice", "person"}),
-            "billing reconciliation job": ("PATTERN", {"Alice"}),
-            "Reviews every schema change": ("PATTERN", {"Alice"}),
-            "Billing runs nightly": ("ARCHITECTURE", {"Billing", "system"}),
-            "never double-charge": ("ARCHITECTURE", {"Billing"}),
-            "Postgres migration": ("DECISION", {"Postgres migration", "decision"}),
-        },
-        [
-            ("Prefers tabs over spaces", "relates_to", "Billing runs nightly"),
-            ("Postgres migration", "supersedes", "Billing runs nightly"),
-        ],
-    ),
-    "mcp-memory-service": (
-        PEERS / "mcp-memory-service" / "sqlite_vec.db",
-        {
-            "stale Docker layer cache": ("ERROR", {"deploy", "docker"}),
-            "pin numpy below": ("DECISION", {"deps"}),
-            "staging API keys": ("TODO", {"security", "action_item"}),
-            "inverted index in Redis": ("ARCHITECTURE", {"search", "redis"}),
-        },
-        [
-            ("stale Docker layer cache", "caused_by", "pin numpy below"),
-            ("staging API keys", "relates_to", "inverted index in Redis"),
-        ],
-    ),
-    "basic-memory": (
-        PEERS / "basic-memory",
-        {
-            "cleaner cup than the French press": ("PATTERN", {"Coffee Brewing", "brewing"}),
-            "just off the boil": ("CONSTRAINT", {"Coffee Brewing", "preference"}),
-            "burr grinder to medium-fine": ("DECISION", {"Grinder Setup", "decision"}),
-            "espresso machine budget": ("PATTERN", {"Meeting Notes"}),
-        },
-        [
-            ("cleaner cup than the French press", "relates_to", "burr grinder to medium-fine"),
-            ("espresso machine budget", "relates_to", "cleaner cup than the French press"),
-        ],
-    ),
-}
-
-
-def run(db, source: str, path: Path, *args: str):
-    return CliRunner().invoke(cli, ["--db", str(db), "import", "--from", source, *args, str(path)])
-
-
-def found(svc: MemoryService, phrase: str) -> dict:
-    results = svc.search({"query": f'"{phrase}"'})["results"]
-    assert len(results) == 1, (phrase, results)
-    return results[0]
-
-
-def check_round_trip(db, source: str) -> None:
-    path, phrases, links = CASES[source]
-    result = run(db, source, path)
-    assert result.exit_code == 0, result.output
-    assert result.stdout.startswith(f"imported: {len(phrases)}, skipped duplicates: 0")
-    svc = MemoryService(open_store(db))
-    for phrase, (memory_type, tags) in phrases.items():
-        memory = found(svc, phrase)
-        assert memory["type"] == memory_type
-        assert tags <= set(memory["tags"])
-        assert memory["source"] == f"import:{source}"
-        assert memory["scope"] is None
-    for a, kind, b in links:
-        related = svc.get({"id": found(svc, a)["id"]})["related"]
-        ways = ("out", "in") if kind == "relates_to" else ("out",)  # relates_to: either way
-        seen = [(r["id"], r["kind"]) for r in related if r["direction"] in ways]
-        assert (found(svc, b)["id"], kind) in seen, (a, kind, b, related)
-    again = run(db, source, path)  # re-run: nothing doubles
-    assert again.stdout.startswith(f"imported: 0, skipped duplicates: {len(phrases)}")
-    assert len(svc.list({"limit": 200})) == len(phrases)
+from tests.support.peers import CASES, check_round_trip, found, run
 
 
 @pytest.mark.parametrize("source", CASES)
