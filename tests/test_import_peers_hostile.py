@@ -135,6 +135,37 @@ def test_an_mcp_memory_service_database_with_wrong_types_is_refused(tmp_path):
     refused(tmp_path, "mcp-memory-service", path, "memory id 2: content has the wrong type (bytes)")
 
 
+def test_a_replaced_mcp_memory_service_memory_is_superseded_and_deleted_ones_stay_out(tmp_path):
+    path = tmp_path / "sqlite_vec.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE memories (id INTEGER PRIMARY KEY, content_hash TEXT, content TEXT,"
+            " tags TEXT, memory_type TEXT, created_at REAL, deleted_at REAL,"
+            " superseded_by TEXT)"
+        )
+        conn.executemany(
+            "INSERT INTO memories VALUES (?, ?, ?, 'a', 'note', 1.5, ?, ?)",
+            [
+                (1, "old", "the old way", None, "new"),
+                (2, "new", "the new way", None, None),
+                (3, "gone", "deleted softly", 9.0, None),
+                (4, "orphan", "replaced by nothing here", None, "missing"),
+            ],
+        )
+        conn.commit()
+    found = sources.read("mcp-memory-service", path, MAX_BYTES)
+    assert [item.content for item in found.items] == [
+        "the old way",
+        "the new way",
+        "replaced by nothing here",
+    ]
+    assert found.links == [(2, 1, "supersedes")]
+    assert found.skipped == {
+        "memories deleted in mcp-memory-service": 1,
+        "replacements of a memory not imported": 1,
+    }
+
+
 def test_another_sqlite_database_is_refused(tmp_path):
     path = tmp_path / "other.db"
     with closing(sqlite3.connect(path)) as conn:

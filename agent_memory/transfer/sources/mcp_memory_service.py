@@ -3,7 +3,8 @@
 Its ``memories`` table: content, comma-separated tags, a free-form memory_type, created_at
 in float seconds, and deleted_at for a memory deleted softly (not imported). Its
 ``memory_graph`` table holds associations between content hashes, each with a
-relationship_type: they become links. Its vectors are another model's and are not read.
+relationship_type: they become links, as does ``superseded_by`` (the hash of the memory that
+replaced one: it supersedes it). Its vectors are another model's and are not read.
 The database is opened read-only; nothing of it is changed.
 """
 
@@ -55,10 +56,14 @@ def _memories(found: Found, conn: sqlite3.Connection, mtime: int) -> dict[str, i
     if missing:
         raise found.refuse(f"its memories table has no {', '.join(missing)} column")
     deleted = "deleted_at" if "deleted_at" in columns else "NULL"
-    rows = conn.execute(f"SELECT id, {', '.join(_NEEDED)}, {deleted} FROM memories ORDER BY id")
+    newer = "superseded_by" if "superseded_by" in columns else "NULL"
+    rows = conn.execute(
+        f"SELECT id, {', '.join(_NEEDED)}, {deleted}, {newer} FROM memories ORDER BY id"
+    )
     keys: dict[str, int] = {}
+    superseded: list[tuple[int, object]] = []
     for row in rows:
-        memory_id, content_hash, content, tags, memory_type, created, gone = row
+        memory_id, content_hash, content, tags, memory_type, created, gone, by = row
         if gone is not None:
             found.skip("memories deleted in mcp-memory-service")
             continue
@@ -71,7 +76,19 @@ def _memories(found: Found, conn: sqlite3.Connection, mtime: int) -> dict[str, i
         key = found.add(content, type_of(memory_type), labels, at, where)
         if key and isinstance(content_hash, str):
             keys.setdefault(content_hash, key)
+        if key and by:
+            superseded.append((key, by))
+    _replacements(found, keys, superseded)
     return keys
+
+
+def _replacements(found: Found, keys: dict[str, int], superseded: list[tuple[int, object]]) -> None:
+    """``superseded_by`` holds the content hash of the memory that replaced one."""
+    for key, by in superseded:
+        if isinstance(by, str) and by in keys:
+            found.link(keys[by], key, "supersedes")
+        else:
+            found.skip("replacements of a memory not imported")
 
 
 def _typed(found: Found, where: str, **values: tuple[Any, Any]) -> None:
