@@ -109,3 +109,34 @@ def test_secrets_are_redacted_on_the_way_in(tmp_path):
     assert "secrets redacted: 1 in 1 memory" in result.stdout
     svc = MemoryService(open_store(db))
     assert token not in svc.list({})[0]["content"]
+
+
+def test_a_users_own_claude_md_is_global(tmp_path, isolated_home):
+    memory_file = isolated_home / ".claude" / "CLAUDE.md"
+    memory_file.parent.mkdir()
+    memory_file.write_text("- Answer in British English\n", encoding="utf-8")
+    db = tmp_path / "memory.db"
+    assert run(db, "claude-md", memory_file).exit_code == 0
+    assert [m["scope"] for m in MemoryService(open_store(db)).list({})] == [None]
+
+
+@pytest.mark.parametrize("source", ["jsonl", "gsd-state"])
+def test_dry_run_is_for_the_peers_only(tmp_path, source):
+    result = run(tmp_path / "memory.db", source, tmp_path / "in.jsonl", "--dry-run")
+    assert result.exit_code == 2
+    assert f"--dry-run is not accepted with --from {source}" in result.stderr
+
+
+def test_a_relation_names_a_note_never_a_path(tmp_path):
+    (tmp_path / "secret.md").write_text("- [fact] outside the folder\n", encoding="utf-8")
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "note.md").write_text(
+        "- [fact] inside\n- relates_to [[../secret]]\n- relates_to [[/etc/passwd]]\n",
+        encoding="utf-8",
+    )
+    db = tmp_path / "memory.db"
+    result = run(db, "basic-memory", folder)
+    assert result.exit_code == 0
+    assert "skipped relations to a note not in the folder: 2" in result.stdout
+    assert [m["content"] for m in MemoryService(open_store(db)).list({})] == ["inside"]
