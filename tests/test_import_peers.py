@@ -14,6 +14,7 @@ from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transports.cli.main import cli
 from tests.support.peers import CASES, check_round_trip, found, run
+from tests.support.spawned import run_agent_memory
 
 
 @pytest.mark.parametrize("source", CASES)
@@ -140,3 +141,14 @@ def test_a_relation_names_a_note_never_a_path(tmp_path):
     assert result.exit_code == 0
     assert "skipped relations to a note not in the folder: 2" in result.stdout
     assert [m["content"] for m in MemoryService(open_store(db)).list({})] == ["inside"]
+
+
+def test_the_real_executable_imports_then_finds_by_keyword(tmp_path):
+    """End to end: the installed command, a peer's file, then a search in a new process."""
+    db = str(tmp_path / "memory.db")
+    path = str(CASES["server-memory"][0])
+    done = run_agent_memory("--db", db, "import", "--from", "server-memory", path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("imported: 6,")
+    searched = run_agent_memory("--db", db, "search", "double-charge")
+    assert "Billing must never double-charge a customer" in searched.stdout
