@@ -12,8 +12,10 @@ embed exactly as a JSONL import is.
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -146,6 +148,27 @@ def read_text(found: Found) -> str:
         raise found.refuse(f"not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
         raise found.refuse(exc.strerror or str(exc)) from None
+
+
+@contextmanager
+def read_only(found: Found, example: str) -> Iterator[sqlite3.Connection]:
+    """A peer's SQLite database, opened read-only; one that SQLite cannot read refuses the
+    import (``example``: the file's usual name, for the message)."""
+    if not found.path.is_file():
+        raise found.refuse(f"not a file (the database is a single SQLite file, e.g. {example})")
+    try:
+        conn = sqlite3.connect(f"{found.path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            yield conn
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise found.refuse(f"not a readable SQLite database ({exc})") from None
+
+
+def columns_of(conn: sqlite3.Connection, table: str) -> set[str]:
+    """The columns of a peer's table (none: no such table)."""
+    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
 
 
 def mtime(path: Path) -> int:

@@ -14,7 +14,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from agent_memory.transfer.sources.common import Found, type_of
+from agent_memory.transfer.sources.common import Found, columns_of, read_only, type_of
 
 SOURCE = "mcp-memory-service"
 _NEEDED = ("content_hash", "content", "tags", "memory_type", "created_at")
@@ -22,34 +22,14 @@ _NEEDED = ("content_hash", "content", "tags", "memory_type", "created_at")
 
 def read(path: Path, max_content_bytes: int) -> Found:
     found = Found(SOURCE, path)
-    if not path.is_file():
-        raise found.refuse("not a file (the database is a single SQLite file, e.g. sqlite_vec.db)")
-    try:
-        with _open(path) as conn:
-            keys = _memories(found, conn, int(path.stat().st_mtime))
-            _associations(found, conn, keys)
-    except sqlite3.DatabaseError as exc:
-        raise found.refuse(f"not a readable SQLite database ({exc})") from None
+    with read_only(found, "sqlite_vec.db") as conn:
+        keys = _memories(found, conn, int(path.stat().st_mtime))
+        _associations(found, conn, keys)
     return found
 
 
-class _open:
-    def __init__(self, path: Path) -> None:
-        self.conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-
-    def __enter__(self) -> sqlite3.Connection:
-        return self.conn
-
-    def __exit__(self, *exc: object) -> None:
-        self.conn.close()
-
-
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {row[1] for row in conn.execute(f"PRAGMA table_info({table})")}
-
-
 def _memories(found: Found, conn: sqlite3.Connection, mtime: int) -> dict[str, int]:
-    columns = _columns(conn, "memories")
+    columns = columns_of(conn, "memories")
     if not columns:
         raise found.refuse("it has no memories table")
     missing = [name for name in _NEEDED if name not in columns]
@@ -98,7 +78,7 @@ def _typed(found: Found, where: str, **values: tuple[Any, Any]) -> None:
 
 
 def _associations(found: Found, conn: sqlite3.Connection, keys: dict[str, int]) -> None:
-    columns = _columns(conn, "memory_graph")
+    columns = columns_of(conn, "memory_graph")
     if not columns:
         return  # an older database: no associations
     kind = "relationship_type" if "relationship_type" in columns else "'related'"
