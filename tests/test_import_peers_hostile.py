@@ -252,3 +252,44 @@ def test_a_failure_while_writing_takes_out_what_was_written(tmp_path, writes):
         svc.close()
     assert dump(db) == before
     assert os.path.exists(db)
+
+
+def engram_db(path: Path, created_at: object, title: object = "a title") -> Path:
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE observations (id INTEGER PRIMARY KEY, type TEXT, title, content TEXT,"
+            " project TEXT, scope TEXT, topic_key TEXT, created_at, deleted_at TEXT)"
+        )
+        conn.execute(
+            "INSERT INTO observations VALUES (7, 'decision', ?, 'body', 'p', 'project', NULL,"
+            " ?, NULL)",
+            (title, created_at),
+        )
+        conn.commit()
+    return path
+
+
+@pytest.mark.parametrize(
+    ("created_at", "seconds"),
+    [("2026-11-02 09:15:00", 1793610900), ("2026-11-02T10:15:00+01:00", 1793610900)],
+)
+def test_engram_times_are_utc_and_kept(tmp_path, created_at, seconds):
+    path = engram_db(tmp_path / "engram.db", created_at)
+    (item,) = sources.read("engram", path, MAX_BYTES).items
+    assert (item.created_at, item.content, item.scope) == (seconds, "a title\n\nbody", "p")
+
+
+@pytest.mark.parametrize(
+    ("created_at", "title", "what"),
+    [
+        ("yesterday", "t", "observation id 7: created_at is not a time ('yesterday')"),
+        ("2026-11-02 09:15:00", 12, "observation id 7: title is not text (int)"),
+    ],
+)
+def test_a_wrong_engram_row_is_named(tmp_path, created_at, title, what):
+    path = engram_db(tmp_path / "engram.db", created_at, title)
+    refused(tmp_path, "engram", path, what)
+
+
+def test_an_engram_import_of_another_database_is_refused(tmp_path):
+    refused(tmp_path, "engram", MCP_MEMORY_SERVICE, "it has no observations table")

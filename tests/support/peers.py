@@ -56,7 +56,18 @@ CASES = {
             ("espresso machine budget", "relates_to", "cleaner cup than the French press"),
         ],
     ),
+    "engram": (
+        PEERS / "engram" / "engram.db",
+        {
+            "Switched auth to JWT": ("DECISION", {"decision", "architecture/auth"}),
+            "Eager-load the order lines": ("ERROR", {"bugfix"}),
+            "never npm": ("CONSTRAINT", {"preference"}),
+        },
+        [],
+    ),
 }
+# The scope each source's memories get without --scope, by phrase (default: none).
+SCOPES = {"engram": {"Switched auth to JWT": "shop", "Eager-load the order lines": "shop"}}
 
 
 def run(db, source: str, path: Path, *args: str):
@@ -80,7 +91,7 @@ def check_round_trip(db, source: str) -> None:
         assert memory["type"] == memory_type
         assert tags <= set(memory["tags"])
         assert memory["source"] == f"import:{source}"
-        assert memory["scope"] is None
+        assert memory["scope"] == SCOPES.get(source, {}).get(phrase)
     for a, kind, b in links:
         related = svc.get({"id": found(svc, a)["id"]})["related"]
         ways = ("out", "in") if kind == "relates_to" else ("out",)  # relates_to: either way

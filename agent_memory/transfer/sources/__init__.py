@@ -18,6 +18,7 @@ SOURCES = {
     "mcp-memory-service": "mcp_memory_service",
     "basic-memory": "basic_memory",
     "claude-md": "claude_md",
+    "engram": "engram",
 }
 
 

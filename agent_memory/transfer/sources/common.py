@@ -35,7 +35,7 @@ TYPE_WORDS = {  # a word or its plural (-s)
     "TODO": ("todo", "task", "action", "plan", "planning", "next", "pending", "backlog", "follow"),
     "ERROR": (
         *("error", "bug", "issue", "problem", "failure", "incident", "fix", "gotcha"),
-        *("exception", "timeout", "mistake"),
+        *("exception", "timeout", "mistake", "bugfix"),
     ),
 }
 # A peer's relation name (lower-cased, words joined by _) -> (our kind, whether the ends
@@ -74,6 +74,7 @@ class Item:
     tags: list[str]
     created_at: int
     where: str  # a line, a note: named when the item cannot be stored
+    scope: str | None = None  # the peer's own, when --scope is not given
 
 
 @dataclass
@@ -197,7 +198,7 @@ class Records:
             if len(item.content.encode()) > self.max_content_bytes:
                 self.found.skip(f"items over {self.max_content_bytes} bytes")
                 continue
-            record = _record(item, source, self.scope)
+            record = _record(item, source, self.scope or item.scope)
             try:
                 validate.import_record(record, self.max_content_bytes)
             except InvalidArgument as exc:

@@ -61,9 +61,10 @@ def _dry_run(records: Records, skipped: dict[str, int]) -> None:
         tags = ", ".join(record["tags"])
         click.echo(f"{record['type']:<12} {first}  [{tags}]")
     header = records.header
+    scopes = sorted({record["scope"] or "global" for record in records.memories})
     line = (
         f"would import {count(header['exported_rows'], 'memory')} and "
-        f"{count(header['exported_links'], 'link')} (scope: {records.scope or 'global'}; "
+        f"{count(header['exported_links'], 'link')} (scope: {', '.join(scopes) or 'global'}; "
         "duplicates are found when written)"
     )
     click.echo(", ".join([line, *(f"{name}: {n}" for name, n in skipped.items())]))

@@ -186,14 +186,15 @@ def export(settings: Settings, output: Path | None) -> None:
     "source_format",
     type=click.Choice(["jsonl", "gsd-state", *PEERS]),
     help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md; "
-    "server-memory, mcp-memory-service, basic-memory, claude-md: another memory server's "
-    "file or folder (docs/importing.md). Default: told by PATH's name (*.jsonl, STATE.md, "
+    "server-memory, mcp-memory-service, basic-memory, claude-md, engram: another memory "
+    "server's file or folder (docs/importing.md). Default: told by PATH's name (*.jsonl, STATE.md, "
     "CLAUDE.md, AGENTS.md).",
 )
 @click.option(
     "--scope",
     help="Not for jsonl: the scope of the imported memories (default: gsd-state and "
-    "claude-md, the project's directory name; the other sources, none).",
+    "claude-md, the project's directory name; engram, each observation's project; the "
+    "other sources, none).",
 )
 @click.option(
     "--dry-run", is_flag=True, help="Not for jsonl, gsd-state: print what would be imported."
