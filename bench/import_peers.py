@@ -5,10 +5,11 @@
 Writes SIZE items in each format (bench/corpus.py texts): a JSONL export (bench_portable's
 file), a server-memory memory.jsonl (entities of 10 observations, a relation per entity), an
 mcp-memory-service database (its memories and memory_graph tables, an association per 10
-memories), a basic-memory folder (notes of 10 observations and a relation each) and a
-CLAUDE.md (headings of 20 bullets). Each is imported into an empty database by
-``agent-memory import`` in a fresh process of its own (no embedder is ever asked); the rate
-is memories per second of the whole command, start-up included.
+memories), a basic-memory folder (notes of 10 observations and a relation each), a
+CLAUDE.md (headings of 20 bullets) and an engram database (its observations table). Each is
+imported into an empty database by ``agent-memory import`` in a fresh process of its own (no
+embedder is ever asked); the rate is memories per second of the whole command, start-up
+included.
 """
 
 from __future__ import annotations
@@ -92,6 +93,26 @@ def claude_md(path: Path, size: int) -> None:
             out.writelines(f"- {t}\n" for t in items[start : start + PER_HEADING])
 
 
+def engram(path: Path, size: int) -> None:
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE observations (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT"
+            " NOT NULL, type TEXT NOT NULL, title TEXT NOT NULL, content TEXT NOT NULL, project"
+            " TEXT, scope TEXT NOT NULL DEFAULT 'project', topic_key TEXT, created_at TEXT NOT"
+            " NULL, deleted_at TEXT)"
+        )
+        rows = [
+            ("s", "discovery", f"finding {n}", text, "bench", "2026-11-02 09:15:00")
+            for n, text in enumerate(texts(size))
+        ]
+        conn.executemany(
+            "INSERT INTO observations (session_id, type, title, content, project, created_at)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        conn.commit()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--size", type=int, default=10_000)
@@ -104,6 +125,7 @@ def main() -> None:
             "mcp-memory-service": work / "sqlite_vec.db",
             "basic-memory": work / "basic-memory",
             "claude-md": work / "CLAUDE.md",
+            "engram": work / "engram.db",
         }
         write_file(inputs["jsonl"], args.size)
         server_memory(inputs["server-memory"], args.size)
@@ -111,6 +133,7 @@ def main() -> None:
         inputs["basic-memory"].mkdir()
         basic_memory(inputs["basic-memory"], args.size)
         claude_md(inputs["claude-md"], args.size)
+        engram(inputs["engram"], args.size)
         rates = {}
         for source, path in inputs.items():
             db = work / f"{source}.db"
