@@ -1,0 +1,121 @@
+"""Who wrote what: every memory records who stored it and who last changed it (a token's
+name, or ``local``), on both engines; export writes it, import keeps it."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agent_memory import storage
+from agent_memory.contract.errors import UnknownField
+from agent_memory.service.actor import acting_as
+from agent_memory.service.core import MemoryService
+from agent_memory.transfer.portable import jsonl_reader
+from tests.support.clock import Clock
+
+pytest_plugins = ["tests.support.pg_fixtures"]
+
+
+def opened(location: str) -> MemoryService:
+    return MemoryService(storage.open_store(location), clock=Clock())
+
+
+def writers(memory: dict) -> tuple[str, str]:
+    return memory["created_by"], memory["updated_by"]
+
+
+def test_a_store_and_an_update_record_who_made_them(location):
+    service = opened(location)
+    try:
+        mine = service.store({"content": "stored here", "type": "TODO"})["id"]
+        with acting_as("alice"):
+            hers = service.store({"content": "stored by alice", "type": "TODO"})["id"]
+            changed = service.update({"id": mine, "tags": ["seen"]})
+        with acting_as("bob"):
+            service.update({"id": hers, "content": "stored by alice, fixed by bob"})
+        listed = {m["id"]: writers(m) for m in service.list({})}
+        found = service.search({"query": "alice bob"})["results"]
+        shown = service.get({"id": hers})
+    finally:
+        service.close()
+    assert writers(changed) == ("local", "alice")
+    assert listed == {mine: ("local", "alice"), hers: ("alice", "bob")}
+    assert [writers(r) for r in found] == [("alice", "bob")]
+    assert writers(shown) == ("alice", "bob")
+
+
+def test_export_writes_the_writers_and_import_keeps_them(location, tmp_path):
+    service = opened(location)
+    with acting_as("alice"):
+        first = service.store({"content": "first", "type": "DECISION"})["id"]
+    with acting_as("bob"):
+        service.update({"id": first, "tags": ["x"]})
+    lines: list[str] = []
+    service.export(lines.append)
+    service.close()
+    exported = [json.loads(line) for line in lines]
+    assert [writers(r) for r in exported if r["record"] == "memory"] == [("alice", "bob")]
+
+    path = tmp_path / "out.jsonl"
+    path.write_text("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+    target = opened(str(tmp_path / "target.db"))
+    try:
+        reader = jsonl_reader(path)
+        reader.check()
+        with acting_as("carol"):  # whoever imports: the file's writers stay
+            target.import_jsonl(reader)
+        assert [writers(m) for m in target.list({})] == [("alice", "bob")]
+    finally:
+        target.close()
+
+
+def test_a_file_older_than_the_field_imports_as_whoever_imports_it(tmp_path):
+    header = {
+        "record": "header",
+        "format": "agent-memory-export",
+        "version": 1,
+        "exported_at": 1_700_000_000,
+        "embedding_model": "nomic-embed-text",
+        "embedding_dim": 768,
+        "schema_version": 1,
+        "agent_memory_version": "0.1.0",
+        "exported_rows": 1,
+        "exported_links": 0,
+    }
+    record = {
+        "record": "memory",
+        "key": 1,
+        "type": "PATTERN",
+        "content": "from an old export",
+        "tags": [],
+        "source": None,
+        "scope": None,
+        "created_at": 1_700_000_000,
+        "last_accessed": 1_700_000_000,
+        "access_count": 0,
+        "expires_at": None,
+    }
+    path = tmp_path / "old.jsonl"
+    path.write_text(json.dumps(header) + "\n" + json.dumps(record) + "\n")
+    service = opened(str(tmp_path / "m.db"))
+    try:
+        reader = jsonl_reader(path)
+        reader.check()
+        with acting_as("carol"):
+            service.import_jsonl(reader)
+        assert [writers(m) for m in service.list({})] == [("carol", "carol")]
+    finally:
+        service.close()
+
+
+def test_a_writer_is_not_an_argument(tmp_path):
+    service = opened(str(tmp_path / "m.db"))
+    try:
+        with pytest.raises(UnknownField) as stored:
+            service.store({"content": "x", "type": "TODO", "created_by": "mallory"})
+        with pytest.raises(UnknownField) as updated:
+            service.update({"id": 1, "updated_by": "mallory"})
+    finally:
+        service.close()
+    assert "created_by" in str(stored.value) and "updated_by" in str(updated.value)
