@@ -119,3 +119,36 @@ def test_a_writer_is_not_an_argument(tmp_path):
     finally:
         service.close()
     assert "created_by" in str(stored.value) and "updated_by" in str(updated.value)
+
+
+def test_search_and_list_filter_by_writer(location):
+    service = opened(location)
+    try:
+        local = service.store({"content": "deploy notes kept here", "type": "TODO"})["id"]
+        with acting_as("alice"):
+            hers = service.store({"content": "deploy notes by alice", "type": "TODO"})["id"]
+        with acting_as("bob"):
+            touched = service.store({"content": "deploy notes by bob", "type": "TODO"})["id"]
+        with acting_as("alice"):
+            service.update({"id": touched, "tags": ["checked"]})
+        listed = {who: [m["id"] for m in service.list({"by": who})] for who in ("alice", "bob")}
+        searched = {
+            who: sorted(r["id"] for r in service.search({"query": "deploy", "by": who})["results"])
+            for who in ("alice", "bob", "local")
+        }
+        tagged = service.list({"by": "alice", "tag": "checked"})
+        nobody = service.search({"query": "deploy", "by": "mallory"})["results"]
+    finally:
+        service.close()
+    assert listed == {"alice": [touched, hers], "bob": [touched]}
+    assert searched == {"alice": sorted([hers, touched]), "bob": [touched], "local": [local]}
+    assert [m["id"] for m in tagged] == [touched] and nobody == []
+
+
+def test_a_hybrid_search_filters_by_writer_in_both_legs(hybrid):
+    with acting_as("alice"):
+        hers = hybrid.store({"content": "the build uses gradle caches", "type": "PATTERN"})["id"]
+    hybrid.store({"content": "the build uses gradle daemons", "type": "PATTERN"})
+    found = hybrid.search({"query": "gradle build", "by": "alice"})
+    assert found["search_mode"] == "hybrid"
+    assert [r["id"] for r in found["results"]] == [hers]

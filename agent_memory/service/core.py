@@ -149,7 +149,7 @@ class MemoryService:
         tag, scope = (
             None if v is None else redact_secrets(v)[0] for v in (filters.tag, filters.scope)
         )
-        return Filters(filters.memory_type, tag, scope)
+        return Filters(filters.memory_type, tag, scope, filters.by)
 
     # -- operations -----------------------------------------------------------------------
 
