@@ -13,6 +13,7 @@ from agent_memory.service.actor import acting_as
 from agent_memory.service.core import MemoryService
 from agent_memory.transfer.portable import jsonl_reader
 from tests.support.clock import Clock
+from tests.support.terminal import am
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 
@@ -152,3 +153,18 @@ def test_a_hybrid_search_filters_by_writer_in_both_legs(hybrid):
     found = hybrid.search({"query": "gradle build", "by": "alice"})
     assert found["search_mode"] == "hybrid"
     assert [r["id"] for r in found["results"]] == [hers]
+
+
+def test_the_command_line_shows_and_filters_by_writer(tmp_path):
+    db_path = tmp_path / "m.db"
+    service = opened(str(db_path))
+    try:
+        with acting_as("alice"):
+            service.store({"content": "stored by alice", "type": "TODO"})
+        service.store({"content": "stored here", "type": "TODO"})
+    finally:
+        service.close()
+    shown = am(db_path, "show", "1").stdout
+    listed = json.loads(am(db_path, "list", "--by", "alice", "--json").stdout)
+    assert "stored by  alice" in shown and "changed by alice" in shown
+    assert [m["id"] for m in listed["memories"]] == [1]
