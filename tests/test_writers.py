@@ -13,6 +13,7 @@ from agent_memory.service.actor import acting_as
 from agent_memory.service.core import MemoryService
 from agent_memory.transfer.portable import jsonl_reader
 from tests.support.clock import Clock
+from tests.support.rest_client import Client
 from tests.support.terminal import am
 
 pytest_plugins = ["tests.support.pg_fixtures"]
@@ -168,3 +169,18 @@ def test_the_command_line_shows_and_filters_by_writer(tmp_path):
     listed = json.loads(am(db_path, "list", "--by", "alice", "--json").stdout)
     assert "stored by  alice" in shown and "changed by alice" in shown
     assert [m["id"] for m in listed["memories"]] == [1]
+
+
+def test_the_rest_api_answers_and_filters_the_writers(service):
+    from agent_memory.transports.rest.app import create_app
+
+    with acting_as("alice"):
+        hers = service.store({"content": "ferry timetable by alice", "type": "TODO"})["id"]
+    service.store({"content": "ferry timetable kept here", "type": "TODO"})
+    http = Client(create_app(service))
+    listed = http("GET", "/api/memories?by=alice")[1]
+    searched = http("POST", "/api/search", body={"query": "ferry", "by": "alice"})[1]
+    one = http("GET", f"/api/memories/{hers}")[1]
+    assert [m["id"] for m in listed] == [hers]
+    assert [r["id"] for r in searched["results"]] == [hers]
+    assert (one["created_by"], one["updated_by"]) == ("alice", "alice")
