@@ -4,6 +4,8 @@ name, or ``local``), on both engines; export writes it, import keeps it."""
 from __future__ import annotations
 
 import json
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -13,6 +15,7 @@ from agent_memory.service.actor import acting_as
 from agent_memory.service.core import MemoryService
 from agent_memory.transfer.portable import jsonl_reader
 from tests.support.clock import Clock
+from tests.support.fake_ollama import embedder_for
 from tests.support.rest_client import Client
 from tests.support.terminal import am
 
@@ -147,13 +150,19 @@ def test_search_and_list_filter_by_writer(location):
     assert [m["id"] for m in tagged] == [touched] and nobody == []
 
 
-def test_a_hybrid_search_filters_by_writer_in_both_legs(hybrid):
-    with acting_as("alice"):
-        hers = hybrid.store({"content": "the build uses gradle caches", "type": "PATTERN"})["id"]
-    hybrid.store({"content": "the build uses gradle daemons", "type": "PATTERN"})
-    found = hybrid.search({"query": "gradle build", "by": "alice"})
+def test_a_hybrid_search_filters_by_writer_in_both_legs(location, ollama):
+    hybrid = MemoryService(
+        storage.open_store(location), clock=Clock(), embedder=embedder_for(ollama.url)
+    )
+    try:
+        with acting_as("alice"):
+            hers = hybrid.store({"content": "the build uses gradle caches", "type": "PATTERN"})
+        hybrid.store({"content": "the build uses gradle daemons", "type": "PATTERN"})
+        found = hybrid.search({"query": "gradle build", "by": "alice"})
+    finally:
+        hybrid.close()
     assert found["search_mode"] == "hybrid"
-    assert [r["id"] for r in found["results"]] == [hers]
+    assert [r["id"] for r in found["results"]] == [hers["id"]]
 
 
 def test_the_command_line_shows_and_filters_by_writer(tmp_path):
@@ -184,3 +193,38 @@ def test_the_rest_api_answers_and_filters_the_writers(service):
     assert [m["id"] for m in listed] == [hers]
     assert [r["id"] for r in searched["results"]] == [hers]
     assert (one["created_by"], one["updated_by"]) == ("alice", "alice")
+
+
+def test_an_upgraded_file_says_its_memories_were_written_locally(tmp_path):
+    """Every write before revision 0010 was made without a token."""
+    path = tmp_path / "memory.db"
+    shutil.copyfile(Path(__file__).resolve().parent / "fixtures" / "memory-0008.db", path)
+    service = MemoryService(storage.open_store(path))
+    try:
+        before = {writers(m) for m in service.list({})}
+        with acting_as("alice"):
+            service.update({"id": 1, "tags": ["after"]})
+        changed = writers(service.get({"id": 1}))
+    finally:
+        service.close()
+    assert before == {("local", "local")} and changed == ("local", "alice")
+
+
+def test_a_postgres_database_of_revision_0010_upgrades_to_local_writers(pg_url, pg):
+    from agent_memory.storage.postgres import database
+
+    engine = database.create_engine(pg_url)
+    with engine.connect() as conn, conn.begin():
+        database._upgrade(conn, 10)
+    engine.dispose()
+    pg.execute(
+        "INSERT INTO memories (type, content, tags, base_weight, decay_score, access_count,"
+        " created_at, last_accessed, embedding_status, content_hash, doc_len, terms, tf)"
+        " VALUES ('TODO', 'older row', '[]'::jsonb, 1, 1, 0, 1, 1, 0, 1, 2,"
+        " 'older:1 row:2'::tsvector, '{}'::jsonb)"
+    )
+    service = MemoryService(storage.open_store(pg_url))
+    try:
+        assert [writers(m) for m in service.list({})] == [("local", "local")]
+    finally:
+        service.close()
