@@ -50,68 +50,48 @@ def test_a_store_and_an_update_record_who_made_them(location):
     assert writers(shown) == ("alice", "bob")
 
 
-def test_export_writes_the_writers_and_import_keeps_them(location, tmp_path):
+def exported_records(location: str) -> list[dict]:
+    """The export of a store where alice stored a memory and bob changed it."""
     service = opened(location)
-    with acting_as("alice"):
-        first = service.store({"content": "first", "type": "DECISION"})["id"]
-    with acting_as("bob"):
-        service.update({"id": first, "tags": ["x"]})
-    lines: list[str] = []
-    service.export(lines.append)
-    service.close()
-    exported = [json.loads(line) for line in lines]
-    assert [writers(r) for r in exported if r["record"] == "memory"] == [("alice", "bob")]
+    try:
+        with acting_as("alice"):
+            first = service.store({"content": "first", "type": "DECISION"})["id"]
+        with acting_as("bob"):
+            service.update({"id": first, "tags": ["x"]})
+        lines: list[str] = []
+        service.export(lines.append)
+    finally:
+        service.close()
+    return [json.loads(line) for line in lines]
 
-    path = tmp_path / "out.jsonl"
-    path.write_text("".join(line if line.endswith("\n") else line + "\n" for line in lines))
+
+def imported_by(name: str, records: list[dict], tmp_path) -> list[tuple[str, str]]:
+    """The writers of the memories ``name`` imports from ``records``."""
+    path = tmp_path / "in.jsonl"
+    path.write_text("".join(json.dumps(record) + "\n" for record in records))
     target = opened(str(tmp_path / "target.db"))
     try:
         reader = jsonl_reader(path)
         reader.check()
-        with acting_as("carol"):  # whoever imports: the file's writers stay
+        with acting_as(name):
             target.import_jsonl(reader)
-        assert [writers(m) for m in target.list({})] == [("alice", "bob")]
+        return [writers(m) for m in target.list({})]
     finally:
         target.close()
 
 
+def test_export_writes_the_writers_and_import_keeps_them(location, tmp_path):
+    records = exported_records(location)
+    assert [writers(r) for r in records if r["record"] == "memory"] == [("alice", "bob")]
+    assert imported_by("carol", records, tmp_path) == [("alice", "bob")]
+
+
 def test_a_file_older_than_the_field_imports_as_whoever_imports_it(tmp_path):
-    header = {
-        "record": "header",
-        "format": "agent-memory-export",
-        "version": 1,
-        "exported_at": 1_700_000_000,
-        "embedding_model": "nomic-embed-text",
-        "embedding_dim": 768,
-        "schema_version": 1,
-        "agent_memory_version": "0.1.0",
-        "exported_rows": 1,
-        "exported_links": 0,
-    }
-    record = {
-        "record": "memory",
-        "key": 1,
-        "type": "PATTERN",
-        "content": "from an old export",
-        "tags": [],
-        "source": None,
-        "scope": None,
-        "created_at": 1_700_000_000,
-        "last_accessed": 1_700_000_000,
-        "access_count": 0,
-        "expires_at": None,
-    }
-    path = tmp_path / "old.jsonl"
-    path.write_text(json.dumps(header) + "\n" + json.dumps(record) + "\n")
-    service = opened(str(tmp_path / "m.db"))
-    try:
-        reader = jsonl_reader(path)
-        reader.check()
-        with acting_as("carol"):
-            service.import_jsonl(reader)
-        assert [writers(m) for m in service.list({})] == [("carol", "carol")]
-    finally:
-        service.close()
+    records = exported_records(str(tmp_path / "source.db"))
+    for record in records:  # as a version before the fields wrote it
+        record.pop("created_by", None)
+        record.pop("updated_by", None)
+    assert imported_by("carol", records, tmp_path) == [("carol", "carol")]
 
 
 def test_a_writer_is_not_an_argument(tmp_path):

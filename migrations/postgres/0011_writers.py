@@ -4,10 +4,9 @@ Revision ID: 0011
 Revises: 0010
 Create Date: 2026-12-05
 
-The name of the token that stored a memory and of the one that last changed it, or
-``local`` for stdio, the command line and the daemon without tokens (service.actor). Every
-row written before this revision was written without a token: it holds ``local``. A
-process still running code older than this revision writes ``local`` too (the default).
+As SQLite's 0010 (migrations/versions/0010_writers.py): rows written before this revision
+were written without a token and hold ``local``, the default an older process writes too.
+A column with a constant default is added without rewriting the table.
 """
 
 from alembic import op
