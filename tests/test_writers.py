@@ -208,3 +208,23 @@ def test_a_postgres_database_of_revision_0010_upgrades_to_local_writers(pg_url, 
         assert [writers(m) for m in service.list({})] == [("local", "local")]
     finally:
         service.close()
+
+
+def test_the_writer_follows_a_call_into_a_worker_thread(tmp_path):
+    """MCP over HTTP runs the service in anyio's worker threads: who acts goes along."""
+    import anyio
+    import anyio.to_thread
+
+    service = opened(str(tmp_path / "m.db"))
+
+    async def main() -> dict:
+        with acting_as("alice"):
+            stored = await anyio.to_thread.run_sync(
+                service.store, {"content": "from a worker", "type": "TODO"}
+            )
+        return service.get(stored)
+
+    try:
+        assert writers(anyio.run(main)) == ("alice", "alice")
+    finally:
+        service.close()
