@@ -74,11 +74,13 @@ def test_every_row_and_edge_in_order_with_every_field_in_wire_order(service, clo
     assert list(memories[0]) == [
         "record", "key", "type", "content", "tags", "source", "scope",
         "created_at", "last_accessed", "access_count", "expires_at",
+        "created_by", "updated_by",
     ]  # fmt: skip
     assert memories[0] == {
         "record": "memory", "key": a, "type": "DECISION", "content": "We chose SQLite.",
         "tags": ["db"], "source": None, "scope": "kore", "created_at": START,
         "last_accessed": START, "access_count": 0, "expires_at": None,
+        "created_by": "local", "updated_by": "local",
     }  # fmt: skip
     assert memories[1]["content"] == "Naïve café — résumé" and memories[1]["source"] == "chat"
     assert memories[2]["expires_at"] == START + 5  # expired rows travel too

@@ -27,7 +27,7 @@ MOOD = fields.Field(
     "mood",
     {"type": "string"},
     nullable=True,
-    export=10,
+    export=12,
     imported=True,
     argument=fields.Argument("mood", {"type": "string"}, update="How it felt; null clears."),
 )

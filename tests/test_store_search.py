@@ -35,6 +35,8 @@ def test_store_returns_sequential_ids_and_every_field(service, clock):
         "created_at": clock.now,
         "last_accessed": clock.now,
         "expires_at": None,
+        "created_by": "local",
+        "updated_by": "local",
     }
 
 

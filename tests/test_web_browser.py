@@ -642,3 +642,25 @@ def test_another_origin_can_neither_read_nor_write_nor_frame(chromium, daemon):
     )
     assert refused.status_code == 403
     assert framed == 0  # frame-ancestors 'none': the page does not load in the frame
+
+
+def test_who_wrote_a_memory_is_shown_and_filters(page, daemon):
+    from agent_memory import storage
+    from agent_memory.service.actor import acting_as
+    from agent_memory.service.core import MemoryService
+
+    mine = store(daemon, "okapi notes kept here", scope="writers")
+    service = MemoryService(storage.open_store(str(daemon.db_path)))  # a second writer
+    try:
+        with acting_as("alice"):
+            hers = service.store({"content": "okapi notes by alice", "type": "TODO"})["id"]
+            service.update({"id": mine, "tags": ["seen"]})
+    finally:
+        service.close()
+    page.open(f"#/m/{mine}")
+    assert "Stored by\nlocal" in page.text("#d-fields")
+    assert "Changed by\nalice" in page.text("#d-fields")
+    assert sorted(page.listed(lambda: page.tab.fill("#f-by", "alice"))) == sorted([mine, hers])
+    page.tab.fill("#f-scope", "writers")
+    page.expect_shown([mine])
+    page.tab.wait_for_url("**by=alice**")

@@ -32,6 +32,9 @@ NOW = "now"
 # How the service checks an argument's value (validate): the content (non-empty, within
 # the size limit), a tag list, a label (a bounded string or null), a lifetime in seconds.
 CONTENT, TAGS, LABEL, TTL = "content", "tags", "label", "ttl"
+# Who stored or last changed a memory when no token says: stdio, the command line, and the
+# daemon on loopback without tokens (service.actor). Rows older than the field hold it too.
+LOCAL = "local"
 
 
 @dataclass(frozen=True)
@@ -64,6 +67,8 @@ class Field:
     imported: bool = False
     argument: Argument | None = None
     redacted: bool = False  # its text (each item of a list) has secrets replaced before a write
+    # An export record may leave it out (a file older than the field): the importer fills it.
+    omittable: bool = False
 
 
 _INT = {"type": "integer"}
@@ -71,6 +76,7 @@ _TIME = {"type": "integer", "description": "Unix seconds."}
 _TEXT = {"type": "string"}
 _TAGS = {"type": "array", "items": {"type": "string"}}
 _TYPE = {"type": "string", "enum": list(MEMORY_TYPES)}
+_BY = {"type": "string", "description": f"A token's name, or `{LOCAL}`."}
 
 FIELDS: tuple[Field, ...] = (
     Field("id", _INT, column=False, export=0, export_key="key"),
@@ -167,6 +173,10 @@ FIELDS: tuple[Field, ...] = (
         initial=0,
         imported=True,
     ),
+    # Who stored it and who last changed it (service.actor): set by the service, never
+    # by an argument; an import keeps the file's.
+    Field("created_by", _BY, export=10, initial=LOCAL, imported=True, omittable=True),
+    Field("updated_by", _BY, export=11, initial=LOCAL, imported=True, omittable=True),
 )
 
 
@@ -229,13 +239,15 @@ def memory_properties(*, full: bool = False) -> Schema:
 
 def new_row(given: dict[str, Any], now: int, *, imported: bool = False) -> dict[str, Any]:
     """A new row's values of every column field, in the table's order: ``given``'s where
-    it has one (an import gives only the ``imported`` fields), else the field's initial."""
+    it has one (an import gives only the ``imported`` fields; null is none for a field
+    that cannot be null), else the field's initial."""
     row: dict[str, Any] = {}
     for f in FIELDS:
         if not f.column:
             continue
-        if f.name in given and (f.imported or not imported):
-            row[f.name] = given[f.name]
+        value = given.get(f.name)
+        if f.name in given and (f.imported or not imported) and (value is not None or f.nullable):
+            row[f.name] = value
         else:
             row[f.name] = now if f.initial == NOW else f.initial
     return row
@@ -251,9 +263,9 @@ _PYTHON_TYPES: dict[str, tuple[type, ...]] = {
 
 def record_types() -> dict[str, tuple[tuple[type, ...], bool]]:
     """What the JSONL reader accepts of each exported field: key -> (Python types, may be
-    omitted (reads as null)); a nullable field may be omitted."""
+    omitted (reads as null)); a nullable or omittable field may be omitted."""
     out: dict[str, tuple[tuple[type, ...], bool]] = {}
     for f in exported():
         types = _PYTHON_TYPES[f.schema["type"]]
-        out[export_key(f)] = ((*types, type(None)), True) if f.nullable else (types, False)
+        out[export_key(f)] = ((*types, type(None)), True) if f.nullable else (types, f.omittable)
     return out

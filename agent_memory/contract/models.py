@@ -62,14 +62,16 @@ class Embedding:
 
 @dataclass(frozen=True)
 class Filters:
-    """A search's or a list's filters: type and scope equal, a tag equal to one whole tag."""
+    """A search's or a list's filters: type and scope equal, a tag equal to one whole tag,
+    ``by`` equal to who stored the memory or who last changed it."""
 
     memory_type: str | None = None
     tag: str | None = None
     scope: str | None = None
+    by: str | None = None
 
     def __bool__(self) -> bool:
-        return any(v is not None for v in (self.memory_type, self.tag, self.scope))
+        return any(v is not None for v in (self.memory_type, self.tag, self.scope, self.by))
 
 
 @dataclass(frozen=True)

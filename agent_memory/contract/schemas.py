@@ -49,6 +49,11 @@ _FILTERS = {
     "type": _TYPE,
     "tag": {"type": "string", "description": "Only memories carrying exactly this tag."},
     "scope": {"type": "string", "description": "Only memories in this scope (e.g. a project)."},
+    "by": {
+        "type": "string",
+        "description": "Only memories stored or last changed by this writer (a token's name, "
+        "or local).",
+    },
 }
 EDGE_PROPERTIES = {
     "from_id": {"type": "integer"},

@@ -19,8 +19,8 @@ INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caus
 # memory's fields is the fields table's.
 ARGUMENTS: dict[str, tuple[str, ...]] = {
     "store": fields.argument_names("store"),
-    "search": ("query", "type", "tag", "scope", "limit", "expand_links", "explain"),
-    "list": ("type", "tag", "scope", "limit", "before", "expand_links"),
+    "search": ("query", "type", "tag", "scope", "by", "limit", "expand_links", "explain"),
+    "list": ("type", "tag", "scope", "by", "limit", "before", "expand_links"),
     "update": ("id", *fields.argument_names("update")),
     "link": ("from_id", "to_id", "kind"),
     "unlink": ("from_id", "to_id", "kind"),

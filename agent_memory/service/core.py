@@ -37,7 +37,7 @@ from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 from agent_memory.embedders.base import UNREACHABLE, Embedder
 from agent_memory.search import read as read_query
-from agent_memory.service import validate
+from agent_memory.service import actor, validate
 from agent_memory.service.embedding_jobs import (
     BACKFILL_BATCH_ROWS,
     REEMBED_BATCH_ROWS,
@@ -149,7 +149,7 @@ class MemoryService:
         tag, scope = (
             None if v is None else redact_secrets(v)[0] for v in (filters.tag, filters.scope)
         )
-        return Filters(filters.memory_type, tag, scope)
+        return Filters(filters.memory_type, tag, scope, filters.by)
 
     # -- operations -----------------------------------------------------------------------
 
@@ -184,7 +184,9 @@ class MemoryService:
         embedding = self._embed_document(fields["content"])  # before the write lock
         now = self.now()
         expires_at = None if ttl is None else now + ttl
-        memory = NewMemory(memory_type, **fields, now=now, expires_at=expires_at)
+        memory = NewMemory(
+            memory_type, **fields, now=now, expires_at=expires_at, actor=actor.current()
+        )
         with self.storage("store"):
             memory_id = self.db.insert(memory, embedding)
         return {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
@@ -340,6 +342,7 @@ class MemoryService:
         now = self.now()
         if "ttl_secs" in args:
             changes["expires_at"] = None if ttl is None else now + ttl
+        changes["updated_by"] = actor.current()
         with self.storage("update"):
             updated = self.db.update(memory_id, changes, now, embedding)
         if updated is None:
@@ -485,12 +488,21 @@ class MemoryService:
         """Import a file the reader has already checked (see portable.import_jsonl)."""
         with self.storage("import"):
             return portable.import_jsonl(
-                self.db, reader, now=self.now(), redact=self._redacted, progress=progress
+                self.db,
+                reader,
+                now=self.now(),
+                redact=actor.stamped(self._redacted),
+                progress=progress,
             )
 
     def import_gsd(self, items: list[gsd.Item], malformed: int, scope: str) -> dict[str, int]:
         """Store GSD STATE.md items; an item already present (same key) is skipped."""
         with self.storage("import"):
             return portable.import_gsd(
-                self.db, items, malformed, scope, now=self.now(), redact=self._redacted
+                self.db,
+                items,
+                malformed,
+                scope,
+                now=self.now(),
+                redact=actor.stamped(self._redacted),
             )

@@ -264,11 +264,12 @@ def tags(value: Any) -> list[str]:
 
 
 def filters(args: Mapping[str, Any]) -> Filters:
-    """The type, tag and scope filters of a search or a list."""
+    """The type, tag, scope and writer filters of a search or a list."""
     return Filters(
         memory_type(args, required=False),
         optional_string(args, "tag"),
         optional_string(args, "scope"),
+        optional_string(args, "by"),
     )
 
 

@@ -75,6 +75,7 @@ class NewMemory:
     scope: str | None
     now: int
     expires_at: int | None
+    actor: str = fields.LOCAL  # who stores it (service.actor): its created_by and updated_by
 
 
 class Snapshot(Protocol):

@@ -20,6 +20,8 @@ def inserted(memory: NewMemory) -> dict[str, Any]:
         "source": memory.source,
         "scope": memory.scope,
         "expires_at": memory.expires_at,
+        "created_by": memory.actor,
+        "updated_by": memory.actor,
     }
     return fields.new_row(given, memory.now)
 

@@ -360,6 +360,7 @@ def keyword_ranking_sql(
     scope: str | None = None,
     now: int | None = None,
     scored: Node | None = None,
+    by: str | None = None,
 ) -> tuple[str, list[Any]]:
     """(SQL, parameters) listing (id, score) best first, ties by id, at most ``limit`` rows.
 
@@ -407,6 +408,8 @@ def keyword_ranking_sql(
         sql.add(" AND scope = %s", [scope])
     if tag is not None:
         sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
+    if by is not None:
+        sql.add(" AND %s IN (created_by, updated_by)", [by])
     _frequencies(found, above, sql)
     _score(len(found), now, sql)
     sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])

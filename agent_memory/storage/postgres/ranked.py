@@ -54,6 +54,7 @@ def _ranking(
         memory_type=filters.memory_type,
         tag=filters.tag,
         scope=filters.scope,
+        by=filters.by,
         now=now,
         scored=scored,
     )

@@ -76,7 +76,7 @@ def memory(row: Sequence[Any]) -> dict[str, Any]:
 
 def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
     """SQL conditions (each starting with AND) and their parameters: type and scope equal,
-    a tag equal to one whole tag."""
+    a tag equal to one whole tag, ``by`` either writer."""
     sql, params = "", []
     if filters.memory_type is not None:
         sql += f" AND {alias}.type = %s"
@@ -87,4 +87,7 @@ def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
     if filters.tag is not None:
         sql += f" AND {alias}.tags @> jsonb_build_array(%s::text)"
         params.append(filters.tag)
+    if filters.by is not None:
+        sql += f" AND (%s IN ({alias}.created_by, {alias}.updated_by))"
+        params.append(filters.by)
     return sql, params

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 import sqlalchemy
-from sqlalchemy import bindparam, func, literal_column, select
+from sqlalchemy import bindparam, func, literal_column, or_, select
 
 from agent_memory.contract.models import Filters
 from agent_memory.contract.vocabulary import PINNED_TYPES
@@ -56,28 +56,38 @@ def with_decay(row: sqlalchemy.Row[Any]) -> dict[str, Any]:
     return out
 
 
-FilterKey = tuple[bool, bool, bool]
+FilterKey = tuple[bool, bool, bool, bool]
 
 
 def filter_key(filters: Filters) -> FilterKey:
     """Which filters are set: statements are built (and cached) per combination."""
-    return (filters.memory_type is not None, filters.tag is not None, filters.scope is not None)
+    return (
+        filters.memory_type is not None,
+        filters.tag is not None,
+        filters.scope is not None,
+        filters.by is not None,
+    )
 
 
 def filter_params(filters: Filters) -> dict[str, Any]:
     params = {"type": filters.memory_type, "tag": filters.tag, "scope": filters.scope}
+    params["by"] = filters.by
     return {name: value for name, value in params.items() if value is not None}
 
 
 @functools.cache
 def filter_clauses(key: FilterKey) -> tuple[Any, ...]:
-    """WHERE clauses bound to :type, :tag and :scope; a tag matches a whole tag exactly."""
-    by_type, by_tag, by_scope = key
+    """WHERE clauses bound to :type, :tag, :scope and :by; a tag matches a whole tag exactly,
+    :by either writer."""
+    by_type, by_tag, by_scope, by_writer = key
     clauses: list[Any] = []
     if by_type:
         clauses.append(memories.c.type == bindparam("type"))
     if by_scope:
         clauses.append(memories.c.scope == bindparam("scope"))
+    if by_writer:
+        writer = bindparam("by")
+        clauses.append(or_(memories.c.created_by == writer, memories.c.updated_by == writer))
     if by_tag:
         each = func.json_each(memories.c.tags).table_valued("value")
         clauses.append(select(1).select_from(each).where(each.c.value == bindparam("tag")).exists())

@@ -164,7 +164,7 @@ def memory_type(_ctx: click.Context, _param: click.Parameter, value: str | None)
 
 
 def filters(command: Callable[..., Any]) -> Callable[..., Any]:
-    """--type, --tag and --scope: the tool's filters, passed on as ``**filters``."""
+    """--type, --tag, --scope and --by: the tool's filters, passed on as ``**filters``."""
     for option in reversed(
         [
             click.option(
@@ -172,6 +172,9 @@ def filters(command: Callable[..., Any]) -> Callable[..., Any]:
             ),
             click.option("--tag", metavar="TAG", help="Only memories carrying exactly this tag."),
             click.option("--scope", metavar="SCOPE", help="Only memories of this scope."),
+            click.option(
+                "--by", metavar="NAME", help="Only memories stored or last changed by NAME."
+            ),
         ]
     ):
         command = option(command)

@@ -198,6 +198,8 @@ def record(memory: dict[str, Any], now: int) -> Iterator[str]:
         ("source", printable(memory["source"] or "-")),
         ("created", when(memory["created_at"], now)),
         ("last used", when(memory["last_accessed"], now)),
+        ("stored by", printable(memory["created_by"])),
+        ("changed by", printable(memory["updated_by"])),
     ]
     if "access_count" in memory:
         fields.append(("uses", str(memory["access_count"])))

@@ -68,7 +68,7 @@ TOOLS = [
     _tool(
         "memory_list",
         "List memories",
-        "List memories newest first, optionally filtered by type, exact tag and scope. "
+        "List memories newest first, optionally filtered by type, exact tag, scope and by. "
         "Returns {memories: [...]}. Listing does not count as use.",
         read_only=True,
         idempotent=True,

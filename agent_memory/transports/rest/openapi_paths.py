@@ -70,6 +70,7 @@ _LIST_PARAMETERS = [
     _query("type", {"type": "string", "enum": list(MEMORY_TYPES)}),
     _query("tag", {"type": "string"}, "exact, case-sensitive tag"),
     _query("scope", {"type": "string"}),
+    _query("by", {"type": "string"}, "who stored or last changed it: a token's name, or local"),
     _query(
         "limit",
         {"type": "integer", "minimum": 1, "maximum": MAX_LIMIT},

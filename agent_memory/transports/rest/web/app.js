@@ -9,16 +9,16 @@ const DEBOUNCE_MS = 150;
 const PAGE_SIZE = 50; // index.html preloads the first page: /api/memories?limit=51
 const SEARCH_LIMIT = 50;
 const SNIPPET_CHARS = 240;
-// The search and its filters live in the address (?q=…&type=…&tag=…&scope=…), so a view can
+// The search and its filters live in the address (?q=…&type=…&tag=…&scope=…&by=…), so a view can
 // be bookmarked, shared, reloaded and reached again with Back and Forward; the memory open
 // in the detail pane is the hash (#/m/ID), kept beside them.
-const ADDRESS_PARAMS = { q: "query", type: "type", tag: "tag", scope: "scope" };
+const ADDRESS_PARAMS = { q: "query", type: "type", tag: "tag", scope: "scope", by: "by" };
 const KIND_READS = { relates_to: "relates to", supersedes: "supersedes",
   superseded_by: "superseded by", caused_by: "was caused by", caused: "caused" };
 
 const $ = (id) => document.getElementById(id);
 const state = {
-  query: "", type: "", tag: "", scope: "",
+  query: "", type: "", tag: "", scope: "", by: "",
   cursors: [null], // the cursor of each page shown so far (null: the first page)
   page: 0,
   shown: [], // the memories in the list now
@@ -119,6 +119,7 @@ function filters() {
   if (state.type) out.type = state.type;
   if (state.tag) out.tag = state.tag;
   if (state.scope) out.scope = state.scope;
+  if (state.by) out.by = state.by;
   return out;
 }
 
@@ -239,15 +240,16 @@ function remember(edited) {
 // changed. A type in any case is taken ("decision"); one the page does not know is dropped.
 function fromAddress() {
   const params = new URLSearchParams(location.search);
-  const before = JSON.stringify([state.query, state.type, state.tag, state.scope]);
+  const before = JSON.stringify([state.query, state.type, state.tag, state.scope, state.by]);
   $("q").value = state.query = params.get("q") || "";
   $("f-type").value = (params.get("type") || "").toUpperCase();
   state.type = $("f-type").value;
   $("f-tag").value = state.tag = (params.get("tag") || "").trim();
   $("f-scope").value = state.scope = (params.get("scope") || "").trim();
+  $("f-by").value = state.by = (params.get("by") || "").trim();
   markPressed();
   nameTab();
-  return JSON.stringify([state.query, state.type, state.tag, state.scope]) !== before;
+  return JSON.stringify([state.query, state.type, state.tag, state.scope, state.by]) !== before;
 }
 
 let timer = null;
@@ -349,6 +351,7 @@ function readFilters(edited = null) {
   state.type = $("f-type").value;
   state.tag = $("f-tag").value.trim();
   state.scope = $("f-scope").value.trim();
+  state.by = $("f-by").value.trim();
   markPressed();
   return restart(edited);
 }
@@ -413,6 +416,8 @@ function renderDetail(memory) {
     ...field("Tags", memory.tags.length ? memory.tags.join(", ") : "none"),
     ...field("Scope", memory.scope === null ? "global" : memory.scope),
     ...field("Source", memory.source === null ? "not given" : memory.source),
+    ...field("Stored by", memory.created_by),
+    ...field("Changed by", memory.updated_by),
     ...field("Created", ago(memory.created_at)),
     ...field("Last used", ago(memory.last_accessed)),
     ...field("Expires", expiry(memory.expires_at)),
@@ -635,14 +640,14 @@ function start() {
     if (state.query.trim() !== "") refresh();
   });
   $("f-type").addEventListener("change", () => readFilters());
-  for (const id of ["f-tag", "f-scope"]) {
+  for (const id of ["f-tag", "f-scope", "f-by"]) {
     $(id).addEventListener("input", () => {
       clearTimeout(timer);
       timer = setTimeout(() => readFilters(id), DEBOUNCE_MS);
     });
   }
   $("f-clear").addEventListener("click", () => {
-    $("f-type").value = $("f-tag").value = $("f-scope").value = "";
+    $("f-type").value = $("f-tag").value = $("f-scope").value = $("f-by").value = "";
     readFilters();
   });
   $("older").addEventListener("click", () => turn(1));
