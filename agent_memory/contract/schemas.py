@@ -246,6 +246,30 @@ INPUT: dict[str, Schema] = {
     "unlink": _input("unlink", EDGE_PROPERTIES, ("from_id", "to_id", "kind")),
     "forget": _input("forget", {"id": ID}, ("id",)),
 }
+# A store's near-duplicate hints (service/similar.py), present only when a memory is near.
+SIMILAR: Schema = {
+    "similar": {
+        "type": "array",
+        "maxItems": 3,
+        "description": "Only when memories of the same scope say nearly the same: update or "
+        "supersede one of them instead of keeping both (the new memory is stored all the same).",
+        "items": obj(
+            {
+                "id": {"type": "integer"},
+                "similarity": {"type": "number"},
+                "snippet": {"type": "string"},
+            },
+            "id",
+            "similarity",
+            "snippet",
+        ),
+    },
+    "similar_by": {
+        "type": "string",
+        "enum": ["cosine", "keyword"],
+        "description": "The signal of similar: the model's cosine, or keyword overlap.",
+    },
+}
 SEARCH_RESULT = obj(
     {
         "search_mode": {"type": "string", "enum": ["hybrid", "keyword"]},
@@ -259,7 +283,7 @@ SEARCH_RESULT = obj(
     "results",
 )
 OUTPUT: dict[str, Schema] = {
-    "store": obj({"id": {"type": "integer"}, "redacted": REDACTED}, "id"),
+    "store": obj({"id": {"type": "integer"}, "redacted": REDACTED, **SIMILAR}, "id"),
     "search": SEARCH_RESULT,
     "list": obj({"memories": {"type": "array", "items": MEMORY}}, "memories"),
     # "type" at the root as well: protocol revisions before 2026-07-28 require it.

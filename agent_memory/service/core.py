@@ -37,7 +37,7 @@ from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 from agent_memory.embedders.base import UNREACHABLE, Embedder
 from agent_memory.search import read as read_query
-from agent_memory.service import actor, validate
+from agent_memory.service import actor, similar, validate
 from agent_memory.service.embedding_jobs import (
     BACKFILL_BATCH_ROWS,
     REEMBED_BATCH_ROWS,
@@ -187,9 +187,11 @@ class MemoryService:
         memory = NewMemory(
             memory_type, **fields, now=now, expires_at=expires_at, actor=actor.current()
         )
+        hints = similar.find(self.db, fields["content"], fields["scope"], embedding, now)
         with self.storage("store"):
             memory_id = self.db.insert(memory, embedding)
-        return {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
+        answer = {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
+        return similar.stored(answer, hints)
 
     def search(
         self, args: Any, *, record_use: bool = True, fields: tuple[str, ...] | None = None

@@ -175,6 +175,19 @@ class Store(Protocol):
         ``unrelated`` (the query's similarity to unrelated texts) sets for the model.
         ``deadline`` is a time.monotonic() value."""
 
+    def similar_candidates(
+        self,
+        embedding: Embedding | None,
+        query: ParsedQuery | None,
+        scope: str | None,
+        now: int,
+        limit: int,
+    ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
+        """Up to ``limit`` memories of ``scope`` (None: without one) nearest a memory about to
+        be stored, from one snapshot: ("cosine", (id, cosine similarity, content)) when the
+        store is pinned to ``embedding``'s model, else ("keyword", (id, None, content)) by
+        ``query``, else (None, [])."""
+
     def memories(
         self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None
     ) -> Iterator[dict[str, Any]]:

@@ -203,6 +203,41 @@ class CommonStore:
             mode = ranking.SEARCH_MODE_KEYWORD
             return SearchPage(mode, page.results, stored, page.why, page.explain)
 
+    @guarded
+    def similar_candidates(
+        self,
+        embedding: Embedding | None,
+        query: ParsedQuery | None,
+        scope: str | None,
+        now: int,
+        limit: int,
+    ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
+        """The memories of ``scope`` (None: those without one) nearest a memory about to be
+        stored: ("cosine", (id, similarity, content) best first) by its vector when the
+        store is pinned to its model, else ("keyword", (id, None, content)) by ``query``
+        (its words), else (None, [])."""
+        filters = Filters(scope=scope)
+        with self._read() as conn:
+            if embedding is not None and self.VECTORS.stored_pin(conn) == embedding.pin:
+                nearest = self._nearest(conn, embedding, limit, filters)
+                found = self._rows(conn, [i for i, _ in nearest], now, Filters())
+                return "cosine", [
+                    (i, score, found[i]["content"])
+                    for i, score in nearest
+                    if i in found and found[i]["scope"] == scope
+                ]
+            if query is None:
+                return None, []
+            page = self._keyword_page(conn, query, now, limit, filters)
+            kept = [(m["id"], None, m["content"]) for m, _ in page if m["scope"] == scope]
+            return "keyword", kept
+
+    def _nearest(
+        self, conn: sqlalchemy.Connection, embedding: Embedding, limit: int, filters: Filters
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` nearest (id, cosine similarity) passing ``filters`` (before the cut)."""
+        raise NotImplementedError
+
     def _legs(
         self, conn: sqlalchemy.Connection, query: ParsedQuery, embedding: Embedding, leg: Leg
     ) -> Legs:

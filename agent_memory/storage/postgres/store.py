@@ -206,6 +206,11 @@ class PostgresStore(CommonStore):
         scale = ranked_search.scale(conn, query) if ranked else None
         return ranked, nearest, scale
 
+    def _nearest(
+        self, conn: Connection, embedding: Embedding, limit: int, filters: Filters
+    ) -> list[tuple[int, float]]:
+        return vectors.nearest(conn, embedding, limit, filters)
+
     def _keyword_page(
         self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
     ) -> list[tuple[dict[str, Any], float]]:

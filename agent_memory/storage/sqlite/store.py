@@ -220,6 +220,11 @@ class SqliteStore(CommonStore):
     ) -> list[tuple[dict[str, Any], float]]:
         return self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
 
+    def _nearest(
+        self, conn: Connection, embedding: Embedding, limit: int, filters: Filters
+    ) -> list[tuple[int, float]]:
+        return self._vector_leg(conn, embedding, limit, filters)
+
     def _vector_leg(
         self,
         conn: sqlalchemy.Connection,

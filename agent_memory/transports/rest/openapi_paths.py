@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from agent_memory.contract.schemas import SIMILAR
 from agent_memory.contract.vocabulary import LINK_KINDS, MAX_LIMIT, MEMORY_TYPES
 
 Schema = dict[str, Any]
@@ -96,6 +97,7 @@ _STORED = {
             "source, tags, scope): the kind of each one replaced by a [redacted:KIND] marker "
             "before the write (e.g. github-token, password). Off with --redact off.",
         },
+        **SIMILAR,
     },
     "required": ["id"],
 }

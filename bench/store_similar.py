@@ -1,0 +1,95 @@
+"""What the near-duplicate check (service/similar.py) adds to a store, at 100,000 memories
+with the local model: store p50 with the check and without, side by side in one run (the
+two alternate store by store, so a load from other jobs falls on both alike), and the
+check alone (similar.find, the embedding already made).
+
+The database: developer memories (bench/corpus.py) with vectors drawn around the local
+model's embeddings of BASE_TEXTS of them, as bench/bench_vectors.py draws them (a real
+vector plus noise shaped like the model's own spread, calibrated to the real nearest-
+neighbour cosine). Each store is a new developer memory, embedded by the model in process.
+
+    python -m bench.store_similar [--size 100000] [--stores 200] [--keep DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from agent_memory.embedders.local import Local, LocalModel
+from agent_memory.service import similar
+from agent_memory.service.core import MemoryService
+from agent_memory.storage import open_store
+from bench import bench_vectors, corpus
+from bench._common import machine, pct, table
+
+BASE_TEXTS = 1_500
+
+
+def build(path: Path, size: int) -> None:
+    texts = [m["content"] for m in corpus.developer_memories(BASE_TEXTS)]
+    base = LocalModel(num_threads=2).encode_array(texts, query=False)
+    alpha = bench_vectors.calibrate(base)["alpha"]
+    bench_vectors.fill(path, bench_vectors.vectors_of(size, base, alpha), texts)
+
+
+def measure(path: Path, stores: int) -> dict[str, list[float]]:
+    svc = MemoryService(open_store(path), embedder=Local())
+    times: dict[str, list[float]] = {"with": [], "without": [], "check": []}
+    new = list(corpus.developer_memories(stores + 20, seed=99))
+    try:
+        svc.search({"query": "warm up the vector index", "limit": 5})
+        for k, memory in enumerate(new):
+            on = k % 2 == 0
+            similar.CHECK_NEAR_DUPLICATES = on
+            args = {"content": memory["content"], "type": memory["type"]}
+            began = time.perf_counter()
+            svc.store(args)
+            elapsed = (time.perf_counter() - began) * 1000
+            similar.CHECK_NEAR_DUPLICATES = True
+            embedding = svc.embedder.embed_documents([memory["content"]])[0]
+            began = time.perf_counter()
+            similar.find(svc.db, memory["content"], None, embedding, svc.now())
+            check = (time.perf_counter() - began) * 1000
+            if k >= 20:  # the first stores warm caches
+                times["with" if on else "without"].append(elapsed)
+                times["check"].append(check)
+    finally:
+        similar.CHECK_NEAR_DUPLICATES = True
+        svc.close()
+    return times
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--size", type=int, default=100_000)
+    parser.add_argument("--stores", type=int, default=200)
+    parser.add_argument("--keep", type=Path)
+    args = parser.parse_args()
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="bench-similar-"))
+    path = workdir / f"similar-{args.size}.db"
+    if not path.exists():
+        began = time.perf_counter()
+        build(path, args.size)
+        print(f"built {args.size:,} memories in {time.perf_counter() - began:.0f} s")
+    times = measure(path, args.stores)
+    print(f"{machine()} (shared with other jobs); {args.size:,} memories, local model")
+    rows = [
+        (name, len(values), pct(values, 0.5), pct(values, 0.9))
+        for name, values in (
+            ("store, with the check", times["with"]),
+            ("store, without", times["without"]),
+            ("the check alone", times["check"]),
+        )
+    ]
+    print(table(("ms", "n", "p50", "p90"), rows))
+    added = pct(times["with"], 0.5) - pct(times["without"], 0.5)
+    print(f"\nstore p50 difference: {added:.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
