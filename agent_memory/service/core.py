@@ -15,16 +15,13 @@ results' use is recorded (the only write).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from agent_memory import __version__
 from agent_memory.contract import fields as fields_table
-from agent_memory.contract import identity
 from agent_memory.contract.errors import (
     InvalidArgument,
     InvalidType,
@@ -35,16 +32,15 @@ from agent_memory.contract.errors import (
 from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
-from agent_memory.embedders.base import UNREACHABLE, Embedder
+from agent_memory.embedders.base import Embedder
 from agent_memory.search import read as read_query
-from agent_memory.service import actor, similar, validate
+from agent_memory.service import actor, similar, status, validate
 from agent_memory.service.embedding_jobs import (
     BACKFILL_BATCH_ROWS,
     REEMBED_BATCH_ROWS,
     EmbeddingJobs,
     Progress,
     no_progress,
-    search_outlook,
 )
 from agent_memory.service.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
@@ -387,58 +383,12 @@ class MemoryService:
         return {**echo, "unlinked": False, "reason": "not_found"}
 
     def health(self, challenge: str | None = None, address: str = "") -> dict[str, Any]:
-        """Liveness (the store answers a read), the embedder's status, and how searches run
-        now: ``search_mode`` with the ``embedding`` serving it, or why search is by keyword
-        only and what would change that (``search_hint``). Given a ``challenge``, the proof
-        that this process reads this database, as served at ``address`` (IP:PORT), for
-        ``agent-memory ui`` (agent_memory.contract.identity); null for a database without an id."""
-        if challenge is not None:
-            challenge = validate.challenge(challenge)
-        with self.storage("health"):
-            self.db.ping()
-            pin = self.db.pin()
-        status = UNREACHABLE if self.embedder is None else self.embedder.status()
-        answer = {
-            "status": "ok",
-            "embedder": status,
-            "schema_version": self.db.schema_version,
-            "version": __version__,
-            **search_outlook(self.embedder, status, pin),
-        }
-        if challenge is not None:
-            key = self.db.identity_key
-            answer["database_proof"] = (
-                None if key is None else identity.proof(key, challenge, address)
-            )
-        return answer
+        """Liveness, the embedder and how searches run now (service/status.py)."""
+        return status.health(self, challenge, address)
 
     def doctor(self, *, repair: bool = False) -> dict[str, Any]:
-        """``agent-memory doctor``: the store's checks (Store.check); with ``repair``, what
-        Store.repair rebuilt and the checks run again. Then the pin, the memories waiting
-        for a vector, and how searches would run with the configured embedder (as health
-        says it: Ollama is asked for its models, the local model is not loaded). ``ok`` is
-        False while any check fails."""
-        with self.storage("doctor"):
-            findings = self.db.check()
-            repaired: list[str] = []
-            if repair and any(not f.ok and f.repairable for f in findings):
-                repaired = self.db.repair()
-                findings = self.db.check()
-            pin = self.db.pin()
-            total, pending = self.db.embedding_counts()
-        embedder = self.embedder
-        status = UNREACHABLE if embedder is None else embedder.status()
-        return {
-            "ok": all(f.ok for f in findings),
-            "checks": [dataclasses.asdict(f) for f in findings],
-            "repaired": repaired,
-            "pin": None if pin is None else pin.describe(),
-            "memories": total,
-            "pending_embedding": pending,
-            "embedder": None if embedder is None else embedder.describe(),
-            "embedder_status": None if embedder is None else status,
-            **search_outlook(self.embedder, status, pin),
-        }
+        """``agent-memory doctor``: the store's checks, and repairs (service/status.py)."""
+        return status.doctor(self, repair=repair)
 
     # -- embeddings -----------------------------------------------------------------------
 
