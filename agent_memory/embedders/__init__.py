@@ -54,10 +54,10 @@ def choose(mode: str, stored: Pin | None, *, ollama_url: str, ollama_model: str)
 def outlook(mode: str, stored: Pin | None, *, ollama_model: str) -> str:
     """One sentence for an agent on how its searches will run, known without asking Ollama
     or loading a model (it goes into the MCP server's instructions before the first answer)."""
-    from agent_memory.embedders import local
-
     if mode == NONE:
         return "Search is by keyword only (search by meaning is off: --embedder none)."
+    from agent_memory.embedders import local
+
     if mode == AUTO and stored is not None:  # the pin decides
         mode, ollama_model = stored.provider, stored.model
     reason = local.unavailable_reason()

