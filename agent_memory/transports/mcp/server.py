@@ -311,8 +311,9 @@ class _SlicedWire:
     unlimited list of large memories). Slicing holds one slice of bytes instead.
     """
 
-    def __init__(self, raw: BinaryIO) -> None:
+    def __init__(self, raw: BinaryIO, flushed: Callable[[], None] = lambda: None) -> None:
         self._raw = raw
+        self._flushed = flushed
 
     def write(self, text: str) -> int:
         for start in range(0, len(text), WIRE_SLICE_CHARS):
@@ -321,6 +322,7 @@ class _SlicedWire:
 
     def flush(self) -> None:
         self._raw.flush()
+        self._flushed()
 
 
 @contextmanager
@@ -425,12 +427,22 @@ def _encodable(*values: Any) -> bool:
 def serve_stdio(
     service: MemoryService, answered: threading.Event | None = None, outlook: str = ""
 ) -> None:
-    """Serve MCP over this process's stdin/stdout until the client closes the stream."""
-    server = build_server(service, answered, outlook)
+    """Serve MCP over this process's stdin/stdout until the client closes the stream.
+
+    ``answered`` is set once the first answer to a client's request has left on stdout, not
+    when its handler runs: what waits for it (the service's opening, the sweep) would
+    otherwise compete with that answer's encoding and writing."""
+    answered = answered or threading.Event()
+    handled = threading.Event()
+    server = build_server(service, handled, outlook)
+
+    def flushed() -> None:
+        if handled.is_set():
+            answered.set()
 
     async def main() -> None:
         with _stdout_wire() as wire:
-            stdout = anyio.wrap_file(_SlicedWire(wire))
+            stdout = anyio.wrap_file(_SlicedWire(wire, flushed))
             async with stdio_server(stdout=stdout) as (read_stream, write_stream):  # type: ignore[arg-type]
                 options = server.create_initialization_options()
                 await server.run(_Answering(read_stream, write_stream), write_stream, options)
