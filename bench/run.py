@@ -24,10 +24,10 @@ is loaded through its import path (``agent-memory import --from jsonl``), then t
 spreads last use over the past year with one UPDATE (imports count as just used); the peers
 are loaded through their own batch tools (create_entities, context_batch_save) in batches of
 1,000. Then, per size and server: cold start (spawn to the first tools/list answer, median
-of 3), 200 single stores, two-word and question searches (limit 10), a filtered list, the
-server's peak RSS (VmHWM) and the size of its files. For agent-memory also the sweep (TTL
-expiry of 1% of rows and decay refresh) timed in process while another process stores
-through MCP: the longest write-lock hold and the slowest of those stores.
+of 3), 200 single stores, two-word and question searches (limit 10), a filtered list (p50
+and p99 of each), the server's peak RSS (VmHWM) and the size of its files. For agent-memory
+also the sweep (TTL expiry of 1% of rows and decay refresh) timed in process while another
+process stores through MCP: the longest write-lock hold and the slowest of those stores.
 """
 
 from __future__ import annotations
@@ -342,6 +342,7 @@ async def session(system: System, size: int, fresh: list[dict]) -> dict[str, flo
             await call(client, system.search(corpus.questions(1, seed=i)[0]))
         stores = [await call(client, system.store(m, size + i)) for i, m in enumerate(fresh)]
         out["stores_per_s"] = len(stores) / sum(stores)
+        out["store_p50_ms"] = pct(stores, 0.5) * 1e3
         out["store_p99_ms"] = pct(stores, 0.99) * 1e3
         for kind, queries in (
             ("two_words", corpus.two_word_queries(SEARCHES)),
@@ -354,6 +355,7 @@ async def session(system: System, size: int, fresh: list[dict]) -> dict[str, flo
         if listing is not None:
             timings = [await call(client, listing) for _ in range(LISTS)]
             out["list_filtered_p50_ms"] = pct(timings, 0.5) * 1e3
+            out["list_filtered_p99_ms"] = pct(timings, 0.99) * 1e3
         out["peak_rss_mib"] = child_peak_rss_mib()
     out["files_mib"] = sum(p.stat().st_size for p in system.files()) / 2**20
     return out
