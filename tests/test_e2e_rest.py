@@ -62,14 +62,13 @@ def test_dns_rebinding_and_cross_site_requests_are_refused(db_path):
 @pytest.mark.parametrize(
     "addr", ["0.0.0.0:7437", "192.168.1.10:7437", "example.com:80", "[::]:7437"]
 )
-def test_non_loopback_needs_allow_remote(db_path, addr):
-    proc = run_agent_memory("--db", str(db_path), "serve-rest", "--addr", addr)
+def test_non_loopback_needs_a_token(db_path, addr):
+    proc = run_agent_memory("--db", str(db_path), "serve-rest", "--addr", addr, "--allow-remote")
     assert proc.returncode == 1
-    assert proc.stderr == (
-        f"refusing to bind non-loopback address {addr}: the REST API is "
-        "unauthenticated; pass --allow-remote to expose it beyond localhost\n"
+    assert proc.stderr.splitlines()[-1] == (
+        f"refusing to bind non-loopback address {addr}: no access token exists; "
+        "create one with `agent-memory token create NAME` first"
     )
-    assert not db_path.exists()  # refused before the database was even opened
 
 
 @pytest.mark.parametrize("addr", ["7437", "localhost", "127.0.0.1:99999", "[::1]7437", ":80"])
@@ -79,12 +78,14 @@ def test_malformed_addr_is_a_usage_error(db_path, addr):
     assert "--addr" in proc.stderr
 
 
-def test_allow_remote_warns_loudly(db_path):
+def test_plain_http_off_loopback_warns_and_allow_remote_takes_any_host(db_path):
+    token = run_agent_memory("--db", str(db_path), "token", "create", "team").stdout.strip()
     with RestDaemon(db_path, "--allow-remote", addr="0.0.0.0:0") as daemon:
         warning = "".join(daemon.stderr_lines)
-        assert "WARNING" in warning and "WITHOUT AUTHENTICATION" in warning and "0.0.0.0" in warning
+        assert "WARNING" in warning and "TLS proxy" in warning and "0.0.0.0" in warning
         response = daemon.session.get(
-            f"http://127.0.0.1:{daemon.port}/health", headers={"Host": "memory.lan"}
+            f"http://127.0.0.1:{daemon.port}/api/stats",
+            headers={"Host": "memory.lan", "Authorization": f"Bearer {token}"},
         )
         assert response.status_code == 200
         assert daemon.stop() == 0

@@ -35,14 +35,21 @@ LAYERS = [
     {"agent_memory.storage"},
     {"agent_memory.service", "agent_memory.transfer", "agent_memory.transfer.sources"},
     {"agent_memory.transports.mcp", "agent_memory.transports.rest"},
-    {"agent_memory.app"},
+    # the wiring; and the daemon, which joins two transports on one port (REST's server, MCP's app)
+    {"agent_memory.app", "agent_memory.daemon"},
     {"agent_memory.transports.cli", "agent_memory.__main__"},
 ]
 TRANSPORTS = {"agent_memory.transports.mcp", "agent_memory.transports.rest"}
 ENGINES = {"agent_memory.storage.sqlite", "agent_memory.storage.postgres"}
 # The command line is the entry point: its serve commands start the other transports'
-# servers, and that is all of them it may import.
-SERVERS = {"agent_memory.transports.mcp.server", "agent_memory.transports.rest.daemon"}
+# servers, and that is all of them it may import. The daemon (agent_memory.daemon) serves
+# MCP's HTTP app from REST's server: those two entry points are servers too.
+SERVERS = {
+    "agent_memory.transports.mcp.server",
+    "agent_memory.transports.rest.daemon",
+    "agent_memory.transports.mcp.http",
+    "agent_memory.transports.rest.asgi",
+}
 
 
 def module_name(path: Path) -> str:

@@ -201,3 +201,8 @@ class FormatTooNew(AgentMemoryError):
             f"file is format version {found} but this binary reads up to version 1 — "
             "upgrade agent-memory"
         )
+
+
+class Forbidden(Exception):
+    """the caller's access token may not do this (read-only, or another scope): HTTP 403;
+    the message says why"""

@@ -25,6 +25,7 @@ from agent_memory.search import read as read_query
 from agent_memory.storage.base import NewMemory, Pause
 from agent_memory.storage.faults import guarded
 from agent_memory.storage.neighbours import neighbour_edges
+from agent_memory.storage.tokens import TokenRows
 
 # When decay scores were last rewritten (unix seconds), shared by every process on the store.
 DECAY_DONE_KEY = "decay_materialized_at"
@@ -76,7 +77,7 @@ Connect = Callable[[], AbstractContextManager[sqlalchemy.Connection]]
 Batch = Callable[[sqlalchemy.Connection, int], tuple[int, bool]]
 
 
-class CommonStore:
+class CommonStore(TokenRows):
     """The Store methods that are the same on every engine (storage.base.Store says what
     each promises). A subclass supplies:
 

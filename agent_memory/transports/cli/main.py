@@ -45,7 +45,7 @@ log = logging.getLogger("agent_memory")
 
 
 class Group(click.Group):
-    """The servers are registered at once; the other commands (commands, maintenance, ui)
+    """The servers are registered at once; the other commands (commands, maintenance, tokens, ui)
     when a name is not found or the list is asked for, so ``serve`` never imports them."""
 
     command_class = Subcommand
@@ -66,10 +66,10 @@ class Group(click.Group):
         if self._all_loaded:
             return
         self._all_loaded = True
-        from agent_memory.transports.cli import commands, maintenance, ui
+        from agent_memory.transports.cli import commands, maintenance, tokens, ui
 
         # for people and agent hooks (search, list, show, ..., context), and whole databases
-        for command in (ui.ui, *commands.COMMANDS, *maintenance.COMMANDS):
+        for command in (ui.ui, tokens.token, *commands.COMMANDS, *maintenance.COMMANDS):
             self.add_command(command)
 
 
@@ -252,35 +252,60 @@ def _running_script() -> Path | None:
 @click.option(
     "--allow-remote",
     is_flag=True,
-    help="Allow a non-loopback address (the API has no authentication) and accept any "
-    "Host and Origin header.",
+    help="Accept any Host and Origin header (no DNS-rebinding check); prefer --public-host.",
+)
+@click.option(
+    "--public-host",
+    "public_hosts",
+    multiple=True,
+    metavar="NAME[:PORT]",
+    help="Also accept this Host header (and Origin http(s)://NAME), e.g. the name a TLS "
+    "proxy in front of the daemon is reached by. Repeatable.",
 )
 @click.pass_obj
-def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) -> None:
-    """Run the REST API under waitress (loopback only by default)."""
+def serve_rest(
+    settings: Settings, addr: tuple[str, int], allow_remote: bool, public_hosts: tuple[str, ...]
+) -> None:
+    """Run the HTTP daemon: the REST API, the web page and MCP at /mcp (loopback only
+    unless a token exists: see `agent-memory token`)."""
     host, port = addr
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    if not is_loopback(host) and not allow_remote:
-        fail(
-            f"refusing to bind non-loopback address {shown}: the REST API is unauthenticated; "
-            "pass --allow-remote to expose it beyond localhost"
-        )
     service = wiring.open_service(settings)
-    from agent_memory.service.lifecycle import Sweeper
-    from agent_memory.transports.rest.daemon import create_server
+    from agent_memory import daemon
+    from agent_memory.service.tokens import Tokens
 
+    loopback = is_loopback(host)
     try:
-        server = create_server(service, host, port, allow_remote=allow_remote)
+        if not loopback and not Tokens(service).exist():
+            fail(
+                f"refusing to bind non-loopback address {shown}: no access token exists; "
+                "create one with `agent-memory token create NAME` first"
+            )
+        with daemon.serving(
+            service,
+            host,
+            port,
+            allow_remote=allow_remote,
+            open_=loopback,
+            extra_hosts=public_hosts,
+        ) as server:
+            _run_daemon(settings, service, server, host, loopback)
     except OSError as exc:
-        service.close()
         fail(f"cannot listen on {shown}: {exc.strerror or exc}")
+    finally:
+        service.close()
+
+
+def _run_daemon(settings: Settings, service: Any, server: Any, host: str, loopback: bool) -> None:
+    from agent_memory.service.lifecycle import Sweeper
+
     bound = f"[{host}]" if ":" in host else host
     bound_port = server.effective_port
-    if allow_remote:
+    if not loopback:
         log.warning(
-            "REST API exposed on %s:%s WITHOUT AUTHENTICATION: anyone who can reach this "
-            "address can read and delete every memory; keep it behind a VPN, an SSH tunnel "
-            "or an authenticating proxy",
+            "serving plain HTTP on %s:%s: tokens and memories cross the network unencrypted; "
+            "put a TLS proxy in front (docs/http.md shows Caddy) and bind the daemon to "
+            "127.0.0.1 behind it",
             bound,
             bound_port,
         )
@@ -292,11 +317,11 @@ def serve_rest(settings: Settings, addr: tuple[str, int], allow_remote: bool) ->
         signal.signal(signum, signal.default_int_handler)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     click.echo(f"REST listening on {bound}:{bound_port}", err=True)
+    click.echo(f"MCP (Streamable HTTP) at http://{bound}:{bound_port}/mcp", err=True)
     try:
         server.run()  # returns after KeyboardInterrupt, once workers are done
     finally:
         sweeper.stop()
-        service.close()
 
 
 def main() -> None:

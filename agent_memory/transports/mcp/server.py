@@ -57,7 +57,7 @@ from pydantic import ValidationError
 
 from agent_memory import __version__
 from agent_memory.contract import wire
-from agent_memory.contract.errors import InvalidArgument, StorageError, UnknownField
+from agent_memory.contract.errors import Forbidden, InvalidArgument, StorageError, UnknownField
 from agent_memory.contract.vocabulary import MEMORY_TYPES
 from agent_memory.transports.mcp import catalog as mcp_catalog
 from agent_memory.transports.mcp.tools import TOOLS
@@ -181,7 +181,7 @@ def _mapped(operation: str) -> Iterator[None]:
         raise MCPError(INVALID_PARAMS, str(exc)) from exc
     except StorageError as exc:
         raise MCPError(INTERNAL_ERROR, str(exc)) from exc
-    except (MCPError, UnknownField):
+    except (MCPError, UnknownField, Forbidden):
         raise  # already mapped, or a tool result (see call_tool)
     except Exception as exc:
         log.exception("%s: unexpected failure", operation)
@@ -201,7 +201,7 @@ def call_tool(service: MemoryService, name: str, arguments: Any) -> CallToolResu
     try:
         with _mapped(operation):
             payload = method(service, arguments)
-    except UnknownField as exc:
+    except (UnknownField, Forbidden) as exc:  # a token's refusal is read and acted on too
         return CallToolResult(content=[TextContent(type="text", text=str(exc))], is_error=True)
     return CallToolResult(
         content=[TextContent(type="text", text=_text(payload))], structured_content=payload
@@ -215,8 +215,11 @@ def read_resource(service: MemoryService, uri: str) -> ReadResourceResult:
         operation, args = mcp_catalog.resource_call(uri)
     except mcp_catalog.UnknownResource as exc:
         raise MCPError(INVALID_PARAMS, str(exc)) from exc
-    with _mapped(operation):
-        payload = READS[operation](service, args)
+    try:
+        with _mapped(operation):
+            payload = READS[operation](service, args)
+    except Forbidden as exc:
+        raise MCPError(INVALID_PARAMS, str(exc)) from exc
     if operation == "get" and payload.get("found") is False:
         raise MCPError(INVALID_PARAMS, f"resource not found: no memory has id {payload['id']}")
     contents = TextResourceContents(uri=uri, mime_type=mcp_catalog.JSON, text=_text(payload))
@@ -252,12 +255,23 @@ def complete(service: MemoryService, params: CompleteRequestParams) -> CompleteR
     return CompleteResult(completion=Completion(values=values, has_more=False))
 
 
+async def _inline(function: Callable[..., Any], *args: Any) -> Any:
+    return function(*args)
+
+
 def build_server(
-    service: MemoryService, answered: threading.Event | None = None, outlook: str = ""
+    service: MemoryService,
+    answered: threading.Event | None = None,
+    outlook: str = "",
+    run: Callable[..., Any] = _inline,
+    service_for: Callable[[Any], Any] | None = None,
 ) -> Server[Any]:
     """``answered`` is set once a client got an answer (the sweep waits for it to start);
-    ``outlook`` says how searches will run (embedders.outlook), after the instructions."""
+    ``outlook`` says how searches will run (embedders.outlook), after the instructions;
+    ``run`` calls the service (over HTTP: in a worker thread, so clients do not queue);
+    ``service_for`` gives the service a request may use (over HTTP: its token's)."""
     answered = answered or threading.Event()
+    chosen = service_for or (lambda _ctx: service)
 
     def listing(result: Any) -> Callable[[Any, Any], Any]:
         async def handler(_ctx: Any, _params: Any) -> Any:
@@ -266,21 +280,21 @@ def build_server(
 
         return handler
 
-    async def on_call_tool(_ctx: Any, params: CallToolRequestParams) -> CallToolResult:
+    async def on_call_tool(ctx: Any, params: CallToolRequestParams) -> CallToolResult:
         answered.set()
-        return call_tool(service, params.name, params.arguments)
+        return await run(call_tool, chosen(ctx), params.name, params.arguments)
 
-    async def on_read_resource(_ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
+    async def on_read_resource(ctx: Any, params: ReadResourceRequestParams) -> ReadResourceResult:
         answered.set()
-        return read_resource(service, params.uri)
+        return await run(read_resource, chosen(ctx), params.uri)
 
     async def on_get_prompt(_ctx: Any, params: GetPromptRequestParams) -> GetPromptResult:
         answered.set()
         return get_prompt(params.name, params.arguments)
 
-    async def on_completion(_ctx: Any, params: CompleteRequestParams) -> CompleteResult:
+    async def on_completion(ctx: Any, params: CompleteRequestParams) -> CompleteResult:
         answered.set()
-        return complete(service, params)
+        return await run(complete, chosen(ctx), params)
 
     return Server(
         SERVER_NAME,

@@ -28,7 +28,13 @@ from flask import Blueprint, Flask, Response, current_app, g, jsonify, request
 from werkzeug.exceptions import HTTPException
 
 from agent_memory.contract import wire
-from agent_memory.contract.errors import InvalidArgument, InvalidType, StorageError, UnknownField
+from agent_memory.contract.errors import (
+    Forbidden,
+    InvalidArgument,
+    InvalidType,
+    StorageError,
+    UnknownField,
+)
 from agent_memory.contract.vocabulary import REST_ARGUMENTS
 from agent_memory.service.core import MemoryService
 from agent_memory.transports.rest import openapi as openapi_document
@@ -55,6 +61,8 @@ api = Blueprint("api", __name__)
 # app.extensions key: IP:PORT the daemon listens on, as its socket names it (what a proof of
 # the database's identity names; a client compares it with the address it reached).
 BOUND_ADDRESS = "agent_memory.bound_address"
+# environ key: the service as the request's token may use it (agent_memory.daemon.Gate).
+SERVICE = "agent_memory.service"
 Rows = Generator[dict[str, Any], None, None]
 
 
@@ -69,7 +77,9 @@ def error(status: int, message: str) -> tuple[Response, int]:
 
 
 def _service() -> MemoryService:
-    return current_app.extensions["agent_memory"]
+    """The service as this request's token may use it (set by the daemon's token gate),
+    else the app's."""
+    return request.environ.get(SERVICE) or current_app.extensions["agent_memory"]
 
 
 def _integer(text: str) -> int | wire.LongInteger | str:
@@ -228,7 +238,9 @@ class AddressGuard:
     (:mod:`agent_memory.transports.rest.daemon`) applies it to the headers, before a body is read.
     """
 
-    def __init__(self, host: str, port: int, allow_remote: bool) -> None:
+    def __init__(
+        self, host: str, port: int, allow_remote: bool, extra_hosts: tuple[str, ...] = ()
+    ) -> None:
         names = {"localhost", f"[{host}]" if ":" in host else host}
         if host == "localhost":
             names |= {"127.0.0.1", "[::1]"}
@@ -236,6 +248,11 @@ class AddressGuard:
         if port == 80:  # clients leave the default port out: "Host: 127.0.0.1"
             self.hosts |= names
         self.origins = {f"http://{h}" for h in self.hosts}
+        # A public name the daemon is reached by (behind a TLS proxy): as sent, with or
+        # without a port, over http or https.
+        public = {name.lower() for name in extra_hosts}
+        self.hosts |= public
+        self.origins |= {f"{scheme}://{name}" for name in public for scheme in ("http", "https")}
         self.allow_remote = allow_remote
 
     def refusal(self, host: str | None, origin: str | None) -> str | None:
@@ -256,6 +273,7 @@ def create_app(
     port: int = 7437,
     allow_remote: bool = False,
     bound_ip: str | None = None,
+    extra_hosts: tuple[str, ...] = (),
 ) -> Flask:
     """The REST app over ``service``; ``host``/``port`` are where it is bound (``bound_ip``:
     the IP address ``host`` named, when it is a name)."""
@@ -265,7 +283,7 @@ def create_app(
     app.json.ensure_ascii = False
     app.extensions["agent_memory"] = service
     app.extensions[BOUND_ADDRESS] = f"{bound_ip or host}:{port}"
-    address = AddressGuard(host, port, allow_remote)
+    address = AddressGuard(host, port, allow_remote, extra_hosts)
 
     @app.before_request
     def guard() -> tuple[Response, int] | None:
@@ -289,6 +307,10 @@ def _register_errors(app: Flask) -> None:
     def invalid(exc: InvalidArgument) -> tuple[Response, int]:
         status = getattr(g, "invalid_type_status", 400) if isinstance(exc, InvalidType) else 400
         return error(status, str(exc))
+
+    @app.errorhandler(Forbidden)
+    def forbidden(exc: Forbidden) -> tuple[Response, int]:
+        return error(403, str(exc))
 
     @app.errorhandler(UnknownField)
     def unknown_field(exc: UnknownField) -> tuple[Response, int]:

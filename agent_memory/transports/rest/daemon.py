@@ -15,6 +15,8 @@ import json
 import logging
 import resource
 import time
+from collections.abc import Callable, Mapping
+from typing import Any
 
 from waitress.adjustments import Adjustments
 from waitress.channel import HTTPChannel
@@ -27,6 +29,10 @@ from agent_memory.service.core import MemoryService
 from agent_memory.transports.rest import app as rest
 
 log = logging.getLogger(__name__)
+
+# environ key of the service as a request's token may use it (see rest.app._service)
+SERVICE = rest.SERVICE
+WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
 REST_THREADS = 4
 # A request (headers and body) must be received whole within this many seconds of its
@@ -128,19 +134,35 @@ class DaemonServer(TcpWSGIServer):
         host: str,
         allow_remote: bool,
         request_deadline: float,
+        extra_hosts: tuple[str, ...] = (),
     ) -> None:
         super().__init__(None, adj=adj)  # binds: the app and the rule need the real port
         self.max_body_bytes = adj.max_request_body_size - 1
         self.request_deadline = request_deadline
         port = int(self.effective_port)
-        self.guard = rest.AddressGuard(host, port, allow_remote)
-        self.application = rest.create_app(
+        self.guard = rest.AddressGuard(host, port, allow_remote, extra_hosts)
+        self.flask_app = rest.create_app(
             service,
             host=host,
             port=port,
             allow_remote=allow_remote,
             bound_ip=str(self.effective_host),
+            extra_hosts=extra_hosts,
         )
+        self.application = self.flask_app
+        self.mounts: dict[str, WsgiApp] = {}
+
+    def mount(self, mounts: Mapping[str, WsgiApp]) -> None:
+        """Serve each path (with or without a final slash) with its own WSGI app, the rest
+        with the REST app. Behind the same parser: the Host/Origin rule and the body limit
+        hold for them too."""
+        self.mounts = {path.rstrip("/"): app for path, app in mounts.items()}
+        self.application = self._dispatch
+
+    def _dispatch(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        path = environ.get("PATH_INFO", "")
+        target = self.mounts.get(path.rstrip("/")) if path != "/" else None
+        return (target or self.flask_app)(environ, start_response)
 
     def maintenance(self, now: float) -> None:
         """waitress's idle timeout, and the deadline of requests still arriving."""
@@ -164,6 +186,7 @@ def create_server(
     *,
     allow_remote: bool,
     request_deadline: float = REQUEST_DEADLINE_SECS,
+    extra_hosts: tuple[str, ...] = (),
 ) -> DaemonServer:
     """The REST daemon's server bound to ``host:port`` (port 0: a free one), not yet running."""
     adj = Adjustments(
@@ -179,7 +202,12 @@ def create_server(
         asyncore_use_poll=True,
     )
     return DaemonServer(
-        service, adj, host=host, allow_remote=allow_remote, request_deadline=request_deadline
+        service,
+        adj,
+        host=host,
+        allow_remote=allow_remote,
+        request_deadline=request_deadline,
+        extra_hosts=extra_hosts,
     )
 
 

@@ -1,0 +1,146 @@
+"""The HTTP daemon: REST, the web page and MCP (Streamable HTTP) on one port, one process.
+
+It joins two transports, which may not import each other, so it sits above both, beside
+the wiring (app.py), and below the command line that starts it. What serves HTTP is the
+REST transport's waitress server (:mod:`rest.daemon`), with its header-time guards, for
+every route; ``/mcp`` is the SDK's Streamable HTTP app (:mod:`mcp.http`), run in one event
+loop thread that waitress's workers hand each request to (:mod:`rest.asgi`).
+
+In front of both stands the token gate (:class:`Gate`): once a token exists, every request
+but the page's files and /health must carry ``Authorization: Bearer <token>``, and is served
+by the service as that token may use it (service.access). On loopback with no token, every
+request is served as before, as ``local``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from anyio.from_thread import start_blocking_portal
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+
+from agent_memory.contract.errors import StorageError
+from agent_memory.service.access import Granted
+from agent_memory.service.core import MemoryService
+from agent_memory.service.tokens import FULL, Grant, Tokens, Unauthorized
+from agent_memory.transports.mcp import http as mcp_http
+from agent_memory.transports.rest.asgi import AsgiMount
+from agent_memory.transports.rest.daemon import SERVICE, DaemonServer, create_server
+
+log = logging.getLogger(__name__)
+
+# Served to anyone: the page's own files (no data: the page asks the API, with a token) and
+# the liveness check (no data either; `ui` proves with it which database a daemon serves).
+OPEN_PATHS = frozenset({"/", "/health", "/openapi.json"})
+OPEN_PREFIXES = ("/assets/",)
+REALM = "agent-memory"
+
+
+class Gate:
+    """A WSGI app: ``app`` for requests whose token is good, 401 for the others. A request
+    goes on with the service as its token may use it in ``environ[SERVICE]``, and its
+    grant in ``environ[GRANT]``."""
+
+    GRANT = "agent_memory.grant"
+
+    def __init__(self, app: Callable[..., Any], service: MemoryService, *, open_: bool) -> None:
+        self.app = app
+        self.service = service
+        self.tokens = Tokens(service)
+        self.open = open_  # loopback: no token needed while none exists
+
+    def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
+        path = environ.get("PATH_INFO", "")
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+            return self.app(environ, start_response)
+        try:
+            grant = self.grant(environ.get("HTTP_AUTHORIZATION"))
+        except Unauthorized as exc:
+            invalid = environ.get("HTTP_AUTHORIZATION") is not None
+            challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if invalid else "")
+            return _json(start_response, 401, f"unauthorized: {exc}", challenge)
+        except StorageError as exc:
+            return _json(start_response, 500, str(exc))
+        environ[self.GRANT] = grant
+        environ[SERVICE] = self.service if grant is FULL else Granted(self.service, grant)
+        return self.app(environ, start_response)
+
+    def grant(self, header: str | None) -> Grant:
+        if header is None:
+            if self.open and not self.tokens.exist():
+                return FULL
+            raise Unauthorized("a token is required (Authorization: Bearer <token>)")
+        scheme, _, value = header.strip().partition(" ")
+        if scheme.lower() != "bearer" or not value.strip():
+            raise Unauthorized("expected the header Authorization: Bearer <token>")
+        return self.tokens.check(value.strip())
+
+
+def _json(start_response: Callable[..., Any], status: int, message: str, challenge: str = ""):
+    body = (json.dumps({"error": message}) + "\n").encode("utf-8")
+    headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
+    if challenge:
+        headers.append(("WWW-Authenticate", challenge))
+    reason = "Unauthorized" if status == 401 else "Internal Server Error"
+    start_response(f"{status} {reason}", headers)
+    return [body]
+
+
+def _who(scope: dict[str, Any], environ: dict[str, Any]) -> None:
+    """The MCP request's service and its sender: a session is bound to the token that
+    opened it (the SDK answers another token's request for it as for an unknown session)."""
+    grant = environ.get(Gate.GRANT, FULL)
+    scope[SERVICE] = environ.get(SERVICE)
+    if grant is not FULL:
+        token = AccessToken(token="", client_id=grant.name, scopes=[])
+        scope["user"] = AuthenticatedUser(token)
+
+
+def service_of(default: MemoryService) -> Callable[[Any], Any]:
+    """For the MCP server: the service a request's token may use, from its scope."""
+
+    def resolve(ctx: Any) -> Any:
+        request = getattr(ctx, "request", None)
+        scope = getattr(request, "scope", None) or {}
+        return scope.get(SERVICE) or default
+
+    return resolve
+
+
+@contextmanager
+def serving(
+    service: MemoryService,
+    host: str,
+    port: int,
+    *,
+    allow_remote: bool,
+    open_: bool,
+    extra_hosts: tuple[str, ...] = (),
+    outlook: str = "",
+) -> Iterator[DaemonServer]:
+    """The daemon bound to ``host:port`` with ``/mcp`` mounted and the token gate in front,
+    its MCP sessions running until the block ends (call ``.run()`` in it). ``open_``: no
+    token is needed while none exists (loopback). OSError when it cannot bind."""
+    server = create_server(service, host, port, allow_remote=allow_remote, extra_hosts=extra_hosts)
+    try:
+        manager = mcp_http.session_manager(
+            service,
+            max_body_bytes=server.max_body_bytes,
+            outlook=outlook,
+            service_for=service_of(service),
+        )
+        with (
+            start_blocking_portal() as portal,
+            portal.wrap_async_context_manager(manager.run()),
+        ):
+            mount = AsgiMount(manager.handle_request, portal, mcp_http.METHODS, _who)
+            server.mount({mcp_http.PATH: mount})
+            server.application = Gate(server.application, service, open_=open_)
+            yield server
+    finally:
+        server.close()

@@ -1,0 +1,69 @@
+"""The access tokens' rows: one row each in the ``meta`` table every engine has, under the
+key ``token:NAME``, its value a JSON object (hash, rights, scope, dates; never the token).
+
+A handful of rows read by key: the meta table holds them on both engines with the plain SQL
+both read alike, so they need no table and no migration of their own. Every check reads
+its row again, so a token revoked by another process stops at its next request.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sqlalchemy import text
+
+from agent_memory.storage.faults import guarded
+
+PREFIX = "token:"
+_ONE = text("SELECT value FROM meta WHERE key = :key")
+_ALL = text("SELECT key, value FROM meta WHERE key LIKE 'token:%' ORDER BY key")
+_PUT = text(
+    "INSERT INTO meta (key, value) VALUES (:key, :value)"
+    " ON CONFLICT (key) DO UPDATE SET value = excluded.value"
+)
+_ADD = text("INSERT INTO meta (key, value) VALUES (:key, :value) ON CONFLICT (key) DO NOTHING")
+_DELETE = text("DELETE FROM meta WHERE key = :key")
+_ANY = text("SELECT 1 FROM meta WHERE key LIKE 'token:%' LIMIT 1")
+
+
+class TokenRows:
+    """The Store's token methods, for CommonStore (which supplies ``_read`` and ``_write``)."""
+
+    _read: Any
+    _write: Any
+
+    @guarded
+    def token(self, name: str) -> dict[str, Any] | None:
+        with self._read() as conn:
+            value = conn.execute(_ONE, {"key": PREFIX + name}).scalar()
+        return None if value is None else json.loads(value)
+
+    @guarded
+    def tokens(self) -> list[tuple[str, dict[str, Any]]]:
+        with self._read() as conn:
+            rows = conn.execute(_ALL).all()
+        return [(key[len(PREFIX) :], json.loads(value)) for key, value in rows]
+
+    @guarded
+    def any_token(self) -> bool:
+        with self._read() as conn:
+            return conn.execute(_ANY).first() is not None
+
+    @guarded
+    def add_token(self, name: str, row: dict[str, Any]) -> bool:
+        """False when a token of that name exists already."""
+        with self._write() as conn:
+            done = conn.execute(_ADD, {"key": PREFIX + name, "value": json.dumps(row)})
+        return bool(done.rowcount)
+
+    @guarded
+    def put_token(self, name: str, row: dict[str, Any]) -> None:
+        with self._write() as conn:
+            conn.execute(_PUT, {"key": PREFIX + name, "value": json.dumps(row)})
+
+    @guarded
+    def delete_token(self, name: str) -> bool:
+        with self._write() as conn:
+            done = conn.execute(_DELETE, {"key": PREFIX + name})
+        return bool(done.rowcount)

@@ -1,0 +1,90 @@
+"""``agent-memory token``: the access tokens of the HTTP daemon (service.tokens).
+
+A token is printed once, when created; the database keeps only its hash.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from agent_memory.storage.base import CREATE, EXISTING
+from agent_memory.transports.cli.command_support import answering, open_service, print_json
+
+
+@click.group("token")
+def token() -> None:
+    """Access tokens for the HTTP daemon (REST, the page and MCP at /mcp)."""
+
+
+@token.command("create")
+@click.argument("name")
+@click.option("--read-only", is_flag=True, help="The token may read, never write.")
+@click.option("--scope", default=None, help="The token reads and writes only this scope.")
+@click.option(
+    "--expires", "days", type=int, default=None, metavar="DAYS", help="Expires after DAYS days."
+)
+@click.pass_obj
+def create(settings: Any, name: str, read_only: bool, scope: str | None, days: int | None) -> None:
+    """Create the token NAME and print it (only this once)."""
+    from agent_memory.service.tokens import Tokens
+
+    service = open_service(settings, CREATE)
+    with answering(service):
+        secret = Tokens(service).create(name, read_only=read_only, scope=scope, days=days)
+    click.echo(secret)
+    click.echo(
+        f"token {name!r} created; it is shown only now. Clients send it as the header "
+        "'Authorization: Bearer <token>'.",
+        err=True,
+    )
+
+
+@token.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+@click.pass_obj
+def list_tokens(settings: Any, as_json: bool) -> None:
+    """The tokens: name, rights, scope, created, expires and last used (never the token)."""
+    from agent_memory.service.tokens import Tokens
+
+    service = open_service(settings, EXISTING)
+    with answering(service):
+        rows = Tokens(service).list()
+    if as_json:
+        print_json(rows)
+        return
+    header = ("NAME", "RIGHTS", "SCOPE", "CREATED", "EXPIRES", "LAST USED")
+    click.echo(_line(header))
+    for row in rows:
+        rights = "read" if row["read_only"] else "read-write"
+        cells = [_when(row[k]) for k in ("created_at", "expires_at", "last_used_at")]
+        scope = row["scope"] if row["scope"] is not None else "(all)"
+        click.echo(_line((row["name"], rights, scope, *cells)))
+
+
+@token.command("revoke")
+@click.argument("name")
+@click.pass_obj
+def revoke(settings: Any, name: str) -> None:
+    """Revoke the token NAME: refused from its next request on, no restart needed."""
+    from agent_memory.service.tokens import Tokens
+
+    service = open_service(settings, EXISTING)
+    with answering(service):
+        done = Tokens(service).revoke(name)
+    if not done:
+        raise click.ClickException(f"no token named {name!r}")
+    click.echo(f"token {name!r} revoked", err=True)
+
+
+def _when(seconds: int | None) -> str:
+    return "-" if seconds is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds))
+
+
+def _line(cells: tuple[str, ...]) -> str:
+    widths = (20, 10, 16, 17, 17)
+    return " ".join(f"{cell:<{w}}" for cell, w in zip(cells, widths, strict=False)) + (
+        f" {cells[-1]}" if len(cells) > len(widths) else ""
+    )

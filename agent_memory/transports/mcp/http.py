@@ -1,0 +1,59 @@
+"""MCP over Streamable HTTP: the SDK's session manager over the same server as stdio.
+
+The tools, resources, prompt and error mapping are :func:`server.build_server`'s, so an
+HTTP client sees exactly what a stdio client sees. The SDK's manager serves both protocol
+eras from one endpoint: a request whose ``MCP-Protocol-Version`` header names 2026-07-28 is
+one stateless exchange (``server/discover``, no session); anything else takes the
+2025-06-18/2025-11-25 path (``initialize``, an ``Mcp-Session-Id``, 202 for notifications).
+
+Answers are JSON, never an SSE stream: this server sends nothing unasked (its listings
+never change, and it asks the client nothing), so a stream would only hold a worker. The
+service is called in a worker thread, so one client's search does not hold up another's.
+Host and Origin are checked by the daemon before a request reaches this (one rule for
+every route), so the SDK's own copy of that check is off here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio.to_thread
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+
+from agent_memory.transports.mcp.server import build_server
+
+if TYPE_CHECKING:
+    from agent_memory.service.core import MemoryService
+
+# Where the daemon serves MCP, and the methods it takes there: POST for messages, DELETE
+# to end a session. GET would open a stream for messages this server never sends.
+PATH = "/mcp"
+METHODS = ("POST", "DELETE")
+# Open sessions at most: past it, a new client gets 503 until one ends or expires.
+MAX_SESSIONS = 1000
+# A session with no request for this long is closed (its client initializes again).
+SESSION_IDLE_SECS = 30 * 60
+
+
+def session_manager(
+    service: MemoryService,
+    *,
+    max_body_bytes: int,
+    outlook: str = "",
+    service_for: Callable[[Any], Any] | None = None,
+) -> StreamableHTTPSessionManager:
+    """The SDK's manager for ``service``; run it (``.run()``) for as long as it serves.
+    ``service_for``: the service a request may use (its token's), from its context."""
+    server = build_server(
+        service, outlook=outlook, run=anyio.to_thread.run_sync, service_for=service_for
+    )
+    return StreamableHTTPSessionManager(
+        server,
+        json_response=True,
+        security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        session_idle_timeout=SESSION_IDLE_SECS,
+        max_request_body_size=max_body_bytes,
+        max_sessions=MAX_SESSIONS,
+    )
