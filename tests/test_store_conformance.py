@@ -311,7 +311,7 @@ def test_import_batches_skip_duplicates_and_the_expired(store):
     batch = [
         record("fresh"),
         record("already here"),
-        record("already here", source="chat"),  # another source: not a duplicate
+        record("already here", "PATTERN"),  # another type: not a duplicate
         record("fresh"),  # a repeat inside the batch
         record("gone", expires_at=T0 - 1),
     ]
