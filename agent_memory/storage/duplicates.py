@@ -25,13 +25,12 @@ from agent_memory.storage.base import NewMemory
 # candidates too; there are few of them.
 UNKNOWN_HASH = 0
 
-_COLUMNS = "SELECT id, content, tags, expires_at FROM memories"
-_CANDIDATES = (
-    " WHERE content_hash IN (:hash, :unknown) AND type = :type"
-    " AND (expires_at IS NULL OR expires_at > :now)"
+# By the hash alone, the rest compared here: given the type or the scope too, a planner
+# without statistics took their index and read a whole scope (measured: 2 ms at 10,000).
+_CANDIDATES = text(
+    "SELECT id, type, scope, content, tags, expires_at FROM memories"
+    " WHERE content_hash IN (:hash, :unknown) ORDER BY id"
 )
-_SCOPED = text(f"{_COLUMNS}{_CANDIDATES} AND scope = :scope ORDER BY id")
-_GLOBAL = text(f"{_COLUMNS}{_CANDIDATES} AND scope IS NULL ORDER BY id")
 
 # What an import compares records and memories by: (type, normalised content, scope).
 Key = tuple[str, str, str | None]
@@ -54,17 +53,15 @@ def tag_list(tags: Any) -> list[str]:
 
 def find(conn: sqlalchemy.Connection, memory: NewMemory) -> Twin | None:
     """The oldest live memory ``memory`` duplicates, read in the caller's write transaction."""
-    params: dict[str, Any] = {
-        "hash": content_hash(memory.content),
-        "unknown": UNKNOWN_HASH,
-        "type": memory.memory_type,
-        "now": memory.now,
-    }
-    if memory.scope is not None:
-        params["scope"] = memory.scope
-    statement = _GLOBAL if memory.scope is None else _SCOPED
+    params = {"hash": content_hash(memory.content), "unknown": UNKNOWN_HASH}
     wanted = normalised(memory.content)
-    for memory_id, content, tags, expires_at in conn.execute(statement, params):
+    for memory_id, memory_type, scope, content, tags, expires_at in conn.execute(
+        _CANDIDATES, params
+    ):
+        if (memory_type, scope) != (memory.memory_type, memory.scope):
+            continue
+        if expires_at is not None and expires_at <= memory.now:
+            continue
         if normalised(content) == wanted:
             return Twin(int(memory_id), content, tag_list(tags), expires_at)
     return None
