@@ -232,7 +232,8 @@ def test_relations_end_to_end(db_path, raw):
             linked = await call(
                 client, "memory_link", {"from_id": 2, "to_id": 1, "kind": "supersedes"}
             )
-            expanded = await call(client, "memory_list", {"limit": 10, "expand_links": True})
+            listed = {"limit": 10, "expand_links": True, "include_superseded": True}
+            expanded = await call(client, "memory_list", listed)
             refused = await call(
                 client, "memory_link", {"from_id": 1, "to_id": 1, "kind": "supersedes"}
             )

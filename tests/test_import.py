@@ -15,7 +15,7 @@ from sqlalchemy.engine import Engine
 from agent_memory.contract import models
 from agent_memory.contract.errors import StorageError
 from agent_memory.service.core import MemoryService
-from agent_memory.storage import open_store
+from agent_memory.storage import duplicates, open_store
 from agent_memory.storage.sqlite import connections
 from agent_memory.storage.sqlite import portable as sqlite_portable
 from agent_memory.storage.sqlite import store as sqlite_store
@@ -202,7 +202,7 @@ def test_into_a_populated_database_keys_never_become_ids(export_file, tmp_path):
     svc = MemoryService(open_store(target))
     for i in range(6):  # ids 1..6 exist, equal to every key in the file
         svc.store({"content": f"pre-existing {i}", "type": "TODO"})
-    svc.store({"content": "We chose SQLite.", "type": "DECISION"})  # same identity as key 1
+    svc.store({"content": "We chose SQLite.", "type": "DECISION", "scope": "kore"})  # key 1's
     svc.close()
     result = invoke(target, "--from", "jsonl", str(path))
     assert report_of(result) == {
@@ -260,36 +260,39 @@ def test_expired_rows_are_skipped_and_their_links_dropped(tmp_path):
 
 
 @pytest.mark.parametrize("hashing", ["real", "every content colliding"])
-def test_the_duplicate_key_is_exactly_type_content_and_source(tmp_path, monkeypatch, hashing):
-    """Rows are looked up by a hash of their content; only an exact match is a duplicate."""
+def test_the_duplicate_key_is_type_normalised_content_and_scope(tmp_path, monkeypatch, hashing):
+    """Rows are looked up by a hash of their content; a duplicate is what a store would
+    call one (issue 36): same type and scope, same content once whitespace is normalised;
+    the source does not count."""
     if hashing != "real":
-        for module in (sqlite_store, sqlite_portable):
+        for module in (sqlite_store, sqlite_portable, duplicates):
             monkeypatch.setattr(module, "content_hash", lambda content: 7)
     svc = MemoryService(open_store(tmp_path / "t.db"), clock=Clock())
     svc.store({"content": "same text", "type": "DECISION"})
-    svc.store({"content": "same text", "type": "DECISION", "source": "chat"})
+    svc.store({"content": "same text", "type": "DECISION", "scope": "web"})
     svc.close()
-    header = header_record(rows=6, links=0, schema_version=5)
+    header = header_record(rows=7, links=0, schema_version=5)
     memory = {
         "record": "memory", "tags": [], "created_at": START, "last_accessed": START,
         "access_count": 0,
     }  # fmt: skip
     records = [
         header,
-        {**memory, "key": 1, "type": "DECISION", "content": "same text"},  # source null: dup
+        {**memory, "key": 1, "type": "DECISION", "content": "same text"},  # dup
         {**memory, "key": 2, "type": "DECISION", "content": "same text", "source": "chat"},  # dup
         {**memory, "key": 3, "type": "PATTERN", "content": "same text"},  # another type
-        {**memory, "key": 4, "type": "DECISION", "content": "same text", "source": "other"},
-        {**memory, "key": 5, "type": "DECISION", "content": "same text "},  # one more space
+        {**memory, "key": 4, "type": "DECISION", "content": "same text", "scope": "api"},  # new
+        {**memory, "key": 5, "type": "DECISION", "content": " same\ttext "},  # whitespace: dup
         {**memory, "key": 6, "type": "DECISION", "content": "Same text"},  # case counts
+        {**memory, "key": 7, "type": "DECISION", "content": "same  text", "scope": "web"},  # dup
     ]
     path = tmp_path / "in.jsonl"
     write(path, records)
     result = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
     assert result.exit_code == 0, result.output
-    assert report_of(result) == {**REPORT_ZERO, "imported": 4, "skipped duplicates": 2}
+    assert report_of(result) == {**REPORT_ZERO, "imported": 3, "skipped duplicates": 4}
     again = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
-    assert report_of(again) == {**REPORT_ZERO, "skipped duplicates": 6}
+    assert report_of(again) == {**REPORT_ZERO, "skipped duplicates": 7}
 
 
 def test_rows_written_by_code_older_than_the_hash_are_still_duplicates(tmp_path):

@@ -177,8 +177,8 @@ def test_cli_import_scopes_to_the_project_and_re_running_is_a_no_op(tmp_path):
         assert all("gsd" in m["tags"] for m in memories)
     finally:
         svc.close()
-    result = invoke(db_path, "--scope", "other", str(state))  # the key has no scope in it
-    assert result.stdout == "imported: 0, skipped duplicates: 7, malformed lines skipped: 0\n"
+    result = invoke(db_path, "--scope", "other", str(state))  # another project's memories
+    assert result.stdout == "imported: 7, skipped duplicates: 0, malformed lines skipped: 0\n"
 
 
 def test_a_state_md_is_imported_without_from(tmp_path):

@@ -166,8 +166,8 @@ def test_relations_over_mcp(service, raw):
         ("memory_link", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
         ("memory_link", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
         ("memory_link", {"from_id": 2, "to_id": 9, "kind": "caused_by"}),
-        ("memory_search", {"query": "older", "expand_links": True}),
-        ("memory_list", {"limit": 5, "expand_links": True}),
+        ("memory_search", {"query": "older", "expand_links": True, "include_superseded": True}),
+        ("memory_list", {"limit": 5, "expand_links": True, "include_superseded": True}),
         ("memory_unlink", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
         ("memory_unlink", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
     )

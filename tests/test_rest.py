@@ -91,8 +91,9 @@ def test_delete_and_links(http, seeded, raw):
     assert (
         http("POST", "/api/links", body={"from_id": 2, "to_id": 1, "kind": "supersedes"})[0] == 200
     )
-    assert http("GET", "/api/memories?expand_links=true&limit=5")[0] == 200
-    _, body = http("GET", "/api/memories?expand_links=true&limit=5")
+    listed = "/api/memories?expand_links=true&limit=5&include_superseded=true"
+    assert http("GET", listed)[0] == 200
+    _, body = http("GET", listed)
     assert [r["kind"] for r in body[1]["related"]] == ["superseded_by"]
     assert http("DELETE", "/api/links/2/1/supersedes") == (
         200,

@@ -105,7 +105,7 @@ def test_without_an_embedder_keyword_overlap_is_the_signal(keyword_only):
 def test_a_memory_written_as_fts5_syntax_is_only_words(keyword_only):
     """The keyword signal searches the memory's words, never its text as a query."""
     first = store(keyword_only, 'deploy AND "api" NOT staging OR migrations* NEAR(a b)')["id"]
-    answer = store(keyword_only, 'deploy AND "api" NOT staging OR migrations* NEAR(a b)')
+    answer = store(keyword_only, 'deploy AND "api" NOT staging OR migrations* NEAR(a b) now')
     assert [h["id"] for h in answer["similar"]] == [first]
     assert store(keyword_only, "AND OR NOT") == {"id": 3}  # only stop words and operators
 
@@ -113,7 +113,9 @@ def test_a_memory_written_as_fts5_syntax_is_only_words(keyword_only):
 def test_turned_off_a_store_answers_as_before(keyword_only, monkeypatch):
     store(keyword_only, "Deploys run the database migrations first, then restart the API")
     monkeypatch.setattr(similar, "CHECK_NEAR_DUPLICATES", False)
-    answer = store(keyword_only, "Deploys run the database migrations first, then restart the API")
+    answer = store(
+        keyword_only, "Deploys run the database migrations first, then restart the API now"
+    )
     assert answer == {"id": 2}
 
 

@@ -56,6 +56,8 @@ def test_inserted_rows_list_newest_first_with_their_fields(store):
         "created_at": T0,
         "last_accessed": T0,
         "expires_at": None,
+        "created_by": "local",
+        "updated_by": "local",
     }
     assert ids(store.memories(Filters(), 2)) == [c, b]
 
@@ -311,7 +313,7 @@ def test_import_batches_skip_duplicates_and_the_expired(store):
     batch = [
         record("fresh"),
         record("already here"),
-        record("already here", source="chat"),  # another source: not a duplicate
+        record("already here", "PATTERN"),  # another type: not a duplicate
         record("fresh"),  # a repeat inside the batch
         record("gone", expires_at=T0 - 1),
     ]
@@ -424,6 +426,8 @@ def test_the_reader_gives_the_recent_of_a_scope_leaving_out_expired_and_supersed
         "created_at": T0,
         "last_accessed": T0 + 2,
         "expires_at": None,
+        "created_by": "local",
+        "updated_by": "local",
     }
     assert [m["content"] for m in recent(reader, None, "CONSTRAINT")] == ["global rule"]
     assert ids(recent(reader, "kore", "DECISION", "CONSTRAINT", limit=1)) == [rule]

@@ -61,7 +61,7 @@ def expected(operation: str, field: str, suggestion: str | None) -> str:
 def test_the_message_names_the_field_the_known_ones_and_the_closest():
     assert expected("store", "tag", "tags") == (
         "failed to deserialize parameters: unknown field `tag`, expected one of `content`, "
-        "`type`, `tags`, `source`, `scope`, `ttl_secs` (did you mean `tags`?)"
+        "`type`, `tags`, `source`, `scope`, `ttl_secs`, `supersedes` (did you mean `tags`?)"
     )
     assert expected("forget", "memory_id", "id") == (
         "failed to deserialize parameters: unknown field `memory_id`, expected `id` "

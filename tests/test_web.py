@@ -140,7 +140,8 @@ def test_the_page_preloads_what_its_script_asks_first():
     """The preloaded answers are used only if the script asks for exactly these addresses."""
     preloaded = [a["href"] for t, a in tags_of("index.html") if a.get("rel") == "preload"]
     page_size = int(re.search(r"const PAGE_SIZE = (\d+);", source("app.js")).group(1))
-    assert preloaded == [f"/api/memories?limit={page_size + 1}", "/api/stats"]
+    first = f"/api/memories?limit={page_size + 1}&include_superseded=true"
+    assert preloaded == [first, "/api/stats"]
 
 
 @pytest.mark.parametrize("name", SCRIPTS)

@@ -117,14 +117,22 @@ class KeywordScale:
     used: tuple[str, ...]
 
 
-def content_hash(content: str) -> int:
-    """The 64-bit key under which imports look a memory's content up.
+def normalised(content: str) -> str:
+    """``content`` as exact duplicates are compared: every run of whitespace one space, none
+    at either end (decisions, "Content"). Only for comparing: a memory keeps its text."""
+    return " ".join(content.split())
 
-    A stored format: every row written since schema revision 0005 carries it, so changing it
-    needs a revision that rewrites them. Equal hashes are only candidates; the caller
-    compares (type, content, source) exactly.
+
+def content_hash(content: str) -> int:
+    """The 64-bit key under which stores and imports look a memory's content up: of its
+    normalised text, so that contents differing only in whitespace share it.
+
+    A stored format: every row written since schema revision 0005 carries it (of the
+    normalised text since the revision of issue 36), so changing it needs a revision that
+    rewrites them. Equal hashes are only candidates; the caller compares exactly.
     """
-    digest = hashlib.blake2b(content.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    data = normalised(content).encode("utf-8", "surrogatepass")
+    digest = hashlib.blake2b(data, digest_size=8).digest()
     return int.from_bytes(digest, "little", signed=True)
 
 

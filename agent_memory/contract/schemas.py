@@ -28,6 +28,7 @@ from agent_memory.contract.vocabulary import (
     LINK_KINDS,
     MAX_EXPANDED_LINKS,
     MAX_LIMIT,
+    MAX_SUPERSEDES,
     MEMORY_TYPES,
     SNIPPET_CHARS,
 )
@@ -76,6 +77,20 @@ _EXPLAIN = {
 }
 
 
+_SUPERSEDED = {
+    "type": "boolean",
+    "description": "Also return memories another memory supersedes (left out by default), "
+    "each result then carrying superseded_by: [ids of what replaced it]. Default false.",
+}
+_SUPERSEDES = {
+    "type": "array",
+    "items": {"type": "integer"},
+    "maxItems": MAX_SUPERSEDES,
+    "description": "Ids of older memories this one replaces: linked (supersedes) in the same "
+    "write; they leave search and list, and stay reachable by id.",
+}
+
+
 def _input(operation: str, properties: Schema, required: tuple[str, ...] = ()) -> Schema:
     """The input schema of ``operation``: its properties in the order of
     vocabulary.ARGUMENTS, no other property allowed (the service refuses unknown ones)."""
@@ -110,6 +125,7 @@ def obj(properties: Schema, *required: str) -> Schema:
 
 
 _STRINGS = {"type": "array", "items": {"type": "string"}}
+_INTS = {"type": "array", "items": {"type": "integer"}}
 RELATED = obj(
     {
         "id": {"type": "integer"},
@@ -123,7 +139,14 @@ RELATED = obj(
 )
 _RELATED_LIST = {"type": "array", "items": RELATED}
 # A memory as list, search and update return it; related only with expand_links.
-MEMORY = obj({**fields.memory_properties(), "related": _RELATED_LIST}, *fields.read_names())
+_SUPERSEDED_BY = {
+    **_INTS,
+    "description": "Only with include_superseded: the ids of the memories replacing this one.",
+}
+MEMORY = obj(
+    {**fields.memory_properties(), "related": _RELATED_LIST, "superseded_by": _SUPERSEDED_BY},
+    *fields.read_names(),
+)
 EMBEDDING_STATUS = {
     "type": "integer",
     "enum": [0, 1],
@@ -225,6 +248,7 @@ _LIST_PROPERTIES = {
         'page before (e.g. "1767225600:42"); only older memories are listed.',
     },
     "expand_links": _EXPAND,
+    "include_superseded": _SUPERSEDED,
 }
 _SEARCH_PROPERTIES = {
     "query": {"type": "string", "description": "Words, a question or FTS5 syntax."},
@@ -235,10 +259,13 @@ _SEARCH_PROPERTIES = {
     },
     "expand_links": _EXPAND,
     "explain": _EXPLAIN,
+    "include_superseded": _SUPERSEDED,
 }
 
 INPUT: dict[str, Schema] = {
-    "store": _input("store", field_arguments("store"), _required("store")),
+    "store": _input(
+        "store", {**field_arguments("store"), "supersedes": _SUPERSEDES}, _required("store")
+    ),
     "search": _input("search", _SEARCH_PROPERTIES, ("query",)),
     "list": _input("list", _LIST_PROPERTIES),
     "update": _input("update", {"id": ID, **field_arguments("update")}, ("id",)),
@@ -283,7 +310,18 @@ SEARCH_RESULT = obj(
     "results",
 )
 OUTPUT: dict[str, Schema] = {
-    "store": obj({"id": {"type": "integer"}, "redacted": REDACTED, **SIMILAR}, "id"),
+    "store": obj(
+        {
+            "id": {"type": "integer"},
+            "duplicate_of": {
+                "type": "integer",
+                "description": "Only when the content was stored already: that memory's id.",
+            },
+            "redacted": REDACTED,
+            **SIMILAR,
+        },
+        "id",
+    ),
     "search": SEARCH_RESULT,
     "list": obj({"memories": {"type": "array", "items": MEMORY}}, "memories"),
     # "type" at the root as well: protocol revisions before 2026-07-28 require it.

@@ -18,9 +18,19 @@ INVERSE_KIND = {"relates_to": "relates_to", "supersedes": "superseded_by", "caus
 # without tags). REST's update takes the id from its path. What store and update take of a
 # memory's fields is the fields table's.
 ARGUMENTS: dict[str, tuple[str, ...]] = {
-    "store": fields.argument_names("store"),
-    "search": ("query", "type", "tag", "scope", "by", "limit", "expand_links", "explain"),
-    "list": ("type", "tag", "scope", "by", "limit", "before", "expand_links"),
+    "store": (*fields.argument_names("store"), "supersedes"),
+    "search": (
+        "query",
+        "type",
+        "tag",
+        "scope",
+        "by",
+        "limit",
+        "expand_links",
+        "explain",
+        "include_superseded",
+    ),
+    "list": ("type", "tag", "scope", "by", "limit", "before", "expand_links", "include_superseded"),
     "update": ("id", *fields.argument_names("update")),
     "link": ("from_id", "to_id", "kind"),
     "unlink": ("from_id", "to_id", "kind"),
@@ -38,6 +48,8 @@ REST_ARGUMENTS: dict[str, tuple[str, ...]] = {"search": (*ARGUMENTS["search"], "
 SQLITE_INT_MIN, SQLITE_INT_MAX = -(2**63), 2**63 - 1
 
 MAX_LIMIT = 200
+# memory_store's supersedes names at most this many older memories.
+MAX_SUPERSEDES = 50
 DEFAULT_SEARCH_LIMIT = 50
 MAX_TTL_SECS = fields.MAX_TTL_SECS
 # Characters of a related memory's content shown by expand_links.

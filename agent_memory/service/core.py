@@ -34,7 +34,7 @@ from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 from agent_memory.embedders.base import Embedder
 from agent_memory.search import read as read_query
-from agent_memory.service import actor, similar, status, validate
+from agent_memory.service import actor, duplicates, similar, status, supersede, validate
 from agent_memory.service.embedding_jobs import (
     BACKFILL_BATCH_ROWS,
     REEMBED_BATCH_ROWS,
@@ -170,6 +170,7 @@ class MemoryService:
         source = validate.label(args, "source")
         scope = validate.label(args, "scope")
         ttl = validate.ttl(args)
+        older = supersede.ids(args)
         fields: dict[str, Any] = {
             "content": content,
             "tags": tags,
@@ -181,21 +182,24 @@ class MemoryService:
         now = self.now()
         expires_at = None if ttl is None else now + ttl
         memory = NewMemory(
-            memory_type, **fields, now=now, expires_at=expires_at, actor=actor.current()
+            memory_type,
+            **fields,
+            now=now,
+            expires_at=expires_at,
+            actor=actor.current(),
+            supersedes=older,
         )
         hints = similar.find(self.db, fields["content"], fields["scope"], embedding, now)
-        with self.storage("store"):
-            memory_id = self.db.insert(memory, embedding)
-        answer = {"id": memory_id, "redacted": redacted} if redacted else {"id": memory_id}
-        return similar.stored(answer, hints)
+        with self.storage("store"), supersede.refused():
+            memory_id, duplicate = self.db.insert_unique(memory, embedding)
+        return similar.stored(duplicates.stored(memory_id, duplicate, redacted), hints)
 
     def search(
         self, args: Any, *, record_use: bool = True, fields: tuple[str, ...] | None = None
     ) -> dict[str, Any]:
         """``record_use=False``: a pure read (the session brief); the results are not
         bumped. A read-only store is never bumped. ``fields``: the arguments this transport
-        takes, when not the tool's (REST's add ``record_use``, which turns the bump off too).
-        """
+        takes, when not the tool's (REST's add ``record_use``, which turns the bump off too)."""
         args = self._arguments("search", args, fields)
         query = validate.required_string(args, "query")
         parsed = read_query(query, bounded=True)  # the text is read here, once
@@ -205,6 +209,7 @@ class MemoryService:
         expand = validate.flag(args, "expand_links")
         explain = validate.flag(args, "explain")
         record_use = validate.flag(args, "record_use", default=True) and record_use
+        how = supersede.how(args)
         embedding = None if self.embedder is None else self.embedder.embed_query(query)
         unrelated = None if embedding is None else self.embedder.unrelated(embedding)
         now = self.now()
@@ -219,6 +224,7 @@ class MemoryService:
                     filters=filters,
                     deadline=deadline,
                     unrelated=unrelated,
+                    superseded=how,
                 )
             except SearchTimedOut:
                 shown = validate.shown(query[:80] + ("..." if len(query) > 80 else ""))
@@ -227,7 +233,7 @@ class MemoryService:
                     f"{SEARCH_BUDGET_SECS:g} s (got {shown})"
                 ) from None
             if page.other_pin is not None and embedding is not None:
-                self._log_mismatch(page.other_pin, embedding.pin)
+                self.embeddings.log_mismatch(page.other_pin, embedding.pin)
             if expand:
                 self._expand(page.results)
         # The results only, not neighbours; last, so that a search out of time writes nothing.
@@ -267,21 +273,25 @@ class MemoryService:
         limit = validate.limit(args, None)
         expand = validate.flag(args, "expand_links")
         before = validate.cursor(args)
+        how = supersede.how(args)
         if expand and limit is None:
             raise InvalidArgument(
                 "limit is required when expand_links is true; "
                 f"pass a limit between 1 and {MAX_LIMIT}"
             )
-        return self._listed(filters, limit, expand, before)
+        return self._listed(filters, limit, expand, before, how)
 
     def _listed(
-        self, filters: Any, limit: int | None, expand: bool, before: tuple[int, int] | None
+        self, filters: Any, limit: int | None, expand: bool, before: Any, how: str
     ) -> Generator[dict[str, Any], None, None]:
         with self.storage("list"):
+            rows = supersede.listed(
+                self.db, lambda n: self.db.memories(filters, n, before), limit, how
+            )
             if not expand:
-                yield from self.db.memories(filters, limit, before)
+                yield from rows
                 return
-            found = list(self.db.memories(filters, limit, before))  # bounded: expand needs a limit
+            found = list(rows)  # bounded: expand needs a limit
             self._expand(found)
         yield from found
 
@@ -397,9 +407,6 @@ class MemoryService:
             return None
         made = self.embedder.embed_documents([content])
         return made[0] if made else None
-
-    def _log_mismatch(self, stored: Pin, configured: Pin | None = None) -> None:
-        self.embeddings.log_mismatch(stored, configured)
 
     # The jobs of embedding_jobs.EmbeddingJobs, under the names the sweep and the
     # maintenance commands call.

@@ -76,6 +76,15 @@ class NewMemory:
     now: int
     expires_at: int | None
     actor: str = fields.LOCAL  # who stores it (service.actor): its created_by and updated_by
+    supersedes: tuple[int, ...] = ()  # the memories it replaces (insert_unique links them)
+
+
+class MissingMemory(Exception):
+    """A write named a memory that is not there (``memory_id``); nothing was written."""
+
+    def __init__(self, memory_id: int) -> None:
+        super().__init__(memory_id)
+        self.memory_id = memory_id
 
 
 class Snapshot(Protocol):
@@ -135,6 +144,19 @@ class Store(Protocol):
         """A new row, and its vector in the same transaction when ``embedding`` fits the
         pin (a database with no pin yet is pinned to it); else the row is pending."""
 
+    def insert_unique(self, memory: NewMemory, embedding: Embedding | None) -> tuple[int, bool]:
+        """As insert, unless a memory of the same type and scope holds the same content
+        once whitespace is normalised (an exact duplicate, storage.duplicates): then that
+        memory takes the tags it lacks and the later expiry, counts a use, and (its id,
+        True) comes back. One transaction: two processes storing the same content at once
+        make one memory, and both get its id. The memory then supersedes each of
+        ``memory.supersedes`` (but itself); MissingMemory, writing nothing, if one is not
+        there."""
+
+    def superseded_by(self, ids: Sequence[int] | None) -> dict[int, list[int]]:
+        """Of ``ids`` (None: of every memory), those a memory supersedes, each with the
+        ids of the memories superseding it, ascending."""
+
     def update(
         self, memory_id: int, changes: dict[str, Any], now: int, embedding: Embedding | None
     ) -> dict[str, Any] | None:
@@ -161,6 +183,7 @@ class Store(Protocol):
         deadline: float | None = None,
         floor: bool | None = None,
         unrelated: Noise | None = None,
+        superseded: str = "keep",
     ) -> SearchPage:
         """One page of results, read in one snapshot, decay_score as of ``now``; ``query``
         as the service read it (query.read), or its text, read here.
@@ -173,7 +196,9 @@ class Store(Protocol):
         ranking.leg_size(limit), with the query's similarity to a sample of the stored
         vectors (models.Noise); ``floor``: only what passes the relevance floor, which
         ``unrelated`` (the query's similarity to unrelated texts) sets for the model.
-        ``deadline`` is a time.monotonic() value."""
+        ``deadline`` is a time.monotonic() value. ``superseded``: what becomes of the
+        memories another supersedes (storage.superseded: keep, hide, mark), read in the
+        same snapshot."""
 
     def similar_candidates(
         self,
@@ -245,10 +270,12 @@ class Store(Protocol):
 
     # -- import and export ----------------------------------------------------------------
     def import_memories(self, batch: Sequence[dict[str, Any]], now: int) -> list[Outcome]:
-        """Insert a batch of export records in one transaction. A record already present on
-        (type, content, source) is not inserted (its id is the existing row's), nor a
-        repeat inside the batch; an expired one is skipped. The batch's new rows take
-        consecutive ids."""
+        """Insert a batch of export records in one transaction. A record that duplicates a
+        live memory as a store would (same type and scope, same content once whitespace is
+        normalised: storage.duplicates) is not inserted: its id is that memory's, which
+        takes its tags and longer lifetime without counting a use; nor is a repeat inside
+        the batch, which gives its tags and lifetime to the first. An expired one is
+        skipped. The batch's new rows take consecutive ids."""
 
     def import_links(
         self, edges: Sequence[tuple[int, int, str, int]]

@@ -8,6 +8,7 @@ that SQLite and PostgreSQL read alike.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -22,7 +23,9 @@ from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 from agent_memory.search import ParsedQuery, ranking
 from agent_memory.search import read as read_query
-from agent_memory.storage.base import NewMemory, Pause
+from agent_memory.storage import duplicates
+from agent_memory.storage import superseded as superseded_rows
+from agent_memory.storage.base import MissingMemory, NewMemory, Pause
 from agent_memory.storage.faults import guarded
 from agent_memory.storage.neighbours import neighbour_edges
 from agent_memory.storage.tokens import TokenRows
@@ -57,6 +60,18 @@ _BY_SCOPE = text(
     " ORDER BY n DESC, scope NULLS FIRST LIMIT :top"
 )
 _LINK_COUNT = text("SELECT count(*) FROM memory_links")
+_EXISTING = text("SELECT id FROM memories WHERE id IN :ids").bindparams(
+    sqlalchemy.bindparam("ids", expanding=True)
+)
+_SUPERSEDE = text(
+    "INSERT INTO memory_links (from_id, to_id, kind, created_at)"
+    " VALUES (:a, :b, 'supersedes', :now) ON CONFLICT DO NOTHING"
+)
+_SUPERSEDED_SQL = "SELECT to_id, from_id FROM memory_links WHERE kind = 'supersedes'"
+_ALL_SUPERSEDED = text(f"{_SUPERSEDED_SQL} ORDER BY to_id, from_id")
+_SUPERSEDED = text(f"{_SUPERSEDED_SQL} AND to_id IN :ids ORDER BY to_id, from_id").bindparams(
+    sqlalchemy.bindparam("ids", expanding=True)
+)
 
 Ranked = list[tuple[int, float]]
 # A hybrid search's two legs, (id, score) best first, and the keyword leg's scale.
@@ -131,6 +146,52 @@ class CommonStore(TokenRows):
                     self.VECTORS.write(conn, memory_id, embedding.vector)
         return updated
 
+    @guarded
+    def insert_unique(self, memory: NewMemory, embedding: Embedding | None) -> tuple[int, bool]:
+        with self._write() as conn:
+            self._lock_content(conn, memory)
+            twin = duplicates.find(conn, memory)
+            if twin is not None:
+                taken = duplicates.changes(twin, memory.tags, memory.expires_at)
+                self._update_row(conn, twin.id, taken, memory.now, False)
+                self._supersede(conn, twin.id, memory)
+                return twin.id, True
+            embedded = embedding is not None and self.VECTORS.pinned(conn, embedding.pin)
+            memory_id = self._insert_row(conn, memory, embedded)
+            if embedded:
+                assert embedding is not None
+                self.VECTORS.write(conn, memory_id, embedding.vector)
+            self._supersede(conn, memory_id, memory)
+        self._inserted()
+        return memory_id, False
+
+    def _supersede(self, conn: sqlalchemy.Connection, memory_id: int, memory: NewMemory) -> None:
+        """``memory_id`` supersedes what ``memory`` names (MissingMemory if one is gone)."""
+        older = [i for i in memory.supersedes if i != memory_id]
+        if not older:
+            return
+        found = set(conn.execute(_EXISTING, {"ids": older}).scalars())
+        for missing in (i for i in older if i not in found):
+            raise MissingMemory(missing)
+        for old in older:
+            conn.execute(_SUPERSEDE, {"a": memory_id, "b": old, "now": memory.now})
+
+    @guarded
+    def superseded_by(self, ids: Sequence[int] | None) -> dict[int, list[int]]:
+        if ids is not None and not ids:
+            return {}
+        with self._read() as conn:
+            if ids is None:
+                return self._superseded(conn)
+            out: dict[int, list[int]] = {}
+            for old, new in conn.execute(_SUPERSEDED, {"ids": list(ids)}):
+                out.setdefault(int(old), []).append(int(new))
+        return out
+
+    def _lock_content(self, conn: sqlalchemy.Connection, memory: NewMemory) -> None:
+        """Serialise, until the transaction ends, the stores of this content: a write
+        transaction that is not already the only writer takes a lock here."""
+
     def _insert_transaction(self, embedded: bool) -> AbstractContextManager[sqlalchemy.Connection]:
         return self._write()
 
@@ -176,33 +237,57 @@ class CommonStore(TokenRows):
         deadline: float | None = None,
         floor: bool | None = None,
         unrelated: Noise | None = None,
+        superseded: str = superseded_rows.KEEP,
+    ) -> SearchPage:
+        with self._read(deadline) as conn:
+            by = {} if superseded == superseded_rows.KEEP else self._superseded(conn)
+            asked = superseded_rows.room(limit, by, superseded)
+            found = self._search(conn, query, embedding, now, asked, filters, floor, unrelated)
+        rows = superseded_rows.current(found.results, by, limit, superseded)
+        return dataclasses.replace(found, results=list(rows))
+
+    def _superseded(self, conn: sqlalchemy.Connection) -> dict[int, list[int]]:
+        out: dict[int, list[int]] = {}
+        for old, new in conn.execute(_ALL_SUPERSEDED):
+            out.setdefault(int(old), []).append(int(new))
+        return out
+
+    def _search(
+        self,
+        conn: sqlalchemy.Connection,
+        query: str | ParsedQuery,
+        embedding: Embedding | None,
+        now: int,
+        limit: int,
+        filters: Filters,
+        floor: bool | None,
+        unrelated: Noise | None,
     ) -> SearchPage:
         parsed = read_query(query)
-        with self._read(deadline) as conn:
-            stored = None if embedding is None else self.VECTORS.stored_pin(conn)
-            if embedding is not None and stored == embedding.pin:
-                leg = Leg(ranking.leg_size(limit), filters, now)
-                keyword, nearest, scale = self._legs(conn, parsed, embedding, leg)
-                ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
-                fused = ranking.fuse(
-                    keyword,
-                    nearest,
-                    Noise.of(self.VECTORS.noise(conn, embedding)),
-                    self._rows(conn, ids, now, filters),
-                    limit,
-                    floor,
-                    scale,
-                    unrelated,
-                )
-                mode = ranking.SEARCH_MODE_HYBRID
-                return SearchPage(mode, fused.results, None, fused.why, fused.explain)
-            # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
-            page = ranking.keyword_page(
-                self._keyword_page(conn, parsed, now, limit, filters),
-                parsed.words if parsed.several_words else None,
+        stored = None if embedding is None else self.VECTORS.stored_pin(conn)
+        if embedding is not None and stored == embedding.pin:
+            leg = Leg(ranking.leg_size(limit), filters, now)
+            keyword, nearest, scale = self._legs(conn, parsed, embedding, leg)
+            ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
+            fused = ranking.fuse(
+                keyword,
+                nearest,
+                Noise.of(self.VECTORS.noise(conn, embedding)),
+                self._rows(conn, ids, now, filters),
+                limit,
+                floor,
+                scale,
+                unrelated,
             )
-            mode = ranking.SEARCH_MODE_KEYWORD
-            return SearchPage(mode, page.results, stored, page.why, page.explain)
+            mode = ranking.SEARCH_MODE_HYBRID
+            return SearchPage(mode, fused.results, None, fused.why, fused.explain)
+        # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
+        page = ranking.keyword_page(
+            self._keyword_page(conn, parsed, now, limit, filters),
+            parsed.words if parsed.several_words else None,
+        )
+        mode = ranking.SEARCH_MODE_KEYWORD
+        return SearchPage(mode, page.results, stored, page.why, page.explain)
 
     @guarded
     def similar_candidates(

@@ -9,6 +9,7 @@ batch's new rows take consecutive ids (drawn from the sequence under that lock, 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -16,14 +17,18 @@ import sqlalchemy
 
 from agent_memory.contract.models import Pin, content_hash
 from agent_memory.search import ranking
-from agent_memory.storage import rows_common
+from agent_memory.storage import duplicates, rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword, rows, vectors
 
-Identity = tuple[str, str, str | None]
-
 _LOCK = "LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE"
-_IDENTITIES = "SELECT id, type, content, source FROM memories WHERE content_hash = ANY(%s)"
+_IDENTITIES = (
+    "SELECT id, type, content, scope, tags, expires_at FROM memories WHERE content_hash = ANY(%s)"
+)
+_MERGE = (
+    f"UPDATE memories SET tags = %s::jsonb, expires_at = %s, {', '.join(rows.KEYWORD_SETS)}"
+    " WHERE id = %s"
+)
 _NEW_IDS = "SELECT nextval(pg_get_serial_sequence('memories', 'id')) FROM generate_series(1, %s)"
 _PRESENT_LINKS = (
     "SELECT l.from_id, l.to_id, l.kind FROM memory_links AS l"
@@ -49,25 +54,26 @@ def import_memories(
     if not hashes:
         return out
     conn.exec_driver_sql(_LOCK)
-    known: dict[Identity, int] = {}
-    for memory_id, memory_type, content, source in conn.exec_driver_sql(
-        _IDENTITIES, (list(set(hashes.values())),)
-    ).all():
-        known.setdefault((memory_type, content, source), int(memory_id))
-    first: dict[Identity, int] = {}  # identity -> index among the new rows
-    placed: list[tuple[int, Identity, bool]] = []
+    merges = duplicates.Merges(now)
+    for row in conn.exec_driver_sql(_IDENTITIES, (list(set(hashes.values())),)).all():
+        merges.know(row)
+    first: dict[duplicates.Key, int] = {}  # key -> index among the new rows
+    placed: list[tuple[int, duplicates.Key, bool]] = []
     new_records: list[dict[str, Any]] = []
     for i in hashes:
         record = batch[i]
-        identity = (record["type"], record["content"], record["source"])
-        if identity in known:
-            out[i] = ("duplicate", known[identity])
-        elif identity in first:
-            placed.append((i, identity, False))
+        twin = merges.duplicate(record)
+        key = duplicates.key(record)
+        if twin is not None:
+            out[i] = ("duplicate", twin)
+        elif key in first:
+            duplicates.merge_record(new_records[first[key]], record)
+            placed.append((i, key, False))
         else:
-            first[identity] = len(new_records)
-            placed.append((i, identity, True))
-            new_records.append(record)
+            first[key] = len(new_records)
+            placed.append((i, key, True))
+            new_records.append(dict(record))
+    _merge_into_stored(conn, merges)
     ids: list[int] = []
     if new_records:
         ids = [int(i) for i in conn.exec_driver_sql(_NEW_IDS, (len(new_records),)).scalars()]
@@ -88,9 +94,25 @@ def import_memories(
             )
         with conn.connection.driver_connection.cursor() as cursor:
             cursor.executemany(rows.INSERT_WITH_ID, values)
-    for i, identity, inserted in placed:
-        out[i] = ("imported" if inserted else "duplicate", ids[first[identity]])
+    for i, key, inserted in placed:
+        out[i] = ("imported" if inserted else "duplicate", ids[first[key]])
     return out
+
+
+def _merge_into_stored(conn: sqlalchemy.Connection, merges: duplicates.Merges) -> None:
+    """The tags and lifetimes stored memories took from the batch's duplicates of them."""
+    changed = [
+        (
+            json.dumps(t.tags, ensure_ascii=False),
+            t.expires_at,
+            *keyword.document(t.content, t.tags),
+            t.id,
+        )
+        for t in merges.changed.values()
+    ]
+    if changed:
+        with conn.connection.driver_connection.cursor() as cursor:
+            cursor.executemany(_MERGE, changed)
 
 
 def import_links(

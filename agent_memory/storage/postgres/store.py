@@ -53,6 +53,9 @@ SWEEP_BATCH_ROWS = 500
 # cost grows with the rows left unfolded, while a fold is short enough to run off the path
 # of any store.
 COMPACT_EVERY_STORES = 250
+# pg_advisory_xact_lock's first key (of the two-int space, apart from the one-bigint locks)
+# for stores of one content, the second being its hash folded ("amdu").
+DEDUP_LOCK = 0x616D_6475
 _guarded = faults.guard((sqlalchemy.exc.SQLAlchemyError, psycopg.Error))
 _NEIGHBOURS = text(neighbours.NEIGHBOURS.format(member="= ANY(:ids)", per_result=":per_result"))
 
@@ -119,6 +122,12 @@ class PostgresStore(CommonStore):
                 raise
 
     # -- memories (the flow around them: common.CommonStore) ------------------------------
+
+    def _lock_content(self, conn: Connection, memory: NewMemory) -> None:
+        # Writers run side by side under READ COMMITTED: two stores of one content wait
+        # for each other here, so the second sees the first's row.
+        folded = content_hash(memory.content) & 0x7FFF_FFFF
+        conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s, %s)", (DEDUP_LOCK, folded))
 
     def _insert_transaction(self, embedded: bool) -> AbstractContextManager[Connection]:
         return self._write() if embedded else self._statement()

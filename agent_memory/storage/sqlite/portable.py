@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from agent_memory.contract import fields
 from agent_memory.contract.models import Pin, content_hash
 from agent_memory.search import indexed_tags, indexed_text, ranking, tag_text
-from agent_memory.storage import rows_common
+from agent_memory.storage import duplicates, rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.sqlite import vectors
 from agent_memory.storage.sqlite.schema import memories, memory_links
@@ -36,9 +36,10 @@ UNKNOWN_HASH = 0
 # Rows whose content hash is one of a batch's, given as one JSON array: an expanding IN of
 # 2,000 bound values cost more to compile than to run. The caller compares exactly.
 _IDENTITIES = (
-    "SELECT id, type, content, source, content_hash FROM memories WHERE content_hash IN "
-    "(SELECT value FROM json_each(?))"
+    "SELECT id, type, content, scope, tags, expires_at, content_hash FROM memories"
+    " WHERE content_hash IN (SELECT value FROM json_each(?))"
 )
+_MERGE = "UPDATE memories SET tags = ?, keyword_tags = ?, expires_at = ? WHERE id = ?"
 _SET_HASH = "UPDATE memories SET content_hash = ? WHERE id = ?"
 # Under the write lock, with AUTOINCREMENT, an import batch's rows take consecutive ids
 # after the sequence's current value (checked after the insert).
@@ -97,9 +98,6 @@ def _insert_rows(n: int) -> str:
     return f"INSERT INTO memories ({', '.join(_IMPORT_COLUMNS)}) VALUES {', '.join([row] * n)}"
 
 
-Identity = tuple[str, str, str | None]
-
-
 def import_memories(
     conn: sqlalchemy.Connection, batch: Sequence[dict[str, Any]], hashes: dict[int, int], now: int
 ) -> list[tuple[str, int | None]]:
@@ -108,41 +106,36 @@ def import_memories(
     ``hashes`` maps the position of each live record (not expired) to its content hash.
     """
     out: list[tuple[str, int | None]] = [("expired", None)] * len(batch)
-    known: dict[Identity, int] = {}
+    merges = duplicates.Merges(now)
     if hashes:
         keys = json.dumps(list({UNKNOWN_HASH, *hashes.values()}))
         found = conn.exec_driver_sql(_IDENTITIES, (keys,)).all()
-        for memory_id, memory_type, content, source, _ in found:
-            known.setdefault((memory_type, content, source), memory_id)
-        unknown = [(content_hash(r[2]), r[0]) for r in found if r[4] == UNKNOWN_HASH]
+        for row in found:
+            merges.know(row[:6])
+        unknown = [(content_hash(r[2]), r[0]) for r in found if r[6] == UNKNOWN_HASH]
         if unknown:  # compared above all the same; hashed now, once
             conn.connection.driver_connection.executemany(_SET_HASH, unknown)
-    new_rows: list[tuple[Any, ...]] = []
-    first: dict[Identity, int] = {}  # identity -> index in new_rows
-    placed: list[tuple[int, Identity, bool]] = []
+    new_records: list[dict[str, Any]] = []
+    new_hashes: list[int] = []
+    first: dict[duplicates.Key, int] = {}  # key -> index in new_records
+    placed: list[tuple[int, duplicates.Key, bool]] = []
     for i in hashes:
         record = batch[i]
-        identity = (record["type"], record["content"], record["source"])
-        if identity in known:
-            out[i] = ("duplicate", known[identity])
+        twin = merges.duplicate(record)
+        if twin is not None:
+            out[i] = ("duplicate", twin)
             continue
-        if identity in first:
-            placed.append((i, identity, False))
+        key = duplicates.key(record)
+        if key in first:
+            duplicates.merge_record(new_records[first[key]], record)
+            placed.append((i, key, False))
             continue
-        first[identity] = len(new_rows)
-        placed.append((i, identity, True))
-        row = rows_common.imported(record, now)
-        row["tags"] = tag_text(record["tags"])
-        new_rows.append(
-            (
-                *row.values(),
-                ranking.base_weight(record["type"]),
-                0,
-                hashes[i],
-                indexed_text(record["content"]),
-                indexed_tags(record["tags"]),
-            )
-        )
+        first[key] = len(new_records)
+        placed.append((i, key, True))
+        new_records.append(dict(record))
+        new_hashes.append(hashes[i])
+    _merge_into_stored(conn, merges)
+    new_rows = [_import_row(r, h, now) for r, h in zip(new_records, new_hashes, strict=True)]
     ids: list[int] = []
     if new_rows:
         base = conn.exec_driver_sql(_SEQUENCE).scalar_one()
@@ -156,9 +149,32 @@ def import_memories(
                 f"import: ids {base}..{top} are not {len(new_rows)} consecutive ids"
             )
         ids = list(range(base + 1, top + 1))
-    for i, identity, inserted in placed:
-        out[i] = ("imported" if inserted else "duplicate", ids[first[identity]])
+    for i, key, inserted in placed:
+        out[i] = ("imported" if inserted else "duplicate", ids[first[key]])
     return out
+
+
+def _import_row(record: dict[str, Any], hashed: int, now: int) -> tuple[Any, ...]:
+    row = rows_common.imported(record, now)
+    row["tags"] = tag_text(record["tags"])
+    return (
+        *row.values(),
+        ranking.base_weight(record["type"]),
+        0,
+        hashed,
+        indexed_text(record["content"]),
+        indexed_tags(record["tags"]),
+    )
+
+
+def _merge_into_stored(conn: sqlalchemy.Connection, merges: duplicates.Merges) -> None:
+    """The tags and lifetimes stored memories took from the batch's duplicates of them."""
+    changed = [
+        (tag_text(t.tags), indexed_tags(t.tags), t.expires_at, t.id)
+        for t in merges.changed.values()
+    ]
+    if changed:
+        conn.connection.driver_connection.executemany(_MERGE, changed)
 
 
 def import_links(

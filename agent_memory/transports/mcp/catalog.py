@@ -161,8 +161,9 @@ memory, in plain words that make sense on their own, with a few tags{with_scope}
 - TODO: work left for later. Give ttl_secs to anything that stops being true.
 Search before storing: when a memory already says it, memory_update that one instead.
 
-When a new decision replaces an older one, store the new one, then call memory_link with \
-from_id = the new id, to_id = the old id and kind = "supersedes". Link an error to its \
+When a new decision replaces an older one, store the new one with supersedes: [the old \
+id] (or call memory_link with from_id = the new id, to_id = the old id and kind = \
+"supersedes"): the old one then leaves search and list. Link an error to its \
 cause with "caused_by" and related notes with "relates_to". Correct a memory that turned \
 out wrong with memory_update, or remove it with memory_forget.
 Never store secrets; they are replaced by [redacted:KIND] markers anyway.

@@ -55,7 +55,7 @@ _BOOLEANS = {"true": True, "false": False}
 # Query parameters read as integers or booleans when they are well formed (else handed on
 # as text).
 _INTEGER_ARGS = frozenset({"limit", "id", "from_id", "to_id", "ttl_secs"})
-_BOOLEAN_ARGS = frozenset({"expand_links", "explain", "record_use"})
+_BOOLEAN_ARGS = frozenset({"expand_links", "explain", "record_use", "include_superseded"})
 
 api = Blueprint("api", __name__)
 # app.extensions key: IP:PORT the daemon listens on, as its socket names it (what a proof of

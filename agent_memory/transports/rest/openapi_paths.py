@@ -85,11 +85,18 @@ _LIST_PARAMETERS = [
         example="1767225600:42",
     ),
     _query("expand_links", {"type": "string", "enum": ["true", "false"]}),
+    _query("include_superseded", {"type": "string", "enum": ["true", "false"]}),
 ]
 _STORED = {
     "type": "object",
     "properties": {
         "id": {"type": "integer"},
+        "duplicate_of": {
+            "type": "integer",
+            "description": "Present only when the same content (whitespace aside) of the same "
+            "type and scope was stored already: that memory's id, which took the tags and the "
+            "longer lifetime sent; nothing new was stored.",
+        },
         "redacted": {
             "type": "array",
             "items": {"type": "string"},

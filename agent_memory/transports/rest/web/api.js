@@ -38,9 +38,11 @@ function query(params) {
 }
 
 export const api = {
-  list: (params, signal) => call("GET", `/api/memories${query(params)}`, undefined, signal),
+  // The page shows superseded memories too, struck through (issue 36).
+  list: (params, signal) =>
+    call("GET", `/api/memories${query({ ...params, include_superseded: true })}`, undefined, signal),
   // A person browsing is not an agent using a memory: the page's searches record no use.
-  search: (body, signal) => call("POST", "/api/search", { ...body, record_use: false }, signal),
+  search: (body, signal) => call("POST", "/api/search", { ...body, record_use: false, include_superseded: true }, signal),
   get: (id) => call("GET", `/api/memories/${encodeURIComponent(id)}`),
   stats: () => call("GET", "/api/stats"),
   health: () => call("GET", "/health"),

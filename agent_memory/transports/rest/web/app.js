@@ -6,7 +6,7 @@ import { drawGraph, graphOf, MAX_FIRST_HOP } from "./graph.js";
 
 // Results as you type: a search is sent this long after the last keystroke.
 const DEBOUNCE_MS = 150;
-const PAGE_SIZE = 50; // index.html preloads the first page: /api/memories?limit=51
+const PAGE_SIZE = 50; // index.html preloads the first page: /api/memories?limit=51&include_superseded=true
 const SEARCH_LIMIT = 50;
 const SNIPPET_CHARS = 240;
 // The search and its filters live in the address (?q=…&type=…&tag=…&scope=…&by=…), so a view can
@@ -143,6 +143,11 @@ function renderItems(memories, searched, explain = null) {
     setText(li.querySelector(".snippet"), cut(memory.content, SNIPPET_CHARS));
     setText(li.querySelector(".decay"), `decay ${memory.decay_score.toFixed(2)}`);
     setText(li.querySelector(".age"), `${span(now() - memory.created_at)} old`);
+    const by = memory.superseded_by || [];
+    li.querySelector(".item").classList.toggle("superseded", by.length > 0);
+    const replaced = li.querySelector(".replaced");
+    replaced.hidden = by.length === 0;
+    if (by.length > 0) setText(replaced, `superseded by ${by.map((id) => `#${id}`).join(", ")}`);
     const why = li.querySelector(".why");
     why.hidden = memory.why === undefined;
     if (memory.why !== undefined) setText(why, `why: ${whyLine(memory.why)}`);

@@ -1,0 +1,65 @@
+"""Supersede that ranks (issue 36): a memory another one supersedes (the to_id of a
+supersedes relation) leaves search and list, unless ``include_superseded: true`` asks for
+it; it stays reachable by id (get). Asked for, every result carries ``superseded_by``: the
+ids of the memories replacing it (empty for a current one). Unlinking restores it.
+
+How: storage.superseded (a search does it in its snapshot; a list here).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from agent_memory.contract.errors import InvalidArgument, InvalidType
+from agent_memory.contract.vocabulary import MAX_SUPERSEDES, SQLITE_INT_MAX
+from agent_memory.service import validate
+from agent_memory.storage import superseded
+from agent_memory.storage.base import MissingMemory, Store
+
+
+def ids(args: Mapping[str, Any]) -> tuple[int, ...]:
+    """memory_store's ``supersedes``: a list of memory ids, each once; () when absent."""
+    value = args.get("supersedes")
+    if value is None:
+        return ()
+    if not isinstance(value, list):
+        raise InvalidType(
+            f"supersedes must be an array of memory ids (got {validate.shown(value)})"
+        )
+    if len(value) > MAX_SUPERSEDES:
+        raise InvalidArgument(
+            f"supersedes must name at most {MAX_SUPERSEDES} memories (got {len(value)})"
+        )
+    for n, item in enumerate(value):
+        validate.integer({f"supersedes[{n}]": item}, f"supersedes[{n}]", 1, SQLITE_INT_MAX)
+    return tuple(dict.fromkeys(value))
+
+
+def how(args: Mapping[str, Any]) -> str:
+    """What a search or a list does with superseded memories (storage.superseded)."""
+    return superseded.MARK if validate.flag(args, "include_superseded") else superseded.HIDE
+
+
+def listed(
+    store: Store,
+    rows: Callable[[int | None], Iterable[dict[str, Any]]],
+    limit: int | None,
+    how: str,
+) -> Iterator[dict[str, Any]]:
+    """A list's rows (``rows(limit)`` reads them) as storage.superseded.current makes them."""
+    by = store.superseded_by(None)
+    asked = None if limit is None else superseded.room(limit, by, how)
+    return superseded.current(rows(asked), by, limit, how)
+
+
+@contextmanager
+def refused() -> Iterator[None]:
+    """A store naming a memory that is not there, in ``supersedes``: refused, as bad input."""
+    try:
+        yield
+    except MissingMemory as exc:
+        raise InvalidArgument(
+            f"supersedes names no memory with id {exc.memory_id}; nothing was stored"
+        ) from None
