@@ -351,6 +351,20 @@ def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
     return sql.text(), sql.params
 
 
+def _filtered(
+    sql: _Sql, memory_type: str | None, tag: str | None, scope: str | None, by: str | None
+) -> None:
+    """The filters, each exact, applied before the keyword leg's cut."""
+    if memory_type is not None:
+        sql.add(" AND type = %s", [memory_type])
+    if scope is not None:
+        sql.add(" AND scope = %s", [scope])
+    if tag is not None:
+        sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
+    if by is not None:
+        sql.add(" AND %s IN (created_by, updated_by)", [by])
+
+
 def keyword_ranking_sql(
     node: Node,
     *,
@@ -402,14 +416,7 @@ def keyword_ranking_sql(
     if scored is None and _has_near(node):
         sql.add(" AND ")
         _matches(node, sql)
-    if memory_type is not None:
-        sql.add(" AND type = %s", [memory_type])
-    if scope is not None:
-        sql.add(" AND scope = %s", [scope])
-    if tag is not None:
-        sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
-    if by is not None:
-        sql.add(" AND %s IN (created_by, updated_by)", [by])
+    _filtered(sql, memory_type, tag, scope, by)
     _frequencies(found, above, sql)
     _score(len(found), now, sql)
     sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
