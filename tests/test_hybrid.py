@@ -95,7 +95,8 @@ def test_the_order_is_the_convex_fusion_of_the_two_legs_times_decay(
 def test_decay_is_multiplied_once_so_the_fresher_twin_wins(hybrid, clock):
     older = hybrid.store({"content": "database pick twin", "type": "TODO"})["id"]
     clock.advance(90 * 86_400)  # three half-lives: the older twin's decay is 1/8
-    newer = hybrid.store({"content": "database pick twin", "type": "TODO"})["id"]
+    # (another scope: in the same one the same text would be a duplicate)
+    newer = hybrid.store({"content": "database pick twin", "type": "TODO", "scope": "b"})["id"]
     answer = hybrid.search({"query": "database pick twin"})
     assert ids_of(answer) == [newer, older]  # the older one is 1st in both legs (ties by id)
     first, second = answer["results"]

@@ -98,7 +98,7 @@ def test_expansion_is_a_pure_read_and_shapes_over_mcp(service, db_path, clock):
     before = {row[0]: row for row in dump(db_path)}
     plain, expanded = run(
         service,
-        ("memory_search", {"query": "memory"}),
+        ("memory_search", {"query": "memory", "include_superseded": True}),
         ("memory_search", {"query": "memory 1", "expand_links": True, "limit": 1}),
         ("memory_search", {"query": "memory 2", "expand_links": True, "limit": 1}),
     )[:2]

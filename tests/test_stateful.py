@@ -78,10 +78,25 @@ class MemoryMachine(RuleBasedStateMachine):
         if not content.strip():
             self.rejected(self.service.store, args)
             return -1
-        memory_id = self.service.store(args)["id"]
-        assert memory_id not in self.model
+        answer = self.service.store(args)
+        memory_id = answer["id"]
+        twin = self.twin(content, memory_type)
+        if twin is not None:  # an exact duplicate: the stored one takes the new tags
+            assert answer.get("duplicate_of") == twin == memory_id
+            stored = self.model[twin]["tags"]
+            stored.extend(t for t in dict.fromkeys(tags) if t not in stored)
+            return memory_id
+        assert memory_id not in self.model and "duplicate_of" not in answer
         self.model[memory_id] = {"content": content, "type": memory_type, "tags": tags}
         return memory_id
+
+    def twin(self, content: str, memory_type: str) -> int | None:
+        """The memory a store of ``content`` duplicates: same type, same text but for spaces."""
+        text = " ".join(content.split())
+        for memory_id, memory in self.model.items():
+            if memory["type"] == memory_type and " ".join(memory["content"].split()) == text:
+                return memory_id
+        return None
 
     @rule(
         memory_id=memories,
@@ -150,7 +165,8 @@ class MemoryMachine(RuleBasedStateMachine):
         words = [w for w in self.model[memory_id]["content"].split() if w.isalnum()]
         if not words:
             return
-        found = self.service.search({"query": f'"{words[0]}"', "limit": 200})["results"]
+        args = {"query": f'"{words[0]}"', "limit": 200, "include_superseded": True}
+        found = self.service.search(args)["results"]
         matching = [m for m in self.model.values() if words[0] in m["content"].split()]
         if len(matching) <= 200:
             assert memory_id in {m["id"] for m in found}
@@ -162,7 +178,7 @@ class MemoryMachine(RuleBasedStateMachine):
 
     @invariant()
     def database_matches_the_model(self):
-        listed = {m["id"]: m for m in self.service.list({})}
+        listed = {m["id"]: m for m in self.service.list({"include_superseded": True})}
         assert set(listed) == set(self.model)
         for memory_id, expected in self.model.items():
             got = listed[memory_id]

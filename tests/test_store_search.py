@@ -114,7 +114,7 @@ def test_search_ranks_by_bm25_plus_decay(service, clock):
 def test_decay_breaks_equal_relevance_in_favour_of_fresher(service, clock):
     service.store({"content": "same words here", "type": "TODO"})
     clock.advance(90 * DAY)
-    service.store({"content": "same words here", "type": "TODO"})
+    service.store({"content": "same words here", "type": "TODO", "scope": "b"})  # no duplicate
     answer = service.search({"query": "same words"})["results"]
     assert [r["id"] for r in answer] == [2, 1]
     assert answer[0]["decay_score"] == 1.0
@@ -122,8 +122,8 @@ def test_decay_breaks_equal_relevance_in_favour_of_fresher(service, clock):
 
 
 def test_ties_are_broken_by_ascending_id(service):
-    for _ in range(3):
-        service.store({"content": "identical", "type": "TODO"})
+    for scope in ("a", "b", "c"):  # (in one scope the same text would be a duplicate)
+        service.store({"content": "identical", "type": "TODO", "scope": scope})
     assert [r["id"] for r in service.search({"query": "identical"})["results"]] == [1, 2, 3]
 
 

@@ -265,6 +265,7 @@ def test_the_search_and_its_filters_are_in_the_address(page, chromium, daemon):
             "scope": "addr",
             "limit": 50,
             "record_use": False,
+            "include_superseded": True,  # the page strikes superseded memories through
         }
         tab.wait_for_selector(f"#d-title:text('ERROR #{b}')")
         assert [tab.input_value(f) for f in ("#q", "#f-type", "#f-tag", "#f-scope")] == [
