@@ -120,18 +120,32 @@ def test_the_real_server_answers_before_the_engine_is_loaded(db_path):
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]
-    done = subprocess.run(
+    # One request at a time: closing stdin early would end the session before tools/list answers.
+    server = subprocess.Popen(
         [sys.executable, "-c", WATCH, "--db", str(db_path), "--embedder", "none", "serve"],
-        input="".join(json.dumps(line) + "\n" for line in lines),
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
         env=server_env(),
-        timeout=120,
     )
-    assert done.returncode == 0, done.stderr
-    assert '"memory_search"' in done.stdout.splitlines()[1]
-    assert "SDK loaded before the opening's clock: True" in done.stderr
-    assert "loaded at the first answer: (False, False)" in done.stderr
+    answers = []
+    try:
+        for line in lines:
+            server.stdin.write(json.dumps(line) + "\n")
+            server.stdin.flush()
+            if "id" in line:
+                answers.append(server.stdout.readline())
+        server.stdin.close()
+        server.wait(timeout=120)
+        stderr = server.stderr.read()
+    finally:
+        if server.poll() is None:
+            server.kill()
+    assert server.returncode == 0, stderr
+    assert '"memory_search"' in answers[1]
+    assert "SDK loaded before the opening's clock: True" in stderr
+    assert "loaded at the first answer: (False, False)" in stderr
 
 
 def test_a_new_file_is_created_before_serving(db_path, monkeypatch):
