@@ -472,7 +472,7 @@ def test_link_unlink_and_the_graph(page, daemon):
     related = memory(daemon, new)["related"]
     assert [(r["id"], r["kind"], r["direction"]) for r in related] == [(old, "supersedes", "out")]
 
-    nodes = "[...document.querySelectorAll('#g-nodes a')].map((a) => Number(a.dataset.id)).sort()"
+    nodes = "[...document.querySelectorAll('#g-nodes a')].map((a) => Number(a.dataset.id)).sort((a, b) => a - b)"
     page.tab.wait_for_function(f"() => {nodes}.length === 3")  # a function: the CSP refuses eval
     assert page.tab.evaluate(f"() => {nodes}") == sorted([new, old, why])  # two hops out
     page.tab.check("input[name=hops][value='1']")

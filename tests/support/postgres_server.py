@@ -107,11 +107,13 @@ def _ensure_user(name: str) -> None:
     try:
         pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(
+        made = subprocess.run(
             ["useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name],
-            check=True,
             capture_output=True,
         )
+        # Another test process (pytest-xdist) may have made it in the meantime.
+        if made.returncode != 0:
+            pwd.getpwnam(name)
 
 
 def _reachable(path: Path) -> None:

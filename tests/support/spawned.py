@@ -24,7 +24,12 @@ def server_env(**extra: str) -> dict[str, str]:
     """The environment of a spawned agent-memory: no Ollama, and Ollama as the embedder (so
     searches are keyword-only unless a test points it at the fake Ollama or asks for the
     local model with AGENT_MEMORY_EMBEDDER=local)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AGENT_MEMORY_")}
+    # No inherited terminal size: tables are as wide as when the output is not a terminal.
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith("AGENT_MEMORY_") and k not in ("COLUMNS", "LINES")
+    }
     env["AGENT_MEMORY_OLLAMA_URL"] = NO_OLLAMA_URL
     env["AGENT_MEMORY_EMBEDDER"] = "ollama"
     env.update(extra)
