@@ -22,6 +22,7 @@ from collections.abc import Generator, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
+from agent_memory.contract import wire
 from agent_memory.contract.errors import InvalidArgument, InvalidType
 from agent_memory.contract.models import Filters, SearchPage
 from agent_memory.contract.models import related as _related
@@ -48,7 +49,9 @@ def moment(args: Mapping[str, Any], now: int) -> int | None:
     if value is None:
         return None
     at: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, wire.LongInteger):
+        at = None  # an integer too long for any range
+    elif isinstance(value, int) and not isinstance(value, bool):
         at = value
     elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
         at = int(value.strip()) if len(value) < 30 else None
