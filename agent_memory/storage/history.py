@@ -11,6 +11,7 @@ Replacing at T counts as done by T (as_of T shows the new version).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -197,5 +198,6 @@ def imported(
     names = ("memory_id", *HISTORY_COLUMNS)
     values = ", ".join(tags_value if n == "tags" else f":{n}" for n in names)
     statement = text(f"INSERT INTO memory_history ({', '.join(names)}) VALUES ({values})")
-    conn.execute(statement, [{n: v[n] for n in names} for v in versions])
+    rows = [{**{n: v[n] for n in names}, "tags": json.dumps(v["tags"])} for v in versions]
+    conn.execute(statement, rows)
     return len(versions)
