@@ -30,10 +30,15 @@ from agent_memory.contract.vocabulary import MAX_LIMIT, SQLITE_INT_MAX
 from agent_memory.service import validate
 from agent_memory.storage import superseded as superseded_rows
 from agent_memory.storage.base import Store
+from agent_memory.storage.history import AsOf
 
-# A search as of T asks its ranking for this many more results than its limit, to make up
-# for those stored after T, expired or superseded by then; and considers at most
-# CHANGED_SCAN memories changed since T for the words of their text then.
+# A search as of T asks its ranking for FIRST_ROOM more results than its limit, to make up
+# for those stored after T, expired or superseded by then, and for ROOM_GROWTH times as many
+# while too few stood then, up to AS_OF_ROOM more (a larger page costs the ranking more:
+# docs/performance.md); it considers at most CHANGED_SCAN memories changed since T for the
+# words of their text then.
+FIRST_ROOM = 40
+ROOM_GROWTH = 4
 AS_OF_ROOM = 4 * MAX_LIMIT
 CHANGED_SCAN = 1_000
 # A list as of T reads its memories' versions this many at a time.
@@ -126,32 +131,37 @@ def searched(
     superseded: str,
     **options: Any,
 ) -> SearchPage:
-    """Store.search, or, with ``at``, the search as of then (see the module doc)."""
+    """Store.search, or, with ``at``, the search as of then (see the module doc): the
+    ranking is asked for FIRST_ROOM more results, then for ROOM_GROWTH times as many while
+    too few of those stood then, up to AS_OF_ROOM more."""
     if at is None:
         return store.search(
             query, embedding, limit=limit, filters=filters, superseded=superseded, **options
         )
-    options["now"] = at
-    page = store.search(
-        query,
-        embedding,
-        limit=limit + AS_OF_ROOM,
-        filters=filters,
-        superseded=superseded_rows.KEEP,
-        **options,
-    )
-    ranked = [r["id"] for r in page.results]
-    view = store.as_of(at, ranked, CHANGED_SCAN)
-    scores = {r["id"]: r for r in page.results}
-    rows = []
-    for memory_id in ranked:
-        stood = view.memories.get(memory_id)
-        if stood is not None and passes(stood, filters):
-            rows.append({**stood, "decay_score": scores[memory_id]["decay_score"]})
+    stored = dataclasses.replace(filters, created_until=at)  # before the ranking's cut
+    options.update(now=at, filters=stored, superseded=superseded_rows.KEEP)
     words = _words(query.text if hasattr(query, "text") else str(query)) - _OPERATORS
-    rows += [m for m in view.changed if passes(m, filters) and _says(m, words)]
-    rows = _superseded(rows, view.superseded, superseded)[:limit]
-    return dataclasses.replace(page, results=rows)
+    asked = limit + FIRST_ROOM
+    while True:
+        page = store.search(query, embedding, limit=asked, **options)
+        view = store.as_of(at, [r["id"] for r in page.results], CHANGED_SCAN)
+        rows = _stood(page.results, view, filters)
+        rows += [m for m in view.changed if passes(m, filters) and _says(m, words)]
+        rows = _superseded(rows, view.superseded, superseded)
+        if len(rows) >= limit or len(page.results) < asked or asked >= limit + AS_OF_ROOM:
+            return dataclasses.replace(page, results=rows[:limit])
+        asked = min(limit + AS_OF_ROOM, asked * ROOM_GROWTH)
+
+
+def _stood(ranked: list[dict[str, Any]], view: AsOf, filters: Filters) -> list[dict[str, Any]]:
+    """The ranked results that stood then and passed the filters then, as they stood, with
+    their decay as of then."""
+    rows = []
+    for result in ranked:
+        stood = view.memories.get(result["id"])
+        if stood is not None and passes(stood, filters):
+            rows.append({**stood, "decay_score": result["decay_score"]})
+    return rows
 
 
 def listed(
