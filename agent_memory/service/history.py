@@ -37,7 +37,7 @@ from agent_memory.storage.history import AsOf
 # while too few stood then, up to AS_OF_ROOM more (a larger page costs the ranking more:
 # docs/performance.md); it considers at most CHANGED_SCAN memories changed since T for the
 # words of their text then.
-FIRST_ROOM = 40
+FIRST_ROOM = 10
 ROOM_GROWTH = 4
 AS_OF_ROOM = 4 * MAX_LIMIT
 CHANGED_SCAN = 1_000
@@ -146,11 +146,20 @@ def searched(
         page = store.search(query, embedding, limit=asked, **options)
         view = store.as_of(at, [r["id"] for r in page.results], CHANGED_SCAN)
         rows = _stood(page.results, view, filters)
-        rows += [m for m in view.changed if passes(m, filters) and _says(m, words)]
+        rows += _said(store, at, [m["id"] for m in view.changed if _says(m, words)], filters)
         rows = _superseded(rows, view.superseded, superseded)
         if len(rows) >= limit or len(page.results) < asked or asked >= limit + AS_OF_ROOM:
             return dataclasses.replace(page, results=rows[:limit])
         asked = min(limit + AS_OF_ROOM, asked * ROOM_GROWTH)
+
+
+def _said(store: Store, at: int, ids: list[int], filters: Filters) -> list[dict[str, Any]]:
+    """Those of ``ids`` (memories whose text then holds the query's words) that stood then
+    and passed the filters then, as they stood."""
+    if not ids:
+        return []
+    stood = store.as_of(at, ids).memories
+    return [stood[i] for i in ids if i in stood and passes(stood[i], filters)]
 
 
 def _stood(ranked: list[dict[str, Any]], view: AsOf, filters: Filters) -> list[dict[str, Any]]:

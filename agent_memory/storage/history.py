@@ -49,9 +49,13 @@ _REPLACED_AFTER = text(
     f"SELECT memory_id, {', '.join(VERSION_COLUMNS)}, written_by FROM memory_history"
     " WHERE memory_id IN :ids AND replaced_at > :at ORDER BY memory_id, replaced_at, id"
 ).bindparams(bindparam("ids", expanding=True))
+# The text then of the memories changed since a moment: each one's first version replaced
+# after it (the newest memories first).
 _CHANGED_AFTER = text(
-    "SELECT memory_id FROM memory_history WHERE replaced_at > :at"
-    " GROUP BY memory_id ORDER BY memory_id DESC LIMIT :limit"
+    "SELECT h.memory_id, h.content, h.tags FROM memory_history AS h"
+    " WHERE h.replaced_at > :at AND h.id = (SELECT f.id FROM memory_history AS f"
+    " WHERE f.memory_id = h.memory_id AND f.replaced_at > :at ORDER BY f.replaced_at, f.id"
+    " LIMIT 1) ORDER BY h.memory_id DESC LIMIT :limit"
 )
 _SUPERSEDED_AT = text(
     "SELECT to_id, from_id FROM memory_links WHERE kind = 'supersedes' AND created_at <= :at"
@@ -71,9 +75,9 @@ _COUNT = text("SELECT count(*) FROM memory_history")
 @dataclass(frozen=True)
 class AsOf:
     """The store as of one time, read in one snapshot: ``memories`` the asked ids that
-    stood then, as they stood; ``changed`` those among the memories changed since (not
-    asked) that stood then, as they stood; ``superseded`` the supersedes relations made by
-    then, {older id: [newer ids]}."""
+    stood then, as they stood; ``changed`` the memories changed since, not asked, each as
+    {id, content, tags} of its text then (whether it stood then is not known yet);
+    ``superseded`` the supersedes relations made by then, {older id: [newer ids]}."""
 
     memories: dict[int, dict[str, Any]] = field(default_factory=dict)
     changed: list[dict[str, Any]] = field(default_factory=list)
@@ -155,16 +159,20 @@ class HistoryRows:
 
     @guarded
     def as_of(self, at: int, ids: Sequence[int], changed: int = 0) -> AsOf:
-        """The memories among ``ids`` as they stood at ``at``, up to ``changed`` more of
-        those changed since, and the supersedes relations made by then (one snapshot)."""
+        """The memories among ``ids`` as they stood at ``at``, the text then of up to
+        ``changed`` memories changed since, and the supersedes relations made by then (one
+        snapshot)."""
         with self._read() as conn:
             memories = _stood(conn, ids, at)
             more: list[dict[str, Any]] = []
             if changed:
-                params = {"at": at, "limit": changed}
-                since = [int(i) for i in conn.execute(_CHANGED_AFTER, params).scalars()]
                 asked = set(ids)
-                more = list(_stood(conn, [i for i in since if i not in asked], at).values())
+                found = conn.execute(_CHANGED_AFTER, {"at": at, "limit": changed})
+                more = [
+                    {"id": int(i), "content": content, "tags": tag_list(tags)}
+                    for i, content, tags in found
+                    if int(i) not in asked
+                ]
             superseded: dict[int, list[int]] = {}
             for old, new in conn.execute(_SUPERSEDED_AT, {"at": at}):
                 superseded.setdefault(int(old), []).append(int(new))
