@@ -136,3 +136,31 @@ def test_memory_history_over_mcp_end_to_end(tmp_path):
     ]
     assert missing.structured_content == {"id": 9, "found": False, "reason": "not_found"}
     assert refused.is_error and "as_of" in refused.content[0].text
+
+
+def test_an_imported_duplicate_that_changes_a_memory_keeps_a_version(svc, clock, tmp_path):
+    memory_id = svc.store({**OLD, "source": "chat"})["id"]
+    clock.advance(10)
+    record = {
+        "record": "memory", "key": 1, "type": OLD["type"], "content": OLD["content"],
+        "tags": ["timeouts"], "source": "gsd-state", "scope": None, "created_at": START,
+        "last_accessed": START, "access_count": 0, "expires_at": None,
+    }  # fmt: skip
+    header = {
+        "record": "header", "format": "agent-memory-export", "version": 2, "exported_at": START,
+        "embedding_model": "", "embedding_dim": 0, "schema_version": 12,
+        "agent_memory_version": "0.1.0", "exported_rows": 1, "exported_links": 0,
+        "exported_versions": 0,
+    }  # fmt: skip
+    path = tmp_path / "in.jsonl"
+    write(path, [header, record])
+    assert imported(svc, path)["skipped duplicates"] == 1
+    first, current = svc.history({"id": memory_id})["versions"]
+    assert (first["tags"], first["change"], first["change_source"]) == (
+        ["api"],
+        "duplicate",
+        "gsd-state",
+    )
+    assert first["replaced_at"] == START + 10 and current["tags"] == ["api", "timeouts"]
+    imported(svc, path)  # again: nothing changes, so no version either
+    assert len(svc.history({"id": memory_id})["versions"]) == 2

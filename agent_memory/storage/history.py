@@ -20,7 +20,6 @@ import sqlalchemy
 from sqlalchemy import bindparam, text
 
 from agent_memory.storage.base import MEMORY_COLUMNS
-from agent_memory.storage.duplicates import tag_list
 from agent_memory.storage.faults import guarded
 
 UPDATE, DUPLICATE = "update", "duplicate"
@@ -82,6 +81,11 @@ class AsOf:
     memories: dict[int, dict[str, Any]] = field(default_factory=dict)
     changed: list[dict[str, Any]] = field(default_factory=list)
     superseded: dict[int, list[int]] = field(default_factory=dict)
+
+
+def tag_list(tags: Any) -> list[str]:
+    """Tags as a row holds them (SQLite: a JSON text; PostgreSQL: a list)."""
+    return json.loads(tags) if isinstance(tags, str) else list(tags)
 
 
 def record(

@@ -73,6 +73,7 @@ def import_memories(
             first[key] = len(new_records)
             placed.append((i, key, True))
             new_records.append(dict(record))
+    merges.keep_versions(conn)
     _merge_into_stored(conn, merges)
     ids: list[int] = []
     if new_records:

@@ -134,6 +134,7 @@ def import_memories(
         placed.append((i, key, True))
         new_records.append(dict(record))
         new_hashes.append(hashes[i])
+    merges.keep_versions(conn)
     _merge_into_stored(conn, merges)
     new_rows = [_import_row(r, h, now) for r, h in zip(new_records, new_hashes, strict=True)]
     ids: list[int] = []
