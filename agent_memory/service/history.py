@@ -44,6 +44,7 @@ CHANGED_SCAN = 1_000
 # A list as of T reads its memories' versions this many at a time.
 LIST_CHUNK = 200
 _WORD = re.compile(r"\w+")
+_DIGITS = re.compile(r"-?[0-9]+")
 _OPERATORS = frozenset({"and", "or", "not", "near"})
 
 
@@ -54,11 +55,13 @@ def moment(args: Mapping[str, Any], now: int) -> int | None:
     if value is None:
         return None
     at: int | None = None
+    if isinstance(value, str):
+        validate.unicode(value, "as_of")
     if isinstance(value, wire.LongInteger):
         at = None  # an integer too long for any range
     elif isinstance(value, int) and not isinstance(value, bool):
         at = value
-    elif isinstance(value, str) and value.strip().lstrip("-").isdigit():
+    elif isinstance(value, str) and _DIGITS.fullmatch(value.strip()):
         at = int(value.strip()) if len(value) < 30 else None
     elif isinstance(value, str):
         at = _iso(value)
@@ -77,11 +80,11 @@ def moment(args: Mapping[str, Any], now: int) -> int | None:
 def _iso(value: str) -> int | None:
     try:
         parsed = datetime.fromisoformat(value.strip().replace("z", "Z"))
-    except ValueError:
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        return int(parsed.timestamp())
+    except (ValueError, OverflowError):
         return None
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return int(parsed.timestamp())
 
 
 def versions(store: Store, memory_id: int) -> dict[str, Any]:

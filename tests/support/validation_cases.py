@@ -30,6 +30,7 @@ AS_OF_CASES = [
     ({"as_of": "2027-01-01T00:00:00Z"}, f'{AS_OF_RANGE} (got "2027-01-01T00:00:00Z")'),
     ({"as_of": "yesterday"}, f'{AS_OF_RANGE} (got "yesterday")'),
     ({"as_of": LONG}, f"{AS_OF_RANGE} {COUNTED}"),
+    ({"as_of": SURROGATE}, f"invalid argument: as_of {UNICODE}"),
     (
         {"as_of": 1.5},
         "invalid argument: as_of must be Unix seconds or an ISO 8601 date-time (got 1.5)",
