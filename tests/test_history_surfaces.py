@@ -60,3 +60,15 @@ def test_cli_history_and_as_of(service, clock, db_path):
     assert [m["content"] for m in listed["memories"]] == [OLD["content"]]
     refused = run("search", "timeout", "--as-of", "tomorrow")
     assert refused.exit_code != 0 and "as_of" in refused.output
+
+
+def test_a_hybrid_search_as_of_leaves_out_what_was_stored_later(hybrid, clock, no_floor):
+    first = hybrid.store(OLD)["id"]
+    clock.advance(100)
+    later = hybrid.store({**OLD, "content": "Timeouts for the API are ninety seconds now."})["id"]
+    found = hybrid.search({"query": "API timeout"})
+    assert found["search_mode"] == "hybrid"
+    assert {r["id"] for r in found["results"]} == {first, later}
+    then = hybrid.search({"query": "API timeout", "as_of": START + 99})
+    assert then["search_mode"] == "hybrid"
+    assert [r["id"] for r in then["results"]] == [first]
