@@ -1,6 +1,6 @@
 """What ``as_of`` costs a search and a list (issue 36), side by side in one run.
 
-    python -m bench.as_of [ROWS]
+    python -m bench.as_of [ROWS] [--postgres]
 
 A SQLite database gets ROWS memories (default 10,000, no embedder: keyword search), stored
 one second apart; then a tenth of them are updated (their history grows a version). The
@@ -8,7 +8,8 @@ same questions are searched alternately without ``as_of`` and with ``as_of`` at 
 of the store's life (so half the memories did not stand then, and the updated ones are read
 as they stood), through the service as memory_search runs them, without recording use (an
 as-of search records none). Then a list of 50, plain and as of the same moment. p50 and p90
-in ms.
+in ms. With --postgres, the same on a throwaway PostgreSQL (tests/support/postgres_server.py,
+as bench.bench_postgres starts it) instead of SQLite.
 """
 
 from __future__ import annotations
@@ -52,25 +53,43 @@ def timed(call, args) -> float:
     return (time.perf_counter() - began) * 1000
 
 
-def main(rows: int) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        clock = Clock()
-        service = MemoryService(open_store(str(Path(tmp) / "memory.db")), clock=clock)
-        fill(service, clock, rows)
-        middle = T0 + rows // 2
-        timings: dict[str, list[float]] = {k: [] for k in ("search", "search as_of")}
-        timings.update({"list 50": [], "list 50 as_of": []})
-        search = lambda args: service.search(args, record_use=False)  # noqa: E731
-        for n in range(SAMPLES):
-            query = f"{SUBJECTS[n % len(SUBJECTS)]} limits service {n % 89}"
-            timings["search"].append(timed(search, {"query": query, "limit": 10}))
-            timings["search as_of"].append(
-                timed(search, {"query": query, "limit": 10, "as_of": middle})
-            )
-            timings["list 50"].append(timed(service.list, {"limit": 50}))
-            timings["list 50 as_of"].append(timed(service.list, {"limit": 50, "as_of": middle}))
-        service.close()
-    print(f"{rows:,} memories ({rows // 10:,} updated), {SAMPLES} calls each, alternating")
+def main(rows: int, postgres: bool) -> None:
+    if not postgres:
+        with tempfile.TemporaryDirectory() as tmp:
+            run(rows, str(Path(tmp) / "memory.db"))
+        return
+    from bench.bench_postgres import fresh_database
+    from tests.support.postgres_server import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    try:
+        run(rows, fresh_database(server.url))
+    finally:
+        server.stop()
+
+
+def run(rows: int, location: str) -> None:
+    clock = Clock()
+    service = MemoryService(open_store(location), clock=clock)
+    fill(service, clock, rows)
+    middle = T0 + rows // 2
+    timings: dict[str, list[float]] = {k: [] for k in ("search", "search as_of")}
+    timings.update({"list 50": [], "list 50 as_of": []})
+    search = lambda args: service.search(args, record_use=False)  # noqa: E731
+    for n in range(SAMPLES):
+        query = f"{SUBJECTS[n % len(SUBJECTS)]} limits service {n % 89}"
+        timings["search"].append(timed(search, {"query": query, "limit": 10}))
+        timings["search as_of"].append(
+            timed(search, {"query": query, "limit": 10, "as_of": middle})
+        )
+        timings["list 50"].append(timed(service.list, {"limit": 50}))
+        timings["list 50 as_of"].append(timed(service.list, {"limit": 50, "as_of": middle}))
+    service.close()
+    engine = "PostgreSQL" if location.startswith("postgresql") else "SQLite"
+    print(
+        f"{engine}, {rows:,} memories ({rows // 10:,} updated), {SAMPLES} calls each, alternating"
+    )
     plain = {"search as_of": "search", "list 50 as_of": "list 50"}
     out = []
     for name, values in timings.items():
@@ -81,4 +100,5 @@ def main(rows: int) -> None:
 
 
 if __name__ == "__main__":
-    main(int(sys.argv[1]) if len(sys.argv) > 1 else 10_000)
+    numbers = [a for a in sys.argv[1:] if a.isdigit()]
+    main(int(numbers[0]) if numbers else 10_000, "--postgres" in sys.argv)

@@ -88,6 +88,16 @@ def test_as_of_finds_a_memory_by_what_it_said_then(svc, clock):
     assert svc.get({"id": memory_id})["content"] == NEW  # the present is unchanged
 
 
+def test_explain_says_why_as_of_too(svc, clock):
+    memory_id, t = updated_at_t(svc, clock)
+    found = svc.search({"query": "30", "as_of": t - 1, "explain": True})["results"]
+    assert [(r["id"], r["why"]["keyword"], r["why"]["vector"]) for r in found] == [
+        (memory_id, None, None)
+    ]
+    ranked = svc.search({"query": "timeout", "as_of": t - 1, "explain": True})["results"]
+    assert ranked[0]["why"]["keyword"]["rank"] == 1
+
+
 def test_a_memory_stored_later_is_absent(svc, clock):
     clock.advance(10)
     memory_id = svc.store(OLD)["id"]

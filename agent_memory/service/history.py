@@ -152,8 +152,15 @@ def searched(
         rows += _said(store, at, [m["id"] for m in view.changed if _says(m, words)], filters)
         rows = _superseded(rows, view.superseded, superseded)
         if len(rows) >= limit or len(page.results) < asked or asked >= limit + AS_OF_ROOM:
-            return dataclasses.replace(page, results=rows[:limit])
+            why = {r["id"]: page.why.get(r["id"]) or _by_words(r) for r in rows[:limit]}
+            return dataclasses.replace(page, results=rows[:limit], why=why)
         asked = min(limit + AS_OF_ROOM, asked * ROOM_GROWTH)
+
+
+def _by_words(memory: Mapping[str, Any]) -> dict[str, Any]:
+    """Why a memory found by its words then is there: neither leg ranked it."""
+    decay = memory["decay_score"]
+    return {"keyword": None, "vector": None, "decay": decay, "score": 0.0}
 
 
 def _said(store: Store, at: int, ids: list[int], filters: Filters) -> list[dict[str, Any]]:
