@@ -56,7 +56,7 @@ def test_full_session_over_stdio(location, tmp_path):
             return tools, stored, found, listed, updated, unknown, bad, forgot
 
     tools, stored, found, listed, updated, unknown, bad, forgot = anyio.run(main)
-    assert len(tools.tools) == 7
+    assert len(tools.tools) == 8
     assert stored.structured_content == {"id": 1}
     assert [r["id"] for r in found.structured_content["results"]] == [1]
     assert [m["id"] for m in listed.structured_content["memories"]] == [1]

@@ -53,7 +53,7 @@ def test_an_empty_database_exports_its_header(service):
         {
             "record": "header",
             "format": "agent-memory-export",
-            "version": 1,
+            "version": 2,
             "exported_at": START,
             "embedding_model": "",
             "embedding_dim": 0,
@@ -61,6 +61,7 @@ def test_an_empty_database_exports_its_header(service):
             "agent_memory_version": __version__,
             "exported_rows": 0,
             "exported_links": 0,
+            "exported_versions": 0,
         }
     ]
 

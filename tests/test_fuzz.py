@@ -35,6 +35,7 @@ FIELDS = {
     "memory_link": ["from_id", "to_id", "kind"],
     "memory_unlink": ["from_id", "to_id", "kind"],
     "memory_forget": ["id"],
+    "memory_history": ["id"],
 }
 NASTY = st.sampled_from(
     [

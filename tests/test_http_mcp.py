@@ -56,7 +56,7 @@ def test_a_whole_session_in_each_era(daemon, mode):
     version, tools, stored, found, updated, unknown, bad, stats, prompt, forgot = anyio.run(main)
     assert version == ("2025-11-25" if mode == LEGACY else MODERN)
     names = [t.name for t in tools.tools]
-    assert names[0] == "memory_store" and len(names) == 7
+    assert names[0] == "memory_store" and len(names) == 8
     search_tool = next(t for t in tools.tools if t.name == "memory_search")
     assert search_tool.annotations.read_only_hint is True and search_tool.output_schema
     assert stored.structured_content == {"id": 1}
@@ -127,7 +127,7 @@ def test_the_2025_wire_a_session_and_202_for_a_notification(daemon):
     note = post(daemon, {"jsonrpc": "2.0", "method": "notifications/initialized"}, **in_session)
     assert (note.status_code, note.content) == (202, b"")
     listed = post(daemon, {"jsonrpc": "2.0", "id": 2, "method": "tools/list"}, **in_session)
-    assert len(listed.json()["result"]["tools"]) == 7
+    assert len(listed.json()["result"]["tools"]) == 8
     stranger = {**in_session, "Mcp-Session-Id": "0" * 32}
     assert (
         post(daemon, {"jsonrpc": "2.0", "id": 3, "method": "tools/list"}, **stranger).status_code

@@ -349,7 +349,11 @@ def test_an_updated_memory_is_found_by_its_new_content(tmp_path):
     path = tmp_path / "in.jsonl"
     write(path, [*records, {**records[1], "key": 99, "content": "second words"}])
     result = invoke(tmp_path / "t.db", "--from", "jsonl", str(path))
-    assert report_of(result) == {**REPORT_ZERO, "imported": 1, "skipped duplicates": 1}
+    assert report_of(result) == {
+        **REPORT_ZERO,
+        **{"imported": 1, "skipped duplicates": 1},
+        **{"versions imported": 1, "versions dropped": 0},  # the version the file holds
+    }
 
 
 def test_a_header_from_the_future_warns_and_imports(export_file, tmp_path):
@@ -522,12 +526,12 @@ def test_blank_lines_at_the_end_of_the_file_are_accepted(export_file, tmp_path, 
 
 def test_a_newer_format_version_is_refused_before_anything_else(export_file, tmp_path):
     path, _ = export_file
-    write(path, [{"record": "header", "version": 2, "whatever": True}])
+    write(path, [{"record": "header", "version": 3, "whatever": True}])
     result = invoke(tmp_path / "never.db", "--from", "jsonl", str(path))
     assert result.exit_code == 1
     assert (
         result.stderr.strip()
-        == "file is format version 2 but this binary reads up to version 1 — upgrade agent-memory"
+        == "file is format version 3 but this binary reads up to version 2 — upgrade agent-memory"
     )
 
 

@@ -23,6 +23,7 @@ TOOL_NAMES = [
     "memory_link",
     "memory_unlink",
     "memory_forget",
+    "memory_history",
 ]
 
 
@@ -255,6 +256,7 @@ TOOL_OF = {
     "forget": "memory_forget",
     "link": "memory_link",
     "unlink": "memory_unlink",
+    "history": "memory_history",
 }
 
 
@@ -274,6 +276,7 @@ def _every_validation_case():
         ("list", LIST_CASES),
         ("update", UPDATE_CASES),
         ("forget", FORGET_CASES),
+        ("history", FORGET_CASES),
         ("link", LINK_CASES),
         ("unlink", LINK_CASES),
     ):

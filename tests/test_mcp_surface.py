@@ -108,7 +108,7 @@ def test_listings_need_no_service(mode):
         )
 
     tools, resources, templates, prompts = session(NoService(), steps, mode)
-    assert len(tools.tools) == 7
+    assert len(tools.tools) == 8
     assert [r.uri for r in resources.resources] == ["memory://recent", "memory://stats"]
     assert [t.uri_template for t in templates.resource_templates] == [
         "memory://{id}",

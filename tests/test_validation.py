@@ -33,7 +33,7 @@ def seeded(service, db_path):
     + [("search", a, m) for a, m in SEARCH_CASES]
     + [("list", a, m) for a, m in LIST_CASES]
     + [("update", a, m) for a, m in UPDATE_CASES]
-    + [("forget", a, m) for a, m in FORGET_CASES]
+    + [(op, a, m) for op in ("forget", "history") for a, m in FORGET_CASES]
     + [(op, a, m) for op in ("link", "unlink") for a, m in LINK_CASES],
 )
 def test_rejected_with_exact_message_and_nothing_written(

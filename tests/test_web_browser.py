@@ -665,3 +665,17 @@ def test_who_wrote_a_memory_is_shown_and_filters(page, daemon):
     page.tab.fill("#f-scope", "writers")
     page.expect_shown([mine])
     page.tab.wait_for_url("**by=alice**")
+
+
+def test_the_history_panel_lists_the_versions(page, daemon):
+    m = store(daemon, "the first wording of the history case", scope="history")
+    answer = daemon.request("PATCH", f"/api/memories/{m}", json={"content": "the second wording"})
+    assert answer.status_code == 200, answer.text
+    page.open(f"#/m/{m}")
+    page.tab.wait_for_selector("#d-history li:nth-child(2)")
+    items = page.tab.locator("#d-history li")
+    assert items.count() == 2
+    first, second = items.nth(0).inner_text(), items.nth(1).inner_text()
+    assert first.startswith("v1 · written") and "replaced" in first
+    assert "the first wording of the history case" in first
+    assert "current" in second and "the second wording" in second

@@ -192,13 +192,13 @@ class SearchTimedOut(AgentMemoryError):
 
 
 class FormatTooNew(AgentMemoryError):
-    """file is format version {found} but this binary reads up to version 1 — upgrade
-    agent-memory"""
+    """file is format version {found} but this binary reads up to version {readable} —
+    upgrade agent-memory"""
 
-    def __init__(self, found: int) -> None:
+    def __init__(self, found: int, readable: int = 1) -> None:
         self.found = found
         super().__init__(
-            f"file is format version {found} but this binary reads up to version 1 — "
+            f"file is format version {found} but this binary reads up to version {readable} — "
             "upgrade agent-memory"
         )
 

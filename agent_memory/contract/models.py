@@ -63,15 +63,18 @@ class Embedding:
 @dataclass(frozen=True)
 class Filters:
     """A search's or a list's filters: type and scope equal, a tag equal to one whole tag,
-    ``by`` equal to who stored the memory or who last changed it."""
+    ``by`` equal to who stored the memory or who last changed it; ``created_until``: stored
+    at or before that time (a search as of then, service.history)."""
 
     memory_type: str | None = None
     tag: str | None = None
     scope: str | None = None
     by: str | None = None
+    created_until: int | None = None
 
     def __bool__(self) -> bool:
-        return any(v is not None for v in (self.memory_type, self.tag, self.scope, self.by))
+        values = (self.memory_type, self.tag, self.scope, self.by, self.created_until)
+        return any(v is not None for v in values)
 
 
 @dataclass(frozen=True)

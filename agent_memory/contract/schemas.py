@@ -82,6 +82,12 @@ _SUPERSEDED = {
     "description": "Also return memories another memory supersedes (left out by default), "
     "each result then carrying superseded_by: [ids of what replaced it]. Default false.",
 }
+AS_OF = {
+    "type": "string",
+    "description": "Answer as the memories stood at this moment: Unix seconds (as text) or an "
+    "ISO 8601 date-time (e.g. 2026-12-01T09:00:00Z). Updates made since are undone, memories "
+    "stored since are absent, those superseded only since are present.",
+}
 _SUPERSEDES = {
     "type": "array",
     "items": {"type": "integer"},
@@ -249,6 +255,7 @@ _LIST_PROPERTIES = {
     },
     "expand_links": _EXPAND,
     "include_superseded": _SUPERSEDED,
+    "as_of": AS_OF,
 }
 _SEARCH_PROPERTIES = {
     "query": {"type": "string", "description": "Words, a question or FTS5 syntax."},
@@ -260,6 +267,7 @@ _SEARCH_PROPERTIES = {
     "expand_links": _EXPAND,
     "explain": _EXPLAIN,
     "include_superseded": _SUPERSEDED,
+    "as_of": AS_OF,
 }
 
 INPUT: dict[str, Schema] = {
@@ -272,6 +280,7 @@ INPUT: dict[str, Schema] = {
     "link": _input("link", EDGE_PROPERTIES, ("from_id", "to_id", "kind")),
     "unlink": _input("unlink", EDGE_PROPERTIES, ("from_id", "to_id", "kind")),
     "forget": _input("forget", {"id": ID}, ("id",)),
+    "history": _input("history", {"id": ID}, ("id",)),
 }
 # A store's near-duplicate hints (service/similar.py), present only when a memory is near.
 SIMILAR: Schema = {
@@ -309,6 +318,36 @@ SEARCH_RESULT = obj(
     "search_mode",
     "results",
 )
+_WHO = {"type": "string", "description": "A token's name, or local."}
+VERSION = obj(
+    {
+        "version": {"type": "integer", "description": "1 for the first, the current one last."},
+        "content": {"type": "string"},
+        "tags": _STRINGS,
+        "scope": nullable({"type": "string"}),
+        "expires_at": nullable({"type": "integer"}),
+        "written_by": _WHO,
+        "written_at": {"type": "integer", "description": "Unix seconds."},
+        "replaced_at": nullable({"type": "integer", "description": "null: the current one."}),
+        "replaced_by": nullable(_WHO),
+        "change": nullable(
+            {
+                "type": "string",
+                "enum": ["update", "duplicate"],
+                "description": "What replaced it: an update, or a store of the same content "
+                "merged into this memory.",
+            }
+        ),
+        "change_source": nullable(
+            {"type": "string", "description": "The source that duplicate store sent."}
+        ),
+    },
+    *("version", "content", "tags", "scope", "expires_at", "written_by", "written_at"),
+    *("replaced_at", "replaced_by", "change", "change_source"),
+)
+HISTORY = obj(
+    {"id": {"type": "integer"}, "versions": {"type": "array", "items": VERSION}}, "id", "versions"
+)
 OUTPUT: dict[str, Schema] = {
     "store": obj(
         {
@@ -328,6 +367,7 @@ OUTPUT: dict[str, Schema] = {
     "update": {"type": "object", "anyOf": [UPDATED, not_found("updated")]},
     "link": _edge_answer("linked", missing_id={"type": "integer"}),
     "unlink": _edge_answer("unlinked"),
+    "history": {"type": "object", "anyOf": [HISTORY, not_found("found")]},
     "forget": obj(
         {
             "id": {"type": "integer"},

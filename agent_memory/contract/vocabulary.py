@@ -29,13 +29,18 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
         "expand_links",
         "explain",
         "include_superseded",
+        "as_of",
     ),
-    "list": ("type", "tag", "scope", "by", "limit", "before", "expand_links", "include_superseded"),
+    "list": (
+        *("type", "tag", "scope", "by", "limit", "before", "expand_links"),
+        *("include_superseded", "as_of"),
+    ),
     "update": ("id", *fields.argument_names("update")),
     "link": ("from_id", "to_id", "kind"),
     "unlink": ("from_id", "to_id", "kind"),
     "forget": ("id",),
-    "get": ("id",),
+    "get": ("id", "as_of"),
+    "history": ("id",),
     "stats": (),
 }
 # What a REST search takes besides: ``record_use: false`` answers without recording the use

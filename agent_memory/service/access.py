@@ -96,6 +96,12 @@ class Granted:
             self._prune([found])
         return found
 
+    def history(self, args: Any) -> dict[str, Any]:
+        memory_id = _arg(args, "id")
+        if memory_id is not None and not self._visible(memory_id):
+            return {"id": memory_id, "found": False, "reason": "not_found"}
+        return self._service.history(args)
+
     def stats(self, args: Any = None) -> dict[str, Any]:
         answer = self._service.stats(args)
         if self.grant.scope is None:

@@ -34,7 +34,7 @@ from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 from agent_memory.embedders.base import Embedder
 from agent_memory.search import read as read_query
-from agent_memory.service import actor, duplicates, similar, status, supersede, validate
+from agent_memory.service import actor, duplicates, history, similar, status, supersede, validate
 from agent_memory.service.embedding_jobs import (
     BACKFILL_BATCH_ROWS,
     REEMBED_BATCH_ROWS,
@@ -210,13 +210,16 @@ class MemoryService:
         explain = validate.flag(args, "explain")
         record_use = validate.flag(args, "record_use", default=True) and record_use
         how = supersede.how(args)
+        at = history.moment(args, self.now())
         embedding = None if self.embedder is None else self.embedder.embed_query(query)
         unrelated = None if embedding is None else self.embedder.unrelated(embedding)
         now = self.now()
         deadline = time.monotonic() + SEARCH_BUDGET_SECS
         with self.storage("search"):
             try:
-                page = self.db.search(
+                page = history.searched(
+                    self.db,
+                    at,
                     parsed,
                     embedding,
                     now=now,
@@ -237,7 +240,7 @@ class MemoryService:
             if expand:
                 self._expand(page.results)
         # The results only, not neighbours; last, so that a search out of time writes nothing.
-        if record_use and not self.db.read_only:
+        if record_use and at is None and not self.db.read_only:
             self._bump([r["id"] for r in page.results], now)
         if not explain:
             return {"search_mode": page.mode, "results": page.results}
@@ -274,19 +277,24 @@ class MemoryService:
         expand = validate.flag(args, "expand_links")
         before = validate.cursor(args)
         how = supersede.how(args)
+        at = history.moment(args, self.now())
         if expand and limit is None:
             raise InvalidArgument(
                 "limit is required when expand_links is true; "
                 f"pass a limit between 1 and {MAX_LIMIT}"
             )
-        return self._listed(filters, limit, expand, before, how)
+        return self._listed(filters, limit, expand, before, how, at)
 
     def _listed(
-        self, filters: Any, limit: int | None, expand: bool, before: Any, how: str
+        self, filters: Any, limit: int | None, expand: bool, before: Any, how: str, at: Any
     ) -> Generator[dict[str, Any], None, None]:
         with self.storage("list"):
-            rows = supersede.listed(
-                self.db, lambda n: self.db.memories(filters, n, before), limit, how
+            rows = (
+                supersede.listed(
+                    self.db, lambda n: self.db.memories(filters, n, before), limit, how
+                )
+                if at is None
+                else history.listed(self.db, at, filters, limit, before, how)
             )
             if not expand:
                 yield from rows
@@ -298,8 +306,11 @@ class MemoryService:
     def get(self, args: Any) -> dict[str, Any]:
         """One memory with every field (access_count and embedding_status too) and its
         relations both ways, newest first (at most MAX_RELATIONS). A read: not a use."""
-        memory_id = validate.memory_id(self._arguments("get", args))
+        args = self._arguments("get", args)
+        memory_id, at = validate.memory_id(args), history.moment(args, self.now())
         with self.storage("get"):
+            if at is not None:
+                return history.got(self.db, memory_id, at, MAX_RELATIONS)
             found = self.db.get(memory_id, MAX_RELATIONS)
         if found is None:
             return _not_found(memory_id, "found")
@@ -364,6 +375,12 @@ class MemoryService:
         if argument.check == fields_table.TAGS:
             return validate.tags(args[argument.name])
         return validate.label(args, argument.name)
+
+    def history(self, args: Any) -> dict[str, Any]:
+        """memory_history: a memory's versions, oldest first (service/history.py)."""
+        memory_id = validate.memory_id(self._arguments("history", args))
+        with self.storage("history"):
+            return history.versions(self.db, memory_id)
 
     def forget(self, args: Any) -> dict[str, Any]:
         memory_id = validate.memory_id(self._arguments("forget", args))

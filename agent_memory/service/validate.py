@@ -405,3 +405,11 @@ def import_record(record: Mapping[str, Any], max_content_bytes: int) -> None:
         label(record, "scope")
     elif record["record"] == "link":
         kind(record)
+    elif record["record"] == "version":
+        content(record["content"], max_content_bytes)
+        tags(record["tags"])
+        label(record, "scope")
+        if record["change"] not in ("update", "duplicate"):
+            raise InvalidArgument(
+                f"change must be update or duplicate (got {shown(record['change'])})"
+            )

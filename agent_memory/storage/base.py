@@ -21,6 +21,7 @@ from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 
 if TYPE_CHECKING:
     from agent_memory.search import ParsedQuery
+    from agent_memory.storage.history import AsOf
 
 # A memory as every read answers it, in this order (rows become dicts by these names), and
 # as an export writes it (the JSONL format's fields, in their order): the fields table's.
@@ -101,6 +102,11 @@ class Snapshot(Protocol):
     def links(self) -> Iterator[tuple[int, int, str, int]]:
         """Every edge (from, to, kind, created_at) in that order."""
 
+    def versions(self) -> Iterator[dict[str, Any]]:
+        """Every earlier version of a memory (storage.history), with its memory_id."""
+
+    def version_count(self) -> int: ...
+
 
 class Reader(Protocol):
     """A read-only view of a store for the session brief (``agent-memory context``), opened
@@ -166,7 +172,21 @@ class Store(Protocol):
         ``embedding_status``."""
 
     def delete(self, memory_id: int) -> bool:
-        """Remove a row with its vector and links; whether it was there."""
+        """Remove a row with its vector, links and history; whether it was there."""
+
+    # -- history (storage.history; update and a duplicate store keep the version replaced)
+    def history(self, memory_id: int) -> list[dict[str, Any]] | None:
+        """The memory's versions, oldest first, the current one last; None if no such row."""
+
+    def as_of(self, at: int, ids: Sequence[int], changed: int = 0) -> AsOf:
+        """``ids`` as they stood at ``at``, up to ``changed`` memories changed since, and
+        the supersedes relations made by then, from one snapshot."""
+
+    def links_at(self, memory_id: int, at: int) -> set[tuple[int, int, str]]:
+        """The relations (from, to, kind) touching the memory that were made by ``at``."""
+
+    def import_versions(self, versions: Sequence[dict[str, Any]]) -> int:
+        """Insert export records' versions (memory_id set) in one transaction."""
 
     def bump(self, ids: Sequence[int], now: int) -> None:
         """The recency bump of returned search results: last_accessed = now, access_count

@@ -18,14 +18,16 @@ from typing import Any, ClassVar
 import sqlalchemy
 from sqlalchemy import text
 
+from agent_memory.contract.fields import LOCAL
 from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 from agent_memory.search import ParsedQuery, ranking
 from agent_memory.search import read as read_query
-from agent_memory.storage import duplicates
+from agent_memory.storage import duplicates, history
 from agent_memory.storage import superseded as superseded_rows
 from agent_memory.storage.base import MissingMemory, NewMemory
 from agent_memory.storage.faults import guarded
+from agent_memory.storage.history import HistoryRows
 from agent_memory.storage.neighbours import neighbour_edges
 from agent_memory.storage.sweep import SweepRows
 from agent_memory.storage.tokens import TokenRows
@@ -84,7 +86,7 @@ class Leg:
 Connect = Callable[[], AbstractContextManager[sqlalchemy.Connection]]
 
 
-class CommonStore(TokenRows, SweepRows):
+class CommonStore(TokenRows, SweepRows, HistoryRows):
     """The Store methods that are the same on every engine (storage.base.Store says what
     each promises). A subclass supplies:
 
@@ -101,6 +103,7 @@ class CommonStore(TokenRows, SweepRows):
     ENGINE_ERRORS: ClassVar[tuple[type[BaseException], ...]]
     VECTORS: ClassVar[ModuleType]
     NEIGHBOURS_SQL: ClassVar[sqlalchemy.TextClause]
+    TAGS_VALUE: ClassVar[str] = ":tags"  # a JSON text parameter, as the engine keeps tags
     _read: Callable[..., AbstractContextManager[sqlalchemy.Connection]]
     _write: Connect
 
@@ -125,6 +128,8 @@ class CommonStore(TokenRows, SweepRows):
         self, memory_id: int, changes: dict[str, Any], now: int, embedding: Embedding | None
     ) -> dict[str, Any] | None:
         with self._write() as conn:
+            self._lock_row(conn, memory_id)
+            history.record(conn, memory_id, now, changes.get("updated_by", LOCAL))
             embedded = False
             if "content" in changes:
                 embedded = embedding is not None and self.VECTORS.pinned(conn, embedding.pin)
@@ -145,6 +150,10 @@ class CommonStore(TokenRows, SweepRows):
             twin = duplicates.find(conn, memory)
             if twin is not None:
                 taken = duplicates.changes(twin, memory.tags, memory.expires_at)
+                self._lock_row(conn, twin.id)
+                history.record(
+                    conn, twin.id, memory.now, memory.actor, history.DUPLICATE, memory.source
+                )
                 self._update_row(conn, twin.id, taken, memory.now, False)
                 self._supersede(conn, twin.id, memory)
                 return twin.id, True
@@ -183,6 +192,15 @@ class CommonStore(TokenRows, SweepRows):
     def _lock_content(self, conn: sqlalchemy.Connection, memory: NewMemory) -> None:
         """Serialise, until the transaction ends, the stores of this content: a write
         transaction that is not already the only writer takes a lock here."""
+
+    def _lock_row(self, conn: sqlalchemy.Connection, memory_id: int) -> None:
+        """Hold the memory's row, until the transaction ends, against other writers (its
+        version is kept before it changes)."""
+
+    @guarded
+    def import_versions(self, versions: Sequence[dict[str, Any]]) -> int:
+        with self._write() as conn:
+            return history.imported(conn, versions, self.TAGS_VALUE)
 
     def _insert_transaction(self, embedded: bool) -> AbstractContextManager[sqlalchemy.Connection]:
         return self._write()

@@ -9,7 +9,6 @@ normalised text; equal hashes are only candidates, compared exactly here.
 from __future__ import annotations
 
 import dataclasses
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,7 +16,9 @@ from typing import Any
 import sqlalchemy
 from sqlalchemy import text
 
+from agent_memory.contract.fields import LOCAL
 from agent_memory.contract.models import content_hash, normalised
+from agent_memory.storage import history
 from agent_memory.storage.base import NewMemory
 
 # A row hashed by no one yet: written by a process older than the hash, or edited in its
@@ -46,9 +47,7 @@ class Twin:
     expires_at: int | None
 
 
-def tag_list(tags: Any) -> list[str]:
-    """Tags as a row holds them (SQLite: a JSON text; PostgreSQL: a list)."""
-    return json.loads(tags) if isinstance(tags, str) else list(tags)
+tag_list = history.tag_list
 
 
 def find(conn: sqlalchemy.Connection, memory: NewMemory) -> Twin | None:
@@ -109,6 +108,8 @@ class Merges:
         self.now = now
         self.stored: dict[Key, Twin] = {}
         self.changed: dict[int, Twin] = {}
+        # who and what source last changed each of ``changed`` (its history's version)
+        self.by: dict[int, tuple[str, str | None]] = {}
 
     def know(self, row: Sequence[Any]) -> None:
         """A stored row (id, type, content, scope, tags, expires_at) with a candidate hash;
@@ -129,4 +130,11 @@ class Merges:
         if taken:
             twin = dataclasses.replace(twin, **taken)
             self.stored[key(record)] = self.changed[twin.id] = twin
+            self.by[twin.id] = (record.get("updated_by") or LOCAL, record.get("source"))
         return twin.id
+
+    def keep_versions(self, conn: sqlalchemy.Connection) -> None:
+        """Before the merges are written: each changed memory's version, as a duplicate
+        store keeps it (storage.history), so that the source that merged is on record."""
+        for memory_id, (by, source) in self.by.items():
+            history.record(conn, memory_id, self.now, by, history.DUPLICATE, source)

@@ -1,4 +1,7 @@
-"""The portable export format, v1: JSON Lines, a header, then memories, then links.
+"""The portable export format, v2: JSON Lines, a header, then memories, then links, then
+the memories' earlier versions (v2's addition, issue 36: ``version`` records, counted by the
+header's ``exported_versions``). A v1 file (no versions) still reads; a reader of v1 refuses
+a v2 file by its header's version before reading anything else (FormatTooNew).
 
 Fields are written in the wire order of the format (dicts keep insertion order), optional
 fields explicitly as null, so two exports of an unchanged database under the same clock are
@@ -16,7 +19,9 @@ from agent_memory.contract.errors import FormatTooNew, InvalidArgument
 from agent_memory.contract.vocabulary import count
 
 FORMAT = "agent-memory-export"
-VERSION = 1
+VERSION = 2
+# The first version whose files carry the memories' earlier versions.
+HISTORY_VERSION = 2
 
 
 def line(record: dict[str, Any]) -> str:
@@ -32,6 +37,7 @@ def header(
     agent_memory_version: str,
     exported_rows: int,
     exported_links: int,
+    exported_versions: int = 0,
 ) -> dict[str, Any]:
     return {
         "record": "header",
@@ -44,6 +50,7 @@ def header(
         "agent_memory_version": agent_memory_version,
         "exported_rows": exported_rows,
         "exported_links": exported_links,
+        "exported_versions": exported_versions,
     }
 
 
@@ -64,6 +71,12 @@ def link(from_key: int, to_key: int, kind: str, created_at: int) -> dict[str, An
         "kind": kind,
         "created_at": created_at,
     }
+
+
+def version(key: int, row: dict[str, Any]) -> dict[str, Any]:
+    """A version record: the memory's key, then an earlier version as storage.history keeps
+    it (the record's fields, in their order)."""
+    return {"record": "version", "key": key, **{n: row[n] for n in _VERSION_FIELDS}}
 
 
 # -- the strict reader ----------------------------------------------------------------------
@@ -93,6 +106,23 @@ _FIELDS: dict[str, dict[str, tuple[tuple[type, ...], bool]]] = {
         "created_at": (_INT, False),
     },
 }
+_NULLABLE_STR = (str, type(None))
+_NULLABLE_INT = (int, type(None))
+_VERSION_TYPES: dict[str, tuple[tuple[type, ...], bool]] = {
+    "content": (_STR, False),
+    "tags": ((list,), False),
+    "scope": (_NULLABLE_STR, True),
+    "expires_at": (_NULLABLE_INT, True),
+    "written_by": (_STR, False),
+    "written_at": (_INT, False),
+    "replaced_at": (_INT, False),
+    "replaced_by": (_STR, False),
+    "change": (_STR, False),
+    "change_source": (_NULLABLE_STR, True),
+}
+_VERSION_FIELDS = tuple(_VERSION_TYPES)
+_FIELDS["header"]["exported_versions"] = (_INT, True)
+_FIELDS["version"] = {"record": (_STR, False), "key": (_INT, False), **_VERSION_TYPES}
 _TYPE_NAMES = {int: "an integer", str: "a string", list: "an array", type(None): "null"}
 
 
@@ -178,7 +208,7 @@ class Reader:
             if isinstance(value, bool) or not isinstance(value, types):
                 expected = " or ".join(_TYPE_NAMES[t] for t in types)
                 raise _defect(number, f"`{name}` must be {expected} (got {_shown(value)})")
-        tags = record.get("tags")  # a memory's; no other record has an array
+        tags = record.get("tags")  # a memory's or a version's; no other record has an array
         if tags is not None and not all(isinstance(item, str) for item in tags):
             raise _defect(number, f"`tags` must be an array of strings (got {_shown(tags)})")
 
@@ -191,7 +221,7 @@ class Reader:
     def check(self) -> dict[str, Any]:
         """The validated header; raises on the first defect anywhere in the file."""
         keys: set[int] = set()
-        rows = links = 0
+        rows = links = versions = 0
         header: dict[str, Any] | None = None
         blank = 0  # the first of the blank lines just read
         for number, text in self._lines():
@@ -209,7 +239,7 @@ class Reader:
                     raise _defect(1, "the first line must be the header record")
                 version = record.get("version")
                 if isinstance(version, int) and not isinstance(version, bool) and version > VERSION:
-                    raise FormatTooNew(version)
+                    raise FormatTooNew(version, VERSION)
                 self._fields(1, record, "header")
                 self._storable(1, record)
                 if record["format"] != FORMAT:
@@ -227,6 +257,9 @@ class Reader:
             if tag == "memory":
                 self._memory(number, record, keys)
                 rows += 1
+            elif tag == "version":
+                self._version(number, record, keys, header)
+                versions += 1
             else:
                 self._link(number, record, keys)
                 links += 1
@@ -238,6 +271,9 @@ class Reader:
                 f"the header announces {count(header['exported_rows'], 'memory')} and "
                 f"{count(header['exported_links'], 'link')}, the file holds {rows} and {links}",
             )
+        if versions != (header["exported_versions"] or 0):
+            announced = count(header["exported_versions"] or 0, "version")
+            raise _defect(1, f"the header announces {announced}, the file holds {versions}")
         self.header = header
         return header
 
@@ -249,6 +285,15 @@ class Reader:
         if record["key"] in keys:
             raise _defect(number, f"duplicate key {record['key']}")
         keys.add(record["key"])
+
+    def _version(
+        self, number: int, record: dict[str, Any], keys: set[int], header: dict[str, Any] | None
+    ) -> None:
+        assert header is not None
+        if header["version"] < HISTORY_VERSION:
+            raise _defect(number, f"a version record in a version {header['version']} file")
+        if record["key"] not in keys:
+            raise _defect(number, f"version `key` {record['key']} is not a memory in the file")
 
     def _link(self, number: int, record: dict[str, Any], keys: set[int]) -> None:
         if record["from"] == record["to"]:

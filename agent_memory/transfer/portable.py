@@ -1,4 +1,4 @@
-"""Export and import, the same on every store: the JSONL format v1 (jsonl.py) written from
+"""Export and import, the same on every store: the JSONL format v2 (jsonl.py) written from
 one snapshot, and read back in batches that each are one transaction.
 
 An import's batches keep the write lock short for every other writer, and a kill -9 leaves
@@ -33,6 +33,9 @@ IMPORT_COUNTS = (
     "links skipped duplicates",
     "links dropped",
 )
+# An import's report gains these when the file carries earlier versions (format v2): those
+# kept, and those of memories it did not insert (duplicates, expired), left out.
+VERSION_COUNTS = ("versions imported", "versions dropped")
 # An import's report gains these two counts when secrets were redacted in rows it wrote.
 REDACTION_COUNTS = ("secrets redacted", "memories redacted")
 IMPORT_OUTCOME = {
@@ -54,7 +57,7 @@ def jsonl_reader(
 
 
 def export(store: Store, write: Callable[[str], None], *, now: int) -> tuple[int, int]:
-    """Write the whole store as JSONL v1 lines through ``write``; (memories, links).
+    """Write the whole store as JSONL v2 lines through ``write``; (memories, links).
 
     One read snapshot, streamed: the header's counts match the records, and memory use does
     not grow with the database. The header names the database's pin; without one (no vector
@@ -71,12 +74,15 @@ def export(store: Store, write: Callable[[str], None], *, now: int) -> tuple[int
             agent_memory_version=__version__,
             exported_rows=memories,
             exported_links=links,
+            exported_versions=snap.version_count(),
         )
         write(jsonl.line(header))
         for row in snap.memories():
             write(jsonl.line(jsonl.memory(row)))
         for edge in snap.links():
             write(jsonl.line(jsonl.link(*edge)))
+        for version in snap.versions():
+            write(jsonl.line(jsonl.version(version["memory_id"], version)))
     return memories, links
 
 
@@ -95,6 +101,7 @@ class _Import:
         self.ids: dict[int, int | None] = {}
         self.inserted: list[tuple[int, int]] = []  # (first id, last id) of each batch's new rows
         self.between_old: list[tuple[int, int, str]] = []  # new edges between rows not inserted
+        self.versions: list[dict[str, Any]] = []  # waiting for their batch
 
     def ours(self, memory_id: int) -> bool:
         at = bisect.bisect_right(self.inserted, (memory_id, SQLITE_INT_MAX)) - 1
@@ -123,6 +130,27 @@ class _Import:
         self.report["links skipped duplicates"] += len(edges) - len(added)
         self.between_old.extend(e for e in added if not (self.ours(e[0]) or self.ours(e[1])))
         self._advance(len(edges))
+
+    def version(self, record: dict[str, Any]) -> None:
+        """An earlier version of a memory of the file: kept with the memory this run
+        inserted for its key; left out when there is none (a duplicate, an expired one)."""
+        self.report.setdefault(VERSION_COUNTS[0], 0)
+        self.report.setdefault(VERSION_COUNTS[1], 0)
+        memory_id = self.ids.get(record["key"])
+        if memory_id is None or not self.ours(memory_id):
+            self.report[VERSION_COUNTS[1]] += 1
+            self._advance(1)
+            return
+        self.redact(record)
+        self.versions.append({**record, "memory_id": memory_id})
+        if len(self.versions) >= IMPORT_BATCH_ROWS:
+            self.flush_versions()
+
+    def flush_versions(self) -> None:
+        if self.versions:
+            self.report[VERSION_COUNTS[0]] += self.store.import_versions(self.versions)
+            self._advance(len(self.versions))
+            self.versions = []
 
     def _advance(self, count: int) -> None:
         self.done += count
@@ -160,6 +188,16 @@ class _Import:
         log.warning("import: took out the %d memories it had written, and their links", removed)
 
 
+def _warn_of_skew(header: dict[str, Any], now: int) -> None:
+    if header["exported_at"] > now + CLOCK_SKEW_WARN_SECS:
+        log.warning(
+            "the file was exported at %d, %d s ahead of this machine's clock; importing "
+            "anyway (check the clocks: created_at and expires_at are kept as written)",
+            header["exported_at"],
+            header["exported_at"] - now,
+        )
+
+
 def import_jsonl(
     store: Store, reader: jsonl.Reader, *, now: int, redact: Redact, progress: Progress
 ) -> dict[str, int]:
@@ -172,14 +210,9 @@ def import_jsonl(
     """
     header = reader.header
     assert header is not None, "call reader.check() first"
-    if header["exported_at"] > now + CLOCK_SKEW_WARN_SECS:
-        log.warning(
-            "the file was exported at %d, %d s ahead of this machine's clock; importing "
-            "anyway (check the clocks: created_at and expires_at are kept as written)",
-            header["exported_at"],
-            header["exported_at"] - now,
-        )
-    run = _Import(store, now, redact, header["exported_rows"] + header["exported_links"], progress)
+    _warn_of_skew(header, now)
+    total = header["exported_rows"] + header["exported_links"] + (header["exported_versions"] or 0)
+    run = _Import(store, now, redact, total, progress)
     memories: list[dict[str, Any]] = []
     edges: list[tuple[int, int, str, int]] = []
     try:
@@ -194,6 +227,9 @@ def import_jsonl(
                 if memories:
                     run.memories(memories)
                     memories = []
+                if record["record"] == "version":
+                    run.version(record)
+                    continue
                 a, b = run.ids[record["from"]], run.ids[record["to"]]
                 if a is None or b is None or a == b:  # an end expired, or both collapsed
                     run.report["links dropped"] += 1
@@ -208,6 +244,7 @@ def import_jsonl(
                 run.memories(memories)
             if edges:
                 run.links(edges)
+            run.flush_versions()
             if run.report["imported"]:
                 store.after_import()
     except BaseException as exc:  # Ctrl-C too: then the interrupt goes on up

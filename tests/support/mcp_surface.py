@@ -16,6 +16,7 @@ HINTS = [
     ("memory_link", "Link two memories", False, False, True),
     ("memory_unlink", "Remove a relation", False, True, True),
     ("memory_forget", "Forget a memory", False, True, True),
+    ("memory_history", "A memory's versions", True, False, True),
 ]
 SECRET = "password=hunter2hunter2"
 
@@ -71,4 +72,8 @@ CALLS = [
     ("memory_unlink", {"from_id": 2, "to_id": 1, "kind": "caused_by"}),
     ("memory_forget", {"id": 2}),
     ("memory_forget", {"id": 2}),
+    ("memory_history", {"id": 1}),
+    ("memory_history", {"id": 99}),
+    ("memory_search", {"query": "sqlite", "as_of": "2026-01-01T00:00:00Z"}),
+    ("memory_list", {"as_of": "1767225600", "include_superseded": True}),
 ]

@@ -20,6 +20,27 @@ CURSOR = (
     'memory of the previous page, e.g. "1767225600:42"'
 )
 
+AS_OF_RANGE = (
+    "invalid argument: as_of must be a moment between 0 and now (1767225600), as Unix seconds "
+    "or an ISO 8601 date-time such as 2026-12-01T09:00:00Z"
+)
+AS_OF_CASES = [
+    ({"as_of": -1}, f"{AS_OF_RANGE} (got -1)"),
+    ({"as_of": 1767225601}, f"{AS_OF_RANGE} (got 1767225601)"),
+    ({"as_of": "2027-01-01T00:00:00Z"}, f'{AS_OF_RANGE} (got "2027-01-01T00:00:00Z")'),
+    ({"as_of": "yesterday"}, f'{AS_OF_RANGE} (got "yesterday")'),
+    ({"as_of": LONG}, f"{AS_OF_RANGE} {COUNTED}"),
+    ({"as_of": SURROGATE}, f"invalid argument: as_of {UNICODE}"),
+    (
+        {"as_of": 1.5},
+        "invalid argument: as_of must be Unix seconds or an ISO 8601 date-time (got 1.5)",
+    ),
+    (
+        {"as_of": True},
+        "invalid argument: as_of must be Unix seconds or an ISO 8601 date-time (got true)",
+    ),
+]
+
 STORE_CASES = [
     ({"type": "TODO"}, "invalid argument: content is required"),
     ({"content": None, "type": "TODO"}, "invalid argument: content is required"),
@@ -114,6 +135,7 @@ SEARCH_CASES = [
     ({"query": "x", "type": SURROGATE}, f"invalid argument: type {UNICODE}"),
     ({"query": "x", "limit": HUGE}, f"invalid argument: limit must be between 1 and 200 {COUNTED}"),
     ({"query": "x", "limit": LONG}, f"invalid argument: limit must be between 1 and 200 {COUNTED}"),
+    *(({"query": "x", **args}, message) for args, message in AS_OF_CASES),
 ]
 
 LIST_CASES = [
@@ -135,6 +157,7 @@ LIST_CASES = [
     ({"before": "1:２"}, f'{CURSOR} (got "1:２")'),  # ASCII digits only
     ({"before": f"1:{2**63}"}, f'{CURSOR} (got "1:{2**63}")'),
     ({"before": SURROGATE}, f"invalid argument: before {UNICODE}"),
+    *AS_OF_CASES,
 ]
 
 UPDATE_CASES = [

@@ -352,7 +352,12 @@ def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
 
 
 def _filtered(
-    sql: _Sql, memory_type: str | None, tag: str | None, scope: str | None, by: str | None
+    sql: _Sql,
+    memory_type: str | None,
+    tag: str | None,
+    scope: str | None,
+    by: str | None,
+    until: int | None,
 ) -> None:
     """The filters, each exact, applied before the keyword leg's cut."""
     if memory_type is not None:
@@ -363,6 +368,8 @@ def _filtered(
         sql.add(" AND tags @> jsonb_build_array(%s::text)", [tag])
     if by is not None:
         sql.add(" AND %s IN (created_by, updated_by)", [by])
+    if until is not None:
+        sql.add(" AND created_at <= %s", [until])
 
 
 def keyword_ranking_sql(
@@ -375,6 +382,7 @@ def keyword_ranking_sql(
     now: int | None = None,
     scored: Node | None = None,
     by: str | None = None,
+    until: int | None = None,
 ) -> tuple[str, list[Any]]:
     """(SQL, parameters) listing (id, score) best first, ties by id, at most ``limit`` rows.
 
@@ -416,7 +424,7 @@ def keyword_ranking_sql(
     if scored is None and _has_near(node):
         sql.add(" AND ")
         _matches(node, sql)
-    _filtered(sql, memory_type, tag, scope, by)
+    _filtered(sql, memory_type, tag, scope, by, until)
     _frequencies(found, above, sql)
     _score(len(found), now, sql)
     sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])

@@ -17,7 +17,7 @@ import sqlalchemy
 
 from agent_memory.contract.models import Pin, content_hash
 from agent_memory.search import ranking
-from agent_memory.storage import duplicates, rows_common
+from agent_memory.storage import duplicates, history, rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword, rows, vectors
 
@@ -73,6 +73,7 @@ def import_memories(
             first[key] = len(new_records)
             placed.append((i, key, True))
             new_records.append(dict(record))
+    merges.keep_versions(conn)
     _merge_into_stored(conn, merges)
     ids: list[int] = []
     if new_records:
@@ -163,3 +164,10 @@ class Snapshot:
         )
         for row in found:
             yield (int(row[0]), int(row[1]), row[2], int(row[3]))
+
+    def versions(self) -> Iterator[dict[str, Any]]:
+        """Every kept earlier version (storage.history), by memory then age."""
+        return history.exported(self._conn)
+
+    def version_count(self) -> int:
+        return history.count(self._conn)

@@ -55,6 +55,7 @@ def _ranking(
         tag=filters.tag,
         scope=filters.scope,
         by=filters.by,
+        until=filters.created_until,
         now=now,
         scored=scored,
     )

@@ -90,4 +90,7 @@ def filters_sql(filters: Filters, alias: str = "m") -> tuple[str, list[Any]]:
     if filters.by is not None:
         sql += f" AND (%s IN ({alias}.created_by, {alias}.updated_by))"
         params.append(filters.by)
+    if filters.created_until is not None:
+        sql += f" AND {alias}.created_at <= %s"
+        params.append(filters.created_until)
     return sql, params

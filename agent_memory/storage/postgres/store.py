@@ -67,6 +67,7 @@ class PostgresStore(CommonStore):
     ENGINE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, psycopg.Error)
     VECTORS = vectors
     NEIGHBOURS_SQL = _NEIGHBOURS
+    TAGS_VALUE = "CAST(:tags AS jsonb)"
     read_only = False
 
     def __init__(self, database: Database) -> None:
@@ -128,6 +129,10 @@ class PostgresStore(CommonStore):
         # for each other here, so the second sees the first's row.
         folded = content_hash(memory.content) & 0x7FFF_FFFF
         conn.exec_driver_sql("SELECT pg_advisory_xact_lock(%s, %s)", (DEDUP_LOCK, folded))
+
+    def _lock_row(self, conn: Connection, memory_id: int) -> None:
+        # READ COMMITTED: the version kept is the one this write replaces.
+        conn.exec_driver_sql("SELECT id FROM memories WHERE id = %s FOR UPDATE", (memory_id,))
 
     def _insert_transaction(self, embedded: bool) -> AbstractContextManager[Connection]:
         return self._write() if embedded else self._statement()

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from agent_memory.contract import fields
 from agent_memory.contract.models import Pin, content_hash
 from agent_memory.search import indexed_tags, indexed_text, ranking, tag_text
-from agent_memory.storage import duplicates, rows_common
+from agent_memory.storage import duplicates, history, rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.sqlite import vectors
 from agent_memory.storage.sqlite.schema import memories, memory_links
@@ -134,6 +134,7 @@ def import_memories(
         placed.append((i, key, True))
         new_records.append(dict(record))
         new_hashes.append(hashes[i])
+    merges.keep_versions(conn)
     _merge_into_stored(conn, merges)
     new_rows = [_import_row(r, h, now) for r, h in zip(new_records, new_hashes, strict=True)]
     ids: list[int] = []
@@ -240,3 +241,10 @@ class Snapshot:
         found = self._conn.execution_options(yield_per=EXPORT_BATCH_ROWS).execute(_EXPORT_LINKS)
         for row in found:
             yield tuple(row)  # type: ignore[misc]
+
+    def versions(self) -> Iterator[dict[str, Any]]:
+        """Every kept earlier version (storage.history), by memory then age."""
+        return history.exported(self._conn)
+
+    def version_count(self) -> int:
+        return history.count(self._conn)

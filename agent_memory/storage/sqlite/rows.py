@@ -56,7 +56,7 @@ def with_decay(row: sqlalchemy.Row[Any]) -> dict[str, Any]:
     return out
 
 
-FilterKey = tuple[bool, bool, bool, bool]
+FilterKey = tuple[bool, bool, bool, bool, bool]
 
 
 def filter_key(filters: Filters) -> FilterKey:
@@ -66,20 +66,22 @@ def filter_key(filters: Filters) -> FilterKey:
         filters.tag is not None,
         filters.scope is not None,
         filters.by is not None,
+        filters.created_until is not None,
     )
 
 
 def filter_params(filters: Filters) -> dict[str, Any]:
     params = {"type": filters.memory_type, "tag": filters.tag, "scope": filters.scope}
     params["by"] = filters.by
+    params["created_until"] = filters.created_until
     return {name: value for name, value in params.items() if value is not None}
 
 
 @functools.cache
 def filter_clauses(key: FilterKey) -> tuple[Any, ...]:
-    """WHERE clauses bound to :type, :tag, :scope and :by; a tag matches a whole tag exactly,
-    :by either writer."""
-    by_type, by_tag, by_scope, by_writer = key
+    """WHERE clauses bound to :type, :tag, :scope, :by and :created_until; a tag matches a
+    whole tag exactly, :by either writer."""
+    by_type, by_tag, by_scope, by_writer, by_time = key
     clauses: list[Any] = []
     if by_type:
         clauses.append(memories.c.type == bindparam("type"))
@@ -88,6 +90,8 @@ def filter_clauses(key: FilterKey) -> tuple[Any, ...]:
     if by_writer:
         writer = bindparam("by")
         clauses.append(or_(memories.c.created_by == writer, memories.c.updated_by == writer))
+    if by_time:
+        clauses.append(memories.c.created_at <= bindparam("created_until"))
     if by_tag:
         each = func.json_each(memories.c.tags).table_valued("value")
         clauses.append(select(1).select_from(each).where(each.c.value == bindparam("tag")).exists())

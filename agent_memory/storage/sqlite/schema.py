@@ -70,3 +70,21 @@ meta = Table(
     Column("key", Text, primary_key=True),
     Column("value", Text, nullable=False),
 )
+
+# Every earlier version of a memory (migration 0012; storage.history reads and writes it).
+memory_history = Table(
+    "memory_history",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column("memory_id", Integer, ForeignKey("memories.id", ondelete="CASCADE"), nullable=False),
+    Column("content", Text, nullable=False),
+    Column("tags", Text, nullable=False),
+    Column("scope", Text),
+    Column("expires_at", Integer),
+    Column("written_by", Text, nullable=False),
+    Column("written_at", Integer, nullable=False),
+    Column("replaced_at", Integer, nullable=False),
+    Column("replaced_by", Text, nullable=False),
+    Column("change", Text, nullable=False),
+    Column("change_source", Text),
+)

@@ -238,11 +238,11 @@ def _passing_clauses(key: PassingKey) -> tuple[Any, ...]:
     tag might be rather than on every row (docs/performance.md, section 18).
     """
     filter_key, text = key
-    by_type, by_tag, by_scope, by_writer = filter_key
-    clauses = rows.filter_clauses((by_type, False, by_scope, by_writer))
+    by_type, by_tag, by_scope, by_writer, by_time = filter_key
+    clauses = rows.filter_clauses((by_type, False, by_scope, by_writer, by_time))
     if not by_tag:
         return clauses
-    (exact,) = rows.filter_clauses((False, True, False, False))
+    (exact,) = rows.filter_clauses((False, True, False, False, False))
     if not text:
         return (*clauses, exact)
     tags = memories.c.tags

@@ -56,6 +56,7 @@ from agent_memory.transports.cli.command_support import (
     read_content,
     stop,
 )
+from agent_memory.transports.cli.history import as_of_option, history
 from agent_memory.transports.cli.terminal import Integer, Subcommand, quiet
 
 if TYPE_CHECKING:  # the service (and SQLAlchemy) load only when a command opens it
@@ -78,6 +79,7 @@ log = logging.getLogger(__name__)
     is_flag=True,
     help="Say under each result why it is there, and after them how the page was made.",
 )
+@as_of_option
 @json_option
 @click.pass_obj
 @quiet
@@ -87,6 +89,7 @@ def search(
     limit: str | None,
     expand: bool,
     explain: bool,
+    as_of: str | None,
     as_json: bool,
     **filters: Any,
 ) -> None:
@@ -99,6 +102,7 @@ def search(
         limit=number(limit),
         expand_links=expand or None,
         explain=explain or None,
+        as_of=as_of,
     )
     service = open_service(settings, READ, embedding=True)
     off = service.embedding_off
@@ -130,12 +134,15 @@ def _search_mode(mode: str, pending: int, off: bool) -> str:
 @filters
 @click.option("--limit", metavar="N", help=f"At most N memories (1-{MAX_LIMIT}); default: all.")
 @expand_option
+@as_of_option
 @json_option
 @click.pass_obj
 @quiet
-def list_(settings: Any, limit: str | None, expand: bool, as_json: bool, **filters: Any) -> None:
+def list_(
+    settings: Any, limit: str | None, expand: bool, as_of: str | None, as_json: bool, **filters: Any
+) -> None:
     """List memories, newest first (memory_list). Not a use."""
-    args = arguments(**filters, limit=number(limit), expand_links=expand or None)
+    args = arguments(**filters, limit=number(limit), expand_links=expand or None, as_of=as_of)
     service = open_service(settings, READ)
     with answering(service):
         rows = service.iter_list(args)  # bad arguments are refused here, before any output
@@ -152,16 +159,17 @@ def list_(settings: Any, limit: str | None, expand: bool, as_json: bool, **filte
 
 @click.command(cls=Subcommand)
 @click.argument("memory_id", metavar="ID")
+@as_of_option
 @json_option
 @click.pass_obj
 @quiet
-def show(settings: Any, memory_id: str, as_json: bool) -> None:
+def show(settings: Any, memory_id: str, as_of: str | None, as_json: bool) -> None:
     """Show one memory whole, with its relations.
 
     Every field of memory ID, and its relations both ways. Not a use."""
     service = open_service(settings, READ)
     with answering(service):
-        answer = service.get({"id": number(memory_id)})
+        answer = service.get(arguments(id=number(memory_id), as_of=as_of))
     finish(answer, _print_record, as_json=as_json)
 
 
@@ -456,4 +464,4 @@ def stats(settings: Any, as_json: bool) -> None:
     finish(answer, shown, as_json=as_json)
 
 
-COMMANDS = [search, list_, show, store, update, forget, link, unlink, context, stats]
+COMMANDS = [search, list_, show, history, store, update, forget, link, unlink, context, stats]

@@ -136,6 +136,10 @@ def _forget(service: MemoryService, args: Any) -> dict[str, Any]:
     return service.forget(args)
 
 
+def _history(service: MemoryService, args: Any) -> dict[str, Any]:
+    return service.history(args)
+
+
 # Every tool of mcp_tools.TOOLS, by name.
 HANDLERS: dict[str, Handler] = {
     "memory_store": Handler("store", _store),
@@ -145,6 +149,7 @@ HANDLERS: dict[str, Handler] = {
     "memory_link": Handler("link", _link),
     "memory_unlink": Handler("unlink", _unlink),
     "memory_forget": Handler("forget", _forget),
+    "memory_history": Handler("history", _history),
 }
 
 

@@ -1,4 +1,4 @@
-"""The seven MCP tools as clients see them: names, titles, descriptions and annotations;
+"""The eight MCP tools as clients see them: names, titles, descriptions and annotations;
 their input and output schemas are agent_memory.contract.schemas'. Declarations only (no service, no
 engine): ``serve`` lists them before SQLAlchemy is loaded.
 """
@@ -106,9 +106,21 @@ TOOLS = [
     _tool(
         "memory_forget",
         "Forget a memory",
-        "Delete a memory by id, with every relation touching it. Returns {id, deleted: "
-        "true}, or deleted: false with reason not_found for an unknown id.",
+        "Delete a memory by id, with every relation touching it and its history. Returns "
+        "{id, deleted: true}, or deleted: false with reason not_found for an unknown id.",
         destructive=True,
+        idempotent=True,
+    ),
+    _tool(
+        "memory_history",
+        "A memory's versions",
+        "List a memory's versions, oldest first, the current one last: content, tags, scope "
+        "and expiry as they were, who wrote each and when (written_by, written_at), and what "
+        "replaced it (replaced_at, replaced_by; change: update, or duplicate for a store of "
+        "the same content merged into it, with the source it sent). Returns {id, versions}, "
+        "or found: false with reason not_found. memory_search and memory_list take as_of to "
+        "answer as the memories stood at a past moment. Does not count as a use.",
+        read_only=True,
         idempotent=True,
     ),
 ]

@@ -185,6 +185,11 @@ def get(id: str) -> tuple[Response, int]:
     return _found(_service().get(_with_query({"id": _integer(id)})), "found")
 
 
+@api.get("/api/memories/<id>/history")
+def history(id: str) -> tuple[Response, int]:
+    return _found(_service().history(_with_query({"id": _integer(id)})), "found")
+
+
 @api.get("/api/stats")
 def stats() -> Response:
     return jsonify(_service().stats(_with_query({})))

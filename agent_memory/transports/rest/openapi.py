@@ -183,6 +183,7 @@ def components() -> dict[str, Schema]:
         "Health": _HEALTH,
         "FullMemory": _with_related_ref(schemas.FULL_MEMORY),
         "GetNotFound": schemas.not_found("found"),
+        "History": schemas.HISTORY,
         "Stats": _STATS,
         "Why": schemas.WHY,
     }

@@ -66,6 +66,10 @@ _WRITE_ERRORS = {
     "422": _error(WRONG_TYPE),
 }
 _NO_MEMORY = "no memory with that id"
+AS_OF_TEXT = (
+    "answer as the memories stood at this moment: Unix seconds or an ISO 8601 date-time "
+    "(updates since undone, memories stored since absent)"
+)
 _KIND = {"type": "string", "enum": list(LINK_KINDS)}
 _LIST_PARAMETERS = [
     _query("type", {"type": "string", "enum": list(MEMORY_TYPES)}),
@@ -86,6 +90,7 @@ _LIST_PARAMETERS = [
     ),
     _query("expand_links", {"type": "string", "enum": ["true", "false"]}),
     _query("include_superseded", {"type": "string", "enum": ["true", "false"]}),
+    _query("as_of", {"type": "string"}, AS_OF_TEXT, example="2026-12-01T09:00:00Z"),
 ]
 _STORED = {
     "type": "object",
@@ -145,6 +150,7 @@ def _memory() -> Schema:
                 "400": _error(BAD_SEGMENT),
                 "404": _answer(_NO_MEMORY, "GetNotFound"),
             },
+            parameters=[_query("as_of", {"type": "string"}, AS_OF_TEXT)],
         ),
         "patch": _operation(
             "Update a memory in place (JSON merge-patch)",
@@ -167,6 +173,21 @@ def _memory() -> Schema:
                 "200": _answer("deleted", "Forgotten"),
                 "400": _error(BAD_SEGMENT),
                 "404": _answer(_NO_MEMORY, "Forgotten"),
+            },
+        ),
+    }
+
+
+def _history() -> Schema:
+    return {
+        "parameters": [_path_parameter("id", {"type": "integer"}, "memory id")],
+        "get": _operation(
+            "A memory's versions, oldest first, the current one last (memory_history)",
+            "history",
+            {
+                "200": _answer("the versions", "History"),
+                "400": _error(BAD_SEGMENT),
+                "404": _answer(_NO_MEMORY, "GetNotFound"),
             },
         ),
     }
@@ -275,6 +296,7 @@ def paths() -> dict[str, Schema]:
     return {
         "/api/memories": _memories(),
         "/api/memories/{id}": _memory(),
+        "/api/memories/{id}/history": _history(),
         "/api/stats": {"get": stats},
         "/api/search": {"post": search},
         **_links(),

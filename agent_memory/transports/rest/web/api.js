@@ -44,6 +44,7 @@ export const api = {
   // A person browsing is not an agent using a memory: the page's searches record no use.
   search: (body, signal) => call("POST", "/api/search", { ...body, record_use: false, include_superseded: true }, signal),
   get: (id) => call("GET", `/api/memories/${encodeURIComponent(id)}`),
+  history: (id) => call("GET", `/api/memories/${encodeURIComponent(id)}/history`),
   stats: () => call("GET", "/api/stats"),
   health: () => call("GET", "/health"),
   update: (id, patch) => call("PATCH", `/api/memories/${encodeURIComponent(id)}`, patch),

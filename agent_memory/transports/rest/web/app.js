@@ -387,6 +387,38 @@ function renderRelated(memory) {
   $("d-related").replaceChildren(...items);
 }
 
+// The versions of the memory open, oldest first (memory_history): who wrote each and when,
+// and what replaced it.
+function versionLine(version) {
+  const written = `written ${ago(version.written_at)} by ${version.written_by}`;
+  if (version.replaced_at === null) return `v${version.version} · ${written} · current`;
+  const how = version.change === "duplicate"
+    ? ` (a duplicate store${version.change_source === null ? "" : ` from ${version.change_source}`})`
+    : "";
+  return `v${version.version} · ${written} · replaced ${ago(version.replaced_at)} by ${version.replaced_by}${how}`;
+}
+
+async function renderHistory(memory) {
+  let answer;
+  try {
+    answer = await api.history(memory.id);
+  } catch (error) {
+    $("d-history").replaceChildren(setText(document.createElement("li"), error.message));
+    return;
+  }
+  if (!state.memory || state.memory.id !== memory.id || !answer.versions) return;
+  const items = answer.versions.map((version) => {
+    const li = document.createElement("li");
+    const text = setText(document.createElement("div"), version.content);
+    text.className = "content";
+    const who = setText(document.createElement("div"), versionLine(version));
+    who.className = "who";
+    li.append(who, text);
+    return li;
+  });
+  $("d-history").replaceChildren(...items);
+}
+
 function fillEditForm(memory) {
   $("e-content").value = memory.content;
   $("e-tags").value = memory.tags.join("\n");
@@ -431,6 +463,7 @@ function renderDetail(memory) {
     ...field("Embedding", memory.embedding_status ? "made from this text" : "waiting for a vector"),
   );
   renderRelated(memory);
+  renderHistory(memory);
   fillEditForm(memory);
   for (const link of $("results").querySelectorAll("a")) {
     link.toggleAttribute("aria-current", Number(link.dataset.id) === memory.id);
