@@ -67,6 +67,7 @@ class PostgresStore(CommonStore):
     ENGINE_ERRORS = (sqlalchemy.exc.SQLAlchemyError, psycopg.Error)
     VECTORS = vectors
     NEIGHBOURS_SQL = _NEIGHBOURS
+    LOCK_ROWS = " FOR UPDATE"
     read_only = False
 
     def __init__(self, database: Database) -> None:
