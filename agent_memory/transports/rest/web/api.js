@@ -45,6 +45,7 @@ export const api = {
   search: (body, signal) => call("POST", "/api/search", { ...body, record_use: false, include_superseded: true }, signal),
   get: (id) => call("GET", `/api/memories/${encodeURIComponent(id)}`),
   stats: () => call("GET", "/api/stats"),
+  tidy: (params) => call("GET", `/api/tidy${query(params)}`),
   health: () => call("GET", "/health"),
   update: (id, patch) => call("PATCH", `/api/memories/${encodeURIComponent(id)}`, patch),
   forget: (id) => call("DELETE", `/api/memories/${encodeURIComponent(id)}`),
