@@ -229,3 +229,25 @@ def test_rest_answers_the_report_and_names_a_bad_unused_days(svc, clock):
     assert status == 400
     assert body["error"] == "invalid argument: unused_days must be between 1 and 36500 (got -1)"
     assert tidy.MAX_UNUSED_DAYS == 36_500
+
+
+def test_a_token_bound_to_a_scope_sees_only_its_scope(svc, clock):
+    from agent_memory.service.access import Forbidden, Granted
+    from agent_memory.service.tokens import Grant
+
+    elsewhere = store(svc, clock, "The API timeout is 90 seconds.", scope="beta")
+    old = store(svc, clock, "The API timeout is 30 seconds.", scope="alpha")
+    svc.link({"from_id": elsewhere, "to_id": old, "kind": "supersedes"})
+    svc.link({"from_id": elsewhere, "to_id": old, "kind": "relates_to"})
+    store(svc, clock, FIRST, scope="beta")
+    store(svc, clock, AGAIN, scope="beta")
+    team = Granted(svc, Grant("alpha-team", scope="alpha"))
+    report = team.tidy()
+    assert (report["scope"], report["clusters"]) == ("alpha", [])
+    [memory] = report["superseded"]
+    assert memory["id"] == old
+    assert (memory["superseded_by"], memory["related"]) == ([], [])  # beta's ids left out
+    with pytest.raises(Forbidden):
+        team.tidy({"scope": "beta"})
+    with pytest.raises(Forbidden):
+        team.tidy_merge(svc.tidy({})["clusters"])
