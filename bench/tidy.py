@@ -5,9 +5,9 @@ with --postgres, on an embedded PostgreSQL. The signals alternate run by run, so
 from other jobs falls on both alike.
 
 The database: developer memories (bench/corpus.py) with vectors drawn around the local
-model's embeddings of BASE_TEXTS of them, as bench/store_similar.py builds it. Each base text
+model's embeddings of 1,500 of them, built by bench/store_similar.py. Each base text
 comes back as several memories that differ in a number only ("... (1234)"), so the keyword
-signal finds about BASE_TEXTS clusters: a heavy case for it.
+signal finds about 1,500 clusters: a heavy case for it.
 
     python -m bench.tidy [--size 10000] [--runs 5] [--postgres]
 """
@@ -20,20 +20,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from agent_memory.embedders.local import LocalModel
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-from bench import bench_vectors, corpus
+from bench import store_similar
 from bench._common import machine, pct, table
-
-BASE_TEXTS = 1_500
 
 
 def build(location: str, size: int) -> None:
-    texts = [m["content"] for m in corpus.developer_memories(BASE_TEXTS)]
-    base = LocalModel(num_threads=2).encode_array(texts, query=False)
-    alpha = bench_vectors.calibrate(base)["alpha"]
-    bench_vectors.fill(location, bench_vectors.vectors_of(size, base, alpha), texts)
+    store_similar.build(location, size)  # type: ignore[arg-type]  # open_store takes a URL too
 
 
 def report_times(location: str, runs: int) -> dict[str, list[float]]:
