@@ -213,6 +213,9 @@ def test_the_command_shows_then_applies(tmp_path):
     refused = runner.invoke(cli, ["--db", db, "tidy", "--unused-days", "0"])
     assert refused.exit_code == 2
     assert "unused_days must be between 1 and 36500 (got 0)" in refused.output
+    unasked = runner.invoke(cli, ["--db", db, "tidy", "--apply"])  # no terminal to ask on
+    assert unasked.exit_code == 2 and "pass --yes" in unasked.output
+    assert "merge #1" in unasked.output  # shown first all the same
     done = runner.invoke(cli, ["--db", db, "tidy", "--apply", "--yes", "--json"])
     assert done.exit_code == 0, done.output
     assert json.loads(done.output)["applied"] == [{"keep": 2, "merge": [1], "tags": []}]
