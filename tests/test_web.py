@@ -65,6 +65,7 @@ def test_the_page_is_served_at_the_root_with_its_policy(client):
         ("app.js", "text/javascript; charset=utf-8"),
         ("api.js", "text/javascript; charset=utf-8"),
         ("graph.js", "text/javascript; charset=utf-8"),
+        ("tidy.js", "text/javascript; charset=utf-8"),
         ("app.css", "text/css; charset=utf-8"),
         ("icon.svg", "image/svg+xml; charset=utf-8"),
     ],

@@ -679,3 +679,30 @@ def test_the_history_panel_lists_the_versions(page, daemon):
     assert first.startswith("v1 · written") and "replaced" in first
     assert "the first wording of the history case" in first
     assert "current" in second and "the second wording" in second
+
+
+def test_the_tidy_panel_shows_the_clusters_of_the_scope(page, daemon):
+    """The page asks GET /api/tidy for the scope filtered on and shows its clusters: the
+    memory a merge keeps, those it would supersede; nothing is written."""
+    older = store(daemon, "Deploys run the kudu migrations first, then restart the API", scope="td")
+    newer = store(daemon, "Run the kudu migrations first on deploys; then restart API", scope="td")
+    store(daemon, "The kudu design system uses an 8 pixel spacing grid.", scope="td")
+    page.open()
+    page.listed(lambda: page.tab.fill("#f-scope", "td"))
+    with page.tab.expect_response(lambda r: "/api/tidy?scope=td" in r.url) as answer:
+        page.tab.click("#tidy-show")
+    report = answer.value.json()
+    assert [(c["keep"]["id"], [m["id"] for m in c["merge"]]) for c in report["clusters"]] == [
+        (newer, [older])
+    ]
+    page.tab.wait_for_selector("#tidy-clusters li.tidy-cluster")
+    assert page.tab.locator("#tidy-clusters li.tidy-cluster").get_attribute("data-keep") == str(
+        newer
+    )
+    ids = page.tab.locator("#tidy-clusters a.tidy-member").evaluate_all(
+        "(links) => links.map((a) => Number(a.dataset.id))"
+    )
+    assert ids == [newer, older]
+    assert "by keyword overlap" in page.text("#tidy-status")
+    assert "in scope “td”" in page.text("#tidy-status")
+    assert memory(daemon, older)["related"] == []  # a dry run: nothing was linked

@@ -116,7 +116,25 @@ class Granted:
         scoped.pop("pending_embedding", None)
         return scoped
 
+    def tidy(self, args: Any = None) -> dict[str, Any]:
+        """The report of the token's scope; ids of other scopes left out of it."""
+        answer = self._service.tidy(self._scoped({} if args is None else args, "tidy"))
+        if self.grant.scope is None:
+            return answer
+        for memory in answer["superseded"]:
+            for name in ("superseded_by", "current_replacements"):
+                memory[name] = [i for i in memory[name] if self._visible(i)]
+            memory["related"] = [r for r in memory["related"] if self._visible(r["id"])]
+        return answer
+
     # -- writes -----------------------------------------------------------------------
+    def tidy_merge(self, clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        self._writing("merge")
+        if self.grant.scope is not None:
+            raise Forbidden(f"forbidden: the token {self.grant.name!r} cannot merge clusters")
+        with actor.acting_as(self.grant.name):
+            return self._service.tidy_merge(clusters)
+
     def store(self, args: Any) -> dict[str, Any]:
         self._writing("store")
         with actor.acting_as(self.grant.name):

@@ -34,7 +34,16 @@ from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 from agent_memory.embedders.base import Embedder
 from agent_memory.search import read as read_query
-from agent_memory.service import actor, duplicates, history, similar, status, supersede, validate
+from agent_memory.service import (
+    actor,
+    duplicates,
+    history,
+    similar,
+    status,
+    supersede,
+    tidy,
+    validate,
+)
 from agent_memory.service.embedding_jobs import (
     BACKFILL_BATCH_ROWS,
     REEMBED_BATCH_ROWS,
@@ -408,6 +417,14 @@ class MemoryService:
         if removed:
             return {**echo, "unlinked": True}
         return {**echo, "unlinked": False, "reason": "not_found"}
+
+    def tidy(self, args: Any = None) -> dict[str, Any]:
+        """``agent-memory tidy``'s report (service/tidy.py); writes nothing."""
+        return tidy.report(self, self._arguments("tidy", args, tidy.ARGUMENTS))
+
+    def tidy_merge(self, clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Merge the clusters of a tidy report, one transaction each (service/tidy.py)."""
+        return tidy.merge(self, clusters)
 
     def health(self, challenge: str | None = None, address: str = "") -> dict[str, Any]:
         """Liveness, the embedder and how searches run now (service/status.py)."""

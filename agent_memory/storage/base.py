@@ -233,6 +233,16 @@ class Store(Protocol):
         store is pinned to ``embedding``'s model, else ("keyword", (id, None, content)) by
         ``query``, else (None, [])."""
 
+    def tidy_read(self, scope: str | None, vectors: bool) -> Any:
+        """For ``agent-memory tidy``, from one snapshot: the memories of ``scope`` (None: of
+        all), every relation with both ends' expiry, the pin, and with ``vectors`` the
+        stored vectors (storage.tidy.TidyRead)."""
+
+    def merge(
+        self, keep: int, others: Sequence[int], now: int, actor: str, max_tags: int
+    ) -> list[str] | None:
+        """One transaction: ``keep`` supersedes ``others`` and takes their tags (storage.tidy)."""
+
     def memories(
         self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None
     ) -> Iterator[dict[str, Any]]:

@@ -30,6 +30,7 @@ from agent_memory.storage.faults import guarded
 from agent_memory.storage.history import HistoryRows
 from agent_memory.storage.neighbours import neighbour_edges
 from agent_memory.storage.sweep import SweepRows
+from agent_memory.storage.tidy import TidyRows
 from agent_memory.storage.tokens import TokenRows
 
 # When decay scores were last rewritten (unix seconds), shared by every process on the store.
@@ -86,7 +87,7 @@ class Leg:
 Connect = Callable[[], AbstractContextManager[sqlalchemy.Connection]]
 
 
-class CommonStore(TokenRows, SweepRows, HistoryRows):
+class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
     """The Store methods that are the same on every engine (storage.base.Store says what
     each promises). A subclass supplies:
 

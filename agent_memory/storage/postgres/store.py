@@ -68,6 +68,7 @@ class PostgresStore(CommonStore):
     VECTORS = vectors
     NEIGHBOURS_SQL = _NEIGHBOURS
     TAGS_VALUE = "CAST(:tags AS jsonb)"
+    LOCK_ROWS = " FOR UPDATE"
     read_only = False
 
     def __init__(self, database: Database) -> None:

@@ -212,3 +212,25 @@ def _exact_bound(conn: sqlalchemy.Connection, limit: int) -> int:
     """Up to how many passing memories the exact plan costs less than the iterative scan."""
     vectors = max(conn.exec_driver_sql(_VECTORS_ESTIMATE).scalar_one(), 0.0)
     return max(EXACT_MIN_ROWS, int(math.sqrt(ITERATIVE_COST * limit * vectors)))
+
+
+# vector_send: the dimension and a reserved word (int16 each), then float4s, big-endian.
+_EVERY = (
+    "SELECT v.memory_id, vector_send(v.embedding) FROM memory_vectors AS v"
+    " JOIN memories AS m ON m.id = v.memory_id"
+)
+
+
+def every(conn: sqlalchemy.Connection, scope: str | None) -> list[tuple[int, bytes]]:
+    """(id, float32 vector, little-endian as models.Embedding holds it) of every memory of
+    ``scope`` (None: of all) that has one."""
+    if scope is None:
+        found = conn.exec_driver_sql(_EVERY)
+    else:
+        found = conn.exec_driver_sql(_EVERY + " WHERE m.scope = %s", (scope,))
+    out = []
+    for memory_id, sent in found:
+        raw = bytes(sent)[4:]
+        values = struct.unpack(f">{len(raw) // 4}f", raw)
+        out.append((int(memory_id), struct.pack(f"<{len(values)}f", *values)))
+    return out

@@ -300,3 +300,18 @@ def _filtered_coarse(key: PassingKey) -> sqlalchemy.Select[Any]:
         .order_by(distance, candidates.c.memory_id)
         .limit(bindparam("limit"))
     )
+
+
+_EVERY = (
+    "SELECT v.memory_id, v.vector FROM memory_vector_floats AS v"
+    " JOIN memories AS m ON m.id = v.memory_id"
+)
+
+
+def every(conn: sqlalchemy.Connection, scope: str | None) -> list[tuple[int, bytes]]:
+    """(id, float32 vector) of every memory of ``scope`` (None: of all) that has one."""
+    if scope is None:
+        found = conn.exec_driver_sql(_EVERY)
+    else:
+        found = conn.exec_driver_sql(_EVERY + " WHERE m.scope = ?", (scope,))
+    return [(int(i), bytes(v)) for i, v in found]

@@ -66,10 +66,11 @@ class Group(click.Group):
         if self._all_loaded:
             return
         self._all_loaded = True
-        from agent_memory.transports.cli import commands, maintenance, tokens, ui
+        from agent_memory.transports.cli import commands, maintenance, tidy, tokens, ui
 
         # for people and agent hooks (search, list, show, ..., context), and whole databases
-        for command in (ui.ui, tokens.token, *commands.COMMANDS, *maintenance.COMMANDS):
+        commands_ = (*commands.COMMANDS, *maintenance.COMMANDS, *tidy.COMMANDS)
+        for command in (ui.ui, tokens.token, *commands_):
             self.add_command(command)
 
 

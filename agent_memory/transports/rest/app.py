@@ -54,7 +54,7 @@ STREAM_CHUNK_CHARS = 256 * 1024
 _BOOLEANS = {"true": True, "false": False}
 # Query parameters read as integers or booleans when they are well formed (else handed on
 # as text).
-_INTEGER_ARGS = frozenset({"limit", "id", "from_id", "to_id", "ttl_secs"})
+_INTEGER_ARGS = frozenset({"limit", "id", "from_id", "to_id", "ttl_secs", "unused_days"})
 _BOOLEAN_ARGS = frozenset({"expand_links", "explain", "record_use", "include_superseded"})
 
 api = Blueprint("api", __name__)
@@ -193,6 +193,12 @@ def history(id: str) -> tuple[Response, int]:
 @api.get("/api/stats")
 def stats() -> Response:
     return jsonify(_service().stats(_with_query({})))
+
+
+@api.get("/api/tidy")
+def tidy() -> Response:
+    """What ``agent-memory tidy`` reports (a dry run: nothing is written)."""
+    return jsonify(_service().tidy(_with_query({})))
 
 
 @api.patch("/api/memories/<id>")

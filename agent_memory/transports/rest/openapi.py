@@ -16,6 +16,7 @@ from agent_memory import __version__
 from agent_memory.contract import fields, schemas
 from agent_memory.contract.vocabulary import REST_ARGUMENTS
 from agent_memory.transports.rest.openapi_paths import paths
+from agent_memory.transports.rest.openapi_tidy import TIDY
 
 Schema = dict[str, Any]
 
@@ -185,6 +186,7 @@ def components() -> dict[str, Schema]:
         "GetNotFound": schemas.not_found("found"),
         "History": schemas.HISTORY,
         "Stats": _STATS,
+        "Tidy": TIDY,
         "Why": schemas.WHY,
     }
     return {name: dialect(schema) for name, schema in named.items()}

@@ -288,6 +288,23 @@ def paths() -> dict[str, Schema]:
         "stats",
         {"400": _error("an unknown query parameter"), "200": _answer("the counts", "Stats")},
     )
+    tidy = _operation(
+        "What `agent-memory tidy` reports: near-duplicate clusters, superseded memories still "
+        "treated as current, memories not used in N days",
+        "tidy",
+        {
+            "400": _error("unused_days out of range, or an unknown query parameter"),
+            "200": _answer("the report (a dry run: nothing is written)", "Tidy"),
+        },
+        parameters=[
+            _query("scope", {"type": "string"}, "only this scope (default: all)"),
+            _query(
+                "unused_days",
+                {"type": "integer", "minimum": 1, "maximum": 36500, "default": 90},
+                "list the memories not used in this many days",
+            ),
+        ],
+    )
     document = _operation(
         "This document",
         "openapi",
@@ -298,6 +315,7 @@ def paths() -> dict[str, Schema]:
         "/api/memories/{id}": _memory(),
         "/api/memories/{id}/history": _history(),
         "/api/stats": {"get": stats},
+        "/api/tidy": {"get": tidy},
         "/api/search": {"post": search},
         **_links(),
         "/health": {"get": _health()},

@@ -29,6 +29,7 @@ ASSETS = {
     "app.js": "text/javascript",
     "api.js": "text/javascript",
     "graph.js": "text/javascript",
+    "tidy.js": "text/javascript",
     "icon.svg": "image/svg+xml",
 }
 # The page: its own files, its own API, no inline script or style, no plugins, no framing,

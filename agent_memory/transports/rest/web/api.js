@@ -46,6 +46,7 @@ export const api = {
   get: (id) => call("GET", `/api/memories/${encodeURIComponent(id)}`),
   history: (id) => call("GET", `/api/memories/${encodeURIComponent(id)}/history`),
   stats: () => call("GET", "/api/stats"),
+  tidy: (params) => call("GET", `/api/tidy${query(params)}`),
   health: () => call("GET", "/health"),
   update: (id, patch) => call("PATCH", `/api/memories/${encodeURIComponent(id)}`, patch),
   forget: (id) => call("DELETE", `/api/memories/${encodeURIComponent(id)}`),

@@ -3,6 +3,7 @@
 
 import { api, ApiError, storedEdge } from "./api.js";
 import { drawGraph, graphOf, MAX_FIRST_HOP } from "./graph.js";
+import { hideTidy, showTidy } from "./tidy.js";
 
 // Results as you type: a search is sent this long after the last keystroke.
 const DEBOUNCE_MS = 150;
@@ -688,6 +689,8 @@ function start() {
     $("f-type").value = $("f-tag").value = $("f-scope").value = $("f-by").value = "";
     readFilters();
   });
+  $("tidy-show").addEventListener("click", () => showTidy(state.scope));
+  $("tidy-close").addEventListener("click", hideTidy);
   $("older").addEventListener("click", () => turn(1));
   $("newer").addEventListener("click", () => turn(-1));
   $("d-close").addEventListener("click", () => { location.hash = ""; });

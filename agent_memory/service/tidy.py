@@ -1,0 +1,252 @@
+"""``agent-memory tidy`` (issue 36): what a person may want to clean, and the merge of
+near-duplicates, deterministic, with no model call.
+
+The report lists, for a scope or for all:
+
+- ``clusters``: near-duplicates (service/clusters.py), each with the member kept (the
+  newest) and those it would supersede, by the store-time hints' signal and threshold
+  (service/similar.py): the cosine of the stored vectors when search by meaning is on and
+  the database's model has a measured threshold, else keyword overlap; ``signal`` says
+  which, and ``signal_note`` why not the cosine;
+- ``superseded``: memories another one supersedes that something still treats as current:
+  no current memory replaces them (every memory replacing them has expired, or the chain of
+  replacements ends in one that has, or turns in a circle: they are hidden from search with
+  nothing in their place), or a current memory is still related to them (relates_to,
+  caused_by), where it probably means their replacement;
+- ``unused``: current memories not used in ``unused_days`` days (last_accessed, which a
+  store sets and every use moves on), the longest unused first.
+
+Expired memories (not swept yet) are gone as far as tidy goes. Only clusters are ever
+written (``merge``): a cluster is merged in one transaction, its newest member superseding
+the others and taking their tags.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from agent_memory.contract.errors import InvalidArgument
+from agent_memory.service import actor, clusters, similar, validate
+from agent_memory.storage.base import MissingMemory
+
+if TYPE_CHECKING:
+    from agent_memory.contract.models import Pin
+    from agent_memory.service.core import MemoryService
+    from agent_memory.storage.tidy import TidyRead
+
+ARGUMENTS = ("scope", "unused_days")
+DAY_SECS = 86_400
+# A memory not used in this many days is listed as unused, unless unused_days says otherwise.
+DEFAULT_UNUSED_DAYS = 90
+MAX_UNUSED_DAYS = 36_500
+# The unused memories listed (all are counted): the longest unused first.
+UNUSED_SHOWN = 100
+# Link kinds by which a current memory may still point at a superseded one.
+LIVE_KINDS = ("relates_to", "caused_by")
+
+
+def report(service: MemoryService, args: Mapping[str, Any]) -> dict[str, Any]:
+    """The dry run: what tidy finds, writing nothing (see the module)."""
+    days = validate.integer(args, "unused_days", 1, MAX_UNUSED_DAYS)
+    days = DEFAULT_UNUSED_DAYS if days is None else days
+    scope = service._filters({"scope": validate.label(args, "scope")}).scope
+    now = service.now()
+    with service.storage("tidy"):
+        read = service.db.tidy_read(scope, vectors=not service.embedding_off)
+    live = {m["id"]: m for m in read.memories if _alive(m["expires_at"], now)}
+    superseded_by = _superseders(read, now)
+    current = [m for m in live.values() if m["id"] not in superseded_by["all"]]
+    signal, threshold, note = _signal(service, read.pin)
+    found = _clusters(current, read, signal, threshold)
+    answer: dict[str, Any] = {"scope": scope, "signal": signal, "threshold": threshold}
+    if note:
+        answer["signal_note"] = note
+    answer["memories"] = len(current)
+    answer["not_compared"] = found["not_compared"]
+    answer["clusters"] = found["clusters"]
+    answer["superseded"] = _superseded(live, read, superseded_by, now)
+    answer["unused_days"] = days
+    answer["unused"] = _unused(current, now - days * DAY_SECS)
+    return answer
+
+
+def _alive(expires_at: int | None, now: int) -> bool:
+    return expires_at is None or expires_at > now
+
+
+def _signal(service: MemoryService, pin: Pin | None) -> tuple[str, float, str | None]:
+    """("cosine" | "keyword", its threshold, why not the cosine)."""
+    keyword = similar.KEYWORD_THRESHOLD
+    if service.embedding_off:
+        return "keyword", keyword, "search by meaning is off (--embedder none)"
+    if pin is None:
+        return "keyword", keyword, "the database holds no vectors yet"
+    threshold = similar.COSINE_THRESHOLDS.get(similar.model_key(pin.model))
+    if threshold is None:
+        return "keyword", keyword, f"no cosine threshold is measured for {pin.model}"
+    return "cosine", threshold, None
+
+
+def _member(memory: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "id": memory["id"],
+        "type": memory["type"],
+        "created_at": memory["created_at"],
+        "tags": memory["tags"],
+        "snippet": similar.snippet(memory["content"]),
+    }
+
+
+def _clusters(
+    current: list[dict[str, Any]], read: TidyRead, signal: str, threshold: float
+) -> dict[str, Any]:
+    """The clusters of ``current``, scope by scope; and how many memories could not be
+    compared (no vector yet, with the cosine)."""
+    out: list[dict[str, Any]] = []
+    not_compared = 0
+    for members in clusters.in_scopes(current).values():
+        by_id = {m["id"]: m for m in members}
+        if signal == "cosine":
+            vectors = {i: read.vectors[i] for i in by_id if i in read.vectors}
+            not_compared += len(by_id) - len(vectors)
+            near = clusters.by_cosine(vectors, threshold)
+        else:
+            near = clusters.by_keywords({i: m["content"] for i, m in by_id.items()})
+        newest = sorted(by_id, key=lambda i: (by_id[i]["created_at"], i), reverse=True)
+        for keep, merged in clusters.clusters(newest, near):
+            tags = list(by_id[keep]["tags"])
+            for other, _ in merged:
+                tags = list(dict.fromkeys([*tags, *by_id[other]["tags"]]))
+            out.append(
+                {
+                    "keep": _member(by_id[keep]),
+                    "merge": [{**_member(by_id[m]), "similarity": round(s, 3)} for m, s in merged],
+                    "tags": tags[: max(validate.MAX_TAGS, len(by_id[keep]["tags"]))],
+                }
+            )
+    out.sort(key=lambda c: (c["keep"]["created_at"], c["keep"]["id"]), reverse=True)
+    return {"clusters": out, "not_compared": not_compared}
+
+
+def _superseders(read: TidyRead, now: int) -> dict[Any, Any]:
+    """Who supersedes whom: "all" (superseded id: every superseding id, as search hides
+    them) and "live" (only the superseding memories not expired)."""
+    every: dict[int, list[int]] = defaultdict(list)
+    live: dict[int, list[int]] = defaultdict(list)
+    for a, b, kind, a_expires, _ in read.links:
+        if kind == "supersedes":
+            every[b].append(a)
+            if _alive(a_expires, now):
+                live[b].append(a)
+    return {"all": every, "live": live}
+
+
+def _replacements(memory_id: int, by: dict[str, Any]) -> list[int]:
+    """The current memories at the ends of ``memory_id``'s chains of live replacements."""
+    found: set[int] = set()
+    seen = {memory_id}
+    todo = list(by["live"].get(memory_id, ()))
+    while todo:
+        other = todo.pop()
+        if other in seen:
+            continue
+        seen.add(other)
+        if other not in by["all"]:
+            found.add(other)
+        todo += by["live"].get(other, ())
+    return sorted(found)
+
+
+def _superseded(
+    live: dict[int, dict[str, Any]], read: TidyRead, by: dict[str, Any], now: int
+) -> list[dict[str, Any]]:
+    """The superseded memories of the scope that something still treats as current."""
+    related: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    for a, b, kind, a_expires, b_expires in read.links:
+        if kind not in LIVE_KINDS:
+            continue
+        if _alive(a_expires, now) and a not in by["all"]:
+            related[b].append({"id": a, "kind": kind})
+        if _alive(b_expires, now) and b not in by["all"]:
+            related[a].append({"id": b, "kind": kind})
+    out = []
+    for memory_id in sorted(i for i in live if i in by["all"]):
+        replacements = _replacements(memory_id, by)
+        problems = [] if replacements else ["no_current_replacement"]
+        if related.get(memory_id):
+            problems.append("still_related")
+        if problems:
+            memory = live[memory_id]
+            out.append(
+                {
+                    "id": memory_id,
+                    "type": memory["type"],
+                    "snippet": similar.snippet(memory["content"]),
+                    "superseded_by": sorted(by["all"][memory_id]),
+                    "current_replacements": replacements,
+                    "related": related.get(memory_id, []),
+                    "problems": problems,
+                }
+            )
+    return out
+
+
+def _unused(current: list[dict[str, Any]], since: int) -> dict[str, Any]:
+    """The current memories last used at or before ``since``, the longest unused first."""
+    found = sorted(
+        (m for m in current if m["last_accessed"] <= since),
+        key=lambda m: (m["last_accessed"], m["id"]),
+    )
+    shown = [
+        {
+            "id": m["id"],
+            "type": m["type"],
+            "scope": m["scope"],
+            "last_accessed": m["last_accessed"],
+            "access_count": int(m["access_count"]),
+            "snippet": similar.snippet(m["content"]),
+        }
+        for m in found[:UNUSED_SHOWN]
+    ]
+    return {"count": len(found), "memories": shown}
+
+
+def merge(service: MemoryService, found: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Merge each cluster of a report (``keep`` and ``merge``, as ``report`` lists them), one
+    transaction each: the kept memory supersedes the others and takes their tags. A cluster
+    one of whose memories is gone or expired since, or whose kept memory is superseded
+    since, is skipped whole, and says why."""
+    done = []
+    for cluster in found:
+        keep, others = _cluster_ids(cluster)
+        entry: dict[str, Any] = {"keep": keep, "merge": others}
+        try:
+            with service.storage("tidy"):
+                tags = service.db.merge(
+                    keep, others, service.now(), actor.current(), validate.MAX_TAGS
+                )
+        except MissingMemory as exc:
+            entry["skipped"] = f"memory {exc.memory_id} is gone; nothing was written"
+        else:
+            if tags is None:
+                entry["skipped"] = f"memory {keep} is superseded itself; nothing was written"
+            else:
+                entry["tags"] = tags
+        done.append(entry)
+    return done
+
+
+def _cluster_ids(cluster: Mapping[str, Any]) -> tuple[int, list[int]]:
+    """A cluster's kept id and the ids it merges, checked."""
+    try:
+        keep = cluster["keep"]["id"]
+        others = [m["id"] for m in cluster["merge"]]
+    except (KeyError, TypeError):
+        raise InvalidArgument("a cluster must name keep.id and merge[].id") from None
+    for n, memory_id in enumerate([keep, *others]):
+        validate.memory_id({f"cluster[{n}]": memory_id}, f"cluster[{n}]")
+    if not others or keep in others:
+        raise InvalidArgument(f"a cluster must merge other memories into {keep}")
+    return keep, others
