@@ -89,6 +89,8 @@ def test_apply_supersedes_the_older_and_unites_the_tags(svc, clock):
     assert [m["id"] for m in svc.list({})] == [again]  # the older leaves the list
     assert svc.get({"id": first})["content"] == FIRST  # and stays reachable
     assert svc.tidy({})["clusters"] == []  # nothing left to merge
+    versions = svc.history({"id": again})["versions"]
+    assert [v["tags"] for v in versions] == [["api", "ops"], ["api", "ops", "deploy"]]
 
 
 def test_a_cluster_whose_memory_went_meanwhile_is_skipped_whole(svc, clock):

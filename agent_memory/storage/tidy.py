@@ -14,6 +14,7 @@ import sqlalchemy
 from sqlalchemy import text
 
 from agent_memory.contract.models import Pin
+from agent_memory.storage import history
 from agent_memory.storage.base import MissingMemory
 from agent_memory.storage.duplicates import merged_tags, tag_list
 from agent_memory.storage.faults import guarded
@@ -116,5 +117,6 @@ class TidyRows:
             changes: dict[str, Any] = {"updated_by": actor}
             if tags != rows[keep][0]:
                 changes["tags"] = tags
+                history.record(conn, keep, now, actor)  # the tags before, as an update keeps them
             self._update_row(conn, keep, changes, now, False)
         return tags
