@@ -213,6 +213,7 @@ class Records:
             "exported_at": 0,
             "exported_rows": len(self.memories),
             "exported_links": len(self.found.links),
+            "exported_versions": 0,  # a peer keeps no versions of ours
         }
 
     def records(self) -> Iterator[dict[str, Any]]:
