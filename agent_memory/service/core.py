@@ -57,8 +57,7 @@ from agent_memory.transfer import gsd, jsonl, portable
 
 log = logging.getLogger(__name__)
 
-# What a patch may carry besides the id (REST takes the id from the path): the fields
-# table's patchable fields.
+# What a patch may carry besides the id (REST takes the id from the path).
 PATCH_FIELDS = fields_table.argument_names("update")
 # A memory shown on its own (get) lists at most this many relations, newest first; stats
 # names at most this many scopes, the largest first.
@@ -72,8 +71,7 @@ SEARCH_BUDGET_SECS = 2.0
 # filters match, so the tag and scope of a filter are redacted the same way: a filter
 # written as the memory was sent finds it.
 REDACTED_FIELDS = tuple(f.name for f in fields_table.FIELDS if f.redacted)
-# What stats adds when search by meaning is off: the memories waiting for a vector are
-# then not a backlog on its way to vectors.
+# What stats adds when search by meaning is off: the waiting memories are then no backlog.
 EMBEDDING_OFF = (
     "off (--embedder none): no memory gets a vector while agent-memory runs without an "
     "embedder, so the memories waiting for a vector keep waiting; search is by keyword only"

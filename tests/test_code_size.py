@@ -1,0 +1,59 @@
+"""Sizes a newcomer can read: no module over 500 lines, no function over 60, a README guide of at
+most 450 lines. Each check reports every offender, so one run names all of them."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "agent_memory"
+MAX_MODULE_LINES = 500
+MAX_FUNCTION_LINES = 60
+MAX_README_LINES = 450
+
+
+def line_count(path: Path) -> int:
+    return len(path.read_text(encoding="utf-8").splitlines())
+
+
+def long_modules(root: Path, limit: int) -> list[str]:
+    return [
+        f"{path.relative_to(root)}: {line_count(path)} lines"
+        for path in sorted(root.rglob("*.py"))
+        if line_count(path) > limit
+    ]
+
+
+def long_functions(root: Path, limit: int) -> list[str]:
+    found = []
+    for path in sorted(root.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                length = node.end_lineno - node.lineno + 1
+                if length > limit:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name}: {length}")
+    return found
+
+
+def test_no_module_is_over_the_limit():
+    assert long_modules(PACKAGE, MAX_MODULE_LINES) == []
+
+
+def test_no_function_is_over_the_limit():
+    assert long_functions(PACKAGE, MAX_FUNCTION_LINES) == []
+
+
+def test_the_readme_is_a_short_guide():
+    assert line_count(ROOT / "README.md") <= MAX_README_LINES
+
+
+def test_the_checks_see_an_offender(tmp_path):
+    body = "\n".join(f"    x = {i}" for i in range(MAX_FUNCTION_LINES))
+    (tmp_path / "big.py").write_text(f"def big():\n{body}\n" + "\n" * MAX_MODULE_LINES)
+    assert long_modules(tmp_path, MAX_MODULE_LINES) == [
+        f"big.py: {MAX_FUNCTION_LINES + 1 + MAX_MODULE_LINES} lines"
+    ]
+    assert long_functions(tmp_path, MAX_FUNCTION_LINES) == [
+        f"big.py:1 big: {MAX_FUNCTION_LINES + 1}"
+    ]
