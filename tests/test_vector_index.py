@@ -229,3 +229,36 @@ def test_the_vector_leg_s_tag_filter_passes_the_memories_the_list_s_does(db_path
             assert len(listed) == sum(tag in tags for tags in lists)
     finally:
         store.close()
+
+
+def near_copies(rng: np.random.Generator, query: np.ndarray, n: int) -> np.ndarray:
+    """Vectors at a cosine of about 0.97 to ``query``: near duplicates of it."""
+    x = query + 0.25 * rng.normal(size=(n, DIMENSION)).astype(np.float32) / np.sqrt(DIMENSION)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_the_near_duplicate_check_s_cheaper_ranking_finds_every_near_copy(
+    db_path, small, monkeypatch
+):
+    # Each stage cuts on 800 rows: the sign plane keeps 150, the code 40, the re-rank 8.
+    monkeypatch.setattr(vector_index, "NEAR", vector_index.Effort(100, 150, 40, 8))
+    rng = np.random.default_rng(12)
+    queries = unit(rng, 20)
+    planted = np.concatenate([near_copies(rng, q, 3) for q in queries])
+    matrix = np.concatenate([unit(rng, 800 - len(planted)), planted])
+    store = open_store(db_path)
+    try:
+        ids = fill(store, matrix)
+        load_vector_index(store)
+        asked: list[int] = []
+        for k, query in enumerate(queries):
+            signal, found = store.similar_candidates(
+                embedding(query), lambda: asked.append(1), None, T0, 10
+            )
+            first = len(matrix) - len(planted) + 3 * k
+            assert signal == "cosine"
+            assert {i for i, _, _ in found[:3]} == set(ids[first : first + 3])
+            assert all(s >= 0.94 for _, s, _ in found[:3])
+            assert asked == []  # the keyword query is never read when the cosine serves
+    finally:
+        store.close()

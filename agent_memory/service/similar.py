@@ -138,7 +138,7 @@ def find(
     try:
         signal, found = store.similar_candidates(
             embedding if threshold is not None else None,
-            _words_query(content),
+            lambda: _words_query(content),
             scope,
             now,
             CANDIDATES,

@@ -304,15 +304,15 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
     def similar_candidates(
         self,
         embedding: Embedding | None,
-        query: ParsedQuery | None,
+        words: Callable[[], ParsedQuery | None],
         scope: str | None,
         now: int,
         limit: int,
     ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
         """The memories of ``scope`` (None: those without one) nearest a memory about to be
         stored: ("cosine", (id, similarity, content) best first) by its vector when the
-        store is pinned to its model, else ("keyword", (id, None, content)) by ``query``
-        (its words), else (None, [])."""
+        store is pinned to its model, else ("keyword", (id, None, content)) by the query
+        ``words()`` makes, else (None, [])."""
         filters = Filters(scope=scope)
         with self._read() as conn:
             if embedding is not None and self.VECTORS.stored_pin(conn) == embedding.pin:
@@ -323,6 +323,7 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
                     for i, score in nearest
                     if i in found and found[i]["scope"] == scope
                 ]
+            query = words()
             if query is None:
                 return None, []
             page = self._keyword_page(conn, query, now, limit, filters)

@@ -223,7 +223,7 @@ class SqliteStore(CommonStore):
     def _nearest(
         self, conn: Connection, embedding: Embedding, limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
-        return self._vector_leg(conn, embedding, limit, filters)
+        return self._vector_leg(conn, embedding, limit, filters, near=True)
 
     def _vector_leg(
         self,
@@ -231,13 +231,16 @@ class SqliteStore(CommonStore):
         embedding: Embedding,
         limit: int,
         filters: Filters,
+        *,
+        near: bool = False,
     ) -> list[tuple[int, float]]:
         """The nearest (id, similarity) among the memories that pass ``filters`` (filtered
         before the cut), in a store pinned to ``embedding``'s model: from this process's
-        index once it is loaded, else by SQL."""
+        index once it is loaded, else by SQL. ``near``: only the very nearest matter (the
+        near-duplicate check)."""
         index = self._vector_index()
         if index is not None:
-            nearest = index.ranking(conn, embedding, embedding.pin, limit, filters)
+            nearest = index.ranking(conn, embedding, embedding.pin, limit, filters, near=near)
             if nearest is not None:
                 return nearest
         return vectors.ranking(conn, embedding, limit, filters)

@@ -100,6 +100,26 @@ GROWTH = 1.5
 SPARE_SHARE = 0.02
 SPARE_MIN = 1_024
 
+
+@dataclass(frozen=True)
+class Effort:
+    """How many rows each step of a ranking keeps: a search's leg (SEARCH) must find the
+    ten nearest wherever they lie; the near-duplicate check (NEAR) looks only for memories
+    far nearer than any search's tenth, which the cheapest steps already put first."""
+
+    stage1_min_rows: int
+    stage1_keep: int
+    score_keep: int
+    rerank_min: int
+
+
+SEARCH = Effort(STAGE1_MIN_ROWS, STAGE1_KEEP, SCORE_KEEP, RERANK_MIN)
+# A near duplicate (a cosine of 0.94 and more on the local model) differs from the new
+# memory in few sign bits, so the sign plane alone ranks it among a few thousand on any
+# index past NEAR_STAGE1_MIN_ROWS, and the whole code then among the first hundreds. How
+# many of the full ranking's hints this keeps: docs/performance.md, section 26.
+NEAR = Effort(stage1_min_rows=20_000, stage1_keep=4_000, score_keep=800, rerank_min=80)
+
 _FLOATS = (
     "SELECT memory_id, vector FROM memory_vector_floats WHERE memory_id > ?"
     " ORDER BY memory_id LIMIT ?"
@@ -220,7 +240,9 @@ class _Codes:
         rows = self.row_of[known]
         return np.sort(rows[rows >= 0])
 
-    def candidates(self, query: Any, count: int, within: Any = None) -> Any:
+    def candidates(
+        self, query: Any, count: int, within: Any = None, effort: Effort = SEARCH
+    ) -> Any:
         """The ids of ``count`` live rows nearest ``query`` on the codes, in no order; only
         rows ``within`` (live rows, in row order) when given."""
         live = self.rows - self.dead if within is None else len(within)
@@ -229,14 +251,14 @@ class _Codes:
         if within is not None and live <= count:
             return self.ids[within]  # all of them: the re-rank is exact
         code = self.encode(query[None, :])[0]
-        if live > max(STAGE1_MIN_ROWS, STAGE1_KEEP):
+        if live > max(effort.stage1_min_rows, effort.stage1_keep):
             sign = range(SIGN_PLANE * self.words, (SIGN_PLANE + 1) * self.words)
             first = self._distance(code, sign, None)
             if within is not None:  # set aside: more than STAGE1_KEEP rows pass, all nearer
                 outside = np.ones(self.rows, dtype=bool)
                 outside[within] = False
                 first[outside] = np.iinfo(np.uint16).max
-            rows = _nearest_rows(first, STAGE1_KEEP)
+            rows = _nearest_rows(first, effort.stage1_keep)
             # the sign plane's share is known already: only the other planes are gathered
             others = [w for w in range(len(code)) if w not in sign]
             distance = first[rows] + self._distance(code, others, rows)
@@ -244,7 +266,7 @@ class _Codes:
         else:
             rows = within
             distance = self._distance(code, range(len(code)), within)
-        kept = _nearest_rows(distance, max(count, SCORE_KEEP))
+        kept = _nearest_rows(distance, max(count, effort.score_keep))
         kept = kept if rows is None else rows[kept]
         kept = kept[self.alive[kept]]
         if len(kept) > count:
@@ -335,10 +357,12 @@ class VectorIndex:
         pin: Pin,
         limit: int,
         filters: Filters,
+        *,
+        near: bool = False,
     ) -> list[tuple[int, float]] | None:
         """The ``limit`` nearest (id, cosine similarity) among the memories that pass
         ``filters``, from the index caught up in ``conn``'s snapshot; None while it is not
-        loaded (or numpy is missing): then the SQL leg."""
+        loaded (or numpy is missing): then the SQL leg. ``near``: the NEAR effort."""
         if np is None:
             return None
         passing = None
@@ -351,11 +375,12 @@ class VectorIndex:
                 self._start_loading()
                 return None
             query = np.frombuffer(embedding.vector, dtype="<f4")
-            count = max(RERANK_MIN, RERANK_FACTOR * limit)
+            effort = NEAR if near else SEARCH
+            count = max(effort.rerank_min, RERANK_FACTOR * limit)
             if filters and passing is None:  # loaded meanwhile
                 passing = _passing(conn, filters)
             within = None if passing is None else codes.rows_of(passing)
-            candidates = codes.candidates(query, count, within)
+            candidates = codes.candidates(query, count, within, effort)
         return _reranked(conn, query, candidates, limit)
 
     def _start_loading(self) -> None:
