@@ -117,9 +117,20 @@ def test_a_refused_token_gets_one_answer_whatever_was_wrong(client, tokens, serv
         sign_in(client, token)
         for token in (wrong_secret, "amt_nobody.x", "not a token", tokens["ro"])
     ]
+    surrogate = '{"token": "amt_rw.\\ud800"}'  # a lone surrogate: JSON text may hold one
+    answers.append(
+        call(
+            client,
+            "POST",
+            "/api/session",
+            data=surrogate,
+            content_type="application/json",
+            headers=PAGE,
+        )
+    )
     clock.advance(DAY)  # "brief" has expired
     answers.append(sign_in(client, tokens["brief"]))
-    assert [a.status_code for a in answers] == [401] * 5
+    assert [a.status_code for a in answers] == [401] * 6
     assert {a.get_json()["error"] for a in answers} == {signin.REFUSED}
     assert all("Set-Cookie" not in a.headers for a in answers)
     assert answers[0].headers["WWW-Authenticate"].startswith('Bearer realm="agent-memory"')

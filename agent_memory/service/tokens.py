@@ -139,6 +139,7 @@ def key(token: str) -> tuple[str, str]:
     """The name and the secret's SHA-256 of ``token``; Unauthorized when it is not shaped
     as one of ours."""
     name, dot, secret = token.removeprefix(PREFIX).rpartition(".")
-    if not token.startswith(PREFIX) or not dot or not NAME.fullmatch(name):
+    # ours are ASCII; a lone surrogate (a JSON body may hold one) has no UTF-8 to hash
+    if not token.isascii() or not token.startswith(PREFIX) or not dot or not NAME.fullmatch(name):
         raise Unauthorized("the token is not an agent-memory token")
     return name, _digest(secret)

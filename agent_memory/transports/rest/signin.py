@@ -212,12 +212,29 @@ class SignIn:
         )
 
 
-def _signin() -> SignIn:
-    return current_app.extensions[KEY]
+class Refused(Exception):
+    """A sign-in route's refusal: its status and message (a JSON ``{"error"}`` answer)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
 
 
-def _refused(status: int, message: str) -> tuple[Response, int]:
-    return jsonify(error=message), status
+@routes.errorhandler(Refused)
+def refused(exc: Refused) -> tuple[Response, int]:
+    answer = jsonify(error=str(exc))
+    if exc.status == 401:
+        answer.headers["WWW-Authenticate"] = 'Bearer realm="agent-memory", error="invalid_token"'
+    return answer, exc.status
+
+
+def _page_only() -> SignIn:
+    """The app's SignIn, once the request is known to be the page's own (else 403)."""
+    signin: SignIn = current_app.extensions[KEY]
+    refusal = signin.csrf_refusal(request.environ)
+    if refusal is not None:
+        raise Refused(403, refusal)
+    return signin
 
 
 def _identity(grant: Grant, via: str) -> dict[str, Any]:
@@ -236,21 +253,14 @@ def who() -> Response:
 
 
 @routes.post(PATH)
-def sign_in() -> tuple[Response, int]:
-    signin = _signin()
-    refusal = signin.csrf_refusal(request.environ)
-    if refusal is not None:
-        return _refused(403, refusal)
+def sign_in() -> Response:
+    signin = _page_only()
     token = _token_of_body()
-    if isinstance(token, tuple):
-        return token
     try:
         name, digest = key(token)
         grant = signin.tokens.check_key(name, digest)
     except Unauthorized:
-        answer, status = _refused(401, REFUSED)
-        answer.headers["WWW-Authenticate"] = 'Bearer realm="agent-memory", error="invalid_token"'
-        return answer, status
+        raise Refused(401, REFUSED) from None
     old = signin.session_id(request.environ)
     if old is not None:  # a new id at each sign-in: a planted one is never promoted
         signin.sessions.close(old)
@@ -259,36 +269,33 @@ def sign_in() -> tuple[Response, int]:
     max_age = int(signin.sessions.max_age_secs)
     answer.headers["Set-Cookie"] = signin.cookie(request.environ, session_id, max_age)
     answer.headers["Cache-Control"] = "no-store"
-    return answer, 200
+    return answer
 
 
-def _token_of_body() -> str | tuple[Response, int]:
-    """The token of a ``{"token": "..."}`` body, or the 400 answer to any other body."""
+def _token_of_body() -> str:
+    """The token of a ``{"token": "..."}`` body; Refused (400) for any other body."""
     if not request.is_json:
-        return _refused(400, "expected a JSON request body (Content-Type: application/json)")
+        raise Refused(400, "expected a JSON request body (Content-Type: application/json)")
     try:
         body = wire.loads(request.get_data(as_text=True))
     except (ValueError, RecursionError) as exc:
-        return _refused(400, f"malformed JSON body: {exc}")
+        raise Refused(400, f"malformed JSON body: {exc}") from None
     if not isinstance(body, dict) or not isinstance(body.get("token"), str):
-        return _refused(400, 'invalid argument: expected {"token": "<token>"}')
+        raise Refused(400, 'invalid argument: expected {"token": "<token>"}')
     unknown = sorted(set(body) - {"token"})
     if unknown or request.args:
         names = ", ".join([*unknown, *request.args])
-        return _refused(400, f"unknown field: sign-in takes only token (got {names})")
+        raise Refused(400, f"unknown field: sign-in takes only token (got {names})")
     return body["token"].strip()
 
 
 @routes.delete(PATH)
-def sign_out() -> tuple[Response, int]:
+def sign_out() -> Response:
     """Ends the cookie's session (if any) and clears the cookie."""
-    signin = _signin()
-    refusal = signin.csrf_refusal(request.environ)
-    if refusal is not None:
-        return _refused(403, refusal)
+    signin = _page_only()
     session_id = signin.session_id(request.environ)
     if session_id is not None:
         signin.sessions.close(session_id)
     answer = jsonify(signed_out=True)
     answer.headers["Set-Cookie"] = signin.cookie(request.environ, "", 0)
-    return answer, 200
+    return answer
