@@ -15,7 +15,7 @@ import pytest
 from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
-from agent_memory.storage.sqlite import vector_index, vectors
+from agent_memory.storage.sqlite import vector_codes, vector_index, vectors
 from tests.support.vector_index import load_vector_index
 
 T0 = 1_767_225_600
@@ -58,8 +58,8 @@ def exact(ids: list[int], matrix: np.ndarray, query: np.ndarray, limit: int) -> 
 @pytest.fixture
 def small(monkeypatch):
     """Thresholds small enough that a few hundred vectors go through every stage."""
-    monkeypatch.setattr(vector_index, "STAGE1_MIN_ROWS", 100)
-    monkeypatch.setattr(vector_index, "STAGE1_KEEP", 250)
+    monkeypatch.setattr(vector_codes, "STAGE1_MIN_ROWS", 100)
+    monkeypatch.setattr(vector_codes, "STAGE1_KEEP", 250)
     monkeypatch.setattr(vector_index, "RERANK_MIN", 200)
     monkeypatch.setattr(vector_index, "SAMPLE_ROWS", 100)
     monkeypatch.setattr(vector_index, "LOAD_CHUNK_ROWS", 64)
@@ -192,7 +192,7 @@ def fill_scoped(store, matrix: np.ndarray) -> dict[str, tuple[list[int], np.ndar
 def test_a_filtered_search_finds_what_an_exact_scan_of_the_passing_memories_finds(
     db_path, small, scope, monkeypatch
 ):
-    monkeypatch.setattr(vector_index, "STAGE1_KEEP", 500)
+    monkeypatch.setattr(vector_codes, "STAGE1_KEEP", 500)
     rng = np.random.default_rng(8)
     matrix = unit(rng, sum(SCOPE_SIZES.values()))
     store = open_store(db_path)
@@ -241,7 +241,9 @@ def test_the_near_duplicate_check_s_cheaper_ranking_finds_every_near_copy(
     db_path, small, monkeypatch
 ):
     # Each stage cuts on 800 rows: the sign plane keeps 150, the code 40, the re-rank 8.
-    monkeypatch.setattr(vector_index, "NEAR", vector_index.Effort(100, 150, 40, 8))
+    for name, value in [("STAGE1_MIN_ROWS", 100), ("STAGE1_KEEP", 150), ("SCORE_KEEP", 40)]:
+        monkeypatch.setattr(vector_codes, f"NEAR_{name}", value)
+    monkeypatch.setattr(vector_index, "NEAR_RERANK_MIN", 8)
     rng = np.random.default_rng(12)
     queries = unit(rng, 20)
     planted = np.concatenate([near_copies(rng, q, 3) for q in queries])
