@@ -208,7 +208,9 @@ READ_ONLY_TOOLS = [
 
 def snapshot(daemon: RestDaemon, token: str) -> list[tuple]:
     """Every memory's id, content and relations, as a full token reads them."""
-    listed = daemon.request("GET", "/api/memories?expand_links=true&limit=100", headers=bearer(token))
+    listed = daemon.request(
+        "GET", "/api/memories?expand_links=true&limit=100", headers=bearer(token)
+    )
     return [(m["id"], m["content"], json.dumps(m["related"])) for m in listed.json()]
 
 
