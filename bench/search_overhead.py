@@ -2,7 +2,7 @@
 store, SQL; beside the protocol floor.
 
     .venv/bin/python -m bench.search_overhead [--size 1000] [--searches 200] [--keep DIR]
-                                              [--json FILE]
+                                              [--before SRC] [--json FILE]
 
 Three servers run at once on one SQLite file of ``--size`` developer memories (bench/corpus.py,
 loaded as bench/run.py loads them), each driven by the official MCP client over stdio, and
@@ -14,6 +14,9 @@ every query goes to the three in turn (side by side: the machine's load moves al
   their time per call: the tool call (transports/mcp/server.call_tool), the service's
   search, the store's search and recency bump, and SQL, the time spent inside the sqlite
   driver's execute and fetch calls (a cursor class that times them).
+
+With ``--before SRC`` (a source tree, e.g. ``git archive`` of an older commit) a fourth
+server, "before", is ``agent-memory serve`` importing agent_memory from SRC, in the same turns.
 
 The client also times its own check of the answer against the tool's output schema (the
 SDK's ``validate_tool_result``: the floor declares no schema, so it has none). Per call,
@@ -154,7 +157,7 @@ def _check_timer() -> list[float]:
     return checks
 
 
-def _servers(db: Path, timings: Path) -> dict[str, Any]:
+def _servers(db: Path, timings: Path, before: Path | None) -> dict[str, Any]:
     from mcp import StdioServerParameters
 
     from bench._common import ROOT, agent_memory_cmd, clean_env, module_cmd
@@ -162,16 +165,22 @@ def _servers(db: Path, timings: Path) -> dict[str, Any]:
     args = ["--db", str(db), "--embedder", "none", "--log-level", "warning", "serve"]
     floor, *floor_args = module_cmd("floor_server", "bench-floor")
     timed, *timed_args = module_cmd("search_overhead", "--serve", str(timings), "--", *args)
-    return {
+    servers = {
         "floor": StdioServerParameters(command=floor, args=floor_args, cwd=str(ROOT)),
         "plain": StdioServerParameters(command=agent_memory_cmd(), args=args, env=clean_env()),
         "timed": StdioServerParameters(
             command=timed, args=timed_args, cwd=str(ROOT), env=clean_env()
         ),
     }
+    if before is not None:
+        env = clean_env(PYTHONPATH=str(before.resolve()))
+        servers["before"] = StdioServerParameters(command=agent_memory_cmd(), args=args, env=env)
+    return servers
 
 
-async def _drive(db: Path, timings: Path, queries: dict[str, list[str]]) -> dict[str, Any]:
+async def _drive(
+    db: Path, timings: Path, queries: dict[str, list[str]], before: Path | None
+) -> dict[str, Any]:
     """Every query to the three servers in turn; round trips and the client's checks."""
     from contextlib import AsyncExitStack
 
@@ -184,7 +193,7 @@ async def _drive(db: Path, timings: Path, queries: dict[str, list[str]]) -> dict
     checked: dict[str, list[float]] = {}
     async with AsyncExitStack() as stack:
         clients = {}
-        for name, params in _servers(db, timings).items():
+        for name, params in _servers(db, timings, before).items():
             client = await stack.enter_async_context(Client(stdio_client(params, errlog=devnull)))
             await client.list_tools()
             clients[name] = client
@@ -243,7 +252,7 @@ def report(measured: dict[str, Any], lines: list[dict[str, float]]) -> tuple[str
         own = split(by_server["timed"], measured["checks"][kind], lines[at : at + n])
         at += n
         floor_mean = statistics.fmean(by_server["floor"]) * 1e3
-        for name in ("floor", "plain", "timed"):
+        for name in [n for n in ("floor", "before", "plain", "timed") if n in by_server]:
             ms = [t * 1e3 for t in by_server[name]]
             row = [kind, f"round trip, {name}", pct(ms, 0.5), pct(ms, 0.99), statistics.fmean(ms)]
             out_rows.append(row)
@@ -251,8 +260,7 @@ def report(measured: dict[str, Any], lines: list[dict[str, float]]) -> tuple[str
             out_rows.append([kind, f"  {layer}", pct(ms, 0.5), pct(ms, 0.99), statistics.fmean(ms)])
         plain = [t * 1e3 for t in by_server["plain"]]
         figures[kind] = {
-            "floor_p50_ms": pct([t * 1e3 for t in by_server["floor"]], 0.5),
-            "plain_p50_ms": pct(plain, 0.5),
+            **{f"{n}_p50_ms": pct([t * 1e3 for t in by_server[n]], 0.5) for n in by_server},
             "over_floor_mean_ms": statistics.fmean(plain) - floor_mean,
             "layers_p50_ms": {k: pct(v, 0.5) for k, v in own.items()},
         }
@@ -268,6 +276,7 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=1000)
     parser.add_argument("--searches", type=int, default=200, help="of each kind")
     parser.add_argument("--keep", type=Path, help="reuse (or leave) the loaded file here")
+    parser.add_argument("--before", type=Path, help="also serve agent_memory from this tree")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
@@ -287,7 +296,7 @@ def main() -> None:
             "question": corpus.questions(args.searches),
         }
         timings = Path(tmp) / "timings.jsonl"
-        measured = anyio.run(_drive, system.db, timings, queries)
+        measured = anyio.run(_drive, system.db, timings, queries, args.before)
         warm_up = min(WARM_UP, sum(len(listed) for listed in queries.values()))
         lines = _timed_lines(timings, warm_up)
     shown, figures = report(measured, lines)
