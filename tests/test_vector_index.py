@@ -264,3 +264,16 @@ def test_the_near_duplicate_check_s_cheaper_ranking_finds_every_near_copy(
             assert asked == []  # the keyword query is never read when the cosine serves
     finally:
         store.close()
+
+
+def test_the_id_range_of_the_noise_sample_scans_no_vectors(hybrid):
+    """min() and max() in one SELECT scan every row of the vector table (and its blob);
+    as two scalar subqueries each is read off the end of the primary key."""
+    from agent_memory.storage.sqlite import vectors
+
+    hybrid.store({"content": "a memory with a vector", "type": "TODO"})
+    with hybrid.db.database.engine.connect() as conn:
+        plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {vectors._ID_RANGE}").all()
+        assert conn.exec_driver_sql(vectors._ID_RANGE).one() == (1, 1)
+    details = [row[-1] for row in plan]
+    assert not [d for d in details if d.startswith("SCAN memory_vector_floats")], details

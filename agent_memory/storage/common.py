@@ -284,14 +284,18 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
                 keyword,
                 nearest,
                 Noise.of(self.VECTORS.noise(conn, embedding)),
-                self._rows(conn, ids, now, filters),
+                self._decays(conn, ids, now, filters),
                 limit,
                 floor,
                 scale,
                 unrelated,
             )
+            results = fused.results
+            if results and "content" not in results[0]:  # ids and decays: now the page whole
+                found = self._rows(conn, [row["id"] for row in results], now, filters)
+                results = [found[row["id"]] for row in results]
             mode = ranking.SEARCH_MODE_HYBRID
-            return SearchPage(mode, fused.results, None, fused.why, fused.explain)
+            return SearchPage(mode, results, None, fused.why, fused.explain)
         # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
         page = ranking.keyword_page(
             self._keyword_page(conn, parsed, now, limit, filters),
@@ -359,6 +363,14 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
     ) -> dict[int, dict[str, Any]]:
         """The memories among ``ids`` that pass the filters, decay_score as of ``now``."""
         raise NotImplementedError
+
+    def _decays(
+        self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
+    ) -> dict[int, dict[str, Any]]:
+        """What the fusion reads of a hybrid search's candidates: {id: {"id", "decay_score"}}
+        of those among ``ids`` that pass the filters (the page's rows are read whole after).
+        An engine that can read less than the whole rows says so here."""
+        return self._rows(conn, ids, now, filters)
 
     @guarded
     def neighbours(

@@ -255,6 +255,18 @@ class SqliteStore(CommonStore):
         found = conn.execute(rows.rows_statement(rows.filter_key(filters)), params).all()
         return {row.id: rows.with_decay(row) for row in found}
 
+    def _decays(
+        self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
+    ) -> dict[int, dict[str, Any]]:
+        """Ids and decays only: a hybrid search's legs bring up to 2 x MAX_LEG candidates,
+        and reading each whole row (its content, its tags parsed) for a page of ten cost
+        more than the fusion (docs/performance.md, section 33)."""
+        if not ids:
+            return {}
+        params = {**rows.filter_params(filters), "ids": json.dumps(ids), "now": now}
+        found = conn.execute(rows.decays_statement(rows.filter_key(filters)), params)
+        return {i: {"id": i, "decay_score": decay} for i, decay in found}
+
     @_guarded
     def memories(
         self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None
