@@ -103,9 +103,10 @@ class Gate:
             return found
         if self.open and not self.tokens.exist():
             return FULL
-        raise ended or Unauthorized(
-            "a token is required (Authorization: Bearer <token>, or sign in on the page)"
-        )
+        # the page's routes take a session; /mcp takes a token only
+        on_page = environ.get("PATH_INFO", "").startswith("/api/")
+        page = ", or sign in on the page" if on_page else ""
+        raise ended or Unauthorized(f"a token is required (Authorization: Bearer <token>{page})")
 
     def bearer(self, header: str) -> Grant:
         scheme, _, value = header.strip().partition(" ")
