@@ -7,7 +7,7 @@ from __future__ import annotations
 import sqlalchemy
 
 from agent_memory.contract.models import Filters, KeywordScale
-from agent_memory.search import Node, Or, ParsedQuery, bm25
+from agent_memory.search import Node, Or, ParsedQuery, any_word, bm25
 from agent_memory.storage.postgres import keyword
 
 
@@ -62,6 +62,11 @@ def _ranking(
     return [(int(i), float(s)) for i, s in conn.exec_driver_sql(statement, tuple(params))]
 
 
+def _any_of(parsed: ParsedQuery, words: list[str], hits: dict[str, int]) -> Node:
+    """The OR of the leaves of ``words`` that some row holds (each once)."""
+    return Or(tuple(parsed.leaf(word) for word in dict.fromkeys(words) if hits[word]))
+
+
 def _words(
     conn: sqlalchemy.Connection,
     parsed: ParsedQuery,
@@ -87,16 +92,21 @@ def _words(
     planned = bm25.plan(words, total, hits, never_empty=now is not None)
     if not planned.kept:
         return first
+    # A word no row holds adds 0 to every row's score and matches no row: it is left out of
+    # the statements, which gives the same scores (x + 0.0 is x) for less work a row.
+    present = [leaf for word, leaf in zip(words, parsed.leaves, strict=True) if hits[word]]
+    if not present:
+        return first
+    tree = any_word(present)
     wanted = limit + len(first)  # the first rows come again: they hold the kept words
     found = None
     if planned.rarest is not None:
-        scored = Or(tuple(map(parsed.leaf, dict.fromkeys(planned.rarest))))
+        scored = _any_of(parsed, planned.rarest, hits)
         found = _ranking(conn, tree, wanted, filters, now, scored)
         if len(found) < wanted:
             found = None  # the other kept words' rows are needed to fill the page
     if found is None:
-        kept = dict.fromkeys(planned.kept)
-        scored = Or(tuple(map(parsed.leaf, kept))) if planned.left_out else None
+        scored = _any_of(parsed, planned.kept, hits) if planned.left_out else None
         found = _ranking(conn, tree, wanted, filters, now, scored)
     seen = {memory_id for memory_id, _ in first}
     return first + [pair for pair in found if pair[0] not in seen][: limit - len(first)]
