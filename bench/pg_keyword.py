@@ -129,7 +129,7 @@ def explain(service: Any, text: str) -> list[str]:
 
     seen: list[tuple[str, Any]] = []
 
-    def record(conn, cursor, statement, params, context, executemany) -> None:  # noqa: ANN001
+    def record(conn, cursor, statement, params, context, executemany) -> None:
         if "FROM memories" in statement and not statement.startswith("SELECT id, content"):
             seen.append((statement, params))
 
@@ -172,7 +172,8 @@ class Engine:
 
     def __init__(self, name: str, code: Path, location: str, now: int) -> None:
         self.name = name
-        command = [sys.executable, "-P", str(Path(__file__).resolve()), "--serve", location, str(now)]
+        script = str(Path(__file__).resolve())
+        command = [sys.executable, "-P", script, "--serve", location, str(now)]
         self.process = subprocess.Popen(
             command, cwd=code, env=_env(code), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             text=True,
@@ -302,7 +303,7 @@ def run(args: argparse.Namespace, server_url: str, workdir: Path) -> None:
     rows = report(times, same, args.rounds)
     print(f"{args.size:,} memories, {args.queries} queries of each kind x {args.rounds} rounds")
     if prepared["upgrade_s"] is not None:
-        print(f"this code's upgrade of the loaded PostgreSQL database: {prepared['upgrade_s']:.1f} s")
+        print(f"this code's upgrade of the loaded database: {prepared['upgrade_s']:.1f} s")
     print_table(rows)
     print(machine())
     for kind, answer in plans.items():
