@@ -379,8 +379,9 @@ def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch
         store.insert(new("slow words"), None)
         with pytest.raises(SearchTimedOut):
             store.search("slow", None, now=T0, limit=5, filters=Filters(), deadline=0.0)
+        slow = "SELECT 1 AS id, 1.0 AS score FROM pg_sleep(30)"
         monkeypatch.setattr(  # a ranking that would take 30 s: statement_timeout stops it
-            keyword, "keyword_ranking_sql", lambda *a, **k: ("SELECT 1, pg_sleep(30)", [])
+            keyword, "keyword_ranking_sql", lambda *a, **k: (slow, [])
         )
         began = time.monotonic()
         with pytest.raises(SearchTimedOut):
