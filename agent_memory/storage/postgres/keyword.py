@@ -87,34 +87,30 @@ def _single_word(phrase: Phrase, leaf: Near) -> bool:
 
 
 def _counted(column: str, term: Term) -> str:
-    """One word's count in ``m.<column>`` (a count map), of every word it is a prefix of for
-    ``abc*``; its lexeme is the one parameter."""
+    """A word's value in ``m.<column>`` (a count map), summed over every word it is a prefix
+    of for ``abc*``, as float8; its lexeme is the one parameter."""
     if term.prefix:
         return (
-            f"(SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(m.{column})"
+            f"(SELECT coalesce(sum(value{_F}), 0{_F}) FROM jsonb_each_text(m.{column})"
             " WHERE starts_with(key, %s))"
         )
-    return f"coalesce((m.{column} ->> %s)::int, 0)"
+    return f"coalesce((m.{column} ->> %s){_F}, 0{_F})"
 
 
 def _word_frequency(phrase: Phrase, columns: frozenset[str] | None, out: _Sql) -> None:
     """One word's frequency in row m as FTS5's bm25 counts it in ``columns``: a hit in the
-    content 1, in the tags bm25.TAG_WEIGHT."""
+    content 1, in the tags bm25.TAG_WEIGHT. ``tf`` holds it for both columns (one lookup);
+    ``tag_tf`` the tags' hits. Exact: small multiples of a sum of powers of two."""
     term = phrase.terms[0]
     word = [query.lexeme(term.token)]
     both, tags = _counted("tf", term), _counted("tag_tf", term)
+    weight = f"{bm25.TAG_WEIGHT!r}{_F}"
     if columns is None or len(columns) == len(query.COLUMNS):
-        # Content hits + TAG_WEIGHT x tag hits, where tf counts both: tf + (TAG_WEIGHT - 1) x
-        # tag hits, two lookups. Exact: small counts and a sum of powers of two.
-        out.add(f"{both}{_F} + {tags}{_F} * {bm25.TAG_WEIGHT - 1.0!r}{_F}", word + word)
-        return
-    in_tags = "tags" in columns
-    if "content" in columns:
-        out.add(f"({both}{_F} - {tags}{_F})", word + word)
-        if in_tags:
-            out.add(" + ")
-    if in_tags:
-        out.add(f"{tags}{_F} * {bm25.TAG_WEIGHT!r}{_F}", word)
+        out.add(both, word)
+    elif "content" in columns:
+        out.add(f"({both} - {tags} * {weight})", word + word)
+    else:
+        out.add(f"{tags} * {weight}", word)
 
 
 def _near_positions(phrase: Phrase, leaf: Near, out: _Sql) -> None:
