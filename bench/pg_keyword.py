@@ -13,12 +13,13 @@ all alike. A warm-up pass goes first, untimed. Pages are compared with SQLite's 
 same order).
 
 With ``--before DIR`` (a checkout of older code: ``git worktree add /tmp/before main``), that
-code is one more engine: it loads the PostgreSQL database, and this code's database is a copy
-of it (``CREATE DATABASE ... TEMPLATE``) that this code upgrades first (the upgrade's time
-is printed). With ``--explain``, EXPLAIN (ANALYZE, BUFFERS) of every ranking statement of one
-word query and one question on this code's database. Without ``--url``, a throwaway
-PostgreSQL 18 from the test extra (tests/support/postgres_server.py: no fsync, Unix socket,
-the default 128 MB of shared buffers).
+code is one more engine, on a database it loads itself; this code then upgrades a copy of
+that database (``CREATE DATABASE ... TEMPLATE``; the upgrade's time is printed, the copy
+dropped). With ``--explain``, EXPLAIN (ANALYZE, BUFFERS) of every statement of one word query
+and one question that reads the memories, on this code's database. Without ``--url``, each
+PostgreSQL engine gets a throwaway PostgreSQL 18 of its own from the test extra
+(tests/support/postgres_server.py: no fsync, Unix socket, the default 128 MB of shared
+buffers): two databases of 100,000 memories do not fit one server's buffers together.
 """
 
 from __future__ import annotations
@@ -206,31 +207,39 @@ def new_database(server_url: str, name: str, template: str | None = None) -> str
     return database_url(server_url, name)
 
 
-def prepare(args: argparse.Namespace, server_url: str, workdir: Path, now: int) -> dict[str, Any]:
-    """Load every engine's database; the engines to run: name -> (code, location)."""
-    here = ROOT
-    engines: dict[str, tuple[Path, str]] = {"sqlite": (here, str(workdir / "memory.db"))}
+def prepare(args: argparse.Namespace, servers: dict[str, str], workdir: Path, now: int) -> dict:
+    """Load every engine's database (each PostgreSQL one by its own code, on its own server
+    unless --url); the engines to run: name -> (code, location)."""
+    engines: dict[str, tuple[Path, str]] = {"sqlite": (ROOT, str(workdir / "memory.db"))}
     stamp = f"{args.size}_{os.getpid()}"
-    after = f"am_pgkw_after_{stamp}"
+    upgrade_s = None
     if args.before is not None:
-        before_url = new_database(server_url, f"am_pgkw_before_{stamp}")
+        before = new_database(servers["postgres before"], f"am_pgkw_before_{stamp}")
         log(f"loading {args.size:,} memories into PostgreSQL with {args.before}")
-        in_code(args.before, "--load", before_url, str(args.size), str(now), str(workdir))
-        after_url = new_database(server_url, after, template=f"am_pgkw_before_{stamp}")
+        in_code(args.before, "--load", before, str(args.size), str(now), str(workdir))
+        engines["postgres before"] = (args.before, before)
+        copy = f"am_pgkw_upgraded_{stamp}"
+        upgraded = new_database(servers["postgres before"], copy, f"am_pgkw_before_{stamp}")
         began = time.perf_counter()
-        in_code(here, "--upgrade", after_url)
+        in_code(ROOT, "--upgrade", upgraded)
         upgrade_s = time.perf_counter() - began
-        log(f"upgraded a copy with this code in {upgrade_s:.1f} s")
-        engines["postgres before"] = (args.before, before_url)
-    else:
-        upgrade_s = None
-        after_url = new_database(server_url, after)
-        log(f"loading {args.size:,} memories into PostgreSQL")
-        in_code(here, "--load", after_url, str(args.size), str(now), str(workdir))
-    engines["postgres"] = (here, after_url)
+        log(f"this code upgraded a copy of it in {upgrade_s:.1f} s")
+        drop_database(servers["postgres before"], copy)
+    after = new_database(servers["postgres"], f"am_pgkw_{stamp}")
+    log(f"loading {args.size:,} memories into PostgreSQL")
+    in_code(ROOT, "--load", after, str(args.size), str(now), str(workdir))
+    engines["postgres"] = (ROOT, after)
     log(f"loading {args.size:,} memories into SQLite")
-    in_code(here, "--load", engines["sqlite"][1], str(args.size), str(now), str(workdir))
+    in_code(ROOT, "--load", engines["sqlite"][1], str(args.size), str(now), str(workdir))
     return {"engines": engines, "upgrade_s": upgrade_s}
+
+
+def drop_database(server_url: str, name: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(server_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE {}").format(sql.Identifier(name)))
 
 
 def measure(
@@ -283,9 +292,9 @@ def print_table(rows: list[dict[str, Any]]) -> None:
         )
 
 
-def run(args: argparse.Namespace, server_url: str, workdir: Path) -> None:
+def run(args: argparse.Namespace, servers: dict[str, str], workdir: Path) -> None:
     now = int(time.time())
-    prepared = prepare(args, server_url, workdir, now)
+    prepared = prepare(args, servers, workdir, now)
     engines = {
         name: Engine(name, code, location, now)
         for name, (code, location) in prepared["engines"].items()
@@ -303,7 +312,7 @@ def run(args: argparse.Namespace, server_url: str, workdir: Path) -> None:
     rows = report(times, same, args.rounds)
     print(f"{args.size:,} memories, {args.queries} queries of each kind x {args.rounds} rounds")
     if prepared["upgrade_s"] is not None:
-        print(f"this code's upgrade of the loaded database: {prepared['upgrade_s']:.1f} s")
+        print(f"this code's upgrade of the older code's database: {prepared['upgrade_s']:.1f} s")
     print_table(rows)
     print(machine())
     for kind, answer in plans.items():
@@ -338,17 +347,18 @@ def main() -> None:
     args = parser.parse_args()
     import tempfile
 
-    server = None
-    if args.url is None:
-        from tests.support.postgres_server import PostgresServer
+    from tests.support.postgres_server import PostgresServer
 
-        server = PostgresServer()
-        server.start()
+    names = ["postgres"] + (["postgres before"] if args.before is not None else [])
+    started = [] if args.url else [PostgresServer() for _ in names]
     try:
+        for server in started:
+            server.start()
+        urls = [args.url] * len(names) if args.url else [server.url for server in started]
         with tempfile.TemporaryDirectory(prefix="am-pgkw-") as tmp:
-            run(args, args.url or server.url, Path(tmp))  # type: ignore[union-attr]
+            run(args, dict(zip(names, urls, strict=True)), Path(tmp))
     finally:
-        if server is not None:
+        for server in started:
             server.stop()
 
 
