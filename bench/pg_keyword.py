@@ -322,7 +322,9 @@ def run(args: argparse.Namespace, servers: dict[str, str], workdir: Path) -> Non
         for plan in answer["plans"]:
             print("\n" + plan)
     if args.json:
-        args.json.write_text(json.dumps({"rows": rows, **prepared, "plans": plans}, indent=2, default=str))
+        args.json.write_text(
+            json.dumps({"rows": rows, **prepared, "plans": plans}, indent=2, default=str)
+        )
 
 
 def main() -> None:
