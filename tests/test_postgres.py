@@ -418,6 +418,37 @@ def test_engine_errors_reach_the_log_not_the_client(pg_url, pg, caplog):
         service.close()
 
 
+def test_a_keyword_page_reads_its_memories_with_the_ranking(pg_url):
+    """Each statement is a round trip to the server: the snapshot starts with its deadline in
+    one (BEGIN on the driver's connection), and the page's memories come with the ranking
+    (docs/performance.md, section 32), so SQLAlchemy sends two statements, not five."""
+    import sqlalchemy
+    from sqlalchemy import event
+
+    store = open_store(pg_url)
+    sent: list[str] = []
+
+    def record(conn, cursor, statement, *rest) -> None:
+        sent.append(statement)
+
+    try:
+        for content in ("kafka retry", "kafka cache cache", "retry"):
+            store.insert(new(content), None)
+        event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", record)
+        try:
+            deadline = time.monotonic() + 30
+            found = store.search(
+                "kafka", None, now=T0 + 60, limit=5, filters=Filters(), deadline=deadline
+            )
+        finally:
+            event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", record)
+        assert [m["content"] for m in found.results] == ["kafka retry", "kafka cache cache"]
+        assert all(m["decay_score"] > 0 for m in found.results)
+        assert len(sent) == 2 and sent[0] == "SET LOCAL enable_seqscan = off"
+    finally:
+        store.close()
+
+
 def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch):
     from agent_memory.storage.postgres import keyword
 
