@@ -16,7 +16,10 @@ matching it (with a NEAR group holding a multi-word phrase, even positions left 
 earlier row). That changes scores, never which rows match.
 
 The keyword columns each row carries (lexemes, positions, counts): document.py; bm25's N,
-average length and each word's row count: totals.py.
+average length and each word's row count: totals.py, and a query's phrases' row counts in
+SQL: counts.py. What a row costs (docs/performance.md, section 32): the heap visit, one jsonb
+lookup a word (``tf`` holds bm25's weighted frequency), and the score's arithmetic over
+columns, not arrays.
 """
 
 from __future__ import annotations
