@@ -15,8 +15,9 @@ same order).
 With ``--before DIR`` (a checkout of older code: ``git worktree add /tmp/before main``), that
 code is one more engine, on a database it loads itself; this code then upgrades a copy of
 that database (``CREATE DATABASE ... TEMPLATE``; the upgrade's time is printed, the copy
-dropped). With ``--explain``, EXPLAIN (ANALYZE, BUFFERS) of every statement of one word query
-and one question that reads the memories, on this code's database. Without ``--url``, each
+dropped). With ``--explain``, EXPLAIN (ANALYZE, BUFFERS) of every statement that reads the
+memories in the search of the commonest technology and of the first question, on this code's
+database. Without ``--url``, each
 PostgreSQL engine gets a throwaway PostgreSQL 18 of its own from the test extra
 (tests/support/postgres_server.py: no fsync, Unix socket, the default 128 MB of shared
 buffers): two databases of 100,000 memories do not fit one server's buffers together.
