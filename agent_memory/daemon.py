@@ -7,8 +7,9 @@ every route; ``/mcp`` is the SDK's Streamable HTTP app (:mod:`mcp.http`), run in
 loop thread that waitress's workers hand each request to (:mod:`rest.asgi`).
 
 In front of both stands the token gate (:class:`Gate`): once a token exists, every request
-but the page's files and /health must carry ``Authorization: Bearer <token>``, and is served
-by the service as that token may use it (service.access). On loopback with no token, every
+but the page's files and /health must carry ``Authorization: Bearer <token>``, or (API routes
+only) the session cookie of a page signed in with a token (rest.signin), and is served by
+the service as that token may use it (service.access). On loopback with no token, every
 request is served as before, as ``local``.
 """
 
@@ -30,7 +31,15 @@ from agent_memory.service.core import MemoryService
 from agent_memory.service.tokens import FULL, Grant, Tokens, Unauthorized
 from agent_memory.transports.mcp import http as mcp_http
 from agent_memory.transports.rest.asgi import AsgiMount
-from agent_memory.transports.rest.daemon import SERVICE, DaemonServer, create_server
+from agent_memory.transports.rest.daemon import (
+    GRANT,
+    SERVICE,
+    SIGN_IN_PATH,
+    CrossSite,
+    DaemonServer,
+    SignIn,
+    create_server,
+)
 
 log = logging.getLogger(__name__)
 
@@ -44,41 +53,76 @@ REALM = "agent-memory"
 class Gate:
     """A WSGI app: ``app`` for requests whose token is good, 401 for the others. A request
     goes on with the service as its token may use it in ``environ[SERVICE]``, and its
-    grant in ``environ[GRANT]``."""
+    grant in ``environ[GRANT]``. The token is a Bearer header's, or on an API route the
+    one a signed-in page's session cookie stands for (``sign_in``: rest.signin)."""
 
-    GRANT = "agent_memory.grant"
-
-    def __init__(self, app: Callable[..., Any], service: MemoryService, *, open_: bool) -> None:
+    def __init__(
+        self,
+        app: Callable[..., Any],
+        service: MemoryService,
+        *,
+        open_: bool,
+        sign_in: SignIn | None = None,
+    ) -> None:
         self.app = app
         self.service = service
         self.tokens = Tokens(service)
         self.open = open_  # loopback: no token needed while none exists
+        self.sign_in = sign_in
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         path = environ.get("PATH_INFO", "")
-        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES):
+        if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or _signs_in(environ):
             return self.app(environ, start_response)
         try:
-            grant = self.grant(environ.get("HTTP_AUTHORIZATION"))
+            grant = self.grant(environ)
         except Unauthorized as exc:
             invalid = environ.get("HTTP_AUTHORIZATION") is not None
             challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if invalid else "")
             return _json(start_response, 401, f"unauthorized: {exc}", challenge)
+        except CrossSite as exc:
+            return _json(start_response, 403, str(exc))
         except StorageError as exc:
             return _json(start_response, 500, str(exc))
-        environ[self.GRANT] = grant
+        environ[GRANT] = grant
         environ[SERVICE] = self.service if grant is FULL else Granted(self.service, grant)
         return self.app(environ, start_response)
 
-    def grant(self, header: str | None) -> Grant:
-        if header is None:
-            if self.open and not self.tokens.exist():
-                return FULL
-            raise Unauthorized("a token is required (Authorization: Bearer <token>)")
+    def grant(self, environ: dict[str, Any]) -> Grant:
+        """The request's grant: its Bearer token's, else its session's, else (open daemon, no
+        token yet) FULL. A session that ended counts as none on an open daemon."""
+        header = environ.get("HTTP_AUTHORIZATION")
+        if header is not None:
+            return self.bearer(header)
+        ended: Unauthorized | None = None
+        try:
+            found = self.sign_in.grant(environ) if self.sign_in is not None else None
+        except Unauthorized as exc:
+            found, ended = None, exc
+        if found is not None:
+            return found
+        if self.open and not self.tokens.exist():
+            return FULL
+        raise ended or Unauthorized(
+            "a token is required (Authorization: Bearer <token>, or sign in on the page)"
+        )
+
+    def bearer(self, header: str) -> Grant:
         scheme, _, value = header.strip().partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
             raise Unauthorized("expected the header Authorization: Bearer <token>")
         return self.tokens.check(value.strip())
+
+
+def _signs_in(environ: dict[str, Any]) -> bool:
+    """Signing in or out: the route checks the token itself (a page signs in without one)."""
+    return environ.get("PATH_INFO") == SIGN_IN_PATH and environ.get("REQUEST_METHOD") in (
+        "POST",
+        "DELETE",
+    )
+
+
+_REASONS = {401: "Unauthorized", 403: "Forbidden", 500: "Internal Server Error"}
 
 
 def _json(start_response: Callable[..., Any], status: int, message: str, challenge: str = ""):
@@ -86,15 +130,14 @@ def _json(start_response: Callable[..., Any], status: int, message: str, challen
     headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))]
     if challenge:
         headers.append(("WWW-Authenticate", challenge))
-    reason = "Unauthorized" if status == 401 else "Internal Server Error"
-    start_response(f"{status} {reason}", headers)
+    start_response(f"{status} {_REASONS[status]}", headers)
     return [body]
 
 
 def _who(scope: dict[str, Any], environ: dict[str, Any]) -> None:
     """The MCP request's service and its sender: a session is bound to the token that
     opened it (the SDK answers another token's request for it as for an unknown session)."""
-    grant = environ.get(Gate.GRANT, FULL)
+    grant = environ.get(GRANT, FULL)
     scope[SERVICE] = environ.get(SERVICE)
     if grant is not FULL:
         token = AccessToken(token="", client_id=grant.name, scopes=[])
@@ -140,7 +183,12 @@ def serving(
         ):
             mount = AsgiMount(manager.handle_request, portal, mcp_http.METHODS, _who)
             server.mount({mcp_http.PATH: mount})
-            server.application = Gate(server.application, service, open_=open_)
+            server.application = Gate(
+                server.application,
+                service,
+                open_=open_,
+                sign_in=server.sign_in,
+            )
             yield server
     finally:
         server.close()

@@ -38,7 +38,7 @@ import numpy as np
 from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.search import ranking
 from agent_memory.storage import open_store
-from agent_memory.storage.sqlite import vector_index, vectors
+from agent_memory.storage.sqlite import vector_codes, vector_index, vectors
 from bench._common import ROOT, module_cmd, pct, proc_mib
 
 CACHE = Path.home() / ".cache" / "agent-memory-bench"
@@ -266,14 +266,14 @@ def main() -> None:
         action="append",
         default=[],
         metavar="NAME=VALUE",
-        help="override a constant of vector_index.py in the measuring processes (tuning)",
+        help="override a constant of vector_index.py or vector_codes.py when measuring (tuning)",
     )
     parser.add_argument("--only-index", action="store_true", help="skip the SQL leg")
     args = parser.parse_args()
     if args.measure:
         for item in args.set:
             name, value = item.split("=", 1)
-            setattr(vector_index, name, int(value))
+            setattr(vector_index if hasattr(vector_index, name) else vector_codes, name, int(value))
         queries = np.load(Path.cwd() / "queries.npy")
         print(json.dumps(measure(args.measure, queries, args.sql_queries)))
         return

@@ -1,8 +1,10 @@
 """MCP over Streamable HTTP (the daemon's /mcp) against MCP over stdio (`serve`), side by side.
 
 At --memories memories (keyword search: no embedder, so the transports are what differs):
-store and search p50/p99 at one client, and searches per second at 1, 4 and 16 clients
-(HTTP: clients of one daemon; stdio: one `serve` process per client, as runtimes do today).
+store and search p50/p99 at one client (the transports connected at once, taking turns in
+rounds, after a few untimed calls), and searches per second at 1, 4 and 16 clients, timed
+once every client is connected and has made a few calls (HTTP: clients of one daemon;
+stdio: one `serve` process per client, as runtimes do today). All on one SQLite file.
 
     python -m bench.http_mcp [--memories 10000] [--ops 200]
 """
@@ -10,9 +12,11 @@ store and search p50/p99 at one client, and searches per second at 1, 4 and 16 c
 from __future__ import annotations
 
 import argparse
+import os
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from pathlib import Path
 
 import anyio
@@ -28,6 +32,12 @@ from tests.support.spawned import server_env
 
 WORDS = ["deploy", "cache", "index", "schema", "token", "retry", "queue", "build", "release"]
 CLIENT_COUNTS = (1, 4, 16)
+# The one-client latencies are taken in this many rounds, the transports taking turns.
+ROUNDS = 4
+# Searches each client makes, untimed, before a throughput run starts its clock.
+WARM_UP = 3
+DEVNULL = open(os.devnull, "w")  # noqa: SIM115 - the stdio servers' stderr, for the run
+Maker = Callable[[], Client]
 
 
 def seed(db: Path, memories: int) -> None:
@@ -40,35 +50,52 @@ def seed(db: Path, memories: int) -> None:
         service.close()
 
 
-async def latencies(make: Callable[[], Client], ops: int) -> tuple[list[float], list[float]]:
-    stores, searches = [], []
-    async with make() as mcp:
-        for i in range(ops):
-            began = time.perf_counter()
-            await mcp.call_tool("memory_store", {"content": f"bench {i} deploy", "type": "TODO"})
-            stores.append((time.perf_counter() - began) * 1000)
-            began = time.perf_counter()
-            await mcp.call_tool("memory_search", {"query": WORDS[i % len(WORDS)], "limit": 10})
-            searches.append((time.perf_counter() - began) * 1000)
-    return stores, searches
+async def latencies(makers: dict[str, Maker], ops: int) -> dict[str, tuple[list, list]]:
+    """Store and search latencies (ms) at one client per transport, all connected at once
+    and taking turns: ROUNDS rounds, each transport's share of a round run back to back, the
+    order rotated each round, so the machine's load falls on every transport alike."""
+    out: dict[str, tuple[list, list]] = {name: ([], []) for name in makers}
+    names = list(makers)
+    async with AsyncExitStack() as stack:
+        clients = {name: await stack.enter_async_context(makers[name]()) for name in names}
+        for mcp in clients.values():  # untimed: a new server's first calls import lazily
+            for i in range(WARM_UP):
+                await mcp.call_tool("memory_search", {"query": WORDS[i], "limit": 10})
+        for round_ in range(ROUNDS):
+            order = names[round_ % len(names) :] + names[: round_ % len(names)]
+            for name in order:
+                stores, searches = out[name]
+                for i in range(round_ * ops // ROUNDS, (round_ + 1) * ops // ROUNDS):
+                    content = {"content": f"bench {name} {i} deploy", "type": "TODO"}
+                    began = time.perf_counter()
+                    await clients[name].call_tool("memory_store", content)
+                    stores.append((time.perf_counter() - began) * 1000)
+                    query = {"query": WORDS[i % len(WORDS)], "limit": 10}
+                    began = time.perf_counter()
+                    await clients[name].call_tool("memory_search", query)
+                    searches.append((time.perf_counter() - began) * 1000)
+    return out
 
 
-async def throughput(make: Callable[[], Client], clients: int, ops: int) -> float:
-    """Searches per second with ``clients`` clients each making ``ops`` searches."""
-    done = 0
+async def throughput(make: Maker, clients: int, ops: int) -> float:
+    """Searches per second with ``clients`` clients each making ``ops`` searches, timed
+    from when every client is connected (a stdio server's start is not counted)."""
+    async with AsyncExitStack() as stack:
+        connected = [await stack.enter_async_context(make()) for _ in range(clients)]
 
-    async def one() -> None:
-        nonlocal done
-        async with make() as mcp:
+        async def one(mcp: Client) -> None:
             for i in range(ops):
                 await mcp.call_tool("memory_search", {"query": WORDS[i % len(WORDS)], "limit": 10})
-                done += 1
 
-    began = time.perf_counter()
-    async with anyio.create_task_group() as group:
-        for _ in range(clients):
-            group.start_soon(one)
-    return done / (time.perf_counter() - began)
+        for mcp in connected:  # a new server's first calls load what it imports lazily
+            for i in range(WARM_UP):
+                await mcp.call_tool("memory_search", {"query": WORDS[i], "limit": 10})
+
+        began = time.perf_counter()
+        async with anyio.create_task_group() as group:
+            for mcp in connected:
+                group.start_soon(one, mcp)
+        return clients * ops / (time.perf_counter() - began)
 
 
 def main() -> None:
@@ -86,28 +113,31 @@ def main() -> None:
         with RestDaemon(db, log_level="warning") as daemon:
             daemon.drain_stderr()
             url = daemon.url + "/mcp"
-            makers = {
+            makers: dict[str, Maker] = {
                 "http (2025 session)": lambda: Client(streamable_http_client(url), mode="legacy"),
                 "http (2026-07-28)": lambda: Client(streamable_http_client(url), mode="2026-07-28"),
-                "stdio": lambda: Client(stdio_client(params)),
+                "stdio": lambda: Client(stdio_client(params, errlog=DEVNULL)),
             }
-            rows = []
-            for name, make in makers.items():
-                stores, searches = anyio.run(latencies, make, args.ops)
-                rates = [
-                    anyio.run(throughput, make, n, max(20, args.ops // n)) for n in CLIENT_COUNTS
-                ]
-                rows.append(
-                    [
-                        name,
-                        f"{pct(stores, 0.5):.2f}",
-                        f"{pct(stores, 0.99):.2f}",
-                        f"{pct(searches, 0.5):.2f}",
-                        f"{pct(searches, 0.99):.2f}",
-                        *(f"{r:.0f}" for r in rates),
-                    ]
-                )
-    print(f"{machine()}; {args.memories} memories, {args.ops} ops, keyword search")
+            timed = anyio.run(latencies, makers, args.ops)
+            rates: dict[str, list[float]] = {name: [] for name in makers}
+            for n in CLIENT_COUNTS:  # each count: every transport, one after the other
+                for name, make in makers.items():
+                    rates[name].append(anyio.run(throughput, make, n, max(20, args.ops // n)))
+    loads = os.getloadavg()
+    rows = []
+    for name, (stores, searches) in timed.items():
+        rows.append(
+            [
+                name,
+                f"{pct(stores, 0.5):.2f}",
+                f"{pct(stores, 0.99):.2f}",
+                f"{pct(searches, 0.5):.2f}",
+                f"{pct(searches, 0.99):.2f}",
+                *(f"{r:.0f}" for r in rates[name]),
+            ]
+        )
+    print(f"{machine()} (1/5/15 min: {loads[0]:.1f} {loads[1]:.1f} {loads[2]:.1f})")
+    print(f"{args.memories} memories, {args.ops} ops, keyword search")
     head = ["transport", "store p50 ms", "store p99", "search p50", "search p99"]
     print(table([*head, *(f"search/s @{n}" for n in CLIENT_COUNTS)], rows))
 

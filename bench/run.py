@@ -2,7 +2,8 @@
 
     .venv/bin/python -m bench.run [--sizes 1000,10000,100000,1000000] [--peers]
                                   [--peer-sizes 1000,10000,100000] [--hybrid-sizes 1000,10000]
-                                  [--postgres [URL]] [--json bench/results/run.json]
+                                  [--postgres [URL]] [--cache DIR]
+                                  [--json bench/results/run.json]
 
 Every figure comes from one run on one machine, each server driven by the official MCP
 client over stdio, one call at a time:
@@ -28,6 +29,11 @@ of 3), 200 single stores, two-word and question searches (limit 10), a filtered 
 and p99 of each), the server's peak RSS (VmHWM) and the size of its files. For agent-memory
 also the sweep (TTL expiry of 1% of rows and decay refresh) timed in process while another
 process stores through MCP: the longest write-lock hold and the slowest of those stores.
+
+Printed: one row per size and metric, then the cost curve (bench/curve.py): p50 / p99 of
+store, keyword search (two words, question), hybrid search and the filtered list at every
+size, agent-memory over the floor. ``--cache DIR`` keeps each size's loaded SQLite file there
+and copies it on the next run instead of loading again.
 """
 
 from __future__ import annotations
@@ -54,9 +60,8 @@ from agent_memory.service.core import MemoryService
 from agent_memory.service.lifecycle import SWEEP_PAUSE_SECS, sweep
 from agent_memory.storage import open_store
 from agent_memory.transfer import jsonl
-from bench import corpus
+from bench import corpus, curve
 from bench._common import (
-    ROOT,
     agent_memory_cmd,
     call,
     child_peak_rss_mib,
@@ -64,10 +69,10 @@ from bench._common import (
     export_header,
     log,
     machine,
-    module_cmd,
     pct,
     table,
 )
+from bench.servers import Floor, MemoryKeeper, ServerMemory, System, install_peers
 from tests.support.fake_ollama import FakeOllama
 
 COLD_RUNS = 3
@@ -75,13 +80,9 @@ STORES = 200
 WARM_UP_CALLS = 5  # untimed stores and searches first: the first call of a process is cold
 SEARCHES = 100  # of each kind
 LISTS = 30
-LIMIT = 10
-LOAD_BATCH = 1_000
 EXPIRING_SHARE = 100  # one row in this many has a TTL that runs out before the sweep
 YEAR = 365 * 86_400
 NO_OLLAMA = "http://127.0.0.1:9"
-PEER_PACKAGES = ("@modelcontextprotocol/server-memory", "mcp-memory-keeper")
-KEEPER_CATEGORY = {"DECISION": "decision", "ERROR": "error", "TODO": "task"}
 SPREAD_LAST_USE = (
     "UPDATE memories SET last_accessed = created_at"
     " + (id * 2654435761 % 1000003) * ({now} - created_at) / 1000003"
@@ -91,60 +92,10 @@ SPREAD_LAST_USE = (
 # -- the servers ------------------------------------------------------------------------------
 
 
-class System:
-    """How the bench starts, loads and calls one server. Tool calls are (name, arguments)."""
-
-    name = ""
-
-    def __init__(self, workdir: Path) -> None:
-        self.dir = workdir / self.name
-        self.dir.mkdir(parents=True, exist_ok=True)
-
-    def params(self) -> StdioServerParameters:
-        raise NotImplementedError
-
-    def load(self, memories: list[dict]) -> None:
-        """Bring the store to len(memories) rows before anything is timed."""
-
-    async def load_through(self, client: Client, memories: list[dict]) -> None:
-        """Loading that needs the server running (peers)."""
-
-    def store(self, memory: dict, i: int) -> tuple[str, dict] | None:
-        raise NotImplementedError
-
-    def search(self, query: str) -> tuple[str, dict] | None:
-        raise NotImplementedError
-
-    def list(self) -> tuple[str, dict] | None:
-        return None
-
-    def files(self) -> list[Path]:
-        return [p for p in self.dir.rglob("*") if p.is_file()]
-
-
-class Floor(System):
-    name = "floor"
-
-    def params(self) -> StdioServerParameters:
-        command, *args = module_cmd("floor_server", "bench-floor")
-        return StdioServerParameters(command=command, args=args, cwd=str(ROOT))
-
-    def store(self, memory: dict, i: int) -> tuple[str, dict]:
-        return "memory_store", memory
-
-    def search(self, query: str) -> tuple[str, dict]:
-        return "memory_search", {"query": query, "limit": LIMIT}
-
-    def list(self) -> tuple[str, dict]:
-        return "memory_list", {"type": "DECISION", "scope": "billing", "limit": 20}
-
-    def files(self) -> list[Path]:
-        return []
-
-
 class AgentMemory(Floor):
     name = "agent-memory"
     ollama_url = NO_OLLAMA
+    cache: Path | None = None  # --cache: loaded files kept between runs (bench/curve.py)
 
     @property
     def db(self) -> Path:
@@ -163,6 +114,9 @@ class AgentMemory(Floor):
         )
 
     def load(self, memories: list[dict]) -> None:
+        curve.cached(self.cache, len(memories), self.db, lambda: self.build(memories))
+
+    def build(self, memories: list[dict]) -> None:
         """Through ``agent-memory import``, then last use spread over the past year."""
         now = int(time.time())
         source = self.dir / "load.jsonl"
@@ -231,7 +185,7 @@ class AgentMemoryPostgres(AgentMemory):
         from bench import bench_postgres
 
         self.url = bench_postgres.fresh_database(self.server_url)
-        super().load(memories)
+        self.build(memories)
 
     def spread_last_use(self, now: int) -> None:
         import psycopg
@@ -242,79 +196,6 @@ class AgentMemoryPostgres(AgentMemory):
 
     def files(self) -> list[Path]:
         return []
-
-
-class ServerMemory(System):
-    name = "server-memory"
-
-    def __init__(self, workdir: Path, prefix: Path) -> None:
-        super().__init__(workdir)
-        self.command = str(prefix / "node_modules" / ".bin" / "mcp-server-memory")
-
-    def params(self) -> StdioServerParameters:
-        path = str(self.dir / "memory.jsonl")
-        return StdioServerParameters(command=self.command, env=clean_env(MEMORY_FILE_PATH=path))
-
-    @staticmethod
-    def entity(memory: dict, i: int) -> dict:
-        return {
-            "name": f"memory-{i}",
-            "entityType": memory["type"],
-            "observations": [memory["content"]],
-        }
-
-    async def load_through(self, client: Client, memories: list[dict]) -> None:
-        for start in range(0, len(memories), LOAD_BATCH):
-            batch = memories[start : start + LOAD_BATCH]
-            entities = [self.entity(m, start + j) for j, m in enumerate(batch)]
-            await client.call_tool("create_entities", {"entities": entities})
-
-    def store(self, memory: dict, i: int) -> tuple[str, dict]:
-        return "create_entities", {"entities": [self.entity(memory, i)]}
-
-    def search(self, query: str) -> tuple[str, dict]:
-        return "search_nodes", {"query": query}
-
-
-class MemoryKeeper(System):
-    name = "memory-keeper"
-
-    def __init__(self, workdir: Path, prefix: Path) -> None:
-        super().__init__(workdir)
-        self.command = str(prefix / "node_modules" / ".bin" / "mcp-memory-keeper")
-
-    def params(self) -> StdioServerParameters:
-        env = clean_env(DATA_DIR=str(self.dir))  # else ~/mcp-data, shared by every run
-        return StdioServerParameters(command=self.command, env=env, cwd=str(self.dir))
-
-    @staticmethod
-    def item(memory: dict, i: int) -> dict:
-        category = KEEPER_CATEGORY.get(memory["type"], "note")
-        return {"key": f"memory-{i}", "value": memory["content"], "category": category}
-
-    async def load_through(self, client: Client, memories: list[dict]) -> None:
-        for start in range(0, len(memories), LOAD_BATCH):
-            batch = memories[start : start + LOAD_BATCH]
-            items = [self.item(m, start + j) for j, m in enumerate(batch)]
-            await client.call_tool("context_batch_save", {"items": items})
-
-    def store(self, memory: dict, i: int) -> tuple[str, dict]:
-        return "context_save", self.item(memory, i)
-
-    def search(self, query: str) -> tuple[str, dict]:
-        # context_search looks in the current session only, and every process starts one:
-        # context_search_all is the search over everything stored.
-        return "context_search_all", {"query": query, "limit": LIMIT}
-
-    def list(self) -> tuple[str, dict]:  # the current session's decisions (no global list)
-        return "context_get", {"category": "decision", "limit": 20}
-
-
-def install_peers(prefix: Path) -> None:
-    """npm install into ``prefix``; better-sqlite3's native build needs its script run."""
-    npm = ["npm", "--prefix", str(prefix), "--no-audit", "--no-fund", "--loglevel=error"]
-    subprocess.run([*npm, "install", *PEER_PACKAGES], check=True)
-    subprocess.run([*npm, "rebuild", "better-sqlite3"], check=True, stdout=subprocess.DEVNULL)
 
 
 # -- measuring --------------------------------------------------------------------------------
@@ -498,8 +379,10 @@ def main() -> None:
         help="bench agent-memory on PostgreSQL too: a server's URL (the role creates"
         " databases), or nothing for an embedded one (the test extra's)",
     )
+    parser.add_argument("--cache", type=Path, help="keep each size's loaded file here")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
+    AgentMemory.cache = args.cache
     sizes = [int(s) for s in args.sizes.split(",")]
     peer_sizes = {int(s) for s in args.peer_sizes.split(",")}
     hybrid_sizes = {int(s) for s in args.hybrid_sizes.split(",") if s}
@@ -521,6 +404,9 @@ def main() -> None:
     names = ["floor", "agent-memory"] + (["agent-memory-pg"] if args.postgres else [])
     names += ["server-memory", "memory-keeper"] if args.peers else []
     print(results_table(results, names))
+    print("\nThe cost curve:\n")
+    ours = [n for n in names if n.startswith("agent-memory")]
+    print(curve.curve_table(results, [*ours, *(n for n in names if n not in ours)]))
     print(f"\n{machine()}")
 
 

@@ -17,16 +17,26 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from agent_memory.embedders.local import Local, LocalModel
 from agent_memory.service import similar
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
+from agent_memory.storage.sqlite import vector_codes, vector_index
 from bench import bench_vectors, corpus
 from bench._common import machine, pct, table
 
 BASE_TEXTS = 1_500
+# The near-duplicate check's constants and a search's, which replace them to compare.
+SEARCH_EFFORT = [
+    (vector_codes, "NEAR_STAGE1_MIN_ROWS", "STAGE1_MIN_ROWS"),
+    (vector_codes, "NEAR_STAGE1_KEEP", "STAGE1_KEEP"),
+    (vector_codes, "NEAR_SCORE_KEEP", "SCORE_KEEP"),
+    (vector_index, "NEAR_RERANK_MIN", "RERANK_MIN"),
+]
 
 
 def build(path: Path, size: int) -> None:
@@ -36,9 +46,26 @@ def build(path: Path, size: int) -> None:
     bench_vectors.fill(path, bench_vectors.vectors_of(size, base, alpha), texts)
 
 
+@contextmanager
+def near_effort(own: bool) -> Iterator[None]:
+    """The check ranks with its own effort, or (``own`` false) with a search's."""
+    if own:
+        yield
+        return
+    saved = [(module, name, getattr(module, name)) for module, name, _ in SEARCH_EFFORT]
+    for module, name, value in SEARCH_EFFORT:
+        setattr(module, name, getattr(module, value))
+    try:
+        yield
+    finally:
+        for module, name, value in saved:
+            setattr(module, name, value)
+
+
 def measure(path: Path, stores: int) -> dict[str, list[float]]:
     svc = MemoryService(open_store(path), embedder=Local())
-    times: dict[str, list[float]] = {"with": [], "without": [], "check": []}
+    svc.db._vector_index().load()  # loaded now, not in the background during the first stores
+    times: dict[str, list[float]] = {"with": [], "without": [], "check": [], "search": []}
     new = list(corpus.developer_memories(stores + 20, seed=99))
     try:
         svc.search({"query": "warm up the vector index", "limit": 5})
@@ -51,12 +78,14 @@ def measure(path: Path, stores: int) -> dict[str, list[float]]:
             elapsed = (time.perf_counter() - began) * 1000
             similar.CHECK_NEAR_DUPLICATES = True
             embedding = svc.embedder.embed_documents([memory["content"]])[0]
+            # the check alone, with its own effort and with a search's, alternating
             began = time.perf_counter()
-            similar.find(svc.db, memory["content"], None, embedding, svc.now())
+            with near_effort(on):
+                similar.find(svc.db, memory["content"], None, embedding, svc.now())
             check = (time.perf_counter() - began) * 1000
             if k >= 20:  # the first stores warm caches
                 times["with" if on else "without"].append(elapsed)
-                times["check"].append(check)
+                times["check" if on else "search"].append(check)
     finally:
         similar.CHECK_NEAR_DUPLICATES = True
         svc.close()
@@ -83,6 +112,7 @@ def main() -> int:
             ("store, with the check", times["with"]),
             ("store, without", times["without"]),
             ("the check alone", times["check"]),
+            ("the check alone, ranked with a search's effort", times["search"]),
         )
     ]
     print(table(("ms", "n", "p50", "p90"), rows))

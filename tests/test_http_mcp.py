@@ -1,11 +1,16 @@
 """End to end: MCP over Streamable HTTP at /mcp of the real daemon, with the SDK's client in
-both protocol eras, and the exchanges each era's wire promises (raw HTTP)."""
+every protocol version it speaks (2025-06-18 and 2025-11-25 with initialize and a session,
+2026-07-28 stateless, found by ``server/discover`` or pinned), clients of every era on one
+daemon at once (on both engines), and the exchanges each era's wire promises (raw HTTP)."""
 
 from __future__ import annotations
 
 import json
+from contextlib import AsyncExitStack
+from unittest import mock
 
 import anyio
+import mcp.client.session
 import pytest
 import requests
 from mcp import Client
@@ -14,9 +19,21 @@ from mcp.shared.exceptions import MCPError
 
 from tests.support.rest_daemon import RestDaemon
 
+pytest_plugins = ["tests.support.pg_fixtures"]
+
 LEGACY = "legacy"  # initialize, Mcp-Session-Id (the client offers 2025-11-25)
 MODERN = "2026-07-28"  # stateless: no initialize, no session
 ACCEPT = "application/json, text/event-stream"
+# How the SDK's client reaches each version: (its mode, the handshake version it offers).
+# It offers only its latest handshake version, so 2025-06-18 is offered by changing that
+# constant while it connects: the client's own code speaks it, as an older SDK's would.
+# "discover" is mode auto: a server/discover probe, then the modern version it finds.
+ERAS = {
+    "2025-06-18": (LEGACY, "2025-06-18"),
+    "2025-11-25": (LEGACY, None),
+    "discover": ("auto", None),
+    MODERN: (MODERN, None),
+}
 
 
 @pytest.fixture
@@ -30,6 +47,26 @@ def client(daemon: RestDaemon, mode: str) -> Client:
     return Client(streamable_http_client(daemon.url + "/mcp"), mode=mode)
 
 
+async def connect(stack: AsyncExitStack, daemon: RestDaemon, era: str) -> Client:
+    """A connected client of ``era`` (a key of ERAS), closed with ``stack``."""
+    mode, offered = ERAS[era]
+    if offered is None:
+        return await stack.enter_async_context(client(daemon, mode))
+    with mock.patch.object(mcp.client.session, "LATEST_HANDSHAKE_VERSION", offered):
+        return await stack.enter_async_context(client(daemon, mode))
+
+
+def negotiated(mcp_client: Client) -> tuple[str, str]:
+    """The version in use, and how the client came to it: ``initialize``, ``discover`` (the
+    server's answer to server/discover, which names its tools) or ``pinned`` (the minimal
+    result the client makes up when told the version)."""
+    session = mcp_client.session
+    if session.initialize_result is not None:
+        return mcp_client.protocol_version, "initialize"
+    learned = session.discover_result.capabilities.tools is not None
+    return mcp_client.protocol_version, "discover" if learned else "pinned"
+
+
 async def call(mcp: Client, name: str, args: dict):
     try:
         return await mcp.call_tool(name, args)
@@ -37,11 +74,20 @@ async def call(mcp: Client, name: str, args: dict):
         return exc
 
 
-@pytest.mark.parametrize("mode", [LEGACY, MODERN])
-def test_a_whole_session_in_each_era(daemon, mode):
+EXPECTED = {
+    "2025-06-18": ("2025-06-18", "initialize"),
+    "2025-11-25": ("2025-11-25", "initialize"),
+    "discover": (MODERN, "discover"),
+    MODERN: (MODERN, "pinned"),
+}
+
+
+@pytest.mark.parametrize("era", list(ERAS))
+def test_a_whole_session_in_each_era(daemon, era):
     async def main():
-        async with client(daemon, mode) as mcp:
-            version = mcp.protocol_version
+        async with AsyncExitStack() as stack:
+            mcp = await connect(stack, daemon, era)
+            version = negotiated(mcp)
             tools = await mcp.list_tools()
             stored = await call(mcp, "memory_store", {"content": "Maven group", "type": "DECISION"})
             found = await call(mcp, "memory_search", {"query": "maven group?"})
@@ -54,7 +100,7 @@ def test_a_whole_session_in_each_era(daemon, mode):
             return version, tools, stored, found, updated, unknown, bad, stats, prompt, forgot
 
     version, tools, stored, found, updated, unknown, bad, stats, prompt, forgot = anyio.run(main)
-    assert version == ("2025-11-25" if mode == LEGACY else MODERN)
+    assert version == EXPECTED[era]
     names = [t.name for t in tools.tools]
     assert names[0] == "memory_store" and len(names) == 8
     search_tool = next(t for t in tools.tools if t.name == "memory_search")
@@ -83,23 +129,56 @@ def test_a_missing_memory_resource_is_the_same_error_as_over_stdio(daemon):
     assert (error.code, error.message) == (-32602, "resource not found: no memory has id 42")
 
 
-def test_clients_of_both_eras_share_one_daemon_at_once(daemon):
-    async def main():
-        async with client(daemon, LEGACY) as old, client(daemon, MODERN) as new:
-            await old.call_tool(
-                "memory_store", {"content": "written by the old era", "type": "TODO"}
-            )
-            await new.call_tool(
-                "memory_store", {"content": "written by the new era", "type": "TODO"}
-            )
-            seen_by_old = await old.call_tool("memory_list", {})
-            seen_by_new = await new.call_tool("memory_search", {"query": "written era"})
-            return old.protocol_version, new.protocol_version, seen_by_old, seen_by_new
+def test_clients_of_every_era_share_one_daemon_at_once(location):
+    """Four clients, one per version, all connected before any of them acts, then acting at
+    once: each stores, then each searches and lists what all stored, one updates what
+    another stored, and one forgets another's memory. On SQLite and on PostgreSQL."""
+    eras = list(ERAS)
 
-    old_version, new_version, seen_by_old, seen_by_new = anyio.run(main)
-    assert (old_version, new_version) == ("2025-11-25", MODERN)
-    assert {m["id"] for m in seen_by_old.structured_content["memories"]} == {1, 2}
-    assert {r["id"] for r in seen_by_new.structured_content["results"]} == {1, 2}
+    async def act(mcp: Client, n: int, out: dict) -> None:
+        stored = await mcp.call_tool(
+            "memory_store", {"content": f"shared note {n} from {eras[n]}", "type": "TODO"}
+        )
+        out[n] = stored.structured_content["id"]
+
+    async def read(mcp: Client, n: int, seen: dict) -> None:
+        found = await mcp.call_tool("memory_search", {"query": "shared note", "limit": 10})
+        listed = await mcp.call_tool("memory_list", {})
+        seen[n] = (
+            {r["id"] for r in found.structured_content["results"]},
+            {m["id"] for m in listed.structured_content["memories"]},
+        )
+
+    async def main():
+        async with AsyncExitStack() as stack:
+            clients = [await connect(stack, daemon, era) for era in eras]
+            ids: dict[int, int] = {}
+            seen: dict[int, tuple[set, set]] = {}
+            async with anyio.create_task_group() as group:
+                for n, mcp in enumerate(clients):
+                    group.start_soon(act, mcp, n, ids)
+            async with anyio.create_task_group() as group:
+                for n, mcp in enumerate(clients):
+                    group.start_soon(read, mcp, n, seen)
+            updated = await clients[0].call_tool(
+                "memory_update", {"id": ids[3], "content": "shared note 3, revised by 2025-06-18"}
+            )
+            forgot = await clients[2].call_tool("memory_forget", {"id": ids[1]})
+            after = await clients[3].call_tool("memory_list", {})
+            versions = [negotiated(mcp) for mcp in clients]
+        return versions, ids, seen, updated, forgot, after
+
+    with RestDaemon(location) as daemon:
+        daemon.drain_stderr()
+        versions, ids, seen, updated, forgot, after = anyio.run(main)
+    assert versions == [EXPECTED[era] for era in eras]
+    assert sorted(ids.values()) == [1, 2, 3, 4]
+    assert all(found == listed == {1, 2, 3, 4} for found, listed in seen.values())
+    assert updated.structured_content["content"] == "shared note 3, revised by 2025-06-18"
+    assert forgot.structured_content == {"id": ids[1], "deleted": True}
+    remaining = {m["id"]: m["content"] for m in after.structured_content["memories"]}
+    assert set(remaining) == {1, 2, 3, 4} - {ids[1]}
+    assert remaining[ids[3]] == "shared note 3, revised by 2025-06-18"
 
 
 def post(daemon: RestDaemon, body: dict, **headers: str) -> requests.Response:

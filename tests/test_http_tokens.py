@@ -1,7 +1,9 @@
-"""End to end: the real daemon once tokens exist. REST, the page and MCP (both eras, the
-SDK's client) take ``Authorization: Bearer``; refusals are 401 with WWW-Authenticate, 403
-for a read-only token writing; a scope-bound token sees its scope only; a revoked token
-stops at its next request."""
+"""End to end: the real daemon once tokens exist, on SQLite and on PostgreSQL. REST, the page
+and MCP (both eras, the SDK's client) take ``Authorization: Bearer``; a missing, wrong,
+expired or revoked token is 401 with WWW-Authenticate on every surface, a read-only token
+writing is 403 (an ``isError`` result over MCP) and changes nothing; a scope-bound token sees
+its scope only (tests/test_http_scopes.py has every read path); a revoked token stops at its
+next request."""
 
 from __future__ import annotations
 
@@ -9,58 +11,39 @@ import json
 
 import anyio
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
-from agent_memory.service.core import MemoryService
-from agent_memory.service.tokens import Tokens
-from agent_memory.storage import open_store
 from tests.support.rest_daemon import RestDaemon
+from tests.support.team import ACCEPT, MODES, bearer, make_tokens, mcp_client, revoke
 
-MODES = ["legacy", "2026-07-28"]
+pytest_plugins = ["tests.support.pg_fixtures"]
+
 INITIALIZE = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "r"}},
 }
-
-
-def make_tokens(db_path) -> dict[str, str]:
-    service = MemoryService(open_store(db_path))
-    try:
-        service.store({"content": "alpha plan", "type": "DECISION", "scope": "alpha"})
-        service.store({"content": "beta plan", "type": "DECISION", "scope": "beta"})
-        service.link({"from_id": 1, "to_id": 2, "kind": "relates_to"})
-        tokens = Tokens(service)
-        return {
-            "rw": tokens.create("rw"),
-            "ro": tokens.create("ro", read_only=True),
-            "alpha": tokens.create("alpha", scope="alpha"),
+MODERN = "2026-07-28"
+DISCOVER = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "server/discover",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {},
         }
-    finally:
-        service.close()
-
-
-def revoke(db_path, name: str) -> None:
-    service = MemoryService(open_store(db_path))
-    try:
-        assert Tokens(service).revoke(name)
-    finally:
-        service.close()
+    },
+}
+REALM = 'Bearer realm="agent-memory"'
 
 
 @pytest.fixture
-def team(db_path):
-    tokens = make_tokens(db_path)
-    with RestDaemon(db_path) as daemon:
+def team(location):
+    tokens = make_tokens(location)
+    with RestDaemon(location) as daemon:
         daemon.drain_stderr()
         yield daemon, tokens
-
-
-def bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
 
 
 def test_rest_and_the_page_behind_tokens(team):
@@ -100,12 +83,6 @@ def test_rest_and_the_page_behind_tokens(team):
     )
 
 
-def mcp_client(daemon: RestDaemon, token: str | None, mode: str) -> Client:
-    headers = bearer(token) if token else None
-    http = create_mcp_http_client(headers=headers)
-    return Client(streamable_http_client(daemon.url + "/mcp", http_client=http), mode=mode)
-
-
 @pytest.mark.parametrize("mode", MODES)
 def test_mcp_behind_tokens_in_each_era(team, mode):
     daemon, tokens = team
@@ -136,7 +113,7 @@ def test_mcp_behind_tokens_in_each_era(team, mode):
 
 def test_mcp_without_a_token_is_401_and_a_session_keeps_to_its_token(team):
     daemon, tokens = team
-    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
     refused = daemon.request("POST", "/mcp", data=json.dumps(INITIALIZE), headers=headers)
     assert refused.status_code == 401 and refused.headers["WWW-Authenticate"].startswith("Bearer")
     opened = daemon.request(
@@ -156,13 +133,14 @@ def test_mcp_without_a_token_is_401_and_a_session_keeps_to_its_token(team):
     assert (own.status_code, stolen.status_code) == (200, 404)
 
 
-def test_a_revoked_token_stops_at_once(team, db_path):
+@pytest.mark.parametrize("mode", MODES)
+def test_a_revoked_token_stops_at_once(team, location, mode):
     daemon, tokens = team
 
     async def main():
-        async with mcp_client(daemon, tokens["rw"], "legacy") as mcp:
+        async with mcp_client(daemon, tokens["rw"], mode) as mcp:
             before = await mcp.call_tool("memory_list", {})
-            revoke(db_path, "rw")
+            revoke(location, "rw")
             with pytest.raises(Exception):  # noqa: B017 - the SDK's error for a 401
                 await mcp.call_tool("memory_list", {})
             return before
@@ -170,3 +148,91 @@ def test_a_revoked_token_stops_at_once(team, db_path):
     assert len(anyio.run(main).structured_content["memories"]) == 2
     assert daemon.request("GET", "/api/memories", headers=bearer(tokens["rw"])).status_code == 401
     assert daemon.request("GET", "/api/memories", headers=bearer(tokens["ro"])).status_code == 200
+
+
+# (what the Authorization header holds, the message's end, the challenge)
+REFUSALS = {
+    "missing": (None, "a token is required (Authorization: Bearer <token>)", REALM),
+    "wrong": ("amt_rw.not-the-secret", "the token is wrong or was revoked", None),
+    "unknown": ("amt_nobody.secret", "the token is wrong or was revoked", None),
+    "expired": ("expired", "the token has expired", None),
+    "revoked": ("revoked", "the token is wrong or was revoked", None),
+}
+
+
+@pytest.mark.parametrize("why", list(REFUSALS))
+def test_every_refusal_is_401_with_a_challenge_on_rest_and_mcp(team, why):
+    """The same 401 on REST (a read and a write), on the 2025 era's initialize and on the
+    2026 era's server/discover; nothing is stored."""
+    daemon, tokens = team
+    sent, message, challenge = REFUSALS[why]
+    auth = {} if sent is None else bearer(tokens.get(sent, sent))
+    mcp = {"Content-Type": "application/json", "Accept": ACCEPT, **auth}
+    modern = {**mcp, "MCP-Protocol-Version": MODERN, "Mcp-Method": "server/discover"}
+    answers = [
+        daemon.request("GET", "/api/memories", headers=auth),
+        daemon.request("POST", "/api/search", json={"query": "plan"}, headers=auth),
+        daemon.request(
+            "POST", "/api/memories", json={"content": "x", "type": "TODO"}, headers=auth
+        ),
+        daemon.request("GET", "/api/stats", headers=auth),
+        daemon.request("POST", "/mcp", data=json.dumps(INITIALIZE), headers=mcp),
+        daemon.request("POST", "/mcp", data=json.dumps(DISCOVER), headers=modern),
+    ]
+    for answer in answers:
+        assert answer.status_code == 401, answer.text
+        assert answer.headers["WWW-Authenticate"] == (
+            challenge or f'{REALM}, error="invalid_token"'
+        )
+        assert answer.json()["error"] == f"unauthorized: {message}"
+        assert "Mcp-Session-Id" not in answer.headers
+    listed = daemon.request("GET", "/api/memories", headers=bearer(tokens["rw"])).json()
+    assert [m["content"] for m in listed] == ["beta plan", "alpha plan"]
+
+
+READ_ONLY_WRITES = [
+    ("store", "POST", "/api/memories", {"content": "ro?", "type": "TODO"}),
+    ("update", "PATCH", "/api/memories/1", {"content": "changed"}),
+    ("forget", "DELETE", "/api/memories/1", None),
+    ("link", "POST", "/api/links", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
+    ("unlink", "DELETE", "/api/links/1/2/relates_to", None),
+]
+READ_ONLY_TOOLS = [
+    ("store", "memory_store", {"content": "ro?", "type": "TODO"}),
+    ("update", "memory_update", {"id": 1, "content": "changed"}),
+    ("forget", "memory_forget", {"id": 1}),
+    ("link", "memory_link", {"from_id": 2, "to_id": 1, "kind": "supersedes"}),
+    ("unlink", "memory_unlink", {"from_id": 1, "to_id": 2, "kind": "relates_to"}),
+]
+
+
+def snapshot(daemon: RestDaemon, token: str) -> list[tuple]:
+    """Every memory's id, content and relations, as a full token reads them."""
+    listed = daemon.request(
+        "GET", "/api/memories?expand_links=true&limit=100", headers=bearer(token)
+    )
+    return [(m["id"], m["content"], json.dumps(m["related"])) for m in listed.json()]
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_read_only_token_is_refused_every_write_and_changes_nothing(team, mode):
+    daemon, tokens = team
+    before = snapshot(daemon, tokens["rw"])
+    ro = bearer(tokens["ro"])
+    for operation, method, path, body in READ_ONLY_WRITES:
+        answer = daemon.request(method, path, json=body, headers=ro)
+        assert answer.status_code == 403, (operation, answer.text)
+        assert answer.json()["error"] == (
+            f"forbidden: the token 'ro' is read-only and cannot {operation}"
+        )
+
+    async def main():
+        async with mcp_client(daemon, tokens["ro"], mode) as reader:
+            return [(op, await reader.call_tool(name, args)) for op, name, args in READ_ONLY_TOOLS]
+
+    for operation, result in anyio.run(main):
+        assert result.is_error
+        assert result.content[0].text == (
+            f"forbidden: the token 'ro' is read-only and cannot {operation}"
+        )
+    assert snapshot(daemon, tokens["rw"]) == before

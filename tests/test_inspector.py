@@ -1,13 +1,16 @@
 """MCP Inspector's CLI (from npm, a pinned release) drives every argument of every tool
-against the real ``agent-memory serve``, and finds nothing to warn about in the schemas.
+against the real ``agent-memory serve``, finds nothing to warn about in the schemas, and
+works the daemon's ``/mcp`` with ``--transport http`` and a bearer token.
 
 The Inspector is installed once per session into a temp directory (npm's cache there
-too). Without npm the test is skipped, loudly; with npm, a failed install fails it.
+too). Without npm the tests are skipped, loudly, except in CI (``CI`` set), where they must
+run: .ci/run installs Node.js and npm, and a missing npm or a failed install fails them.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import warnings
@@ -15,9 +18,13 @@ import warnings
 import pytest
 
 from agent_memory.service.core import MemoryService
+from agent_memory.service.tokens import Tokens
 from agent_memory.storage import open_store
 from agent_memory.transports.mcp.tools import TOOLS
+from tests.support.rest_daemon import RestDaemon
 from tests.support.spawned import NO_OLLAMA_URL, executable
+
+pytestmark = pytest.mark.slow  # an npm install, and a node process per call
 
 # The release `npx @modelcontextprotocol/inspector` ran when this was written. It declares
 # node >= 22.19 but its CLI runs on node 20 (CI's), which npm only warns about.
@@ -34,6 +41,8 @@ def inspector(tmp_path_factory):
             "npm is not installed: the MCP Inspector CLI test did NOT run; install Node.js "
             "and npm to check that every client argument reaches agent-memory"
         )
+        if os.environ.get("CI"):
+            pytest.fail(f"the Inspector tests must run in CI: {message}")
         warnings.warn(message, pytest.PytestWarning, stacklevel=1)
         pytest.skip(message)
     prefix = tmp_path_factory.mktemp("inspector")
@@ -144,3 +153,53 @@ def test_the_inspector_sends_every_argument_of_every_tool(inspector, db_path):
     assert call(inspector, db_path, "memory_link", *pairs) == {**edge, "linked": True}
     assert call(inspector, db_path, "memory_unlink", *pairs) == {**edge, "unlinked": True}
     assert call(inspector, db_path, "memory_forget", f"id={new}") == {"id": new, "deleted": True}
+
+
+def over_http(inspector, url: str, token: str, *args: str) -> dict:
+    """One Inspector CLI run against the daemon's /mcp; its JSON answer."""
+    header = f"Authorization: Bearer {token}"
+    done = subprocess.run(
+        [str(inspector), "--cli", url, "--transport", "http", "--header", header, *args],
+        capture_output=True,
+        text=True,
+        timeout=CALL_TIMEOUT_SECS,
+    )
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_the_inspector_works_the_daemon_over_http_with_a_token(inspector, db_path):
+    """List tools, store, search, update and forget, each a run of its own (a session each),
+    through the daemon's /mcp behind a token; the memory records the token's name."""
+    service = MemoryService(open_store(db_path))
+    token = Tokens(service).create("inspector")
+    service.close()
+    with RestDaemon(db_path) as daemon:
+        daemon.drain_stderr()
+        url = daemon.url + "/mcp"
+
+        def call(tool: str, *pairs: str) -> dict:
+            args = ["--method", "tools/call", "--tool-name", tool]
+            args += ["--tool-arg", *pairs] if pairs else []
+            result = over_http(inspector, url, token, *args)
+            assert result["isError"] is False, result
+            return result["structuredContent"]
+
+        listed = over_http(inspector, url, token, "--method", "tools/list")
+        stored = call(
+            "memory_store", "content=Caddy terminates TLS", "type=DECISION", 'tags=["tls"]'
+        )
+        found = call("memory_search", "query=caddy tls")
+        updated = call("memory_update", f"id={stored['id']}", "content=Caddy terminates TLS here")
+        forgot = call("memory_forget", f"id={stored['id']}")
+        after = call("memory_list")
+        assert daemon.stop() == 0
+    assert [t["name"] for t in listed["tools"]] == [tool.name for tool in TOOLS]
+    assert [r["id"] for r in found["results"]] == [stored["id"]]
+    assert (updated["content"], updated["created_by"], updated["updated_by"]) == (
+        "Caddy terminates TLS here",
+        "inspector",
+        "inspector",
+    )
+    assert forgot == {"id": stored["id"], "deleted": True}
+    assert after == {"memories": []}

@@ -519,3 +519,54 @@ def test_a_left_out_cjk_word_takes_no_shortcut(service, clock, raw, pruning):
     some = matching(raw, or_of(["kafka", "retry"]))
     expected = ([i for i in ranked if i in every] + [i for i in ranked if i in some - every])[:10]
     assert ids(service.search({"query": question, "limit": 10})["results"]) == expected
+
+
+def traced_search(service, args: dict) -> tuple[list, list[str]]:
+    """The results of one search, and the statements SQLite ran for it (sub-statements of
+    virtual tables, which start with "--", left out)."""
+    from sqlalchemy import event
+
+    traced: list[str] = []
+    engine = service.db.database.engine
+
+    def on_checkout(dbapi_conn, _record, _proxy):
+        dbapi_conn.set_trace_callback(traced.append)
+
+    def on_checkin(dbapi_conn, _record):
+        dbapi_conn.set_trace_callback(None)
+
+    event.listen(engine, "checkout", on_checkout)
+    event.listen(engine, "checkin", on_checkin)
+    try:
+        found = service.search(args, record_use=False)["results"]
+    finally:
+        event.remove(engine, "checkout", on_checkout)
+        event.remove(engine, "checkin", on_checkin)
+    return found, [s for s in traced if not s.startswith("--")]
+
+
+def test_a_search_probes_nothing_and_reads_the_averages_once(service, clock, monkeypatch):
+    """Through the retry, the pruning and its added-back words: no MATCH is run only to see
+    whether FTS5 parses it, and FTS5's averages record (the row count) is read once."""
+    monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
+    monkeypatch.setattr(bm25, "PRUNE_EXACT_ROWS", 10)
+    for i in range(60):
+        service.store(
+            {"content": f"the note {i} about {'zebra' if i < 3 else 'sqlite'}", "type": "TODO"}
+        )
+    found, statements = traced_search(service, {"query": "the zebra sqlite note?", "limit": 3})
+    assert len(found) == 3
+    assert sum("FROM memories_fts_data WHERE id = 1" in s for s in statements) == 1
+    probes = [s for s in statements if "MATCH" in s and s.rstrip().endswith("LIMIT 1")]
+    assert probes == []
+
+
+def test_fts5_refusing_what_the_parser_read_searches_the_words(service, monkeypatch, caplog):
+    """Should FTS5 refuse a MATCH the parser accepted, the refusal of the search's own
+    statement (no probe) sends it to its words, as the probe did."""
+    service.store({"content": "the zebra crossing", "type": "TODO"})
+    service.store({"content": "a sqlite note", "type": "TODO"})
+    monkeypatch.setattr(keyword, "match_text", lambda parsed: f"{parsed.text} AND")
+    found = service.search({"query": "zebra OR nothing", "limit": 5})["results"]
+    assert [m["content"] for m in found] == ["the zebra crossing"]
+    assert "FTS5 refuses" in caplog.text

@@ -231,3 +231,28 @@ def test_a_file_migrated_by_a_newer_version_meanwhile_is_one_log_line(db_path, c
     assert "database schema is version 9999" in caplog.text
     assert "Traceback" not in caplog.text
     service.close()
+
+
+def test_numpy_gets_one_blas_thread_unless_the_user_chose(monkeypatch):
+    """The entry point sets OPENBLAS_NUM_THREADS before anything imports numpy; a value the
+    user set, even an empty one, stays."""
+    environ: dict[str, str] = {}
+    cli.one_blas_thread(environ)
+    assert environ == {cli.BLAS_THREADS_ENV: cli.BLAS_THREADS}
+    for chosen in ("4", ""):
+        environ = {cli.BLAS_THREADS_ENV: chosen}
+        cli.one_blas_thread(environ)
+        assert environ == {cli.BLAS_THREADS_ENV: chosen}
+    shown = (
+        "import os, sys\n"
+        "from agent_memory.transports.cli import main as cli\n"
+        "assert 'numpy' not in sys.modules\n"
+        "cli.cli = lambda **kw: print(os.environ.get(cli.BLAS_THREADS_ENV))\n"
+        "cli.main()\n"
+    )
+    env = {k: v for k, v in server_env().items() if k != cli.BLAS_THREADS_ENV}
+    done = subprocess.run(
+        [sys.executable, "-c", shown], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == cli.BLAS_THREADS

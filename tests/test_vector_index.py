@@ -15,7 +15,7 @@ import pytest
 from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
-from agent_memory.storage.sqlite import vector_index, vectors
+from agent_memory.storage.sqlite import vector_codes, vector_index, vectors
 from tests.support.vector_index import load_vector_index
 
 T0 = 1_767_225_600
@@ -58,8 +58,8 @@ def exact(ids: list[int], matrix: np.ndarray, query: np.ndarray, limit: int) -> 
 @pytest.fixture
 def small(monkeypatch):
     """Thresholds small enough that a few hundred vectors go through every stage."""
-    monkeypatch.setattr(vector_index, "STAGE1_MIN_ROWS", 100)
-    monkeypatch.setattr(vector_index, "STAGE1_KEEP", 250)
+    monkeypatch.setattr(vector_codes, "STAGE1_MIN_ROWS", 100)
+    monkeypatch.setattr(vector_codes, "STAGE1_KEEP", 250)
     monkeypatch.setattr(vector_index, "RERANK_MIN", 200)
     monkeypatch.setattr(vector_index, "SAMPLE_ROWS", 100)
     monkeypatch.setattr(vector_index, "LOAD_CHUNK_ROWS", 64)
@@ -192,7 +192,7 @@ def fill_scoped(store, matrix: np.ndarray) -> dict[str, tuple[list[int], np.ndar
 def test_a_filtered_search_finds_what_an_exact_scan_of_the_passing_memories_finds(
     db_path, small, scope, monkeypatch
 ):
-    monkeypatch.setattr(vector_index, "STAGE1_KEEP", 500)
+    monkeypatch.setattr(vector_codes, "STAGE1_KEEP", 500)
     rng = np.random.default_rng(8)
     matrix = unit(rng, sum(SCOPE_SIZES.values()))
     store = open_store(db_path)
@@ -229,3 +229,51 @@ def test_the_vector_leg_s_tag_filter_passes_the_memories_the_list_s_does(db_path
             assert len(listed) == sum(tag in tags for tags in lists)
     finally:
         store.close()
+
+
+def near_copies(rng: np.random.Generator, query: np.ndarray, n: int) -> np.ndarray:
+    """Vectors at a cosine of about 0.97 to ``query``: near duplicates of it."""
+    x = query + 0.25 * rng.normal(size=(n, DIMENSION)).astype(np.float32) / np.sqrt(DIMENSION)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def test_the_near_duplicate_check_s_cheaper_ranking_finds_every_near_copy(
+    db_path, small, monkeypatch
+):
+    # Each stage cuts on 800 rows: the sign plane keeps 150, the code 40, the re-rank 8.
+    for name, value in [("STAGE1_MIN_ROWS", 100), ("STAGE1_KEEP", 150), ("SCORE_KEEP", 40)]:
+        monkeypatch.setattr(vector_codes, f"NEAR_{name}", value)
+    monkeypatch.setattr(vector_index, "NEAR_RERANK_MIN", 8)
+    rng = np.random.default_rng(12)
+    queries = unit(rng, 20)
+    planted = np.concatenate([near_copies(rng, q, 3) for q in queries])
+    matrix = np.concatenate([unit(rng, 800 - len(planted)), planted])
+    store = open_store(db_path)
+    try:
+        ids = fill(store, matrix)
+        load_vector_index(store)
+        asked: list[int] = []
+        for k, query in enumerate(queries):
+            signal, found = store.similar_candidates(
+                embedding(query), lambda: asked.append(1), None, T0, 10
+            )
+            first = len(matrix) - len(planted) + 3 * k
+            assert signal == "cosine"
+            assert {i for i, _, _ in found[:3]} == set(ids[first : first + 3])
+            assert all(s >= 0.94 for _, s, _ in found[:3])
+            assert asked == []  # the keyword query is never read when the cosine serves
+    finally:
+        store.close()
+
+
+def test_the_id_range_of_the_noise_sample_scans_no_vectors(hybrid):
+    """min() and max() in one SELECT scan every row of the vector table (and its blob);
+    as two scalar subqueries each is read off the end of the primary key."""
+    from agent_memory.storage.sqlite import vectors
+
+    hybrid.store({"content": "a memory with a vector", "type": "TODO"})
+    with hybrid.db.database.engine.connect() as conn:
+        plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {vectors._ID_RANGE}").all()
+        assert conn.exec_driver_sql(vectors._ID_RANGE).one() == (1, 1)
+    details = [row[-1] for row in plan]
+    assert not [d for d in details if d.startswith("SCAN memory_vector_floats")], details

@@ -6,7 +6,8 @@ Every transport that takes tokens (REST, the page, MCP over HTTP) hands a reques
 another scope is answered exactly as a memory that does not exist: a token learns nothing
 of what it may not read, its id included. A search or list is given the token's scope as
 its filter (asking for another is refused); a memory's relations to other scopes are left
-out, in ``get`` and in ``expand_links``; the counts are the scope's own.
+out, in ``get`` and in ``expand_links``, and so are the ids in ``superseded_by``; the counts
+are the scope's own.
 """
 
 from __future__ import annotations
@@ -58,15 +59,21 @@ class Granted:
         return found.get("found", True) is not False and found.get("scope") == self.grant.scope
 
     def _prune(self, rows: list[dict[str, Any]]) -> None:
-        """Relations to memories of other scopes, out of each row's ``related``."""
+        """Memories of other scopes, out of each row's ``related`` and ``superseded_by``."""
         if self.grant.scope is None:
             return
         seen: dict[int, bool] = {}
+
+        def visible(memory_id: int) -> bool:
+            if memory_id not in seen:
+                seen[memory_id] = self._visible(memory_id)
+            return seen[memory_id]
+
         for row in rows:
             if "related" in row:
-                row["related"] = [
-                    r for r in row["related"] if seen.setdefault(r["id"], self._visible(r["id"]))
-                ]
+                row["related"] = [r for r in row["related"] if visible(r["id"])]
+            if row.get("superseded_by"):
+                row["superseded_by"] = [i for i in row["superseded_by"] if visible(i)]
 
     # -- reads ------------------------------------------------------------------------
     def search(self, args: Any, **options: Any) -> dict[str, Any]:
@@ -107,7 +114,8 @@ class Granted:
         if self.grant.scope is None:
             return answer
         by_type: dict[str, int] = {}
-        for row in self._service.iter_list({"scope": self.grant.scope}):
+        every = {"scope": self.grant.scope, "include_superseded": True}  # as the full count
+        for row in self._service.iter_list(every):
             by_type[row["type"]] = by_type.get(row["type"], 0) + 1
         count = sum(by_type.values())
         scoped = {**answer, "memories": count, "by_type": by_type}

@@ -108,16 +108,18 @@ def by_keywords(content: str, candidates: Iterable[tuple[int, str]]) -> list[dic
 
 
 def _words_query(content: str) -> Any:
-    """The content's informative words, each quoted, OR-ed: a query that never reads the
-    memory's own text as FTS5 syntax. None when it has none."""
+    """The content's informative words, folded to lower case and searched as plain words:
+    never read as FTS5 syntax (a token holds no quote or bracket, and no folded word is an
+    operator), and ranked by the words path, which scores the rows holding every word
+    first instead of every row holding any of them. None when it has none."""
     from agent_memory.search import read
     from agent_memory.search.lexemes import fold, tokens
 
     found = tokens(REDACTION_MARKER.sub(" ", content))
-    words = [t for t in dict.fromkeys(found) if fold(t) not in STOP_WORDS]
+    words = [w for w in dict.fromkeys(fold(t) for t in found) if w not in STOP_WORDS]
     if not words:
         return None
-    return read(" OR ".join(f'"{w}"' for w in words[:MAX_QUERY_WORDS]))
+    return read(" ".join(words[:MAX_QUERY_WORDS]))
 
 
 def find(
@@ -138,7 +140,7 @@ def find(
     try:
         signal, found = store.similar_candidates(
             embedding if threshold is not None else None,
-            _words_query(content),
+            lambda: _words_query(content),
             scope,
             now,
             CANDIDATES,

@@ -113,14 +113,18 @@ class Tokens:
 
     def check(self, token: str) -> Grant:
         """The grant of ``token``; Unauthorized when it is wrong, expired or revoked."""
-        name, dot, secret = token.removeprefix(PREFIX).rpartition(".")
-        if not token.startswith(PREFIX) or not dot or not NAME.fullmatch(name):
-            raise Unauthorized("the token is not an agent-memory token")
+        return self.check_key(*key(token))
+
+    def check_key(self, name: str, digest: str) -> Grant:
+        """The grant of the token ``name`` whose secret has this SHA-256 (what :func:`key`
+        gives): how a signed-in page's session re-checks its token at each request, without
+        keeping the secret. Unauthorized when it is wrong, expired or revoked (a token
+        revoked and created again under its name has another secret, so it is wrong)."""
         with self._service.storage("token check"):
             row = self._db.token(name)
         # compared even when there is no row, so that a wrong name costs what a wrong secret does
         expected = row["hash"] if row else _digest("")
-        if not hmac.compare_digest(_digest(secret), expected) or row is None:
+        if not hmac.compare_digest(digest, expected) or row is None:
             raise Unauthorized("the token is wrong or was revoked")
         now = self._service.now()
         if row["expires_at"] is not None and now >= row["expires_at"]:
@@ -129,3 +133,13 @@ class Tokens:
             with self._service.storage("token check"):
                 self._db.put_token(name, {**row, "last_used_at": now})
         return Grant(name, bool(row["read_only"]), row["scope"])
+
+
+def key(token: str) -> tuple[str, str]:
+    """The name and the secret's SHA-256 of ``token``; Unauthorized when it is not shaped
+    as one of ours."""
+    name, dot, secret = token.removeprefix(PREFIX).rpartition(".")
+    # ours are ASCII; a lone surrogate (a JSON body may hold one) has no UTF-8 to hash
+    if not token.isascii() or not token.startswith(PREFIX) or not dot or not NAME.fullmatch(name):
+        raise Unauthorized("the token is not an agent-memory token")
+    return name, _digest(secret)

@@ -223,7 +223,7 @@ class Store(Protocol):
     def similar_candidates(
         self,
         embedding: Embedding | None,
-        query: ParsedQuery | None,
+        words: Callable[[], ParsedQuery | None],
         scope: str | None,
         now: int,
         limit: int,
@@ -231,7 +231,7 @@ class Store(Protocol):
         """Up to ``limit`` memories of ``scope`` (None: without one) nearest a memory about to
         be stored, from one snapshot: ("cosine", (id, cosine similarity, content)) when the
         store is pinned to ``embedding``'s model, else ("keyword", (id, None, content)) by
-        ``query``, else (None, [])."""
+        the query ``words()`` makes (read only then), else (None, [])."""
 
     def tidy_read(self, scope: str | None, vectors: bool) -> Any:
         """For ``agent-memory tidy``, from one snapshot: the memories of ``scope`` (None: of

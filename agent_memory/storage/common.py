@@ -284,14 +284,18 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
                 keyword,
                 nearest,
                 Noise.of(self.VECTORS.noise(conn, embedding)),
-                self._rows(conn, ids, now, filters),
+                self._decays(conn, ids, now, filters),
                 limit,
                 floor,
                 scale,
                 unrelated,
             )
+            results = fused.results
+            if results and "content" not in results[0]:  # ids and decays: now the page whole
+                found = self._rows(conn, [row["id"] for row in results], now, filters)
+                results = [found[row["id"]] for row in results]
             mode = ranking.SEARCH_MODE_HYBRID
-            return SearchPage(mode, fused.results, None, fused.why, fused.explain)
+            return SearchPage(mode, results, None, fused.why, fused.explain)
         # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
         page = ranking.keyword_page(
             self._keyword_page(conn, parsed, now, limit, filters),
@@ -304,15 +308,15 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
     def similar_candidates(
         self,
         embedding: Embedding | None,
-        query: ParsedQuery | None,
+        words: Callable[[], ParsedQuery | None],
         scope: str | None,
         now: int,
         limit: int,
     ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
         """The memories of ``scope`` (None: those without one) nearest a memory about to be
         stored: ("cosine", (id, similarity, content) best first) by its vector when the
-        store is pinned to its model, else ("keyword", (id, None, content)) by ``query``
-        (its words), else (None, [])."""
+        store is pinned to its model, else ("keyword", (id, None, content)) by the query
+        ``words()`` makes, else (None, [])."""
         filters = Filters(scope=scope)
         with self._read() as conn:
             if embedding is not None and self.VECTORS.stored_pin(conn) == embedding.pin:
@@ -323,6 +327,7 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
                     for i, score in nearest
                     if i in found and found[i]["scope"] == scope
                 ]
+            query = words()
             if query is None:
                 return None, []
             page = self._keyword_page(conn, query, now, limit, filters)
@@ -358,6 +363,14 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
     ) -> dict[int, dict[str, Any]]:
         """The memories among ``ids`` that pass the filters, decay_score as of ``now``."""
         raise NotImplementedError
+
+    def _decays(
+        self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
+    ) -> dict[int, dict[str, Any]]:
+        """What the fusion reads of a hybrid search's candidates: {id: {"id", "decay_score"}}
+        of those among ``ids`` that pass the filters (the page's rows are read whole after).
+        An engine that can read less than the whole rows says so here."""
+        return self._rows(conn, ids, now, filters)
 
     @guarded
     def neighbours(

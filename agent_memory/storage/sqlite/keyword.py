@@ -69,7 +69,6 @@ _BM25 = sqlalchemy.literal_column(f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})
 _WITHIN = sqlalchemy.text(
     "+memories_fts.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :within)"
 )
-_PROBE = "SELECT rowid FROM memories_fts WHERE memories_fts MATCH ? LIMIT 1"
 # FTS5's "averages" record (rowid 1 of its data table) starts with the number of rows
 # indexed, the N of bm25's IDF, then their total length in tokens, column by column (bm25's
 # avgdl counts every column); a phrase's row count is its n.
@@ -209,37 +208,47 @@ class Run:
         self.params = (
             {**rows.filter_params(filters), "now": now} if page else rows.filter_params(filters)
         )
+        self._averages: list[int] | None = None
 
     def __call__(self, match: str, n: int, within: str | None) -> list[tuple[Any, float]]:
         """(item, score) best first, at most ``n``; FtsQueryError when FTS5 cannot parse.
 
-        Both expressions are as the index holds text (``match_text``, ``any_of``)."""
-        self._probe(match)
+        Both expressions are as the index holds text (``match_text``, ``any_of``). Nothing
+        probes them first: a query the parser read as FTS5 syntax almost always parses, and
+        the quoted words of a query searched as words always do; the one refusal in a
+        thousand pays for SQLAlchemy's exception wrapping instead of every search paying a
+        probe."""
         params = {**self.params, "match": match, "limit": n}
         if within is not None:
             params["within"] = within
+        try:
+            return self._ranked(params, within is not None)
+        except (sqlalchemy.exc.OperationalError, sqlean.OperationalError) as exc:
+            error = getattr(exc, "orig", None) or exc
+            if getattr(error, "sqlite_errorcode", None) == _SQLITE_ERROR:
+                raise FtsQueryError(error) from exc
+            raise
+
+    def _ranked(self, params: dict[str, Any], within: bool) -> list[tuple[Any, float]]:
         if not self.page:
-            found = self.conn.execute(_leg_statement(self.key, within is not None), params)
+            found = self.conn.execute(_leg_statement(self.key, within), params)
             return [(memory_id, -bm25) for memory_id, bm25 in found]
         found = None if any(self.key) else self._candidates_page(params)
         if found is None:
-            found = self.conn.execute(_page_statement(self.key, within is not None), params).all()
+            found = self.conn.execute(_page_statement(self.key, within), params).all()
         return [(rows.with_decay(row), row.score) for row in found]
 
-    def _probe(self, match: str) -> None:
-        """Asked on the driver connection: a statement refused through SQLAlchemy costs
-        many times the probe in exception wrapping."""
-        try:
-            self.conn.connection.driver_connection.execute(_PROBE, (match,)).fetchall()
-        except sqlean.OperationalError as exc:
-            if exc.sqlite_errorcode == _SQLITE_ERROR:
-                raise FtsQueryError(exc) from exc
-            raise
+    def averages(self) -> list[int]:
+        """FTS5's averages record, read once per search: the rows indexed, then the tokens
+        of each column (see term_scores)."""
+        if self._averages is None:
+            self._averages = averages(self.conn)
+        return self._averages
 
     def _candidates_page(self, params: dict[str, Any]) -> list[Any] | None:
         """An unfiltered page from the bm25 candidates, or None when they cannot tell."""
         cut = max(KEYWORD_CANDIDATES, params["limit"])
-        if indexed_rows(self.conn) <= cut:  # every row a candidate: the plain query is cheaper
+        if self.averages()[0] <= cut:  # every row a candidate: the plain query is cheaper
             return None
         found = self.conn.execute(
             _candidates_statement("within" in params), {**params, "cut": cut}
@@ -251,10 +260,16 @@ class Run:
         return None
 
 
+def averages(conn: sqlalchemy.Connection) -> list[int]:
+    """FTS5's averages record: the rows indexed (what bm25 counts as N), then the tokens of
+    each column (bm25's avgdl); zeros for an empty index."""
+    block = conn.exec_driver_sql(_AVERAGES).scalar()
+    return _varints(block or b"", 1 + _COLUMNS)
+
+
 def indexed_rows(conn: sqlalchemy.Connection) -> int:
     """The row count FTS5 keeps in its averages record (what bm25 counts as N)."""
-    block = conn.exec_driver_sql(_AVERAGES).scalar()
-    return _varints(block, 1)[0] if block else 0
+    return averages(conn)[0]
 
 
 def match_text(parsed: ParsedQuery) -> str:
@@ -319,7 +334,7 @@ class KeywordIndex:
         found = self._match(run, parsed, limit, now)
         if not found or not parsed.several_words:
             return found, None
-        total, hits = self.word_rows(conn, parsed.words, now, parsed)
+        total, hits = self.word_rows(conn, parsed.words, now, parsed, run.averages()[0])
         return found, bm25.scale(parsed.words, total, hits)
 
     def _match(self, run: Run, parsed: ParsedQuery, limit: int, now: int) -> list[Any]:
@@ -348,7 +363,7 @@ class KeywordIndex:
         first = run(all_of(parsed), limit, None)
         if len(first) >= limit:
             return first
-        total, hits = self.word_rows(run.conn, words, now, parsed)
+        total, hits = self.word_rows(run.conn, words, now, parsed, run.averages()[0])
         planned = bm25.plan(words, total, hits, never_empty=run.page)
         if not planned.kept:
             return first
@@ -401,7 +416,8 @@ class KeywordIndex:
             found = run(match, n + 1, within)
             if within is not None and len(found) < limit:
                 return None
-            added = term_scores(run.conn, [_ident(item) for item, _ in found[:n]], weights)
+            ids = [_ident(item) for item, _ in found[:n]]
+            added = term_scores(run.conn, ids, weights, run.averages())
             exact = sorted(
                 ((item, score + added[_ident(item)]) for item, score in found[:n]),
                 key=lambda pair: (-pair[1], _ident(pair[0])),
@@ -416,13 +432,15 @@ class KeywordIndex:
         words: Sequence[str],
         now: int,
         parsed: ParsedQuery | None = None,
+        total: int | None = None,
     ) -> tuple[int, dict[str, int]]:
         """(rows indexed, how many rows match each word as the phrase ``"word"``; words of
         ``parsed``, when they may hold a script written without spaces).
 
-        Counts are cached (FREQUENCY_CACHE_SECS).
+        Counts are cached (FREQUENCY_CACHE_SECS). ``total``: the rows indexed, when the
+        search has read them already.
         """
-        total = indexed_rows(conn)
+        total = indexed_rows(conn) if total is None else total
         hits: dict[str, int] = {}
         for word in set(words):
             cached = self._frequencies.get(word)
@@ -441,20 +459,23 @@ class KeywordIndex:
 
 
 def term_scores(
-    conn: sqlalchemy.Connection, ids: Sequence[int], weights: dict[str, float]
+    conn: sqlalchemy.Connection,
+    ids: Sequence[int],
+    weights: dict[str, float],
+    counted: Sequence[int] | None = None,
 ) -> dict[int, float]:
     """What the words would add to each row's -bm25, were they in the query.
 
     bm25 is a sum over the query's phrases of ``idf * tf * (k1 + 1) / (tf + k1 * (1 - b +
     b * D / avgdl))``, where tf counts a hit in the tags as bm25.TAG_WEIGHT; ``weights``
     gives each word's idf (times its repeats in the query), the rest is read here as FTS5
-    reads it.
+    reads it (``counted``: the averages record, when the search has read it already).
     """
     added = dict.fromkeys(ids, 0.0)
     if not ids or not weights:
         return added
     key = json.dumps(list(ids))
-    total, *tokens = _varints(conn.exec_driver_sql(_AVERAGES).scalar() or b"", 1 + _COLUMNS)
+    total, *tokens = averages(conn) if counted is None else counted
     avgdl = sum(tokens) / total  # bm25's own arithmetic, in its order, from here on
     norm = {
         memory_id: bm25.BM25_K1

@@ -115,6 +115,16 @@ def list_statement(key: FilterKey, limited: bool, after: bool = False) -> sqlalc
 
 
 @functools.cache
+def decays_statement(key: FilterKey) -> sqlalchemy.Select[Any]:
+    """(id, decay as of :now) of the ids of the JSON array :ids that pass the filters (a JSON
+    array: an expanding IN of hundreds of ids costs more to compile than to run)."""
+    listed = func.json_each(bindparam("ids")).table_valued("value")
+    return select(memories.c.id, decay_sql()).where(
+        memories.c.id.in_(select(listed.c.value)), *filter_clauses(key)
+    )
+
+
+@functools.cache
 def rows_statement(key: FilterKey) -> sqlalchemy.Select[Any]:
     """The rows among :ids that pass the filters, with their decay as of :now."""
     return select(*SELECT_MEMORY, decay_sql().label("current_decay")).where(

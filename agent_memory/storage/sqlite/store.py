@@ -223,7 +223,7 @@ class SqliteStore(CommonStore):
     def _nearest(
         self, conn: Connection, embedding: Embedding, limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
-        return self._vector_leg(conn, embedding, limit, filters)
+        return self._vector_leg(conn, embedding, limit, filters, near=True)
 
     def _vector_leg(
         self,
@@ -231,13 +231,16 @@ class SqliteStore(CommonStore):
         embedding: Embedding,
         limit: int,
         filters: Filters,
+        *,
+        near: bool = False,
     ) -> list[tuple[int, float]]:
         """The nearest (id, similarity) among the memories that pass ``filters`` (filtered
         before the cut), in a store pinned to ``embedding``'s model: from this process's
-        index once it is loaded, else by SQL."""
+        index once it is loaded, else by SQL. ``near``: only the very nearest matter (the
+        near-duplicate check)."""
         index = self._vector_index()
         if index is not None:
-            nearest = index.ranking(conn, embedding, embedding.pin, limit, filters)
+            nearest = index.ranking(conn, embedding, embedding.pin, limit, filters, near=near)
             if nearest is not None:
                 return nearest
         return vectors.ranking(conn, embedding, limit, filters)
@@ -251,6 +254,18 @@ class SqliteStore(CommonStore):
         params = {**rows.filter_params(filters), "ids": ids, "now": now}
         found = conn.execute(rows.rows_statement(rows.filter_key(filters)), params).all()
         return {row.id: rows.with_decay(row) for row in found}
+
+    def _decays(
+        self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
+    ) -> dict[int, dict[str, Any]]:
+        """Ids and decays only: a hybrid search's legs bring up to 2 x MAX_LEG candidates,
+        and reading each whole row (its content, its tags parsed) for a page of ten cost
+        more than the fusion (docs/performance.md, section 33)."""
+        if not ids:
+            return {}
+        params = {**rows.filter_params(filters), "ids": json.dumps(ids), "now": now}
+        found = conn.execute(rows.decays_statement(rows.filter_key(filters)), params)
+        return {i: {"id": i, "decay_score": decay} for i, decay in found}
 
     @_guarded
     def memories(

@@ -186,7 +186,13 @@ def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
     return [1.0 - distance for (distance,) in found if distance is not None]
 
 
-_ID_RANGE = "SELECT min(memory_id), max(memory_id) FROM memory_vector_floats"
+# Two scalar subqueries: SQLite reads a lone min() or max() off the end of the primary key,
+# but both in one SELECT scan every row (and its vector blob): 15 ms at 100,000 vectors in
+# memory, far more from disk (docs/performance.md, section 33).
+_ID_RANGE = (
+    "SELECT (SELECT min(memory_id) FROM memory_vector_floats),"
+    " (SELECT max(memory_id) FROM memory_vector_floats)"
+)
 
 
 @functools.cache

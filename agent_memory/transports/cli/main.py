@@ -40,6 +40,13 @@ DEFAULT_REST_PORT = 7437
 # workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
 # The default 5 ms switch interval delays each search (docs/performance.md, section 8).
 SWITCH_INTERVAL_SECS = 0.0005
+# numpy's OpenBLAS runs each matrix product on a thread per core. A search's products are
+# small (one query against the vector index's rows), and waking the threads costs more than
+# they share: hybrid search at 1,000 memories took 35-55 ms in process with the default on
+# 2 cores, 11-13 ms with one thread (docs/performance.md, section 33). Set before numpy is
+# imported, unless the user set it.
+BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
+BLAS_THREADS = "1"
 
 log = logging.getLogger("agent_memory")
 
@@ -325,5 +332,11 @@ def _run_daemon(settings: Settings, service: Any, server: Any, host: str, loopba
         sweeper.stop()
 
 
+def one_blas_thread(environ: Any = os.environ) -> None:
+    """BLAS_THREADS for numpy's products, unless the environment already says how many."""
+    environ.setdefault(BLAS_THREADS_ENV, BLAS_THREADS)
+
+
 def main() -> None:
+    one_blas_thread()  # numpy is not imported yet: serve and serve-rest load it later
     cli(prog_name="agent-memory")

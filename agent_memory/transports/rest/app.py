@@ -10,8 +10,10 @@ Every error, Flask's own 404/405/413 included, is a JSON ``{"error": ...}`` body
 Numbers are ASCII digits only, and JSON bodies are read with :func:`contract.wire.loads`
 (lone surrogates kept, long integers counted) so the service names the field at fault.
 
-The API has no authentication, so a web page in the user's browser must not reach it:
-unless the daemon was started with --allow-remote, a request whose Host header is not
+Tokens are checked in front of this app (agent_memory.daemon.Gate), which hands a request on
+with the service as its token may use it; the page signs in with one (rest.signin). Whether
+or not tokens exist, a web page of another site in the user's browser must not reach the
+API: unless the daemon was started with --allow-remote, a request whose Host header is not
 the daemon's own address (DNS rebinding) or whose Origin is another site is refused.
 The service keeps no per-request state: each call takes a pooled connection and returns
 it, so there is nothing to open or close per request here.
@@ -38,7 +40,7 @@ from agent_memory.contract.errors import (
 from agent_memory.contract.vocabulary import REST_ARGUMENTS
 from agent_memory.service.core import MemoryService
 from agent_memory.transports.rest import openapi as openapi_document
-from agent_memory.transports.rest import web
+from agent_memory.transports.rest import signin, web
 
 log = logging.getLogger(__name__)
 
@@ -261,10 +263,17 @@ class AddressGuard:
         self.origins = {f"http://{h}" for h in self.hosts}
         # A public name the daemon is reached by (behind a TLS proxy): as sent, with or
         # without a port, over http or https.
-        public = {name.lower() for name in extra_hosts}
-        self.hosts |= public
-        self.origins |= {f"{scheme}://{name}" for name in public for scheme in ("http", "https")}
+        self.public = frozenset(name.lower() for name in extra_hosts)
+        self.hosts |= self.public
+        self.origins |= {
+            f"{scheme}://{name}" for name in self.public for scheme in ("http", "https")
+        }
         self.allow_remote = allow_remote
+
+    def behind_proxy(self) -> bool:
+        """Whether the daemon was told it is reached through a proxy (--public-host, or
+        --allow-remote): only then is a proxy's X-Forwarded-Proto believed."""
+        return bool(self.public) or self.allow_remote
 
     def refusal(self, host: str | None, origin: str | None) -> str | None:
         """Why a request with these headers is refused (None when it is not)."""
@@ -303,7 +312,9 @@ def create_app(
         reason = address.refusal(request.headers.get("Host"), request.headers.get("Origin"))
         return None if reason is None else error(403, f"forbidden: {reason}")
 
+    app.extensions[signin.KEY] = signin.SignIn(service, address)
     app.register_blueprint(api)
+    app.register_blueprint(signin.routes)  # the page's sign-in: /api/session
     app.register_blueprint(web.page)  # the page at /, and the security headers of every answer
     _register_errors(app)
     return app

@@ -27,11 +27,17 @@ from waitress.utilities import Error, RequestEntityTooLarge
 
 from agent_memory.service.core import MemoryService
 from agent_memory.transports.rest import app as rest
+from agent_memory.transports.rest import signin
 
 log = logging.getLogger(__name__)
 
 # environ key of the service as a request's token may use it (see rest.app._service)
 SERVICE = rest.SERVICE
+# What the token gate (agent_memory.daemon) takes of the page's sign-in (rest.signin).
+GRANT = signin.GRANT
+SIGN_IN_PATH = signin.PATH
+CrossSite = signin.CrossSite
+SignIn = signin.SignIn
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Any]
 
 REST_THREADS = 4
@@ -150,6 +156,7 @@ class DaemonServer(TcpWSGIServer):
             extra_hosts=extra_hosts,
         )
         self.application = self.flask_app
+        self.sign_in: SignIn = self.flask_app.extensions[signin.KEY]
         self.mounts: dict[str, WsgiApp] = {}
 
     def mount(self, mounts: Mapping[str, WsgiApp]) -> None:

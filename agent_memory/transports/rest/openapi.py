@@ -15,6 +15,7 @@ from typing import Any
 from agent_memory import __version__
 from agent_memory.contract import fields, schemas
 from agent_memory.contract.vocabulary import REST_ARGUMENTS
+from agent_memory.transports.rest import signin
 from agent_memory.transports.rest.openapi_paths import paths
 from agent_memory.transports.rest.openapi_tidy import TIDY
 
@@ -152,6 +153,33 @@ _HEALTH = schemas.obj(
 )
 
 
+_IDENTITY = schemas.obj(
+    {
+        "name": {"type": "string", "description": "the token's name; local where none is needed"},
+        "read_only": {"type": "boolean"},
+        "scope": {"type": ["string", "null"], "description": "the only scope it may use"},
+        "via": {
+            "type": "string",
+            "enum": ["session", "bearer", "open"],
+            "description": "a session cookie, an Authorization header, or neither (loopback, "
+            "no token created: nothing to sign in to)",
+        },
+    },
+    *("name", "read_only", "scope", "via"),
+)
+# How a request names its token (docs/http.md): the header, or the page's session cookie.
+SECURITY_SCHEMES = {
+    "bearer": {"type": "http", "scheme": "bearer", "description": "agent-memory token create"},
+    "session": {
+        "type": "apiKey",
+        "in": "cookie",
+        "name": signin.COOKIE,
+        "description": f"set by POST /api/session ({signin.TLS_COOKIE} behind TLS); API routes "
+        f"only; a write must carry {signin.CSRF_HEADER}: 1",
+    },
+}
+
+
 def components() -> dict[str, Schema]:
     """The named schemas the paths refer to."""
     memory = _with_related_ref(schemas.MEMORY, "only with expand_links: true")
@@ -182,6 +210,8 @@ def components() -> dict[str, Schema]:
         "LinkResult": schemas.OUTPUT["link"],
         "UnlinkResult": schemas.OUTPUT["unlink"],
         "Health": _HEALTH,
+        "SignInRequest": schemas.obj({"token": {"type": "string"}}, "token"),
+        "Identity": _IDENTITY,
         "FullMemory": _with_related_ref(schemas.FULL_MEMORY),
         "GetNotFound": schemas.not_found("found"),
         "History": schemas.HISTORY,
@@ -200,14 +230,17 @@ def document() -> Schema:
         "info": {
             "title": "agent-memory REST API",
             "version": __version__,
-            "description": "Local, unauthenticated HTTP access to agent-memory. Loopback only "
-            "unless the daemon runs with --allow-remote. Every error body is "
+            "description": "HTTP access to agent-memory. On loopback with no token created "
+            "nothing is asked; once a token exists every /api route takes "
+            "Authorization: Bearer TOKEN, or the web page's session cookie (POST "
+            "/api/session), and answers 401 without. Every error body is "
             '{"error": message}.',
             "license": {"name": "MIT", "identifier": "MIT"},
         },
         "servers": [{"url": SERVER}],
+        "security": [{}, {"bearer": []}, {"session": []}],
         "paths": paths(),
-        "components": {"schemas": components()},
+        "components": {"schemas": components(), "securitySchemes": SECURITY_SCHEMES},
     }
 
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from agent_memory.contract.schemas import SIMILAR
 from agent_memory.contract.vocabulary import LINK_KINDS, MAX_LIMIT, MEMORY_TYPES
+from agent_memory.transports.rest.signin import COOKIE, CSRF_HEADER, TLS_COOKIE
 
 Schema = dict[str, Any]
 
@@ -272,6 +273,65 @@ def _page() -> dict[str, Schema]:
     return {"/": {"get": page}, "/assets/{name}": {"get": asset}}
 
 
+_SIGNED_OUT = {
+    "type": "object",
+    "properties": {"signed_out": {"const": True}},
+    "required": ["signed_out"],
+}
+
+
+def _session() -> Schema:
+    """The page's sign-in (rest.signin)."""
+    csrf = _error(
+        f"{FORBIDDEN}; or the {CSRF_HEADER} header is missing, or the Origin is another site's"
+    )
+    sign_in = _operation(
+        "Sign in with a token: the answer sets the session cookie",
+        "signIn",
+        {
+            "200": _answer("signed in: who the session is", "Identity"),
+            "400": _error("not a JSON body, or a field other than token"),
+            "401": _error("the token is wrong, expired or revoked (which is not said)"),
+            "403": csrf,
+            "413": _error(TOO_LARGE),
+        },
+        description=f"Checks the token as a Bearer header is checked; the cookie (`{COOKIE}`, "
+        f"`{TLS_COOKIE}` behind TLS) is HttpOnly, SameSite=Strict, Path=/, Secure behind TLS. "
+        f"Send the header `{CSRF_HEADER}: 1`.",
+        parameters=[_csrf_header()],
+        **_body("SignInRequest"),
+    )
+    who = _operation(
+        "Who this request is: a session's or a Bearer token's name, rights and scope, or "
+        "`via: open` where no sign-in is needed",
+        "whoAmI",
+        {
+            "200": _answer("the identity", "Identity"),
+            "401": _error("a token is required: sign in, or send Authorization: Bearer"),
+        },
+    )
+    sign_out = _operation(
+        "Sign out: ends the cookie's session and clears the cookie",
+        "signOut",
+        {
+            "200": _answer("signed out", _SIGNED_OUT),
+            "403": _error(f"{FORBIDDEN}; or the {CSRF_HEADER} header is missing"),
+        },
+        parameters=[_csrf_header()],
+    )
+    return {"get": who, "post": sign_in, "delete": sign_out}
+
+
+def _csrf_header() -> Schema:
+    return {
+        "name": CSRF_HEADER,
+        "in": "header",
+        "required": True,
+        "description": "any value: proves the request is the page's own (CSRF)",
+        "schema": {"type": "string"},
+    }
+
+
 def paths() -> dict[str, Schema]:
     """Every route the daemon serves (tests/test_openapi.py checks it against the app)."""
     search = _operation(
@@ -317,6 +377,7 @@ def paths() -> dict[str, Schema]:
         "/api/stats": {"get": stats},
         "/api/tidy": {"get": tidy},
         "/api/search": {"post": search},
+        "/api/session": _session(),
         **_links(),
         "/health": {"get": _health()},
         "/openapi.json": {"get": document},

@@ -30,6 +30,7 @@ ASSETS = {
     "api.js": "text/javascript",
     "graph.js": "text/javascript",
     "tidy.js": "text/javascript",
+    "signin.js": "text/javascript",
     "icon.svg": "image/svg+xml",
 }
 # The page: its own files, its own API, no inline script or style, no plugins, no framing,

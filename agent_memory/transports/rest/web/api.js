@@ -1,5 +1,7 @@
 // The REST API, as the page uses it: the same routes, bodies and messages as any client.
-// A request body is always JSON (the daemon refuses anything else on its writes).
+// A request body is always JSON (the daemon refuses anything else on its writes). Every
+// write carries X-Agent-Memory: 1, which a signed-in page's writes need (docs/http.md: no
+// other site's page can send it); reads stay plain, as the preloads in index.html are.
 
 export class ApiError extends Error {
   constructor(status, message) {
@@ -8,9 +10,17 @@ export class ApiError extends Error {
   }
 }
 
-// A not-found answer ({..., reason: "not_found"}) is a result, not an error.
-async function call(method, path, body, signal) {
+// Who is told when an answer is 401 (the daemon wants a token: signin.js shows its form).
+let unauthorized = () => {};
+export function onUnauthorized(handler) {
+  unauthorized = handler;
+}
+
+// A not-found answer ({..., reason: "not_found"}) is a result, not an error. ``own401``:
+// the caller handles a 401 itself (signing in with a wrong token).
+async function call(method, path, body, signal, own401 = false) {
   const init = { method, headers: { Accept: "application/json" }, signal };
+  if (method !== "GET") init.headers["X-Agent-Memory"] = "1";
   if (body !== undefined) {
     init.headers["Content-Type"] = "application/json";
     init.body = JSON.stringify(body);
@@ -22,6 +32,7 @@ async function call(method, path, body, signal) {
   } catch {
     throw new ApiError(response.status, `the daemon answered HTTP ${response.status}`);
   }
+  if (response.status === 401 && !own401) unauthorized();
   if (!response.ok && !(response.status === 404 && data && data.reason === "not_found")) {
     throw new ApiError(response.status, (data && data.error) || `HTTP ${response.status}`);
   }
@@ -53,6 +64,10 @@ export const api = {
   link: (edge) => call("POST", "/api/links", edge),
   unlink: ({ from_id, to_id, kind }) =>
     call("DELETE", `/api/links/${from_id}/${to_id}/${encodeURIComponent(kind)}`),
+  // Sign-in (signin.js): who this page is, a token sent once for a session cookie, sign-out.
+  session: () => call("GET", "/api/session"),
+  signIn: (token) => call("POST", "/api/session", { token }, undefined, true),
+  signOut: () => call("DELETE", "/api/session"),
 };
 
 // A relation as stored (from_id -[kind]-> to_id), from an entry of a memory's `related`

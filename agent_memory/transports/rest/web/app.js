@@ -3,6 +3,7 @@
 
 import { api, ApiError, storedEdge } from "./api.js";
 import { drawGraph, graphOf, MAX_FIRST_HOP } from "./graph.js";
+import { startSignIn } from "./signin.js";
 import { hideTidy, showTidy } from "./tidy.js";
 
 // Results as you type: a search is sent this long after the last keystroke.
@@ -327,10 +328,13 @@ async function loadStats() {
     markPressed();
     $("scope-list").replaceChildren(...stats.by_scope.filter((s) => s.scope !== null)
       .map((s) => Object.assign(document.createElement("option"), { value: s.scope })));
-    setText($("links-count"), counted(stats.links, "relation"));
+    // A scope-bound token's counts are its scope's: relations and the backlog are not
+    // counted per scope, so they are not there.
+    setText($("links-count"), stats.links === undefined ? "" : counted(stats.links, "relation"));
     // stats.embedding is there only when embedding is off: then nothing is on its way
     let backlog = "every memory is embedded";
     if (stats.embedding) backlog = "search by meaning is off (--embedder none)";
+    else if (stats.pending_embedding === undefined) backlog = "";
     else if (stats.pending_embedding) {
       backlog = `${stats.pending_embedding.toLocaleString()} waiting for a vector`;
     }
@@ -722,6 +726,11 @@ function start() {
       clearTimeout(timer);
       fromFirstPage();
     }
+  });
+  startSignIn(() => {
+    refresh();
+    loadStats();
+    route();
   });
   fromAddress();
   refresh();
