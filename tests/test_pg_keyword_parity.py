@@ -230,7 +230,8 @@ def test_documents_keep_fts5s_token_count_and_lexemes():
 def test_documents_put_the_tags_after_the_content_apart_from_it():
     text, count, tf, tag_tf = keyword.document("runs fast", ["Runner", "fast lane"])
     assert count == 5
-    assert json.loads(tf) == {"run": 1, "fast": 2, "runner": 1, "lane": 1}
+    # tf: bm25's frequency over both columns, a tag hit weighing TAG_WEIGHT (1.5)
+    assert json.loads(tf) == {"run": 1, "fast": 2.5, "runner": 1.5, "lane": 1.5}
     assert json.loads(tag_tf) == {"runner": 1, "fast": 1, "lane": 1}
     tags_at = 2 + document.TAG_GAP + 1
     assert text == (f"'run':1A 'fast':2,{tags_at + 1}C 'runner':{tags_at}B 'lane':{tags_at + 2}C")

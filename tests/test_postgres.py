@@ -284,6 +284,53 @@ def test_a_database_of_revision_0009_upgrades_and_finds_tags(pg_url, pg):
         store.close()
 
 
+def test_a_database_of_revision_0013_upgrades_and_weighs_tag_hits_in_one_lookup(
+    pg_url, pg, other_pg_url
+):
+    """Before 0014 a row's tf map counted a tag hit as one (bm25 read tag_tf as well); the
+    upgrade makes each value bm25's frequency, a tag hit weighing TAG_WEIGHT, and the
+    upgraded rows rank and score as the rows this version stores."""
+    from agent_memory.storage.postgres import database
+
+    engine = database.create_engine(pg_url)
+    with engine.connect() as conn, conn.begin():
+        database._upgrade(conn, 13)
+    engine.dispose()
+    memories = [
+        ("billing runs on PostgreSQL", ["billing"]),
+        ("the billing worker", []),
+        ("PostgreSQL for search", ["database", "billing"]),
+    ]
+    for i, (content, tags) in enumerate(memories, start=1):
+        terms, length, tf, tag_tf = keyword.document(content, tags)
+        in_tags = json.loads(tag_tf)
+        as_0013 = {k: round(v - 0.5 * in_tags.get(k, 0)) for k, v in json.loads(tf).items()}
+        pg.execute(
+            "INSERT INTO memories (type, content, tags, base_weight, decay_score, access_count,"
+            " created_at, last_accessed, embedding_status, content_hash, doc_len, terms, tf,"
+            " tag_tf) VALUES ('TODO', %s, %s::jsonb, 1, 1, 0, %s, %s, 0, %s, %s, %s::tsvector,"
+            " %s::jsonb, %s::jsonb)",
+            (content, json.dumps(tags), T0, T0, i, length, terms, json.dumps(as_0013), tag_tf),
+        )
+    assert pg.execute("SELECT tf ->> 'bill' FROM memories WHERE id = 1").fetchone() == ("2",)
+    upgraded, fresh = open_store(pg_url), open_store(other_pg_url)
+    try:
+        assert upgraded.schema_version == head_revision() >= 14
+        for content, tags in memories:
+            fresh.insert(NewMemory("TODO", content, tags, None, None, T0, None), None)
+        assert pg.execute("SELECT tf ->> 'bill' FROM memories WHERE id = 1").fetchone() == ("2.5",)
+        assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
+        assert pg.execute(LEXEMES_AGREE).fetchone() == (True,)
+        with psycopg.connect(other_pg_url) as other:
+            for text in ("billing", "billing postgresql", "tags:billing", "content:billing"):
+                statement, params = keyword.keyword_ranking_sql(query.parse(text), limit=5)
+                ranked = pg.execute(statement, params).fetchall()
+                assert len(ranked) >= 2 and ranked == other.execute(statement, params).fetchall()
+    finally:
+        upgraded.close()
+        fresh.close()
+
+
 def test_an_unreachable_server_is_one_line_without_the_password(tmp_path):
     url = f"postgresql://amy:s3cret@/nothing?host={tmp_path}&connect_timeout=2"
     with pytest.raises(DatabaseOpenError) as caught:
@@ -371,6 +418,37 @@ def test_engine_errors_reach_the_log_not_the_client(pg_url, pg, caplog):
         service.close()
 
 
+def test_a_keyword_page_reads_its_memories_with_the_ranking(pg_url):
+    """Each statement is a round trip to the server: the snapshot starts with its deadline in
+    one (BEGIN on the driver's connection), and the page's memories come with the ranking
+    (docs/performance.md, section 32), so SQLAlchemy sends two statements, not five."""
+    import sqlalchemy
+    from sqlalchemy import event
+
+    store = open_store(pg_url)
+    sent: list[str] = []
+
+    def record(conn, cursor, statement, *rest) -> None:
+        sent.append(statement)
+
+    try:
+        for content in ("kafka retry", "kafka cache cache", "retry"):
+            store.insert(new(content), None)
+        event.listen(sqlalchemy.engine.Engine, "before_cursor_execute", record)
+        try:
+            deadline = time.monotonic() + 30
+            found = store.search(
+                "kafka", None, now=T0 + 60, limit=5, filters=Filters(), deadline=deadline
+            )
+        finally:
+            event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", record)
+        assert [m["content"] for m in found.results] == ["kafka retry", "kafka cache cache"]
+        assert all(m["decay_score"] > 0 for m in found.results)
+        assert len(sent) == 2 and sent[0] == "SET LOCAL enable_seqscan = off"
+    finally:
+        store.close()
+
+
 def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch):
     from agent_memory.storage.postgres import keyword
 
@@ -379,8 +457,9 @@ def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch
         store.insert(new("slow words"), None)
         with pytest.raises(SearchTimedOut):
             store.search("slow", None, now=T0, limit=5, filters=Filters(), deadline=0.0)
+        slow = "SELECT 1 AS id, 1.0 AS score FROM pg_sleep(30)"
         monkeypatch.setattr(  # a ranking that would take 30 s: statement_timeout stops it
-            keyword, "keyword_ranking_sql", lambda *a, **k: ("SELECT 1, pg_sleep(30)", [])
+            keyword, "keyword_ranking_sql", lambda *a, **k: (slow, [])
         )
         began = time.monotonic()
         with pytest.raises(SearchTimedOut):

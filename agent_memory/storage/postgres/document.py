@@ -12,10 +12,12 @@ FTS5's index has two columns, content and tags (migrations/versions/0009). The t
 follow the content's in the one tsvector, TAG_GAP positions after its last token (so no
 phrase, and no NEAR group tsquery spells out, spans the two), at weight C, their first at
 weight B (``^`` there); a column filter asks its columns' weights (tsquery.weights). The
-count maps are ``tf``, both columns together (which rows hold a word, whatever the column),
-and ``tag_tf``, the tags alone; the length counts both, as FTS5's does. bm25 counts a tag
-hit as bm25.TAG_WEIGHT hits (FTS5's column weights), and positions read for NEAR groups
-carry their column (COLUMN_SPAN).
+count maps are ``tf``, both columns together: its keys are the lexemes a row holds, whatever
+the column, and each value is the lexeme's frequency as bm25 counts it, a tag hit weighing
+bm25.TAG_WEIGHT (FTS5's column weights), so that a word's frequency is one lookup
+(migrations/postgres/0014); and ``tag_tf``, the tags' hits alone, for column filters. The
+length counts both columns, as FTS5's does. Positions read for NEAR groups carry their
+column (COLUMN_SPAN).
 
 What a tsvector cannot hold (PostgreSQL's limits; they only touch very long memories): a
 lexeme of 2,047 bytes or more (left out: not searchable), a position past 16,383 (clamped:
@@ -35,6 +37,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from agent_memory import search as query
+from agent_memory.search import bm25
 from agent_memory.storage.postgres import tsquery
 
 # PostgreSQL's tsvector limits (tsvector.h): largest position, positions kept per lexeme,
@@ -66,7 +69,7 @@ class Document(NamedTuple):
 def document(content: str, tags: Sequence[str] = ()) -> Document:
     """The keyword columns of a memory: the tsvector input text of the FTS5 lexemes of
     ``content`` and then of ``tags`` (see the module), FTS5's token count of both, and the
-    count maps of both and of the tags alone.
+    count maps: bm25's frequencies over both columns, and the tags' hits alone.
 
     Once the tsvector is full (TSVECTOR_MAX_BYTES), later tokens are still counted (tf and
     the token count) but no longer indexed. Runs of scripts written without spaces count as
@@ -76,7 +79,7 @@ def document(content: str, tags: Sequence[str] = ()) -> Document:
     tagged = query.tokens(query.indexed_tags(tags) or query.tag_text(tags))
     positions: dict[str, list[str]] = {}  # lexeme -> its positions, each with its weight
     last: dict[str, int] = {}  # lexeme -> its last position kept
-    counts: dict[str, int] = {}
+    counts: dict[str, float] = {}  # lexeme -> content hits + TAG_WEIGHT x tag hits
     tag_counts: dict[str, int] = {}
     lexemes: dict[str, str] = {}  # token -> lexeme: a long memory repeats its words
     size = 0  # PostgreSQL's count (tsvectorin): each lexeme padded to 2 bytes, a position
@@ -93,8 +96,9 @@ def document(content: str, tags: Sequence[str] = ()) -> Document:
         length = len(lexeme.encode())
         if not lexeme or length > tsquery.MAX_LEXEME_BYTES:
             continue
-        counts[lexeme] = counts.get(lexeme, 0) + 1
-        if weight in ("B", "C"):
+        in_tags = weight in ("B", "C")
+        counts[lexeme] = counts.get(lexeme, 0) + (bm25.TAG_WEIGHT if in_tags else 1)
+        if in_tags:
             tag_counts[lexeme] = tag_counts.get(lexeme, 0) + 1
         if full:
             continue
@@ -110,9 +114,10 @@ def document(content: str, tags: Sequence[str] = ()) -> Document:
         positions.setdefault(lexeme, []).append(f"{clamped}{weight}")
         last[lexeme] = clamped
     text = " ".join(_quote(lexeme) + ":" + ",".join(kept) for lexeme, kept in positions.items())
+    weighted = {lexeme: int(n) if n == int(n) else n for lexeme, n in counts.items()}
     return Document(
         text,
         len(found) + len(tagged),
-        json.dumps(counts, ensure_ascii=False),
+        json.dumps(weighted, ensure_ascii=False),
         json.dumps(tag_counts, ensure_ascii=False),
     )

@@ -16,60 +16,45 @@ matching it (with a NEAR group holding a multi-word phrase, even positions left 
 earlier row). That changes scores, never which rows match.
 
 The keyword columns each row carries (lexemes, positions, counts): document.py; bm25's N,
-average length and each word's row count: totals.py.
+average length and each word's row count: totals.py, and a query's phrases' row counts in
+SQL: counts.py. What a row costs (docs/performance.md, section 32): the heap visit, one jsonb
+lookup a word (``tf`` holds bm25's weighted frequency), and the score's arithmetic over
+columns, not arrays.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from agent_memory import search as query
 from agent_memory.contract.vocabulary import PINNED_TYPES
 from agent_memory.search import And, Near, Node, Not, Or, Phrase, Term, bm25, ranking
 from agent_memory.storage.postgres import tsquery
+from agent_memory.storage.postgres.counts import COUNTS_BY_INDEX_MAX as COUNTS_BY_INDEX_MAX
+from agent_memory.storage.postgres.counts import Sql as _Sql
+from agent_memory.storage.postgres.counts import phrase_rows
+from agent_memory.storage.postgres.counts import word_rows_sql as word_rows_sql
 from agent_memory.storage.postgres.document import Document as Document
 from agent_memory.storage.postgres.document import document as document
 from agent_memory.storage.postgres.totals import COMPACT_LOCK as COMPACT_LOCK
 from agent_memory.storage.postgres.totals import COMPACT_TOTALS as COMPACT_TOTALS
-from agent_memory.storage.postgres.totals import LEXEME_ROWS, TOTALS
+from agent_memory.storage.postgres.totals import TOTALS
 
 # Where the SQL reads a tags position, it adds this: a NEAR group's distance (a 32-bit
 # integer) never reaches from one column into the other.
 COLUMN_SPAN = 1 << 33
 
-# A phrase's row count (bm25's n) reads the GIN index, which visits the heap page of every
-# row holding it; a single word's count instead comes from lexeme_rows plus the changes the
-# totals log still holds (totals.LEXEME_ROWS, exact in any snapshot). Up to this many other
-# phrases, each one's count is read from the GIN index; past it, all are counted in one pass
-# over the table (docs/performance.md, "PostgreSQL keyword ranking").
-COUNTS_BY_INDEX_MAX = 4
-# A query's phrases (up to query.cost.MAX_QUERY_WORDS) are carried in arrays, one entry per
-# phrase (a column each would meet PostgreSQL's 1,664 columns in a select list). Up to this many,
-# a row's score is one sum written out in FTS5's order; past it, the sum runs over the arrays
-# (a little more a row), since an expression 10,000 deep overflows PostgreSQL's stack.
+# Up to this many phrases, each one's IDF and its frequency in a row are columns of their own
+# and a row's score is one sum written out in FTS5's order (docs/performance.md, section 32:
+# arrays and their subscripts cost a question a third of its time). Past it (a query may hold
+# query.cost.MAX_QUERY_WORDS), they are arrays and the sum runs over them: PostgreSQL allows
+# 1,664 columns in a select list, and an expression 10,000 deep overflows its stack.
 INLINE_SUM_MAX_PHRASES = 256
 
 
 # -- Ranking ----------------------------------------------------------------------------------
 
 _F = "::float8"
-
-
-class _Sql:
-    """SQL text with its parameters, in order."""
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.params: list[Any] = []
-
-    def add(self, text: str, params: Sequence[Any] = ()) -> _Sql:
-        self.parts.append(text)
-        self.params.extend(params)
-        return self
-
-    def text(self) -> str:
-        return "".join(self.parts)
 
 
 _TAG_WEIGHTS = "('B', 'C')"
@@ -105,29 +90,30 @@ def _single_word(phrase: Phrase, leaf: Near) -> bool:
 
 
 def _counted(column: str, term: Term) -> str:
-    """One word's count in ``m.<column>`` (a count map), of every word it is a prefix of for
-    ``abc*``; its lexeme is the one parameter."""
+    """A word's value in ``m.<column>`` (a count map), summed over every word it is a prefix
+    of for ``abc*``, as float8; its lexeme is the one parameter."""
     if term.prefix:
         return (
-            f"(SELECT coalesce(sum(value::int), 0) FROM jsonb_each_text(m.{column})"
+            f"(SELECT coalesce(sum(value{_F}), 0{_F}) FROM jsonb_each_text(m.{column})"
             " WHERE starts_with(key, %s))"
         )
-    return f"coalesce((m.{column} ->> %s)::int, 0)"
+    return f"coalesce((m.{column} ->> %s){_F}, 0{_F})"
 
 
 def _word_frequency(phrase: Phrase, columns: frozenset[str] | None, out: _Sql) -> None:
     """One word's frequency in row m as FTS5's bm25 counts it in ``columns``: a hit in the
-    content 1, in the tags bm25.TAG_WEIGHT."""
+    content 1, in the tags bm25.TAG_WEIGHT. ``tf`` holds it for both columns (one lookup);
+    ``tag_tf`` the tags' hits. Exact: small multiples of a sum of powers of two."""
     term = phrase.terms[0]
     word = [query.lexeme(term.token)]
     both, tags = _counted("tf", term), _counted("tag_tf", term)
-    in_tags = columns is None or "tags" in columns
-    if columns is None or "content" in columns:
-        out.add(f"({both}{_F} - {tags}{_F})", word + word)
-        if in_tags:
-            out.add(" + ")
-    if in_tags:
-        out.add(f"{tags}{_F} * {bm25.TAG_WEIGHT!r}{_F}", word)
+    weight = f"{bm25.TAG_WEIGHT!r}{_F}"
+    if columns is None or len(columns) == len(query.COLUMNS):
+        out.add(both, word)
+    elif "content" in columns:
+        out.add(f"({both} - {tags} * {weight})", word + word)
+    else:
+        out.add(f"{tags} * {weight}", word)
 
 
 def _near_positions(phrase: Phrase, leaf: Near, out: _Sql) -> None:
@@ -265,92 +251,6 @@ def decay_sql(alias: str) -> str:
     )
 
 
-def _plain_word(phrase: Phrase, columns: frozenset[str] | None) -> bool:
-    """A word whose row count lexeme_rows keeps (not a prefix, a phrase, ``^`` or in some
-    columns only)."""
-    return (
-        len(phrase.terms) == 1
-        and not phrase.terms[0].prefix
-        and not phrase.first
-        and not tsquery.weights(columns)
-    )
-
-
-def _phrase_rows(phrases: Sequence[tuple[Phrase, frozenset[str] | None]], out: _Sql) -> None:
-    """SELECT h: how many rows hold each phrase in its columns (bm25's n), an array in the
-    phrases' order.
-
-    The plain words' counts come from one array of their lexemes (``unnest``), however many
-    there are; the other phrases' each from the GIN index, or, past COUNTS_BY_INDEX_MAX of
-    them, all in one pass over the table. Each count is tagged with its phrase's position,
-    and the array is put together in that order.
-    """
-    words = [
-        (i, phrase) for i, (phrase, cols) in enumerate(phrases, 1) if _plain_word(phrase, cols)
-    ]
-    others = [
-        (i, phrase, cols)
-        for i, (phrase, cols) in enumerate(phrases, 1)
-        if not _plain_word(phrase, cols)
-    ]
-    parts = []
-    if words:
-        lexemes = [query.lexeme(phrase.terms[0].token) for _, phrase in words]
-        parts.append(
-            (
-                f"SELECT w.i, {LEXEME_ROWS} AS c FROM unnest(%s::text[], %s::int[]) w(x, i)",
-                [lexemes, [i for i, _ in words]],
-            )
-        )
-    if others:
-        by_index = len(others) <= COUNTS_BY_INDEX_MAX
-        counts, params = [], []
-        for _, phrase, cols in others:
-            rendered, args = tsquery.phrase_tsquery(phrase, cols)
-            params += args
-            if by_index:
-                counts.append(f"(SELECT count(*) FROM memories WHERE terms @@ {rendered})")
-            else:
-                counts.append(f"count(*) FILTER (WHERE terms @@ {rendered})")
-        listed = "ARRAY[" + ", ".join(counts) + "]::bigint[]"
-        if by_index:
-            counted = f"unnest(%s::int[], {listed}) o(i, c)"
-            params = [[i for i, _, _ in others], *params]
-        else:
-            counted = f"(SELECT {listed} AS c FROM memories) a, unnest(%s::int[], a.c) o(i, c)"
-            params = [*params, [i for i, _, _ in others]]
-        parts.append((f"SELECT o.i, o.c FROM {counted}", params))
-    if not parts:
-        out.add("SELECT '{}'::bigint[] AS h")
-        return
-    out.add("SELECT array_agg(s.c ORDER BY s.i) AS h FROM (")
-    for n, (text, params) in enumerate(parts):
-        out.add(" UNION ALL " if n else "")
-        out.add(text, params)
-    out.add(") s")
-
-
-def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
-    """(SQL, parameters) giving one row: bm25's N, and an array of how many rows match each
-    of ``leaves`` (the retry's words: a leaf of one phrase, or of none, which matches none)."""
-    phrases = [
-        leaf.phrases[0]
-        if isinstance(leaf, Near) and len(leaf.phrases) == 1 and tsquery.storable(leaf.phrases[0])
-        else None
-        for leaf in leaves
-    ]
-    counted = [phrase for phrase in phrases if phrase is not None]
-    at, positions = 0, []  # each leaf's phrase's position in hits.h (1-based), or null
-    for phrase in phrases:
-        at += phrase is not None
-        positions.append(at if phrase is not None else None)
-    sql = _Sql().add("WITH hits AS (")
-    _phrase_rows([(phrase, None) for phrase in counted], sql)
-    sql.add(f") SELECT (SELECT n FROM {TOTALS} totals), ARRAY(SELECT coalesce(hits.h[u.k], 0)")
-    sql.add(" FROM unnest(%s::int[]) WITH ORDINALITY u(k, i) ORDER BY u.i) FROM hits", [positions])
-    return sql.text(), sql.params
-
-
 def _filtered(
     sql: _Sql,
     memory_type: str | None,
@@ -400,15 +300,8 @@ def keyword_ranking_sql(
         f"WITH stats AS MATERIALIZED (SELECT n, tokens FROM {TOTALS} totals),"
         " hits AS MATERIALIZED ("
     )
-    _phrase_rows([(phrase, leaf.columns) for phrase, leaf, _ in found], sql)
-    # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
-    ratio = f"ln(((stats.n - u.h){_F} + 0.5{_F}) / (u.h{_F} + 0.5{_F}))"
-    sql.add(
-        f"), idfs AS MATERIALIZED (SELECT coalesce(array_agg(CASE WHEN r.x <= 0{_F}"
-        f" THEN {bm25.IDF_FLOOR!r}{_F} ELSE r.x END ORDER BY r.i), '{{}}') AS idf"
-        f" FROM stats, hits, LATERAL (SELECT {ratio} AS x, u.i"
-        " FROM unnest(hits.h) WITH ORDINALITY u(h, i)) r)"
-    )
+    phrase_rows([(phrase, leaf.columns) for phrase, leaf, _ in found], sql)
+    _idfs(len(found), sql)
     # The nodes above a phrase's leaf that decide whether it counts (_conditions), each one's
     # match computed once a row, in ``m.above``.
     above = _conditions(found)
@@ -427,8 +320,36 @@ def keyword_ranking_sql(
     _filtered(sql, memory_type, tag, scope, by, until)
     _frequencies(found, above, sql)
     _score(len(found), now, sql)
-    sql.add(" AS score FROM freqs f, stats, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
+    sql.add(" AS score FROM freqs f, idfs ORDER BY score DESC, f.id LIMIT %s", [limit])
     return sql.text(), sql.params
+
+
+def _columns(phrases: int) -> bool:
+    """Whether each phrase's IDF and frequency are columns of their own (else arrays)."""
+    return phrases <= INLINE_SUM_MAX_PHRASES
+
+
+def _idfs(phrases: int, sql: _Sql) -> None:
+    """The idfs CTE: each phrase's IDF from N and its row count (hits.h), as columns i1, i2,
+    ... (or one array, idf, past INLINE_SUM_MAX_PHRASES)."""
+    # FTS5: idf = log((N - n + 0.5) / (n + 0.5)), and 1e-6 where that is not positive.
+    ratio = "ln(((stats.n - {h}){f} + 0.5{f}) / ({h}{f} + 0.5{f}))"
+    floored = "CASE WHEN {x} <= 0{f} THEN " + f"{bm25.IDF_FLOOR!r}{_F}" + " ELSE {x} END"
+    if _columns(phrases):
+        idfs = [
+            floored.format(x=ratio.format(h=f"hits.h[{i}]", f=_F), f=_F) + f" AS i{i}"
+            for i in range(1, phrases + 1)
+        ]
+        sql.add("), idfs AS MATERIALIZED (SELECT " + (", ".join(idfs) or "0 AS none"))
+        sql.add(" FROM stats, hits)")
+        return
+    sql.add(
+        "), idfs AS MATERIALIZED (SELECT coalesce(array_agg("
+        + floored.format(x="r.x", f=_F)
+        + " ORDER BY r.i), '{}') AS idf FROM stats, hits, LATERAL (SELECT "
+        + ratio.format(h="u.h", f=_F)
+        + " AS x, u.i FROM unnest(hits.h) WITH ORDINALITY u(h, i)) r)"
+    )
 
 
 def _frequencies(
@@ -436,12 +357,18 @@ def _frequencies(
     above: dict[int, tuple[int, Node]],
     sql: _Sql,
 ) -> None:
-    """The freqs CTE: each phrase's frequency in each matched row, counted only where FTS5
-    counts it (``above``: _conditions). A phrase's positions are only read from rows that
-    contain it (one tsvector lookup first)."""
-    sql.add("), freqs AS MATERIALIZED (SELECT m.id, m.doc_len, m.type, m.last_accessed, ARRAY[")
+    """The freqs CTE: each matched row's bm25 length term (norm) and each phrase's frequency
+    in it, counted only where FTS5 counts it (``above``: _conditions), as columns f1, f2, ...
+    (or one array, f). A phrase's positions are only read from rows that contain it (one
+    tsvector lookup first)."""
+    # FTS5: k1 * (1 - b + b * D / avgdl), the same for every phrase of a row.
+    k1, b = f"{bm25.BM25_K1!r}{_F}", f"{bm25.BM25_B!r}{_F}"
+    norm = f"{k1} * (1{_F} - {b} + {b} * m.doc_len{_F} / (stats.tokens{_F} / stats.n{_F}))"
+    columns = _columns(len(found))
+    sql.add(f"), freqs AS MATERIALIZED (SELECT m.id, m.type, m.last_accessed, {norm} AS norm")
+    sql.add("" if columns else ", ARRAY[")
     for i, (phrase, leaf, nodes) in enumerate(found):
-        sql.add(", " if i else "")
+        sql.add(", " if i or columns else "")
         when = " AND ".join(f"m.above[{above[id(n)][0]}]" for n in nodes[:-1])
         if _single_word(phrase, leaf):
             if when:
@@ -454,7 +381,8 @@ def _frequencies(
             _frequency(phrase, leaf, sql)
         if when or not _single_word(phrase, leaf):
             sql.add(f" ELSE 0{_F} END")
-    sql.add("]::float8[] AS f FROM matched m")
+        sql.add(f" AS f{i + 1}" if columns else "")
+    sql.add(" FROM matched m, stats" if columns else "]::float8[] AS f FROM matched m, stats")
 
 
 def _score(phrases: int, now: int | None, sql: _Sql) -> None:
@@ -462,21 +390,20 @@ def _score(phrases: int, now: int | None, sql: _Sql) -> None:
     as of ``now`` when given)."""
     # FTS5: score += idf * (f * (k1 + 1)) / (f + k1 * (1 - b + b * D / avgdl)), phrase by
     # phrase, in its order of operations; -bm25 is that score.
-    k1, b = f"{bm25.BM25_K1!r}{_F}", f"{bm25.BM25_B!r}{_F}"
-    norm = f"{k1} * (1{_F} - {b} + {b} * f.doc_len{_F} / (stats.tokens{_F} / stats.n{_F}))"
+    k1 = f"{bm25.BM25_K1!r}{_F}"
     sql.add(") SELECT f.id, ")
     if now is not None:
         sql.add(decay_sql("f") + " + ", [now])
     if not phrases:
         sql.add(f"0{_F}")
-    elif phrases <= INLINE_SUM_MAX_PHRASES:
+    elif _columns(phrases):
         terms = [
-            f"idfs.idf[{i}] * ((f.f[{i}] * ({k1} + 1.0{_F})) / (f.f[{i}] + {norm}))"
+            f"idfs.i{i} * ((f.f{i} * ({k1} + 1.0{_F})) / (f.f{i} + f.norm))"
             for i in range(1, phrases + 1)
         ]
         sql.add("(" + " + ".join(terms) + ")")
     else:
         sql.add(
-            f"(SELECT sum(u.idf * ((u.f * ({k1} + 1.0{_F})) / (u.f + {norm})) ORDER BY u.i)"
+            f"(SELECT sum(u.idf * ((u.f * ({k1} + 1.0{_F})) / (u.f + f.norm)) ORDER BY u.i)"
             " FROM unnest(idfs.idf, f.f) WITH ORDINALITY u(idf, f, i))"
         )

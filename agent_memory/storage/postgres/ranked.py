@@ -1,14 +1,25 @@
 """PostgreSQL's keyword ranking as the store runs it: the query tree (agent_memory.search)
 scored by FTS5's bm25 in SQL (the SQL: keyword.py), and a query of several words searched
-as on SQLite (the rows holding every word first). Inside the caller's read snapshot."""
+as on SQLite (the rows holding every word first). Inside the caller's read snapshot.
+
+A keyword page's statements bring the page's memories with their scores (``page``): the
+memories are not read in a round trip of their own.
+"""
 
 from __future__ import annotations
+
+from typing import Any
 
 import sqlalchemy
 
 from agent_memory.contract.models import Filters, KeywordScale
-from agent_memory.search import Node, Or, ParsedQuery, bm25
+from agent_memory.search import Node, Or, ParsedQuery, any_word, bm25
+from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword
+
+# A ranked row: (id, score, the memory as of the search when a page asked for it, else None).
+Ranked = tuple[int, float, dict[str, Any] | None]
+_MEMORY = ", ".join(f"m.{column}" for column in MEMORY_COLUMNS)
 
 
 def scale(conn: sqlalchemy.Connection, parsed: ParsedQuery) -> KeywordScale | None:
@@ -21,14 +32,27 @@ def scale(conn: sqlalchemy.Connection, parsed: ParsedQuery) -> KeywordScale | No
 
 
 def scored(
+    conn: sqlalchemy.Connection, parsed: ParsedQuery, limit: int, filters: Filters
+) -> list[tuple[int, float]]:
+    """(id, -bm25), best first, filters before the cut: the keyword leg of a hybrid search."""
+    return [(i, score) for i, score, _ in _scored(conn, parsed, limit, filters, None)]
+
+
+def page(
+    conn: sqlalchemy.Connection, parsed: ParsedQuery, limit: int, filters: Filters, now: int
+) -> list[tuple[dict[str, Any], float]]:
+    """(memory, -bm25 plus decay as of ``now``), best first, filters before the cut; each
+    memory's decay_score as of ``now``."""
+    return [(memory, score) for _, score, memory in _scored(conn, parsed, limit, filters, now)]
+
+
+def _scored(
     conn: sqlalchemy.Connection,
     parsed: ParsedQuery,
     limit: int,
     filters: Filters,
     now: int | None,
-) -> list[tuple[int, float]]:
-    """(id, -bm25 plus decay as of ``now`` when given), best first, filters before the
-    cut."""
+) -> list[Any]:
     if parsed.tree is None:
         return []
     # The GIN index for the phrases' row counts and the matching rows: on a table of a
@@ -47,7 +71,9 @@ def _ranking(
     filters: Filters,
     now: int | None,
     scored: Node | None = None,
-) -> list[tuple[int, float]]:
+) -> list[Ranked]:
+    """The ranking of ``tree`` (see keyword.keyword_ranking_sql); with ``now``, each row's
+    memory in the same statement."""
     statement, params = keyword.keyword_ranking_sql(
         tree,
         limit=limit,
@@ -59,7 +85,23 @@ def _ranking(
         now=now,
         scored=scored,
     )
-    return [(int(i), float(s)) for i, s in conn.exec_driver_sql(statement, tuple(params))]
+    if now is None:
+        return [(int(i), float(s), None) for i, s in conn.exec_driver_sql(statement, tuple(params))]
+    statement = (
+        f"SELECT r.id, r.score, {_MEMORY}, {keyword.decay_sql('m')} FROM ({statement}) r"
+        " JOIN memories m ON m.id = r.id ORDER BY r.score DESC, r.id"
+    )
+    found = []
+    for row in conn.exec_driver_sql(statement, (now, *params)):
+        memory = dict(zip(MEMORY_COLUMNS, row[2:-1], strict=True))
+        memory["decay_score"] = row[-1]
+        found.append((int(row[0]), float(row[1]), memory))
+    return found
+
+
+def _any_of(parsed: ParsedQuery, words: list[str], hits: dict[str, int]) -> Node:
+    """The OR of the leaves of ``words`` that some row holds (each once)."""
+    return Or(tuple(parsed.leaf(word) for word in dict.fromkeys(words) if hits[word]))
 
 
 def _words(
@@ -68,7 +110,7 @@ def _words(
     limit: int,
     filters: Filters,
     now: int | None,
-) -> list[tuple[int, float]]:
+) -> list[Ranked]:
     """A query searched as words (as on SQLite): the rows holding every word first, then
     the rows holding one of its informative words (query.bm25.plan), every row with the
     whole score of the OR of the words (``parsed.tree``, one leaf per word).
@@ -87,16 +129,21 @@ def _words(
     planned = bm25.plan(words, total, hits, never_empty=now is not None)
     if not planned.kept:
         return first
+    # A word no row holds adds 0 to every row's score and matches no row: it is left out of
+    # the statements, which gives the same scores (x + 0.0 is x) for less work a row.
+    present = [leaf for word, leaf in zip(words, parsed.leaves, strict=True) if hits[word]]
+    if not present:
+        return first
+    tree = any_word(present)
     wanted = limit + len(first)  # the first rows come again: they hold the kept words
     found = None
     if planned.rarest is not None:
-        scored = Or(tuple(map(parsed.leaf, dict.fromkeys(planned.rarest))))
+        scored = _any_of(parsed, planned.rarest, hits)
         found = _ranking(conn, tree, wanted, filters, now, scored)
         if len(found) < wanted:
             found = None  # the other kept words' rows are needed to fill the page
     if found is None:
-        kept = dict.fromkeys(planned.kept)
-        scored = Or(tuple(map(parsed.leaf, kept))) if planned.left_out else None
+        scored = _any_of(parsed, planned.kept, hits) if planned.left_out else None
         found = _ranking(conn, tree, wanted, filters, now, scored)
-    seen = {memory_id for memory_id, _ in first}
+    seen = {memory_id for memory_id, _, _ in first}
     return first + [pair for pair in found if pair[0] not in seen][: limit - len(first)]

@@ -106,22 +106,33 @@ class PostgresStore(CommonStore):
 
     @contextmanager
     def _read(self, deadline: float | None = None) -> Iterator[sqlalchemy.Connection]:
-        """One snapshot; with ``deadline`` (time.monotonic()), SearchTimedOut past it."""
-        with self._engine.connect() as conn, conn.begin():
-            conn.exec_driver_sql("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            if deadline is None:
-                yield conn
-                return
+        """One snapshot; with ``deadline`` (time.monotonic()), SearchTimedOut past it.
+
+        The transaction starts, with its isolation and its deadline, in one round trip (on
+        the driver's connection, in autocommit: the driver would send a BEGIN of its own),
+        and ends in one (docs/performance.md, section 32)."""
+        settings = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+        if deadline is not None:
             left_ms = int((deadline - time.monotonic()) * 1000)
             if left_ms <= 0:
                 raise SearchTimedOut()
-            conn.exec_driver_sql(f"SET LOCAL statement_timeout = {left_ms}")
+            settings += f"; SET LOCAL statement_timeout = {left_ms}"
+        with self._engine.connect() as conn:
+            driver = conn.connection.driver_connection
+            driver.autocommit = True
             try:
+                driver.execute(settings)
                 yield conn
             except sqlalchemy.exc.OperationalError as exc:
-                if isinstance(exc.orig, psycopg.errors.QueryCanceled):
+                if deadline is not None and isinstance(exc.orig, psycopg.errors.QueryCanceled):
                     raise SearchTimedOut() from exc
                 raise
+            finally:
+                try:
+                    driver.rollback()  # a read-only snapshot: nothing to commit
+                    driver.autocommit = False
+                except psycopg.Error:
+                    conn.invalidate()  # a broken connection leaves the pool
 
     # -- memories (the flow around them: common.CommonStore) ------------------------------
 
@@ -217,7 +228,7 @@ class PostgresStore(CommonStore):
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = vectors.nearest(conn, embedding, leg.limit, leg.filters)
-        ranked = ranked_search.scored(conn, query, leg.limit, leg.filters, None)
+        ranked = ranked_search.scored(conn, query, leg.limit, leg.filters)
         scale = ranked_search.scale(conn, query) if ranked else None
         return ranked, nearest, scale
 
@@ -229,9 +240,7 @@ class PostgresStore(CommonStore):
     def _keyword_page(
         self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
     ) -> list[tuple[dict[str, Any], float]]:
-        ranked = ranked_search.scored(conn, query, limit, filters, now)
-        found = self._rows(conn, [i for i, _ in ranked], now, Filters())
-        return [(found[i], s) for i, s in ranked if i in found]
+        return ranked_search.page(conn, query, limit, filters, now)
 
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
