@@ -196,6 +196,11 @@ def serve(settings: Settings) -> None:
     sweeper = Sweeper(service, settings.sweep_interval, answered)
     sweeper.start()
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored
+        # The SDK reads stdin in a worker thread no interrupt reaches, so Ctrl-C would wait
+        # for a line that never comes. Leave as SIGTERM does: every answered write is
+        # committed, and nothing else is held in memory.
+        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
     try:
         mcp_server.serve_stdio(service, answered, outlook)
     except KeyboardInterrupt:
