@@ -19,6 +19,7 @@ from sqlalchemy.engine import Engine
 
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
+from tests.support import browser
 from tests.support.clock import Clock
 from tests.support.fake_ollama import FakeOllama, embedder_for
 from tests.support.files import REAL_DATA_DIR, listing
@@ -136,3 +137,20 @@ def writes():
     yield watch
     for name, hook in hooks:
         event.remove(Engine, name, hook)
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    """Debian's Chromium under Playwright, for the browser tests: skipped where it is missing,
+    except in CI, where they must run."""
+    reason = browser.missing()
+    if reason:
+        if os.environ.get("CI"):
+            pytest.fail(f"the browser tests must run in CI: {reason}")
+        pytest.skip(reason)
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        launched = browser.launch(playwright)
+        yield launched
+        launched.close()

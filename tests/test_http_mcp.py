@@ -17,6 +17,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 
+from tests.support.mcp_frames import INITIALIZE
 from tests.support.rest_daemon import RestDaemon
 
 pytest_plugins = ["tests.support.pg_fixtures"]
@@ -184,18 +185,6 @@ def test_clients_of_every_era_share_one_daemon_at_once(location):
 def post(daemon: RestDaemon, body: dict, **headers: str) -> requests.Response:
     sent = {"Content-Type": "application/json", "Accept": ACCEPT, **headers}
     return daemon.request("POST", "/mcp", data=json.dumps(body), headers=sent)
-
-
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "1"},
-    },
-}
 
 
 def test_the_2025_wire_a_session_and_202_for_a_notification(daemon):

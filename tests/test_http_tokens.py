@@ -12,17 +12,12 @@ import json
 import anyio
 import pytest
 
+from tests.support.mcp_frames import INITIALIZE
 from tests.support.rest_daemon import RestDaemon
 from tests.support.team import ACCEPT, MODES, bearer, make_tokens, mcp_client, revoke
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "r"}},
-}
 MODERN = "2026-07-28"
 DISCOVER = {
     "jsonrpc": "2.0",

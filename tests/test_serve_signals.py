@@ -8,18 +8,9 @@ import signal
 import sqlite3
 import subprocess
 
+from tests.support.mcp_frames import INITIALIZE
 from tests.support.spawned import executable, server_env
 
-INITIALIZE = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-06-18",
-        "capabilities": {},
-        "clientInfo": {"name": "signals", "version": "1"},
-    },
-}
 STORE = {
     "jsonrpc": "2.0",
     "id": 2,

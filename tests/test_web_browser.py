@@ -7,7 +7,6 @@ words and scope) and checks what it did through the API, as any other client wou
 
 from __future__ import annotations
 
-import os
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -15,27 +14,11 @@ import pytest
 import sqlean
 
 from agent_memory.transports.cli import display
-from tests.support import browser
 from tests.support.rest_daemon import RestDaemon
 
 WAIT_MS = 10_000  # for the page to show what the API already answered (a slow CI machine)
 DAY = 86_400
 IDS_SHOWN = "[...document.querySelectorAll('#results a.item')].map((a) => Number(a.dataset.id))"
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    reason = browser.missing()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser tests must run in CI: {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = browser.launch(playwright)
-        yield launched
-        launched.close()
 
 
 @pytest.fixture(scope="module")

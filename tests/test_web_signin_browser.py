@@ -7,33 +7,15 @@ One daemon and database for the module, a fresh browser context (no cookie) per 
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 from agent_memory.service.core import MemoryService
 from agent_memory.service.tokens import Tokens
 from agent_memory.storage import open_store
-from tests.support import browser
 from tests.support.rest_daemon import RestDaemon
 
 WAIT_MS = 10_000  # for the page to show what the API already answered (a slow CI machine)
 IDS_SHOWN = "[...document.querySelectorAll('#results a.item')].map((a) => Number(a.dataset.id))"
-
-
-@pytest.fixture(scope="module")
-def chromium():
-    reason = browser.missing()
-    if reason:
-        if os.environ.get("CI"):
-            pytest.fail(f"the browser tests must run in CI: {reason}")
-        pytest.skip(reason)
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = browser.launch(playwright)
-        yield launched
-        launched.close()
 
 
 def with_service(db_path, work):
