@@ -28,6 +28,7 @@ from agent_memory.storage.base import CREATE
 if TYPE_CHECKING:  # the service (and SQLAlchemy) load when a command opens it
     from agent_memory.embedders.base import Embedder
     from agent_memory.service.core import MemoryService
+    from agent_memory.service.uses import Uses
 
 # serve opens its service this long after its first answer (see OpeningService).
 OPEN_AFTER_ANSWER_SECS = 0.1
@@ -84,14 +85,16 @@ def fail(message: str) -> NoReturn:
 
 
 def open_service(
-    settings: Settings, *, mode: str = CREATE, embedding: bool = True
+    settings: Settings, *, mode: str = CREATE, embedding: bool = True, serving: bool = False
 ) -> MemoryService:
     """``mode``: EXISTING for a command that changes what is there, READ for one that only
     reads (storage.open_store). ``embedding``: whether the command makes or compares vectors
     (the servers, store, an update of content, search, embed, reembed); any other gets no
-    embedder, so nothing asks Ollama or loads the local model for it."""
+    embedder, so nothing asks Ollama or loads the local model for it. ``serving``: a server,
+    which writes search results' uses behind its answers (service/uses.py); it must close
+    the service to write the last ones."""
     try:
-        return build_service(settings, mode=mode, embedding=embedding)
+        return build_service(settings, mode=mode, embedding=embedding, serving=serving)
     except (DatabaseMissing, DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
         fail(str(exc))
 
@@ -111,9 +114,10 @@ def choose_embedder(settings: Settings, store: Any) -> Embedder | None:
 
 
 def build_service(
-    settings: Settings, *, mode: str = CREATE, embedding: bool = True
+    settings: Settings, *, mode: str = CREATE, embedding: bool = True, serving: bool = False
 ) -> MemoryService:
     from agent_memory.service.core import MemoryService
+    from agent_memory.service.uses import BUMP_INTERVAL_SECS
     from agent_memory.storage import open_store
 
     store = open_store(settings.db, mode=mode)
@@ -124,6 +128,7 @@ def build_service(
         max_content_bytes=settings.max_content_bytes,
         redact=settings.redact,
         embedding_off=settings.embedder == embedders.NONE,
+        uses_every=BUMP_INTERVAL_SECS if serving else None,
     )
 
 
@@ -156,7 +161,7 @@ class OpeningService:
         self._needed.wait(OPEN_AFTER_ANSWER_SECS)
         try:  # on failure every call answers with the storage error; the detail is logged once
             if not self._closing:
-                self._service = build_service(self._settings)
+                self._service = build_service(self._settings, serving=True)
         except (DatabaseOpenError, SchemaTooNew, BackupFailed) as exc:
             log.error("%s", exc)  # e.g. a newer agent-memory migrated the file meanwhile
         except Exception:
@@ -171,6 +176,10 @@ class OpeningService:
             raise StorageError(name)
         return getattr(self._service, name)
 
+    def opened(self) -> MemoryService | None:
+        """The service, if it is open; never waits for the opening."""
+        return self._service if self._opened.is_set() else None
+
     def close(self) -> None:
         self._closing = True
         self._answered.set()
@@ -178,6 +187,14 @@ class OpeningService:
         self._thread.join()
         if self._service is not None:
             self._service.close()
+
+
+def pending_uses(service: Any) -> Uses | None:
+    """The uses of search results a server holds (service/uses.py); None for a service
+    still opening, which has answered no search."""
+    if isinstance(service, OpeningService):
+        service = service.opened()
+    return None if service is None else service.uses
 
 
 def opening_service(settings: Settings, answered: threading.Event) -> MemoryService:

@@ -281,7 +281,7 @@ def working_copy(cached_db: Path, directory: Path) -> Path:
     svc = MemoryService(open_store(copy))
     try:
         ids = [m["id"] for m in svc.iter_list({})]
-        svc.db.bump(ids, int(time.time()) + STAMP_AHEAD_SECS)
+        svc.db.bump(dict.fromkeys(ids, (1, int(time.time()) + STAMP_AHEAD_SECS)))
     finally:
         svc.close()
     return copy

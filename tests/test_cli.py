@@ -64,7 +64,7 @@ def test_unknown_log_level_is_a_usage_error(runner):
 def test_settings_reach_the_subcommand(runner, tmp_path, monkeypatch):
     seen = {}
 
-    def fake_open(settings):
+    def fake_open(settings, **_options):
         seen["settings"] = settings
         raise SystemExit(0)
 
@@ -96,7 +96,7 @@ def test_settings_reach_the_subcommand(runner, tmp_path, monkeypatch):
 def test_environment_defaults(runner, monkeypatch):
     seen = {}
     monkeypatch.setattr(
-        "agent_memory.app.open_service", lambda s: seen.setdefault("s", s) and exit(0)
+        "agent_memory.app.open_service", lambda s, **_o: seen.setdefault("s", s) and exit(0)
     )
     runner.invoke(
         cli,

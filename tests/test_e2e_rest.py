@@ -186,3 +186,16 @@ def test_costly_searches_do_not_starve_the_daemon(db_path):
         assert all("query is too expensive" in answers[i].json()["error"] for i in range(3))
         assert statuses[3] == 200 or "query is too expensive" in answers[3].json()["error"]
         assert daemon.stop() == 0
+
+
+def test_a_stopped_daemon_has_written_the_uses_of_its_searches(db_path):
+    """A REST search's uses wait in memory (service/uses.py); SIGTERM writes them."""
+    with RestDaemon(db_path) as daemon:
+        daemon.request("POST", "/api/memories", json={"content": "used twice", "type": "TODO"})
+        for _ in range(2):
+            assert daemon.request("POST", "/api/search", json={"query": "used"}).status_code == 200
+        daemon.terminate(signal.SIGTERM)
+        assert daemon.stop() == 0
+    conn = sqlean.connect(str(db_path))
+    assert conn.execute("SELECT access_count FROM memories").fetchall() == [(2,)]
+    conn.close()

@@ -91,7 +91,7 @@ def test_a_read_only_file_refuses_writes_and_keeps_reading(db_path, clock, caplo
         assert sorted(m["content"] for m in listed) == sorted(contents)
         # A search still answers; only its recency bump cannot be written, and is dropped.
         assert service.search({"query": "kept", "limit": 5})["results"]
-        assert "could not record the use of its results" in caplog.text
+        assert "could not record the use of 5 search results" in caplog.text
         report = sweep(service)
         assert report["expired"] == 0 and report["decayed"] == 0
     finally:

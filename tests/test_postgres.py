@@ -495,7 +495,7 @@ def test_the_keyword_totals_log_follows_every_write_and_folds_in_the_sweep(pg_ur
         store.update(a, {"content": "one two three four five six"}, T0, None)
         store.update(a, {"tags": ["x"]}, T0, None)
         logged = pg.execute("SELECT count(*) FROM keyword_totals").fetchone()
-        store.bump([a, b], T0 + 1)  # changes no lexeme: appends nothing
+        store.bump({a: (1, T0 + 1), b: (1, T0 + 1)})  # changes no lexeme: appends nothing
         assert pg.execute("SELECT count(*) FROM keyword_totals").fetchone() == logged
         batch = [
             {"type": "TODO", "content": f"imported {i} words", "tags": [], "source": None,

@@ -163,7 +163,7 @@ def test_nothing_is_opened_before_the_first_answer(db_path, monkeypatch):
     open_store(db_path).close()
     monkeypatch.setattr(lifecycle, "STARTUP_GRACE_SECS", 60)
     opened = []
-    monkeypatch.setattr(wiring, "build_service", lambda s: opened.append(s) or object())
+    monkeypatch.setattr(wiring, "build_service", lambda s, **_o: opened.append(s) or object())
     answered = threading.Event()
     service = wiring.OpeningService(settings(db_path), answered)
     assert opened == []
@@ -182,7 +182,7 @@ def test_calls_wait_for_the_opening(db_path):
 
 
 def test_an_opening_that_fails_answers_with_the_storage_error(db_path, monkeypatch, caplog):
-    def fail(_settings):
+    def fail(_settings, **_options):
         raise OSError("disk vanished")
 
     monkeypatch.setattr(wiring, "build_service", fail)

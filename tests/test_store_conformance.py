@@ -152,9 +152,13 @@ def test_delete_takes_the_row_and_its_relations(store):
 
 def test_bump_marks_use(store):
     memory_id = store.insert(new("used"), None)
-    store.bump([memory_id], T0 + 50)
+    store.bump({memory_id: (3, T0 + 50)})
     assert next(store.memories(Filters(), None))["last_accessed"] == T0 + 50
-    store.bump([], T0 + 60)  # nothing to do
+    assert store.get(memory_id, 0)[0]["access_count"] == 3
+    store.bump({})  # nothing to do
+    store.bump({memory_id: (1, T0 + 40), memory_id + 99: (1, T0 + 60)})  # an older use; a gone id
+    assert next(store.memories(Filters(), None))["last_accessed"] == T0 + 50  # the later kept
+    assert store.get(memory_id, 0)[0]["access_count"] == 4
 
 
 # -- relations --------------------------------------------------------------------------------
@@ -412,7 +416,7 @@ def test_the_reader_gives_the_recent_of_a_scope_leaving_out_expired_and_supersed
     store.insert(new("global rule", "CONSTRAINT"), None)
     store.insert(new("other project", "DECISION", scope="billing"), None)
     store.link(newer, old, "supersedes", T0, ids=(newer, old))
-    store.bump([rule], T0 + 2)
+    store.bump({rule: (1, T0 + 2)})
     found = recent(reader, "kore", "DECISION", "CONSTRAINT")
     assert ids(found) == [rule, newer]  # most recently used first
     assert found[0] == {

@@ -42,6 +42,7 @@ from agent_memory.service import (
     status,
     supersede,
     tidy,
+    uses,
     validate,
 )
 from agent_memory.service.embedding_jobs import (
@@ -99,10 +100,12 @@ class MemoryService:
         max_content_bytes: int = validate.DEFAULT_MAX_CONTENT_BYTES,
         redact: bool = True,
         embedding_off: bool | None = None,
+        uses_every: float | None = None,
     ) -> None:
         """``embedding_off``: search by meaning is off by the operator's choice (--embedder
         none); by default, when there is no embedder. A command that has no use for vectors
-        gets no embedder without turning embedding off."""
+        gets no embedder without turning embedding off. ``uses_every``: a server's interval
+        for writing search results' uses behind the answers (service/uses.py)."""
         self.db = store
         self.embedder = embedder
         self.embedding_off = embedder is None if embedding_off is None else embedding_off
@@ -110,8 +113,10 @@ class MemoryService:
         self.redact = redact
         self._clock = clock
         self.embeddings = EmbeddingJobs(self)
+        self.uses = uses.Uses(store.bump, uses_every)
 
     def close(self) -> None:
+        self.uses.close()
         self.db.close()
         if self.embedder is not None:
             self.embedder.close()
@@ -123,6 +128,8 @@ class MemoryService:
     def storage(self, operation: str) -> Iterator[None]:
         """A store's fault as the generic message; the detail goes to the log only."""
         try:
+            if operation in uses.SHOWN_BY:
+                self.uses.flush()
             yield
         except StorageFault as exc:
             log.error("%s: storage error: %s", operation, exc.detail)
@@ -248,20 +255,12 @@ class MemoryService:
                 self._expand(page.results)
         # The results only, not neighbours; last, so that a search out of time writes nothing.
         if record_use and at is None and not self.db.read_only:
-            self._bump([r["id"] for r in page.results], now)
+            self.uses.record([r["id"] for r in page.results], now)
         if not explain:
             return {"search_mode": page.mode, "results": page.results}
         for result in page.results:
             result["why"] = page.why[result["id"]]
         return {"search_mode": page.mode, "results": page.results, "explain": page.explain}
-
-    def _bump(self, ids: list[int], now: int) -> None:
-        """Record the use of results; a file that takes no writes (full, read-only) loses
-        only this, not the answer."""
-        try:
-            self.db.bump(ids, now)
-        except StorageFault as exc:
-            log.error("search: answered, but could not record the use of its results: %s", exc)
 
     def _expand(self, results: list[dict[str, Any]]) -> None:
         """Attach each result's 1-hop relations (one query for the whole page; a pure read)."""

@@ -10,7 +10,7 @@ only by the store that uses them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -188,9 +188,10 @@ class Store(Protocol):
     def import_versions(self, versions: Sequence[dict[str, Any]]) -> int:
         """Insert export records' versions (memory_id set) in one transaction."""
 
-    def bump(self, ids: Sequence[int], now: int) -> None:
-        """The recency bump of returned search results: last_accessed = now, access_count
-        + 1 (saturating at the largest 64-bit integer)."""
+    def bump(self, uses: Mapping[int, tuple[int, int]]) -> None:
+        """The recency bump of search results, {id: (uses, at)} in one transaction:
+        last_accessed = the later of its own and ``at``, access_count + uses (saturating at
+        the largest 64-bit integer); ids no longer there are skipped."""
 
     def search(
         self,

@@ -33,7 +33,12 @@ CONTENT_AND_TAGS = "SELECT content, tags FROM memories WHERE id = %s FOR UPDATE"
 INSERT_WITH_ID = f"INSERT INTO memories (id, {ROW_COLUMNS}) VALUES (%s, {ROW_VALUES})"
 # A use: access_count + 1, saturating at the largest 64-bit integer (as on SQLite).
 USED = f"access_count = least(access_count, {SQLITE_INT_MAX - 1}) + 1"
-BUMP = f"UPDATE memories SET last_accessed = %s, {USED} WHERE id = ANY(%s)"
+# Uses of search results, {id: (uses, at)} as three arrays; the rows are locked first in id
+# order, so that two processes bumping the same memories never deadlock.
+BUMP_LOCK = "SELECT id FROM memories WHERE id = ANY(%s) ORDER BY id FOR UPDATE"
+BUMP = f"""UPDATE memories AS m SET last_accessed = greatest(m.last_accessed, u.at),
+  access_count = least(m.access_count, {SQLITE_INT_MAX} - u.n) + u.n
+FROM unnest(%s::bigint[], %s::bigint[], %s::bigint[]) AS u(id, n, at) WHERE m.id = u.id"""
 GET = f"SELECT {SELECT}, access_count, embedding_status FROM memories WHERE id = %s"
 RECENT = f"""
 SELECT * FROM (

@@ -20,7 +20,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -220,11 +220,14 @@ class PostgresStore(CommonStore):
         return keyword.document(content or "", tags or ())
 
     @_guarded
-    def bump(self, ids: Sequence[int], now: int) -> None:
-        if not ids:
+    def bump(self, uses: Mapping[int, tuple[int, int]]) -> None:
+        if not uses:
             return
-        with self._statement() as conn:
-            conn.exec_driver_sql(rows.BUMP, (now, sorted(set(ids))))
+        ids = sorted(uses)
+        with self._write() as conn:
+            conn.exec_driver_sql(rows.BUMP_LOCK, (ids,))
+            counts, times = [uses[i][0] for i in ids], [uses[i][1] for i in ids]
+            conn.exec_driver_sql(rows.BUMP, (ids, counts, times))
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = vectors.nearest(conn, embedding, leg.limit, leg.filters)

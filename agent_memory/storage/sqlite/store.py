@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -64,8 +64,14 @@ _USED_COUNT = func.min(memories.c.access_count, literal_column(str(SQLITE_INT_MA
 _INSERT = insert(memories)
 _BUMP = (
     update(memories)
-    .where(memories.c.id.in_(bindparam("ids", expanding=True)))
-    .values(last_accessed=bindparam("now"), access_count=_USED_COUNT)
+    .where(memories.c.id == bindparam("memory_id"))
+    .values(
+        last_accessed=func.max(memories.c.last_accessed, bindparam("at")),
+        access_count=func.min(
+            memories.c.access_count, literal_column(str(SQLITE_INT_MAX)) - bindparam("uses")
+        )
+        + bindparam("uses"),
+    )
 )
 _DELETE_EXPIRED = delete(memories).where(
     memories.c.id.in_(
@@ -202,11 +208,12 @@ class SqliteStore(CommonStore):
         return updated
 
     @_guarded
-    def bump(self, ids: Sequence[int], now: int) -> None:
-        if not ids:
+    def bump(self, uses: Mapping[int, tuple[int, int]]) -> None:
+        if not uses:
             return
+        params = [{"memory_id": i, "uses": n, "at": at} for i, (n, at) in sorted(uses.items())]
         with self._connections.write() as conn:
-            conn.execute(_BUMP, {"ids": list(ids), "now": now})
+            conn.execute(_BUMP, params)
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = self._vector_leg(conn, embedding, leg.limit, leg.filters)

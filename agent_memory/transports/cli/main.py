@@ -190,17 +190,13 @@ def serve(settings: Settings) -> None:
     if at_head:
         service = wiring.opening_service(settings, answered)
     else:  # a new file or a migration is opened before the first answer, as everywhere else
-        service = wiring.open_service(settings)
+        service = wiring.open_service(settings, serving=True)
     from agent_memory.service.lifecycle import Sweeper
 
     sweeper = Sweeper(service, settings.sweep_interval, answered)
     sweeper.start()
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
-    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:  # not when ignored
-        # The SDK reads stdin in a worker thread no interrupt reaches, so Ctrl-C would wait
-        # for a line that never comes. Leave as SIGTERM does: every answered write is
-        # committed, and nothing else is held in memory.
-        signal.signal(signal.SIGINT, lambda *_: os._exit(130))
+    _leave_on_signals(service)
     try:
         mcp_server.serve_stdio(service, answered, outlook)
     except KeyboardInterrupt:
@@ -208,6 +204,34 @@ def serve(settings: Settings) -> None:
     finally:
         sweeper.stop()
         service.close()
+
+
+def _leave_on_signals(service: Any) -> None:
+    """SIGTERM, and Ctrl-C unless it is ignored, end ``serve`` once the pending uses of
+    search results are written (service/uses.py), with 128 + the signal's number.
+
+    The SDK reads stdin in a worker thread no interrupt reaches, so an exception raised in
+    the main thread would wait for a line that never comes; the handler leaves from a thread
+    of its own instead (the main thread may hold a lock the writing needs). Every answered
+    write is already committed; the uses are all that waits in memory."""
+
+    def leave(signum: int, _frame: Any) -> None:
+        threading.Thread(target=_leave, args=(service, 128 + signum), daemon=True).start()
+
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        if signal.getsignal(signum) is not signal.SIG_IGN:  # an inherited "ignore" stays
+            signal.signal(signum, leave)
+
+
+def _leave(service: Any, code: int) -> None:
+    try:
+        uses = wiring.pending_uses(service)
+        if uses is not None:
+            uses.close()
+    except Exception:  # leaving must not wait on a failure
+        log.exception("could not write the pending uses of search results")
+    finally:
+        os._exit(code)
 
 
 def terminal_notice(db: Path | str | None) -> str:
@@ -283,7 +307,7 @@ def serve_rest(
     unless a token exists: see `agent-memory token`)."""
     host, port = addr
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    service = wiring.open_service(settings)
+    service = wiring.open_service(settings, serving=True)
     from agent_memory import daemon
     from agent_memory.service.tokens import Tokens
 
