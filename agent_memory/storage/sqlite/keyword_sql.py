@@ -19,6 +19,7 @@ from sqlalchemy import bindparam, func, literal_column, select
 from sqlalchemy.dialects import sqlite
 
 from agent_memory.search import bm25
+from agent_memory.search.ranking import MAX_DECAY
 from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
@@ -106,6 +107,12 @@ def candidates_sql(within: bool) -> Compiled:
     Each row also carries how many candidates there were and the last one's bm25, which
     tell whether the page is decided (see keyword.Run._candidates_page); joining every
     match to its row would cost more than the ranking.
+
+    Only candidates within MAX_DECAY of the :limit-th best bm25 are joined to their rows:
+    decay lies in (0, MAX_DECAY], so the best :limit by bm25 each score above minus the
+    :limit-th's bm25 (subtraction rounds monotonically), and a candidate whose MAX_DECAY -
+    bm25 falls below that scores below all of them. The page is the same; the join reads
+    tens of rows instead of KEYWORD_CANDIDATES.
     """
     ranked = (
         select(_FTS.c.rowid.label("rid"), _BM25.label("b"))
@@ -114,6 +121,14 @@ def candidates_sql(within: bool) -> Compiled:
         .limit(bindparam("cut"))
         .cte("ranked")  # used three times: SQLite materializes it once
     )
+    kth = (
+        select(ranked.c.b)
+        .order_by(ranked.c.b, ranked.c.rid)
+        .limit(1)
+        .offset(bindparam("limit") - 1)
+        .scalar_subquery()
+    )
+    reach = literal_column(repr(MAX_DECAY)) - ranked.c.b
     current = rows.decay_sql()
     score = (current - ranked.c.b).label("score")
     return _text(
@@ -125,6 +140,7 @@ def candidates_sql(within: bool) -> Compiled:
             select(func.max(ranked.c.b)).scalar_subquery().label("worst"),
         )
         .select_from(ranked.join(memories, memories.c.id == ranked.c.rid))
+        .where(sqlalchemy.or_(kth.is_(None), reach >= -kth))
         .order_by(score.desc(), memories.c.id.asc())
         .limit(bindparam("limit"))
     )
