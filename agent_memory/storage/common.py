@@ -64,7 +64,9 @@ _SUPERSEDE = text(
     " VALUES (:a, :b, 'supersedes', :now) ON CONFLICT DO NOTHING"
 )
 _SUPERSEDED_SQL = "SELECT to_id, from_id FROM memory_links WHERE kind = 'supersedes'"
-_ALL_SUPERSEDED = text(f"{_SUPERSEDED_SQL} ORDER BY to_id, from_id")
+# Every supersedes link, as (old, new): an engine may run it without SQLAlchemy.
+ALL_SUPERSEDED_SQL = f"{_SUPERSEDED_SQL} ORDER BY to_id, from_id"
+_ALL_SUPERSEDED = text(ALL_SUPERSEDED_SQL)
 _SUPERSEDED = text(f"{_SUPERSEDED_SQL} AND to_id IN :ids ORDER BY to_id, from_id").bindparams(
     sqlalchemy.bindparam("ids", expanding=True)
 )

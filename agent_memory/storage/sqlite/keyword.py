@@ -23,7 +23,6 @@ apply, each of them exact unless said otherwise:
 
 from __future__ import annotations
 
-import functools
 import json
 import logging
 from collections.abc import Sequence
@@ -31,14 +30,12 @@ from typing import Any
 
 import sqlalchemy
 import sqlean
-from sqlalchemy import bindparam, func, literal_column, select
 
 from agent_memory.contract.models import Filters, KeywordScale
 from agent_memory.search import ParsedQuery, any_word, bm25, read, to_fts5, unsegmented, word_leaf
 from agent_memory.search.ranking import MAX_DECAY
-from agent_memory.storage.sqlite import rows
-from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey
-from agent_memory.storage.sqlite.schema import memories
+from agent_memory.storage.sqlite import keyword_sql, rows
+from agent_memory.storage.sqlite.keyword_sql import CANDIDATES, SCORE, WORST
 
 log = logging.getLogger(__name__)
 
@@ -58,17 +55,6 @@ FREQUENCY_CACHE_WORDS = 4_096
 # I/O, full and corrupt databases have codes of their own).
 _SQLITE_ERROR = 1
 
-_FTS = sqlalchemy.table("memories_fts", sqlalchemy.column("rowid"))
-# The index's columns are content and tags (migrations/versions/0009); a hit in the tags
-# weighs bm25.TAG_WEIGHT, one in the content 1.
-_BM25 = sqlalchemy.literal_column(f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})")
-# A query "within" another MATCH expression scores only the rows that match it too. The
-# unary + keeps SQLite from handing the IN to FTS5 as a rowid constraint, which FTS5
-# answers with one seek per id, far slower for thousands of ids; as a filter, bm25() runs
-# for those rows only.
-_WITHIN = sqlalchemy.text(
-    "+memories_fts.rowid IN (SELECT rowid FROM memories_fts WHERE memories_fts MATCH :within)"
-)
 # FTS5's "averages" record (rowid 1 of its data table) starts with the number of rows
 # indexed, the N of bm25's IDF, then their total length in tokens, column by column (bm25's
 # avgdl counts every column); a phrase's row count is its n.
@@ -100,78 +86,6 @@ class FtsQueryError(Exception):
         self.error = error
 
 
-def _matching(within: bool) -> list[Any]:
-    """WHERE clauses: the rows matching :match (and :within, when ``within``)."""
-    match = literal_column("memories_fts").op("MATCH")(bindparam("match"))
-    return [match, _WITHIN] if within else [match]
-
-
-@functools.cache
-def _page_statement(key: FilterKey, within: bool) -> sqlalchemy.Select[Any]:
-    current = rows.decay_sql()
-    score = (current - _BM25).label("score")
-    return (
-        select(*SELECT_MEMORY, current.label("current_decay"), score)
-        .select_from(_FTS.join(memories, memories.c.id == _FTS.c.rowid))
-        .where(*_matching(within), *rows.filter_clauses(key))
-        .order_by(score.desc(), memories.c.id.asc())
-        .limit(bindparam("limit"))
-    )
-
-
-@functools.cache
-def _leg_statement(key: FilterKey, within: bool) -> sqlalchemy.Select[Any]:
-    """(id, bm25) by bm25 alone (best first, ties by id): the keyword leg of a hybrid search.
-
-    With no filter, the index alone answers: no join to memories for every match.
-    """
-    if not any(key):
-        return (
-            select(_FTS.c.rowid, _BM25)
-            .where(*_matching(within))
-            .order_by(_BM25.asc(), _FTS.c.rowid.asc())
-            .limit(bindparam("limit"))
-        )
-    return (
-        select(memories.c.id, _BM25)
-        .select_from(_FTS.join(memories, memories.c.id == _FTS.c.rowid))
-        .where(*_matching(within), *rows.filter_clauses(key))
-        .order_by(_BM25.asc(), memories.c.id.asc())
-        .limit(bindparam("limit"))
-    )
-
-
-@functools.cache
-def _candidates_statement(within: bool) -> sqlalchemy.Select[Any]:
-    """The best :cut rows by bm25 from the index alone, then decay blended into those only.
-
-    Each row also carries how many candidates there were and the last one's bm25, which
-    tell whether the page is decided (see _candidates_page); joining every match to its
-    row would cost more than the ranking.
-    """
-    ranked = (
-        select(_FTS.c.rowid.label("rid"), _BM25.label("b"))
-        .where(*_matching(within))
-        .order_by(_BM25.asc(), _FTS.c.rowid.asc())
-        .limit(bindparam("cut"))
-        .cte("ranked")  # used three times: SQLite materializes it once
-    )
-    current = rows.decay_sql()
-    score = (current - ranked.c.b).label("score")
-    return (
-        select(
-            *SELECT_MEMORY,
-            current.label("current_decay"),
-            score,
-            select(func.count()).select_from(ranked).scalar_subquery().label("candidates"),
-            select(func.max(ranked.c.b)).scalar_subquery().label("worst"),
-        )
-        .select_from(ranked.join(memories, memories.c.id == ranked.c.rid))
-        .order_by(score.desc(), memories.c.id.asc())
-        .limit(bindparam("limit"))
-    )
-
-
 def _varints(blob: bytes, count: int) -> list[int]:
     """The first ``count`` of the variable-length integers SQLite wrote one after another."""
     values, at = [], 0
@@ -195,6 +109,12 @@ def _ident(item: Any) -> int:
     return item if isinstance(item, int) else item["id"]
 
 
+def driver(conn: sqlalchemy.Connection) -> Any:
+    """The driver's connection under ``conn``, in its transaction: the search's statements
+    run there, without SQLAlchemy's execution costs (see keyword_sql)."""
+    return conn.connection.driver_connection
+
+
 class Run:
     """One search's statements on its snapshot: with ``page``, memories by decay - bm25
     (decay_score as of ``now``), else ids by bm25 alone; filters before the cut."""
@@ -203,6 +123,7 @@ class Run:
         self, conn: sqlalchemy.Connection, *, now: int, filters: Filters, page: bool
     ) -> None:
         self.conn = conn
+        self.sql = driver(conn)
         self.page = page
         self.key = rows.filter_key(filters)
         self.params = (
@@ -231,12 +152,14 @@ class Run:
 
     def _ranked(self, params: dict[str, Any], within: bool) -> list[tuple[Any, float]]:
         if not self.page:
-            found = self.conn.execute(_leg_statement(self.key, within), params)
+            sql, fixed = keyword_sql.leg_sql(self.key, within)
+            found = self.sql.execute(sql, {**params, **fixed})
             return [(memory_id, -bm25) for memory_id, bm25 in found]
         found = None if any(self.key) else self._candidates_page(params)
         if found is None:
-            found = self.conn.execute(_page_statement(self.key, within), params).all()
-        return [(rows.with_decay(row), row.score) for row in found]
+            sql, fixed = keyword_sql.page_sql(self.key, within)
+            found = self.sql.execute(sql, {**params, **fixed}).fetchall()
+        return [(keyword_sql.memory(row), row[SCORE]) for row in found]
 
     def averages(self) -> list[int]:
         """FTS5's averages record, read once per search: the rows indexed, then the tokens
@@ -250,12 +173,11 @@ class Run:
         cut = max(KEYWORD_CANDIDATES, params["limit"])
         if self.averages()[0] <= cut:  # every row a candidate: the plain query is cheaper
             return None
-        found = self.conn.execute(
-            _candidates_statement("within" in params), {**params, "cut": cut}
-        ).all()
-        if not found or found[0].candidates < cut:
+        sql, fixed = keyword_sql.candidates_sql("within" in params)
+        found = self.sql.execute(sql, {**params, **fixed, "cut": cut}).fetchall()
+        if not found or found[0][CANDIDATES] < cut:
             return found
-        if len(found) == params["limit"] and found[-1].score > MAX_DECAY - found[0].worst:
+        if len(found) == params["limit"] and found[-1][SCORE] > MAX_DECAY - found[0][WORST]:
             return found
         return None
 
@@ -263,8 +185,8 @@ class Run:
 def averages(conn: sqlalchemy.Connection) -> list[int]:
     """FTS5's averages record: the rows indexed (what bm25 counts as N), then the tokens of
     each column (bm25's avgdl); zeros for an empty index."""
-    block = conn.exec_driver_sql(_AVERAGES).scalar()
-    return _varints(block or b"", 1 + _COLUMNS)
+    found = driver(conn).execute(_AVERAGES).fetchone()
+    return _varints((found and found[0]) or b"", 1 + _COLUMNS)
 
 
 def indexed_rows(conn: sqlalchemy.Connection) -> int:
@@ -450,7 +372,7 @@ class KeywordIndex:
                 or abs(total - cached[1]) > FREQUENCY_CACHE_DRIFT * cached[1]
             ):
                 phrase = any_of([word], parsed)
-                found = conn.exec_driver_sql(_PHRASE_ROWS, (phrase,)).scalar_one()
+                found = driver(conn).execute(_PHRASE_ROWS, (phrase,)).fetchone()[0]
                 if len(self._frequencies) >= FREQUENCY_CACHE_WORDS:
                     self._frequencies.clear()
                 cached = self._frequencies[word] = (found, total, now)
@@ -476,16 +398,15 @@ def term_scores(
         return added
     key = json.dumps(list(ids))
     total, *tokens = averages(conn) if counted is None else counted
+    sql = driver(conn)
     avgdl = sum(tokens) / total  # bm25's own arithmetic, in its order, from here on
     norm = {
         memory_id: bm25.BM25_K1
         * (1 - bm25.BM25_B + bm25.BM25_B * sum(_varints(size, _COLUMNS)) / avgdl)
-        for memory_id, size in conn.exec_driver_sql(_DOC_SIZES, (key,))
+        for memory_id, size in sql.execute(_DOC_SIZES, (key,))
     }
     for word, weight in weights.items():
-        for memory_id, in_content, in_tags in conn.exec_driver_sql(
-            _OCCURRENCES, (f'"{word}"', key)
-        ):
+        for memory_id, in_content, in_tags in sql.execute(_OCCURRENCES, (f'"{word}"', key)):
             tf = in_content + in_tags * bm25.TAG_WEIGHT
             added[memory_id] += weight * ((tf * (bm25.BM25_K1 + 1.0)) / (tf + norm[memory_id]))
     return added

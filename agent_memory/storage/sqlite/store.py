@@ -35,12 +35,12 @@ from agent_memory.contract.vocabulary import SQLITE_INT_MAX
 from agent_memory.search import ParsedQuery, indexed_tags, indexed_text, ranking, tag_text
 from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
-from agent_memory.storage.common import CommonStore, Leg, Legs
+from agent_memory.storage.common import ALL_SUPERSEDED_SQL, CommonStore, Leg, Legs
 from agent_memory.storage.sqlite import portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections
 from agent_memory.storage.sqlite.database import Database
 from agent_memory.storage.sqlite.doctor import Doctor
-from agent_memory.storage.sqlite.keyword import KeywordIndex
+from agent_memory.storage.sqlite.keyword import KeywordIndex, driver
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY
 from agent_memory.storage.sqlite.schema import memories
 
@@ -214,6 +214,14 @@ class SqliteStore(CommonStore):
         params = [{"memory_id": i, "uses": n, "at": at} for i, (n, at) in sorted(uses.items())]
         with self._connections.write() as conn:
             conn.execute(_BUMP, params)
+
+    def _superseded(self, conn: Connection) -> dict[int, list[int]]:
+        """As every engine's, on the driver's connection: read on every search, and
+        SQLAlchemy's execution cost as much as the read (docs/performance.md, section 36)."""
+        out: dict[int, list[int]] = {}
+        for old, new in driver(conn).execute(ALL_SUPERSEDED_SQL):
+            out.setdefault(int(old), []).append(int(new))
+        return out
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = self._vector_leg(conn, embedding, leg.limit, leg.filters)
