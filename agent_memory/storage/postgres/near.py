@@ -1,0 +1,53 @@
+"""The keyword signal's candidates for a near-duplicate hint, on PostgreSQL (storage/near.py
+plans which rows): the GIN index of ``terms``, no ranking. Each word's rows come from
+lexeme_rows and the totals log (exact statistics, read, never written here)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import sqlalchemy
+
+from agent_memory.search import Term, lexeme
+from agent_memory.storage.near import NEAR_MAX_ROWS, NearPlan
+from agent_memory.storage.postgres.totals import LEXEME_ROWS
+from agent_memory.storage.postgres.tsquery import MAX_LEXEME_BYTES, tsquery_lexeme
+
+_COUNTS = f"SELECT {LEXEME_ROWS} FROM unnest(%s::text[]) WITH ORDINALITY AS w(x, i) ORDER BY w.i"
+# The matching rows first (the GIN index), then the scope: a plan on the primary key,
+# newest first, would walk the table looking for matches.
+_ROWS = (
+    "WITH c AS MATERIALIZED (SELECT id, content, scope FROM memories WHERE terms @@ %s::tsquery)"
+    " SELECT id, content FROM c WHERE scope IS NOT DISTINCT FROM %s ORDER BY id DESC LIMIT %s"
+)
+
+
+def _storable(word: str) -> bool:
+    """Whether PostgreSQL can hold the word's lexeme (a longer one matches nothing)."""
+    return 0 < len(lexeme(word).encode()) <= MAX_LEXEME_BYTES
+
+
+def counts(conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
+    """How many rows hold each word's lexeme."""
+    found = conn.exec_driver_sql(_COUNTS, ([lexeme(word) for word in words],))
+    return [int(n) for (n,) in found]
+
+
+def tsquery_text(plan: NearPlan) -> str | None:
+    """The plan as one tsquery: words and conjunctions, OR-ed; None when nothing can match."""
+    parts = [tsquery_lexeme(Term(word)) for word in plan.any_of if _storable(word)]
+    parts += [
+        "(" + " & ".join(tsquery_lexeme(Term(w)) for w in words) + ")"
+        for words in plan.all_of
+        if all(_storable(w) for w in words)
+    ]
+    return " | ".join(parts) or None
+
+
+def rows(conn: sqlalchemy.Connection, plan: NearPlan, scope: str | None) -> list[tuple[int, str]]:
+    """(id, content) of the rows of ``scope`` the plan names, at most NEAR_MAX_ROWS."""
+    text = tsquery_text(plan)
+    if text is None:
+        return []
+    found = conn.exec_driver_sql(_ROWS, (text, scope, NEAR_MAX_ROWS))
+    return [(memory_id, content) for memory_id, content in found]
