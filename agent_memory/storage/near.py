@@ -6,13 +6,13 @@ A stored memory S is a near duplicate of the new one N when S and N share at lea
 ``need(min(|N|, |S|))`` lexemes (the threshold is relative to the shorter one). Two ways in:
 
 - S at least as long as N must share ``need(|N|)`` of N's lexemes, so it misses at most
-  ``|N| - need(|N|)`` of them: it holds one of any ``|N| - need(|N|) + 1`` of N's words
-  (prefix filtering). The plan takes N's rare words first; when too few are rare, the
-  memories holding none of them must hold all but ``k`` of the others, asked as
-  conjunctions (every way of leaving ``k`` out), which the index answers cheaply.
-- S shorter than N is found when it holds one of N's rare words (in fewer than
-  NEAR_RARE_ROWS rows): a shorter memory made only of N's common words is not read (not an
-  exact bound; docs/performance.md, section 34, measures what that changes).
+  ``|N| - need(|N|)`` of them: of any ``|N| - need(|N|) + 1 + j`` of N's words it holds at
+  least ``1 + j`` (prefix filtering). The plan takes N's rarest words with j = NEAR_EXTRA,
+  so that few rows hold enough of them: exact for every S at least as long as N.
+- S shorter than N is read when it holds one of N's rare words (in fewer than
+  NEAR_RARE_ROWS rows), or enough of the rarest ones as above. A shorter memory made only of
+  N's common words is not read: no bound on N's words finds it without reading the rows of
+  its common words, which costs what ranking did (docs/performance.md, section 34).
 
 Counting rows (the rarity) must not touch what searches cache for their own pruning (the
 reason an earlier attempt was reverted): each engine counts afresh, or reads its exact
@@ -21,20 +21,16 @@ statistics tables.
 
 from __future__ import annotations
 
-import itertools
-import math
 from dataclasses import dataclass
 
 # A word held by fewer rows than this is rare: every row of the scope holding it is read.
 NEAR_RARE_ROWS = 64
 # Rows are counted up to this many for each word (the order of the common words; the
 # counting stops there, so a common word costs no more than this).
-NEAR_COUNT_ROWS = 512
-# At most this many conjunctions (see the module's docstring); past it, the next rarest
-# words are read whole instead, each one lowering the misses a conjunction allows.
-NEAR_MAX_CONJUNCTIONS = 32
-# At most this many candidate rows are read (newest first): a bound on the cost of a memory
-# made only of common words.
+NEAR_COUNT_ROWS = 1_024
+# Words taken past the fewest the bound needs: each one more asks one more of them in common.
+NEAR_EXTRA = 1
+# At most this many candidate rows are read (newest first).
 NEAR_MAX_ROWS = 200
 
 
@@ -50,10 +46,12 @@ class NearWords:
 
 @dataclass(frozen=True)
 class NearPlan:
-    """The rows to read: those holding one of ``any_of``, or all of one of ``all_of``."""
+    """The rows to read: those holding one of ``rare``, or at least ``bound`` of ``words``
+    (``rare`` among them)."""
 
-    any_of: tuple[str, ...]
-    all_of: tuple[tuple[str, ...], ...]
+    words: tuple[str, ...]
+    rare: frozenset[str]
+    bound: int
 
 
 def need(size: int, threshold: float) -> int:
@@ -70,19 +68,8 @@ def plan(asked: NearWords, counts: list[int]) -> NearPlan | None:
     if n < max(asked.min_lexemes, 1):
         return None
     order = sorted(range(n), key=lambda i: (counts[i], i))
-    rare = [i for i in order if counts[i] < NEAR_RARE_ROWS]
-    prefix = n - need(n, asked.threshold) + 1
-    if len(rare) >= prefix:
-        return NearPlan(tuple(words[i] for i in rare), ())
-    taken = len(rare)
-    while True:
-        rest = [i for i in order[taken:]]
-        misses = prefix - 1 - taken
-        if misses == 0 or math.comb(len(rest), misses) <= NEAR_MAX_CONJUNCTIONS:
-            break
-        taken += 1  # the next rarest word is read whole
-    keep = len(rest) - misses
-    conjunctions = tuple(
-        tuple(words[i] for i in sorted(kept)) for kept in itertools.combinations(rest, keep)
-    )
-    return NearPlan(tuple(words[i] for i in order[:taken]), conjunctions)
+    rare = frozenset(words[i] for i in order if counts[i] < NEAR_RARE_ROWS)
+    prefix = n - need(n, asked.threshold) + 1  # S at least as long holds one of these
+    taken = min(n, prefix + NEAR_EXTRA)
+    chosen = tuple(words[i] for i in order[: max(taken, len(rare))])
+    return NearPlan(chosen, rare, taken - prefix + 1)

@@ -19,10 +19,13 @@ _COUNTS = (
     "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories_fts"
     " WHERE memories_fts MATCH j.value LIMIT ?)) FROM json_each(?) j ORDER BY j.key"
 )
-# The rows of a scope (``IS``: NULL is a scope too) matching the plan, newest first.
+# The rows of a scope (``IS``: NULL is a scope too) that hold a rare word or at least :bound
+# of the words, newest first: :words is a JSON array of [MATCH expression, rare (0/1)].
 _ROWS = (
-    "SELECT m.id, m.content FROM memories_fts f JOIN memories m ON m.id = f.rowid"
-    " WHERE memories_fts MATCH ? AND m.scope IS ? ORDER BY f.rowid DESC LIMIT ?"
+    "SELECT m.id, m.content FROM (SELECT f.rowid AS r FROM json_each(?) j, memories_fts f"
+    " WHERE f.memories_fts MATCH json_extract(j.value, '$[0]') GROUP BY f.rowid"
+    " HAVING count(*) >= ? OR max(json_extract(j.value, '$[1]')) = 1) c"
+    " JOIN memories m ON m.id = c.r WHERE m.scope IS ? ORDER BY m.id DESC LIMIT ?"
 )
 
 
@@ -32,17 +35,9 @@ def counts(conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
     return [n for (n,) in conn.exec_driver_sql(_COUNTS, (NEAR_COUNT_ROWS, phrases))]
 
 
-def match(plan: NearPlan) -> str:
-    """The plan as one MATCH expression: words and conjunctions, OR-ed (in any column: the
-    candidates are a superset of the rows holding them in the content)."""
-    parts = [f"({any_of([word])})" for word in plan.any_of]
-    parts += ["(" + " AND ".join(f"({any_of([w])})" for w in words) + ")" for words in plan.all_of]
-    return " OR ".join(parts)
-
-
 def rows(conn: sqlalchemy.Connection, plan: NearPlan, scope: str | None) -> list[tuple[int, str]]:
-    """(id, content) of the rows of ``scope`` the plan names, at most NEAR_MAX_ROWS."""
-    if not plan.any_of and not plan.all_of:
-        return []
-    found = conn.exec_driver_sql(_ROWS, (match(plan), scope, NEAR_MAX_ROWS))
+    """(id, content) of the rows of ``scope`` the plan names, at most NEAR_MAX_ROWS. The
+    words match in any column: a superset of the rows holding them in the content."""
+    words = json.dumps([[any_of([w]), int(w in plan.rare)] for w in plan.words])
+    found = conn.exec_driver_sql(_ROWS, (words, plan.bound, scope, NEAR_MAX_ROWS))
     return [(memory_id, content) for memory_id, content in found]
