@@ -33,7 +33,9 @@ NEW = " ".join(COMMON) + " zephyrine"
 
 
 def holds(planned: near.NearPlan, stored: set[str]) -> bool:
-    return bool(stored & planned.rare) or len(stored & set(planned.words)) >= planned.bound
+    return any(w in stored for w in planned.any_of) or any(
+        all(w in stored for w in words) for words in planned.all_of
+    )
 
 
 def test_need_is_the_fewest_shared_lexemes_that_reach_the_threshold():
@@ -67,18 +69,22 @@ def test_the_plan_reads_every_near_duplicate_the_bound_promises(seed):
     assert checked > 100
 
 
-def test_the_rarest_words_and_how_many_of_them_a_row_needs():
+def test_conjunctions_of_the_rarest_other_words():
     words = tuple(f"w{i}" for i in range(12))  # need 11 of 12: a longer row misses one
-    planned = plan(NearWords(words, 0.85, 3), [1000 - i for i in range(12)])
-    assert planned is not None and planned.rare == frozenset()
-    assert planned.words == ("w11", "w10", "w9") and planned.bound == 2
-    planned = plan(NearWords(words, 0.85, 3), [0, 5, 9] + [1000] * 9)
-    assert planned is not None and planned.words == ("w0", "w1", "w2")
-    assert planned.rare == frozenset(planned.words)
-    twenty = tuple(f"w{i}" for i in range(20))  # need 17 of 20: four misses at most
-    planned = plan(NearWords(twenty, 0.85, 3), list(range(1000, 1020)))
-    assert planned is not None and planned.words == twenty[:5] and planned.bound == 2
-    assert plan(NearWords(("a", "b"), 0.85, 3), [0, 0]) is None
+    planned = plan(asked(words), [1000 - i for i in range(12)])
+    assert planned is not None and planned.any_of == ()
+    rarest = ["w8", "w9", "w10", "w11"]  # one missed: three of the four rarest held
+    assert set(planned.all_of) == {tuple(w for w in rarest if w != gone) for gone in rarest}
+    planned = plan(asked(words), [0, 5] + [1000] * 10)  # two rare: any of them
+    assert planned == near.NearPlan(("w0", "w1"), ())
+    planned = plan(asked(words), [0] + [1000] * 11)  # one rare, none missed
+    assert planned is not None and planned.any_of == ("w0",)
+    assert planned.all_of == (("w1", "w2", "w3"),)
+    assert plan(asked(("a", "b")), [0, 0]) is None
+
+
+def asked(words: tuple[str, ...]) -> NearWords:
+    return NearWords(words, 0.85, 3)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])

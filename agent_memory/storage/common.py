@@ -336,8 +336,8 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
             return "keyword", [(i, None, content) for i, content in found]
 
     def _near_counts(self, conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
-        """How many rows hold each word (at least up to near.NEAR_COUNT_ROWS), counted
-        without touching what searches cache."""
+        """How many rows hold each word, as near.plan takes them, counted without touching
+        what searches cache."""
         raise NotImplementedError
 
     def _near_rows(

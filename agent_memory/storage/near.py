@@ -6,13 +6,16 @@ A stored memory S is a near duplicate of the new one N when S and N share at lea
 ``need(min(|N|, |S|))`` lexemes (the threshold is relative to the shorter one). Two ways in:
 
 - S at least as long as N must share ``need(|N|)`` of N's lexemes, so it misses at most
-  ``|N| - need(|N|)`` of them: of any ``|N| - need(|N|) + 1 + j`` of N's words it holds at
-  least ``1 + j`` (prefix filtering). The plan takes N's rarest words with j = NEAR_EXTRA,
-  so that few rows hold enough of them: exact for every S at least as long as N.
-- S shorter than N is read when it holds one of N's rare words (in fewer than
-  NEAR_RARE_ROWS rows), or enough of the rarest ones as above. A shorter memory made only of
-  N's common words is not read: no bound on N's words finds it without reading the rows of
-  its common words, which costs what ranking did (docs/performance.md, section 34).
+  ``|N| - need(|N|)`` of them (prefix filtering): it holds one of N's rare words (in fewer
+  than NEAR_RARE_ROWS rows), or, missing every rare one, it misses at most ``k = |N| -
+  need(|N|) - rare`` of the others, so it holds at least ``h`` of any ``k + h`` of them.
+  The plan asks that of the ``k + h`` rarest others as conjunctions of ``h`` words (every
+  way of choosing them, h = NEAR_HOLD), which the index answers from the rarest word lists
+  without ranking: exact for every S at least as long as N.
+- S shorter than N is read when it holds one of N's rare words, or ``h`` of those ``k + h``
+  words. A shorter memory made only of N's common words is not read: no bound on N's words
+  finds it without reading the rows of its common words, which costs what ranking did
+  (docs/performance.md, section 34).
 
 Counting rows (the rarity) must not touch what searches cache for their own pruning (the
 reason an earlier attempt was reverted): each engine counts afresh, or reads its exact
@@ -21,15 +24,17 @@ statistics tables.
 
 from __future__ import annotations
 
+import itertools
+import math
 from dataclasses import dataclass
 
 # A word held by fewer rows than this is rare: every row of the scope holding it is read.
 NEAR_RARE_ROWS = 64
-# Rows are counted up to this many for each word (the order of the common words; the
-# counting stops there, so a common word costs no more than this).
-NEAR_COUNT_ROWS = 1_024
-# Words taken past the fewest the bound needs: each one more asks one more of them in common.
-NEAR_EXTRA = 1
+# How many of the rarest other words a conjunction holds (see the module's docstring): more
+# reads more word lists, and reads fewer rows that share only a few common words.
+NEAR_HOLD = 3
+# At most this many conjunctions; past it, they hold fewer words each.
+NEAR_MAX_CONJUNCTIONS = 64
 # At most this many candidate rows are read (newest first).
 NEAR_MAX_ROWS = 200
 
@@ -46,12 +51,10 @@ class NearWords:
 
 @dataclass(frozen=True)
 class NearPlan:
-    """The rows to read: those holding one of ``rare``, or at least ``bound`` of ``words``
-    (``rare`` among them)."""
+    """The rows to read: those holding one of ``any_of``, or all of one of ``all_of``."""
 
-    words: tuple[str, ...]
-    rare: frozenset[str]
-    bound: int
+    any_of: tuple[str, ...]
+    all_of: tuple[tuple[str, ...], ...]
 
 
 def need(size: int, threshold: float) -> int:
@@ -61,15 +64,23 @@ def need(size: int, threshold: float) -> int:
 
 
 def plan(asked: NearWords, counts: list[int]) -> NearPlan | None:
-    """The plan for the words of ``asked``, whose row counts (capped) are ``counts``; None
-    when the memory has too few lexemes for any hint."""
+    """The plan for the words of ``asked``; ``counts``: each word's rows when fewer than
+    NEAR_RARE_ROWS, else any larger number that orders the common words by how common
+    (an engine may estimate it). None when the memory has too few lexemes for any hint."""
     words = asked.words
     n = len(words)
     if n < max(asked.min_lexemes, 1):
         return None
     order = sorted(range(n), key=lambda i: (counts[i], i))
-    rare = frozenset(words[i] for i in order if counts[i] < NEAR_RARE_ROWS)
-    prefix = n - need(n, asked.threshold) + 1  # S at least as long holds one of these
-    taken = min(n, prefix + NEAR_EXTRA)
-    chosen = tuple(words[i] for i in order[: max(taken, len(rare))])
-    return NearPlan(chosen, rare, taken - prefix + 1)
+    rare = [i for i in order if counts[i] < NEAR_RARE_ROWS]
+    misses = n - need(n, asked.threshold) - len(rare)  # of the others, by S as long as N
+    if misses < 0:
+        return NearPlan(tuple(words[i] for i in rare), ())
+    hold = min(NEAR_HOLD, n - len(rare) - misses)
+    while hold > 1 and math.comb(misses + hold, hold) > NEAR_MAX_CONJUNCTIONS:
+        hold -= 1
+    others = order[len(rare) : len(rare) + misses + hold]
+    conjunctions = tuple(
+        tuple(words[i] for i in sorted(kept)) for kept in itertools.combinations(others, hold)
+    )
+    return NearPlan(tuple(words[i] for i in rare), conjunctions)

@@ -14,15 +14,11 @@ from agent_memory.storage.postgres.totals import LEXEME_ROWS
 from agent_memory.storage.postgres.tsquery import MAX_LEXEME_BYTES, tsquery_lexeme
 
 _COUNTS = f"SELECT {LEXEME_ROWS} FROM unnest(%s::text[]) WITH ORDINALITY AS w(x, i) ORDER BY w.i"
-# The rows holding one of the words first (the GIN index), then the scope, and a rare word
-# or at least %s of the words (an array of tsqueries; the rare ones, OR-ed): a plan on the
-# primary key, newest first, would walk the table looking for matches.
+# The matching rows first (the GIN index), then the scope: a plan on the primary key,
+# newest first, would walk the table looking for matches.
 _ROWS = (
-    "WITH c AS MATERIALIZED (SELECT id, content, scope, terms FROM memories"
-    " WHERE terms @@ ANY(%s::tsquery[]))"
-    " SELECT id, content FROM c WHERE scope IS NOT DISTINCT FROM %s"
-    " AND ((SELECT count(*) FROM unnest(%s::tsquery[]) q WHERE c.terms @@ q) >= %s"
-    " OR c.terms @@ %s::tsquery) ORDER BY id DESC LIMIT %s"
+    "WITH c AS MATERIALIZED (SELECT id, content, scope FROM memories WHERE terms @@ %s::tsquery)"
+    " SELECT id, content FROM c WHERE scope IS NOT DISTINCT FROM %s ORDER BY id DESC LIMIT %s"
 )
 
 
@@ -37,13 +33,25 @@ def counts(conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
     return [int(n) for (n,) in found]
 
 
+def tsquery_text(plan: NearPlan) -> str | None:
+    """The plan as one tsquery: words and conjunctions, OR-ed; None when nothing can match."""
+    parts = [tsquery_lexeme(Term(word)) for word in plan.any_of if _storable(word)]
+    parts += [
+        "(" + " & ".join(tsquery_lexeme(Term(w)) for w in words) + ")"
+        for words in plan.all_of
+        if all(_storable(w) for w in words)
+    ]
+    return " | ".join(parts) or None
+
+
 def rows(conn: sqlalchemy.Connection, plan: NearPlan, scope: str | None) -> list[tuple[int, str]]:
-    """(id, content) of the rows of ``scope`` the plan names, at most NEAR_MAX_ROWS."""
-    words = [tsquery_lexeme(Term(w)) for w in plan.words if _storable(w)]
-    if not words:
-        return []
-    rare = " | ".join(
-        tsquery_lexeme(Term(w)) for w in plan.words if w in plan.rare and _storable(w)
-    )
-    params = (words, scope, words, plan.bound, rare or None, NEAR_MAX_ROWS)
-    return [(memory_id, content) for memory_id, content in conn.exec_driver_sql(_ROWS, params)]
+    """(id, content) of the rows of ``scope`` the plan names, at most NEAR_MAX_ROWS: those
+    holding a rare word first (a near duplicate almost always does), then the others."""
+    found: dict[int, str] = {}
+    for part in (NearPlan(plan.any_of, ()), NearPlan((), plan.all_of)):
+        text = tsquery_text(part)
+        if text is not None:
+            left = NEAR_MAX_ROWS - len(found)
+            for memory_id, content in conn.exec_driver_sql(_ROWS, (text, scope, left)):
+                found.setdefault(memory_id, content)
+    return list(found.items())

@@ -10,34 +10,52 @@ from collections.abc import Sequence
 
 import sqlalchemy
 
-from agent_memory.storage.near import NEAR_COUNT_ROWS, NEAR_MAX_ROWS, NearPlan
+from agent_memory.storage.near import NEAR_MAX_ROWS, NEAR_RARE_ROWS, NearPlan
 from agent_memory.storage.sqlite.keyword import any_of
 
-# Each word's rows, counted up to :cap (FTS5 stops reading the word's list there), in the
-# order of the JSON array of MATCH expressions.
+# A common word's rows are counted among the newest this many ids only: enough to order the
+# common words by how common they are, at a cost that does not grow with the store.
+NEAR_SAMPLE_ROWS = 4_096
+
+# Per MATCH expression of the JSON array, in its order: its rows counted up to :rare (FTS5
+# stops reading the word's list there), and its rows among the newest :sample ids (a range
+# of rowids: FTS5 seeks to its start).
 _COUNTS = (
-    "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories_fts"
-    " WHERE memories_fts MATCH j.value LIMIT ?)) FROM json_each(?) j ORDER BY j.key"
+    "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH j.value"
+    " LIMIT ?)), (SELECT count(*) FROM memories_fts WHERE memories_fts MATCH j.value"
+    " AND rowid > (SELECT coalesce(max(id), 0) FROM memories) - ?)"
+    " FROM json_each(?) j ORDER BY j.key"
 )
-# The rows of a scope (``IS``: NULL is a scope too) that hold a rare word or at least :bound
-# of the words, newest first: :words is a JSON array of [MATCH expression, rare (0/1)].
+# The rows of a scope (``IS``: NULL is a scope too) matching a MATCH expression, newest first.
 _ROWS = (
-    "SELECT m.id, m.content FROM (SELECT f.rowid AS r FROM json_each(?) j, memories_fts f"
-    " WHERE f.memories_fts MATCH json_extract(j.value, '$[0]') GROUP BY f.rowid"
-    " HAVING count(*) >= ? OR max(json_extract(j.value, '$[1]')) = 1) c"
-    " JOIN memories m ON m.id = c.r WHERE m.scope IS ? ORDER BY m.id DESC LIMIT ?"
+    "SELECT m.id, m.content FROM memories_fts f JOIN memories m ON m.id = f.rowid"
+    " WHERE memories_fts MATCH ? AND m.scope IS ? ORDER BY f.rowid DESC LIMIT ?"
 )
 
 
 def counts(conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
-    """How many rows hold each word, up to NEAR_COUNT_ROWS."""
+    """Each word's rows when fewer than NEAR_RARE_ROWS; else NEAR_RARE_ROWS plus its rows
+    among the newest NEAR_SAMPLE_ROWS (what orders the common words)."""
     phrases = json.dumps([any_of([word]) for word in words])
-    return [n for (n,) in conn.exec_driver_sql(_COUNTS, (NEAR_COUNT_ROWS, phrases))]
+    found = conn.exec_driver_sql(_COUNTS, (NEAR_RARE_ROWS, NEAR_SAMPLE_ROWS, phrases))
+    return [rows if rows < NEAR_RARE_ROWS else NEAR_RARE_ROWS + newest for rows, newest in found]
+
+
+def match(plan: NearPlan) -> str:
+    """The plan as one MATCH expression: words and conjunctions, OR-ed (in any column: the
+    candidates are a superset of the rows holding them in the content)."""
+    parts = [f"({any_of([word])})" for word in plan.any_of]
+    parts += ["(" + " AND ".join(f"({any_of([w])})" for w in words) + ")" for words in plan.all_of]
+    return " OR ".join(parts)
 
 
 def rows(conn: sqlalchemy.Connection, plan: NearPlan, scope: str | None) -> list[tuple[int, str]]:
-    """(id, content) of the rows of ``scope`` the plan names, at most NEAR_MAX_ROWS. The
-    words match in any column: a superset of the rows holding them in the content."""
-    words = json.dumps([[any_of([w]), int(w in plan.rare)] for w in plan.words])
-    found = conn.exec_driver_sql(_ROWS, (words, plan.bound, scope, NEAR_MAX_ROWS))
-    return [(memory_id, content) for memory_id, content in found]
+    """(id, content) of the rows of ``scope`` the plan names, at most NEAR_MAX_ROWS: those
+    holding a rare word first (a near duplicate almost always does), then the others."""
+    found: dict[int, str] = {}
+    for part in (NearPlan(plan.any_of, ()), NearPlan((), plan.all_of)):
+        if part.any_of or part.all_of:
+            left = NEAR_MAX_ROWS - len(found)
+            for memory_id, content in conn.exec_driver_sql(_ROWS, (match(part), scope, left)):
+                found.setdefault(memory_id, content)
+    return list(found.items())
