@@ -331,8 +331,12 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
             asked = words()
             if asked is None:
                 return None, []
-            planned = near.plan(asked, self._near_counts(conn, asked.words))
+            counts = self._near_counts(conn, asked.words)
+            planned = near.plan(asked, counts)
             found = [] if planned is None else self._near_rows(conn, planned, scope)
+            while len(found) >= near.NEAR_MAX_ROWS and planned is not None:
+                planned = near.narrower(asked, counts, planned)
+                found = found if planned is None else self._near_rows(conn, planned, scope)
             return "keyword", [(i, None, content) for i, content in found]
 
     def _near_counts(self, conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:

@@ -63,10 +63,11 @@ def need(size: int, threshold: float) -> int:
     return next(c for c in range(size + 1) if c / size >= threshold)
 
 
-def plan(asked: NearWords, counts: list[int]) -> NearPlan | None:
+def plan(asked: NearWords, counts: list[int], hold: int = NEAR_HOLD) -> NearPlan | None:
     """The plan for the words of ``asked``; ``counts``: each word's rows when fewer than
     NEAR_RARE_ROWS, else any larger number that orders the common words by how common
-    (an engine may estimate it). None when the memory has too few lexemes for any hint."""
+    (an engine may estimate it). None when the memory has too few lexemes for any hint.
+    ``hold``: the words a conjunction asks for (fewer when there would be too many)."""
     words = asked.words
     n = len(words)
     if n < max(asked.min_lexemes, 1):
@@ -76,7 +77,7 @@ def plan(asked: NearWords, counts: list[int]) -> NearPlan | None:
     misses = n - need(n, asked.threshold) - len(rare)  # of the others, by S as long as N
     if misses < 0:
         return NearPlan(tuple(words[i] for i in rare), ())
-    hold = min(NEAR_HOLD, n - len(rare) - misses)
+    hold = min(hold, n - len(rare) - misses)
     while hold > 1 and math.comb(misses + hold, hold) > NEAR_MAX_CONJUNCTIONS:
         hold -= 1
     others = order[len(rare) : len(rare) + misses + hold]
@@ -84,3 +85,14 @@ def plan(asked: NearWords, counts: list[int]) -> NearPlan | None:
         tuple(words[i] for i in sorted(kept)) for kept in itertools.combinations(others, hold)
     )
     return NearPlan(tuple(words[i] for i in rare), conjunctions)
+
+
+def narrower(asked: NearWords, counts: list[int], planned: NearPlan) -> NearPlan | None:
+    """When ``planned`` named more than NEAR_MAX_ROWS rows (common words that go together,
+    such as a phrase many memories repeat), the plan whose conjunctions ask for NEAR_HOLD
+    more words each, still exact; None when none asks for more."""
+    if not planned.all_of:
+        return None
+    held = len(planned.all_of[0])
+    wider = plan(asked, counts, held + NEAR_HOLD)
+    return wider if wider is not None and len(wider.all_of[0]) > held else None

@@ -15,7 +15,7 @@ from agent_memory.storage.sqlite.keyword import any_of
 
 # A common word's rows are counted among the newest this many ids only: enough to order the
 # common words by how common they are, at a cost that does not grow with the store.
-NEAR_SAMPLE_ROWS = 4_096
+NEAR_SAMPLE_ROWS = 2_048
 
 # Per MATCH expression of the JSON array, in its order: its rows counted up to :rare (FTS5
 # stops reading the word's list there), and its rows among the newest :sample ids (a range
