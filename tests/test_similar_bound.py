@@ -117,3 +117,16 @@ def test_hints_are_the_brute_force_ones_with_common_and_rare_words(svc):
         got = similar.find(svc.db, NEW, scope, None, svc.now())
         assert [h["id"] for h in got.get("similar", [])] == want
         assert len(want) == count
+
+
+def test_a_narrower_plan_asks_more_words_of_each_conjunction():
+    words = tuple(f"w{i}" for i in range(16))  # need 14 of 16: two misses
+    counts = [100 + i for i in range(16)]
+    first = plan(asked(words), counts)
+    assert first is not None and {len(c) for c in first.all_of} == {near.NEAR_HOLD}
+    second = near.narrower(asked(words), counts, first)
+    assert second is not None and {len(c) for c in second.all_of} == {2 * near.NEAR_HOLD}
+    assert len(second.all_of) <= near.NEAR_MAX_CONJUNCTIONS
+    assert near.narrower(asked(words), counts, near.NearPlan(("w0",), ())) is None
+    longer = set(words[:2]) | set(words[4:]) | {"x"}  # misses w2, w3: still read
+    assert holds(second, longer)
