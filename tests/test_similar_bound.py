@@ -130,3 +130,12 @@ def test_a_narrower_plan_asks_more_words_of_each_conjunction():
     assert near.narrower(asked(words), counts, near.NearPlan(("w0",), ())) is None
     longer = set(words[:2]) | set(words[4:]) | {"x"}  # misses w2, w3: still read
     assert holds(second, longer)
+
+
+def test_a_run_of_a_script_written_without_spaces_is_a_word_like_any(svc):
+    """The index holds such a run as bigrams: the run is asked as the index holds it."""
+    for k in range(6):  # the other words common: only the run can lead to the first
+        svc.store({"content": f"alpha bravo charlie kilo{k} lima{k} mike{k}", "type": "TODO"})
+    first = svc.store({"content": "alpha bravo 数据库服务 charlie delta", "type": "PATTERN"})
+    answer = svc.store({"content": "alpha bravo 数据库服务 charlie", "type": "PATTERN"})
+    assert [h["id"] for h in answer["similar"]] == [first["id"]]

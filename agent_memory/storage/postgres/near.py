@@ -8,8 +8,9 @@ from collections.abc import Sequence
 
 import sqlalchemy
 
-from agent_memory.search import Term, lexeme
+from agent_memory.search import Term, lexeme, unsegmented, word_leaf
 from agent_memory.storage.near import NEAR_MAX_ROWS, NearPlan
+from agent_memory.storage.postgres import tsquery
 from agent_memory.storage.postgres.totals import LEXEME_ROWS
 from agent_memory.storage.postgres.tsquery import MAX_LEXEME_BYTES, tsquery_lexeme
 
@@ -22,9 +23,13 @@ _ROWS = (
 )
 
 
-def _storable(word: str) -> bool:
-    """Whether PostgreSQL can hold the word's lexeme (a longer one matches nothing)."""
-    return 0 < len(lexeme(word).encode()) <= MAX_LEXEME_BYTES
+def _word(word: str) -> str | None:
+    """The tsquery of one word, as the index holds it (a run of a script written without
+    spaces: its bigrams, as a search asks it); None when it can match no row (a lexeme
+    longer than PostgreSQL holds)."""
+    if unsegmented(word):
+        return tsquery.tsquery_text(word_leaf(word))
+    return tsquery_lexeme(Term(word)) if len(lexeme(word).encode()) <= MAX_LEXEME_BYTES else None
 
 
 def counts(conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
@@ -35,12 +40,11 @@ def counts(conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
 
 def tsquery_text(plan: NearPlan) -> str | None:
     """The plan as one tsquery: words and conjunctions, OR-ed; None when nothing can match."""
-    parts = [tsquery_lexeme(Term(word)) for word in plan.any_of if _storable(word)]
-    parts += [
-        "(" + " & ".join(tsquery_lexeme(Term(w)) for w in words) + ")"
-        for words in plan.all_of
-        if all(_storable(w) for w in words)
-    ]
+    parts = [text for text in map(_word, plan.any_of) if text is not None]
+    for words in plan.all_of:
+        texts = [_word(w) for w in words]
+        if all(text is not None for text in texts):
+            parts.append("(" + " & ".join(str(text) for text in texts) + ")")
     return " | ".join(parts) or None
 
 
