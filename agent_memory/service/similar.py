@@ -26,6 +26,7 @@ from agent_memory.contract.errors import StorageFault
 if TYPE_CHECKING:
     from agent_memory.contract.models import Embedding
     from agent_memory.storage.base import Store
+    from agent_memory.storage.near import NearWords
 
 log = logging.getLogger(__name__)
 
@@ -43,9 +44,6 @@ COSINE_THRESHOLDS = {"multilingual-e5-small-q4": 0.94}
 # Nearest memories read per store, among which the hints are chosen: more than MAX_SIMILAR,
 # since a hint must share the scope and pass the threshold.
 CANDIDATES = 10
-# The keyword signal's candidates come from a search of at most this many of the memory's
-# informative words, OR-ed.
-MAX_QUERY_WORDS = 24
 # Keyword signal: the share of the shorter memory's informative lexemes found in the other,
 # and the fewest informative lexemes a memory needs for the share to mean anything.
 KEYWORD_THRESHOLD = 0.85
@@ -107,17 +105,21 @@ def by_keywords(content: str, candidates: Iterable[tuple[int, str]]) -> list[dic
     return [hint(i, s, t) for s, i, t in kept[:MAX_SIMILAR]]
 
 
-def _words_query(content: str) -> Any:
-    """The content's informative words, each quoted, OR-ed: a query that never reads the
-    memory's own text as FTS5 syntax. None when it has none."""
-    from agent_memory.search import read
-    from agent_memory.search.lexemes import fold, tokens
+def _near_words(content: str) -> NearWords | None:
+    """One word per informative lexeme of ``content`` (as written, first seen), with the
+    thresholds: what the store reads the keyword signal's candidates by (storage.near).
+    None when it has none."""
+    from agent_memory.search.lexemes import fold, lexeme, tokens
+    from agent_memory.storage.near import NearWords
 
     found = tokens(REDACTION_MARKER.sub(" ", content))
-    words = [t for t in dict.fromkeys(found) if fold(t) not in STOP_WORDS]
+    words: dict[str, str] = {}
+    for token in found:
+        if fold(token) not in STOP_WORDS:
+            words.setdefault(lexeme(token), token)
     if not words:
         return None
-    return read(" OR ".join(f'"{w}"' for w in words[:MAX_QUERY_WORDS]))
+    return NearWords(tuple(words.values()), KEYWORD_THRESHOLD, KEYWORD_MIN_LEXEMES)
 
 
 def find(
@@ -138,7 +140,7 @@ def find(
     try:
         signal, found = store.similar_candidates(
             embedding if threshold is not None else None,
-            lambda: _words_query(content),
+            lambda: _near_words(content),
             scope,
             now,
             CANDIDATES,

@@ -22,6 +22,7 @@ from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 if TYPE_CHECKING:
     from agent_memory.search import ParsedQuery
     from agent_memory.storage.history import AsOf
+    from agent_memory.storage.near import NearWords
 
 # A memory as every read answers it, in this order (rows become dicts by these names), and
 # as an export writes it (the JSONL format's fields, in their order): the fields table's.
@@ -224,15 +225,16 @@ class Store(Protocol):
     def similar_candidates(
         self,
         embedding: Embedding | None,
-        words: Callable[[], ParsedQuery | None],
+        words: Callable[[], NearWords | None],
         scope: str | None,
         now: int,
         limit: int,
     ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
         """Up to ``limit`` memories of ``scope`` (None: without one) nearest a memory about to
         be stored, from one snapshot: ("cosine", (id, cosine similarity, content)) when the
-        store is pinned to ``embedding``'s model, else ("keyword", (id, None, content)) by
-        the query ``words()`` makes (read only then), else (None, [])."""
+        store is pinned to ``embedding``'s model, else ("keyword", (id, None, content)): the
+        memories that may share enough of the words ``words()`` gives (read only then;
+        storage.near plans which, unranked, ``limit`` not applying), else (None, [])."""
 
     def tidy_read(self, scope: str | None, vectors: bool) -> Any:
         """For ``agent-memory tidy``, from one snapshot: the memories of ``scope`` (None: of

@@ -23,7 +23,7 @@ from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 from agent_memory.search import ParsedQuery, ranking
 from agent_memory.search import read as read_query
-from agent_memory.storage import duplicates, history
+from agent_memory.storage import duplicates, history, near
 from agent_memory.storage import superseded as superseded_rows
 from agent_memory.storage.base import MissingMemory, NewMemory
 from agent_memory.storage.faults import guarded
@@ -317,8 +317,9 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
     ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
         """The memories of ``scope`` (None: those without one) nearest a memory about to be
         stored: ("cosine", (id, similarity, content) best first) by its vector when the
-        store is pinned to its model, else ("keyword", (id, None, content)) by the query
-        ``words()`` makes, else (None, [])."""
+        store is pinned to its model, else ("keyword", (id, None, content)): the memories
+        that may share enough of the words ``words()`` gives (storage.near, unranked),
+        else (None, [])."""
         filters = Filters(scope=scope)
         with self._read() as conn:
             if embedding is not None and self.VECTORS.stored_pin(conn) == embedding.pin:
@@ -329,12 +330,27 @@ class CommonStore(TokenRows, SweepRows, HistoryRows, TidyRows):
                     for i, score in nearest
                     if i in found and found[i]["scope"] == scope
                 ]
-            query = words()
-            if query is None:
+            asked = words()
+            if asked is None:
                 return None, []
-            page = self._keyword_page(conn, query, now, limit, filters)
-            kept = [(m["id"], None, m["content"]) for m, _ in page if m["scope"] == scope]
-            return "keyword", kept
+            counts = self._near_counts(conn, asked.words)
+            planned = near.plan(asked, counts)
+            found = [] if planned is None else self._near_rows(conn, planned, scope)
+            while len(found) >= near.NEAR_MAX_ROWS and planned is not None:
+                planned = near.narrower(asked, counts, planned)
+                found = found if planned is None else self._near_rows(conn, planned, scope)
+            return "keyword", [(i, None, content) for i, content in found]
+
+    def _near_counts(self, conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
+        """How many rows hold each word, as near.plan takes them, counted without touching
+        what searches cache."""
+        raise NotImplementedError
+
+    def _near_rows(
+        self, conn: sqlalchemy.Connection, planned: near.NearPlan, scope: str | None
+    ) -> list[tuple[int, str]]:
+        """(id, content) of the memories of ``scope`` that ``planned`` names."""
+        raise NotImplementedError
 
     def _nearest(
         self, conn: sqlalchemy.Connection, embedding: Embedding, limit: int, filters: Filters

@@ -40,7 +40,9 @@ from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.common import CommonStore, Leg, Legs
+from agent_memory.storage.near import NearPlan
 from agent_memory.storage.postgres import checks, keyword, portable, rows, vectors
+from agent_memory.storage.postgres import near as near_rows
 from agent_memory.storage.postgres import ranked as ranked_search
 from agent_memory.storage.postgres.database import Database
 
@@ -239,6 +241,14 @@ class PostgresStore(CommonStore):
         self, conn: Connection, embedding: Embedding, limit: int, filters: Filters
     ) -> list[tuple[int, float]]:
         return vectors.nearest(conn, embedding, limit, filters)
+
+    def _near_counts(self, conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
+        return near_rows.counts(conn, words)
+
+    def _near_rows(
+        self, conn: sqlalchemy.Connection, planned: NearPlan, scope: str | None
+    ) -> list[tuple[int, str]]:
+        return near_rows.rows(conn, planned, scope)
 
     def _keyword_page(
         self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters

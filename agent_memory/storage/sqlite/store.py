@@ -36,6 +36,8 @@ from agent_memory.search import ParsedQuery, indexed_tags, indexed_text, ranking
 from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.common import ALL_SUPERSEDED_SQL, CommonStore, Leg, Legs
+from agent_memory.storage.near import NearPlan
+from agent_memory.storage.sqlite import near as near_rows
 from agent_memory.storage.sqlite import portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections
 from agent_memory.storage.sqlite.database import Database
@@ -229,6 +231,14 @@ class SqliteStore(CommonStore):
             conn, query, now=leg.now, limit=leg.limit, filters=leg.filters
         )
         return keyword, nearest, scale
+
+    def _near_counts(self, conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
+        return near_rows.counts(conn, words)
+
+    def _near_rows(
+        self, conn: sqlalchemy.Connection, planned: NearPlan, scope: str | None
+    ) -> list[tuple[int, str]]:
+        return near_rows.rows(conn, planned, scope)
 
     def _keyword_page(
         self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
