@@ -55,8 +55,10 @@ def tag_text(tags: Sequence[str]) -> str:
     return json.dumps(list(tags), ensure_ascii=False)
 
 
+@functools.lru_cache(maxsize=LEXEME_CACHE_TOKENS)
 def fold(token: str) -> str:
-    """unicode61's case folding and diacritic removal of one token."""
+    """unicode61's case folding and diacritic removal of one token (cached as ``lexeme``
+    is: the near-duplicate check folds every token of its candidates)."""
     out = []
     for char in token:
         code = ord(char)
