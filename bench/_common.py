@@ -1,5 +1,6 @@
 """What the bench scripts share: percentiles, tables, timing, /proc readings, spawning
-``agent-memory`` and ``python -m bench.NAME``, and the JSONL that loads a corpus.
+``agent-memory`` and ``python -m bench.NAME``, the JSONL that loads a corpus, and a throwaway
+PostgreSQL.
 
 Kept light on imports: scripts that measure their own process's memory import this first.
 """
@@ -10,7 +11,8 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -30,6 +32,7 @@ __all__ = [
     "proc_mib",
     "run_module",
     "table",
+    "throwaway_postgres",
     "timed",
 ]
 
@@ -153,3 +156,32 @@ def export_header(rows: int, links: int = 0, now: int | None = None) -> str:
             exported_links=links,
         )
     )
+
+
+@contextmanager
+def throwaway_postgres(name: str | None = "bench", extensions: Sequence[str] = ()) -> Iterator[str]:
+    """A throwaway PostgreSQL 18 (tests/support/postgres_server.py: the test extra's binaries,
+    no fsync, a Unix socket), stopped and removed when the block ends. Yields the URL of a new
+    database ``name`` on it with ``extensions`` created, or with ``name=None`` the server's
+    own URL (its maintenance database, to make databases on)."""
+    import psycopg
+    from psycopg import sql
+
+    from tests.support.pg_fixtures import database_url
+    from tests.support.postgres_server import PostgresServer
+
+    server = PostgresServer()
+    server.start()
+    try:
+        if name is None:
+            yield server.url
+            return
+        with psycopg.connect(server.url, autocommit=True) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+        url = database_url(server.url, name)
+        with psycopg.connect(url, autocommit=True) as conn:
+            for extension in extensions:
+                conn.execute(sql.SQL("CREATE EXTENSION {}").format(sql.Identifier(extension)))
+        yield url
+    finally:
+        server.stop()

@@ -36,7 +36,7 @@ from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite.migrate import alembic_config
 from bench import corpus
-from bench._common import pct
+from bench._common import pct, throwaway_postgres
 
 IDEOGRAPHS = [chr(0x4E00 + i) for i in range(3_000)]
 NAMES = ["PostgreSQL", "Redis", "Kafka", "SQLite", "nginx", "gRPC"]
@@ -125,21 +125,12 @@ def postgres_upgrade(size: int, words: list[str]) -> None:
 
     from agent_memory import search as query
     from agent_memory.storage.postgres import database, keyword
-    from tests.support.pg_fixtures import database_url
-    from tests.support.postgres_server import PostgresServer
 
     latin = [m["content"] for m in corpus.developer_memories(size)]
     chinese = [m["content"] for m in chinese_memories(size // 100, words)]
     with mock.patch.object(query, "indexed_text", lambda text: None):  # as 0008 indexed
         rows = [(content, *keyword.document(content)[:3]) for content in latin + chinese]
-    server = PostgresServer()
-    server.start()
-    try:
-        with psycopg.connect(server.url, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-        url = database_url(server.url, "bench")
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION vector")
+    with throwaway_postgres("bench", ("vector",)) as url:
         engine = database.create_engine(url)
         with engine.connect() as conn, conn.begin():
             database._upgrade(conn, 8)
@@ -158,8 +149,6 @@ def postgres_upgrade(size: int, words: list[str]) -> None:
         took = time.perf_counter() - start
         engine.dispose()
         print(f"PostgreSQL 0009, {size:,} + {len(chinese):,} Chinese memories: {took:.1f} s")
-    finally:
-        server.stop()
 
 
 def main() -> None:

@@ -193,18 +193,15 @@ def main() -> None:
         for copy in copies:
             copy.unlink()
         return
+    # imported here: the workers run this file with the older tree's bench first on the path
+    from bench._common import throwaway_postgres
     from bench.pg_keyword import new_database
-    from tests.support.postgres_server import PostgresServer
 
-    server = PostgresServer()
-    server.start()
-    try:
-        url = new_database(server.url, "near")
+    with throwaway_postgres(None) as server:
+        url = new_database(server, "near")
         load(url, args.size, now, workdir)
-        copies = [new_database(server.url, f"near{k}", template="near") for k in range(2)]
+        copies = [new_database(server, f"near{k}", template="near") for k in range(2)]
         run(args, url, copies)
-    finally:
-        server.stop()
 
 
 if __name__ == "__main__":

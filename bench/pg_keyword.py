@@ -351,20 +351,19 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
     import tempfile
+    from contextlib import ExitStack
 
-    from tests.support.postgres_server import PostgresServer
+    # imported here: --before runs this file with the older tree's bench first on the path
+    from bench._common import throwaway_postgres
 
     names = ["postgres"] + (["postgres before"] if args.before is not None else [])
-    started = [] if args.url else [PostgresServer() for _ in names]
-    try:
-        for server in started:
-            server.start()
-        urls = [args.url] * len(names) if args.url else [server.url for server in started]
+    with ExitStack() as servers:
+        if args.url:
+            urls = [args.url] * len(names)
+        else:  # a server of its own per engine
+            urls = [servers.enter_context(throwaway_postgres(None)) for _ in names]
         with tempfile.TemporaryDirectory(prefix="am-pgkw-") as tmp:
             run(args, dict(zip(names, urls, strict=True)), Path(tmp))
-    finally:
-        for server in started:
-            server.stop()
 
 
 if __name__ == "__main__":

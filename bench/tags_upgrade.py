@@ -26,6 +26,7 @@ from agent_memory.contract.models import content_hash
 from agent_memory.storage.sqlite import database as db
 from agent_memory.storage.sqlite.migrate import alembic_config
 from bench import corpus
+from bench._common import throwaway_postgres
 from bench.cjk import vacuumed_mb
 
 T0 = 1_767_225_600
@@ -66,19 +67,12 @@ def postgres_upgrade(size: int) -> None:
     import psycopg
 
     from agent_memory.storage.postgres import database, keyword
-    from tests.support.pg_fixtures import database_url
-    from tests.support.postgres_server import PostgresServer
 
     rows = [
         (m["type"], m["content"], json.dumps(m["tags"]), *keyword.document(m["content"])[:3])
         for m in corpus.developer_memories(size)
     ]
-    server = PostgresServer()
-    server.start()
-    try:
-        with psycopg.connect(server.url, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-        url = database_url(server.url, "bench")
+    with throwaway_postgres("bench") as url:
         engine = database.create_engine(url)
         with engine.connect() as conn, conn.begin():
             database._upgrade(conn, 9)
@@ -97,8 +91,6 @@ def postgres_upgrade(size: int) -> None:
         took = time.perf_counter() - start
         engine.dispose()
         print(f"PostgreSQL 0010, {size:,} memories: {took:.1f} s")
-    finally:
-        server.stop()
 
 
 def main() -> None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench import store_similar
-from bench._common import machine, pct, table
+from bench._common import machine, pct, table, throwaway_postgres
 
 
 def build(location: str, size: int) -> None:
@@ -77,24 +77,9 @@ def measure(name: str, location: str, runs: int) -> list[list[object]]:
 
 
 def _postgres(size: int, runs: int) -> list[list[object]]:
-    import psycopg
-
-    from tests.support.pg_fixtures import database_url
-    from tests.support.postgres_server import PostgresServer
-
-    server = PostgresServer()
-    server.start()
-    try:
-        with psycopg.connect(server.url, autocommit=True) as conn:
-            conn.execute("CREATE DATABASE bench")
-        url = database_url(server.url, "bench")
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION vector")
-            conn.execute("CREATE EXTENSION unaccent")
+    with throwaway_postgres("bench", ("vector", "unaccent")) as url:
         build(url, size)
         return measure("PostgreSQL", url, runs)
-    finally:
-        server.stop()
 
 
 def main() -> int:
