@@ -39,8 +39,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench._common import ROOT, clean_env, log, machine, pct, table
-
+# Nothing of bench at the top: a worker runs this file with the older tree first on the path,
+# where bench may be older too (or absent); the parent imports bench._common in its functions.
 NOW = 1_796_516_383  # the workers' clock: recency scores do not move between runs
 LIMIT = 10
 LINKS = 40
@@ -93,6 +93,8 @@ class Tree:
     """A worker process importing agent_memory from ``code``, on the file ``location``."""
 
     def __init__(self, name: str, code: Path, location: Path) -> None:
+        from bench._common import ROOT, clean_env, log
+
         env = clean_env(PYTHONPATH=f"{code.resolve()}{os.pathsep}{ROOT}")
         # run as a file, from a neutral directory: the older tree may have no such module
         command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(location)]
@@ -121,6 +123,8 @@ class Tree:
 
 def start(before: Path, base: Path, workdir: Path, label: str) -> list[Tree]:
     """The two workers, "before" and "after", each on its own copy of ``base``."""
+    from bench._common import ROOT
+
     trees = []
     for name, code in (("before", before), ("after", ROOT)):
         copy = workdir / f"{label}-{name}.db"
@@ -135,6 +139,7 @@ def start(before: Path, base: Path, workdir: Path, label: str) -> list[Tree]:
 def loaded(size: int, cache: Path | None, workdir: Path) -> Path:
     """A file of ``size`` developer memories, loaded (or copied from ``cache``) by bench/run.py."""
     from bench import corpus, run
+    from bench._common import log
 
     run.AgentMemory.cache = cache
     system = run.AgentMemory(workdir / f"size-{size}")
@@ -213,6 +218,8 @@ def timing(trees: list[Tree], kinds: dict[str, list[str]], rounds: int) -> dict:
 
 
 def report(times: dict[tuple[str, str], list[float]], size: int, rounds: int) -> str:
+    from bench._common import pct, table
+
     rows = [
         [kind, tree, len(ms), pct(ms, 0.5), pct(ms, 0.99), statistics.fmean(ms)]
         for (kind, tree), ms in times.items()
@@ -226,6 +233,7 @@ def report(times: dict[tuple[str, str], list[float]], size: int, rounds: int) ->
 
 def run_all(args: argparse.Namespace, workdir: Path) -> None:
     from bench import corpus
+    from bench._common import machine
 
     base = loaded(args.size, args.cache, workdir)
     if args.identity:
