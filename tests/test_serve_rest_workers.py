@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import threading
 import time
 from contextlib import AsyncExitStack
@@ -25,6 +26,7 @@ from agent_memory.storage import open_store
 from agent_memory.transports.rest import signin
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon
+from tests.support.spawned import executable, server_env
 
 WORKERS = 2
 # Fresh connections until every worker has answered: with two processes accepting on one
@@ -122,7 +124,8 @@ def test_rest_and_the_page_sign_in_across_workers(db_path):
         token = Tokens(service).create("page")
     finally:
         service.close()
-    with RestDaemon(db_path, "--workers", str(WORKERS)) as daemon:
+    # the option from the environment, as the other options take it
+    with RestDaemon(db_path, env={"AGENT_MEMORY_WORKERS": str(WORKERS)}) as daemon:
         daemon.drain_stderr()
         signed = requests.post(
             daemon.url + "/api/session", json={"token": token}, headers={**PAGE, **CLOSE}
@@ -210,3 +213,16 @@ def test_a_killed_worker_is_replaced(daemon):
     assert replaced[2] != pids[2] and replaced[1] == pids[1]
     every_worker_answers(daemon)
     assert daemon.stop() == 0
+
+
+@pytest.mark.parametrize("given", ["0", "65", "two", "1.5"])
+def test_a_bad_worker_count_is_a_usage_error(db_path, given):
+    ran = subprocess.run(
+        [executable(), "--db", str(db_path), "serve-rest", "--workers", given],
+        capture_output=True,
+        text=True,
+        env=server_env(),
+        timeout=60,
+    )
+    assert ran.returncode == 2
+    assert f"expected 1 to 64 or auto (got {given!r})" in ran.stderr
