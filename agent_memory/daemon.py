@@ -169,6 +169,7 @@ def serving(
     outlook: str = "",
     sock: socket.socket | None = None,
     worker: int | None = None,
+    least_busy: Callable[[int], bool] | None = None,
 ) -> Iterator[DaemonServer]:
     """The daemon bound to ``host:port`` with ``/mcp`` mounted and the token gate in front,
     its MCP sessions running until the block ends (call ``.run()`` in it). ``open_``: no
@@ -183,6 +184,7 @@ def serving(
         extra_hosts=extra_hosts,
         sock=sock,
         worker=worker,
+        least_busy=least_busy,
     )
     try:
         manager = mcp_http.session_manager(

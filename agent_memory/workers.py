@@ -27,9 +27,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import mmap
 import os
 import signal
 import socket
+import struct
 import sys
 import threading
 from collections.abc import Callable
@@ -43,6 +45,36 @@ log = logging.getLogger(__name__)
 AUTO = "auto"
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGINT)
 READY = b"r"
+# What a worker that does not serve (starting, or dead) counts as in the Balance.
+NOT_SERVING = 2**62
+_SLOT = struct.Struct("q")
+
+
+class Balance:
+    """Which worker accepts the next connection: one with the fewest open connections.
+
+    Every worker accepts on one socket, and a connection stays with the worker that accepted
+    it (clients keep theirs open). Left to the accept race, whichever process wakes first
+    takes it: four clients connecting one after another often all landed on one worker,
+    which then served them on one core. So each worker writes its count of open connections
+    to its slot of a shared table (memory mapped before the fork) whenever its loop turns,
+    and listens only while no serving worker has fewer. The least busy one always listens,
+    so no connection waits for a worker that declines."""
+
+    def __init__(self, count: int) -> None:
+        self._table = mmap.mmap(-1, _SLOT.size * count)  # MAP_SHARED: seen by every worker
+        self.count = count
+        for index in range(1, count + 1):
+            self.set(index, NOT_SERVING)
+
+    def set(self, index: int, connections: int) -> None:
+        _SLOT.pack_into(self._table, _SLOT.size * (index - 1), connections)
+
+    def least_busy(self, index: int, connections: int) -> bool:
+        """Records worker ``index``'s ``connections``; whether it should accept now."""
+        self.set(index, connections)
+        fewest = min(_SLOT.unpack_from(self._table, _SLOT.size * i)[0] for i in range(self.count))
+        return connections <= fewest
 
 
 def cores() -> int:
@@ -85,6 +117,7 @@ class Supervisor:
 
     count: int
     serve: Callable[[int, Callable[[], None]], int]
+    balance: Balance | None = None
     workers: dict[int, Worker] = field(default_factory=dict)
     stopping: bool = False
     failed: bool = False
@@ -116,6 +149,8 @@ class Supervisor:
             return
         served = _was_ready(worker.ready)
         os.close(worker.ready)
+        if self.balance is not None:  # no worker waits for this one to take connections
+            self.balance.set(worker.index, NOT_SERVING)
         if self.stopping:
             return
         code = os.waitstatus_to_exitcode(status)

@@ -79,6 +79,19 @@ def serving_pids(daemon: RestDaemon, count: int) -> dict[int, int]:
     return {int(m.group(1)): int(m.group(2)) for m in logged(daemon, SERVING, count)}
 
 
+def test_kept_connections_spread_over_the_workers(daemon):
+    """Clients keep their connection, so the worker that accepts one serves it for good: the
+    least busy worker takes each new one (not whichever wakes first)."""
+    every_worker_answers(daemon)
+    connections = [requests.Session() for _ in range(4 * WORKERS)]
+    try:
+        taken = [worker_of(daemon, connection) for connection in connections]
+    finally:
+        for connection in connections:
+            connection.close()
+    assert sorted(taken.count(n) for n in range(1, WORKERS + 1)) == [4] * WORKERS
+
+
 @pytest.mark.parametrize("mode", ["legacy", "2026-07-28"])
 def test_both_mcp_eras_across_workers(daemon, mode):
     every_worker_answers(daemon)

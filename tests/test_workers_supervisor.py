@@ -44,3 +44,13 @@ def test_the_address_is_bound_once_and_a_taken_one_refused():
             pass  # it listens before any worker accepts: the connection waits in the backlog
     finally:
         sock.close()
+
+
+def test_the_least_busy_serving_worker_accepts():
+    balance = workers.Balance(3)
+    assert balance.least_busy(1, 5)  # the others are not serving yet
+    assert balance.least_busy(2, 2) and not balance.least_busy(1, 5)
+    assert balance.least_busy(3, 2) and balance.least_busy(2, 2)  # a tie: both listen
+    balance.set(2, workers.NOT_SERVING)  # died: nobody waits for it
+    balance.set(3, workers.NOT_SERVING)
+    assert balance.least_busy(1, 5)

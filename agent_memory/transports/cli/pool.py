@@ -7,6 +7,7 @@ open when it forks: the workers (agent_memory.workers) each open their own servi
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import socket
@@ -58,15 +59,22 @@ def serve(
     announce(host, bound_port, loopback)
     click.echo(f"{count} worker processes", err=True)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
+    balance = workers.Balance(count)
     options = {"allow_remote": allow_remote, "open_": loopback, "extra_hosts": public_hosts}
+    serve_one = _worker(settings, host, bound_port, sock, balance, options)
     try:
-        return workers.Supervisor(count, _worker(settings, host, bound_port, sock, options)).run()
+        return workers.Supervisor(count, serve_one, balance).run()
     finally:
         sock.close()
 
 
 def _worker(
-    settings: Settings, host: str, port: int, sock: socket.socket, options: dict[str, Any]
+    settings: Settings,
+    host: str,
+    port: int,
+    sock: socket.socket,
+    balance: Any,
+    options: dict[str, Any],
 ) -> Callable[[int, Callable[[], None]], int]:
     """What worker ``index`` runs, in its own process: the one-process daemon on ``sock``."""
 
@@ -76,7 +84,10 @@ def _worker(
 
         service = wiring.open_service(settings)
         try:
-            with daemon.serving(service, host, port, sock=sock, worker=index, **options) as server:
+            least_busy = functools.partial(balance.least_busy, index)
+            with daemon.serving(
+                service, host, port, sock=sock, worker=index, least_busy=least_busy, **options
+            ) as server:
                 # one sweep for the database, not one per worker
                 sweeper = Sweeper(service, settings.sweep_interval) if index == 1 else None
                 if sweeper is not None:

@@ -144,7 +144,9 @@ class DaemonServer(TcpWSGIServer):
         extra_hosts: tuple[str, ...] = (),
         sock: socket.socket | None = None,
         worker: int | None = None,
+        least_busy: Callable[[int], bool] | None = None,
     ) -> None:
+        self.least_busy = least_busy  # given this worker's connections: whether to accept
         if sock is None:  # binds: the app and the rule need the real port
             super().__init__(None, adj=adj)
         else:  # a worker process serves the socket its parent bound (agent_memory.workers)
@@ -179,6 +181,14 @@ class DaemonServer(TcpWSGIServer):
         target = self.mounts.get(path.rstrip("/")) if path != "/" else None
         return (target or self.flask_app)(environ, start_response)
 
+    def readable(self) -> bool:
+        """Whether the loop listens for a new connection: waitress's answer, and with
+        several workers only while none has fewer connections (agent_memory.workers)."""
+        listening = super().readable()
+        if self.least_busy is None:
+            return listening
+        return self.least_busy(len(self.active_channels)) and listening
+
     def maintenance(self, now: float) -> None:
         """waitress's idle timeout, and the deadline of requests still arriving."""
         super().maintenance(now)
@@ -204,6 +214,7 @@ def create_server(
     extra_hosts: tuple[str, ...] = (),
     sock: socket.socket | None = None,
     worker: int | None = None,
+    least_busy: Callable[[int], bool] | None = None,
 ) -> DaemonServer:
     """The REST daemon's server bound to ``host:port`` (port 0: a free one), not yet running;
     or serving ``sock``, already bound there by the parent of worker ``worker``."""
@@ -228,6 +239,7 @@ def create_server(
         extra_hosts=extra_hosts,
         sock=sock,
         worker=worker,
+        least_busy=least_busy,
     )
 
 
