@@ -9,10 +9,11 @@ then forks the workers *before* anything is opened: each opens its own database 
 embedder, event loop and threads, none of which survive a fork (SQLite connections, the
 local model's OpenMP threads, anyio's loop). Its weights are a memory-mapped file, so the
 page cache holds them once for every worker anyway. Every worker accepts on the inherited
-socket; only worker 1 runs the lifecycle sweep. What one process kept in memory and others
-must see is in the database: the page's sign-in sessions (service.sessions); MCP's 2025
-era is served without sessions (mcp.http); the vector index follows other processes'
-writes as it follows a stdio server's.
+socket, the least busy one first (Balance); only worker 1 runs the lifecycle sweep. What
+one process kept in memory and others must see is in the database: the page's sign-in
+sessions (service.sessions); MCP's 2025 era is served without sessions (mcp.http); the
+vector index follows other processes' writes as it follows a stdio server's, and the
+keyword counts each caches for FREQUENCY_CACHE_SECS are as stale as a stdio server's.
 
 Supervision: SIGTERM or SIGINT to the parent is passed to each worker as SIGTERM; a worker
 finishes the requests in flight and exits, and the parent exits 0 once all have. A worker
