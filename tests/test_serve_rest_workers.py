@@ -34,6 +34,7 @@ WORKERS = 2
 MAX_TRIES = 200
 CLOSE = {"Connection": "close"}  # a new connection per request: the next may reach another
 PAGE = {signin.CSRF_HEADER: "1"}
+pytest_plugins = ["tests.support.pg_fixtures"]
 SERVING = re.compile(r"worker (\d+) \(pid (\d+)\) serving")
 
 
@@ -131,14 +132,14 @@ def test_the_2025_era_needs_no_session_with_workers(daemon):
     assert answer.json()["result"]["protocolVersion"]
 
 
-def test_rest_and_the_page_sign_in_across_workers(db_path):
-    service = MemoryService(open_store(db_path))
+def test_rest_and_the_page_sign_in_across_workers(location):
+    service = MemoryService(open_store(location))
     try:
         token = Tokens(service).create("page")
     finally:
         service.close()
     # the option from the environment, as the other options take it
-    with RestDaemon(db_path, env={"AGENT_MEMORY_WORKERS": str(WORKERS)}) as daemon:
+    with RestDaemon(location, env={"AGENT_MEMORY_WORKERS": str(WORKERS)}) as daemon:
         daemon.drain_stderr()
         signed = requests.post(
             daemon.url + "/api/session", json={"token": token}, headers={**PAGE, **CLOSE}

@@ -72,3 +72,16 @@ def test_past_the_cap_the_least_recently_used_ends(location):
     finally:
         one.close()
         other.close()
+
+
+def test_a_sign_in_drops_the_sessions_that_ended(location):
+    clock = Clock()
+    service = MemoryService(open_store(location), clock=clock)
+    try:
+        sessions = Sessions(service)
+        sessions.open("a", "1" * 64)
+        clock.advance(sessions.idle_secs)
+        kept = sessions.open("b", "2" * 64)
+        assert len(sessions) == 1 and sessions.find(kept).name == "b"
+    finally:
+        service.close()

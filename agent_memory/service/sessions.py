@@ -62,14 +62,18 @@ class Sessions:
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         now = self._service.now()
         row = {"name": name, "digest": digest, "created": now, "seen": now}
+        new = _key(session_id)
         with self._service.storage("sign-in"):
-            self._db.put_session(_key(session_id), row)
-            live = []
-            ended = []
+            self._db.put_session(new, row)
+            live: list[tuple[bool, float, str]] = []
+            ended: list[str] = []
             for key, other in self._db.sessions():
-                (ended if self._ended(other, now) else live).append((other["seen"], key))
-            live.sort(reverse=True)  # most recently used first
-            ended += [key for _, key in live[self.cap :]]
+                if self._ended(other, now):
+                    ended.append(key)
+                else:
+                    live.append((key == new, other["seen"], key))
+            live.sort(reverse=True)  # the new one, then the most recently used
+            ended += [key for *_, key in live[self.cap :]]
             self._db.delete_sessions(ended)
         return session_id
 
