@@ -113,8 +113,10 @@ class Worker:
 @dataclass
 class Supervisor:
     """Runs ``serve(index, ready)`` in ``count`` forked processes until told to stop.
-    ``serve`` calls ``ready()`` once it serves, and returns when its process should exit
-    (its return value is the exit status)."""
+    ``serve`` calls ``ready()`` when it is about to serve, and returns when its process
+    should exit (its return value is the exit status). A stop signal is only noted while a
+    worker starts (a KeyboardInterrupt inside the event loop's start-up would leave it
+    waiting for itself): ``ready()`` raises it, and from then on it ends the serving loop."""
 
     count: int
     serve: Callable[[int, Callable[[], None]], int]
@@ -126,10 +128,10 @@ class Supervisor:
     def run(self) -> int:
         """Starts the workers and supervises them; the daemon's exit status."""
         self._life_r, self._life_w = os.pipe()  # EOF in the workers once the parent is gone
-        for signum in STOP_SIGNALS:
-            signal.signal(signum, self._stop)
+        self.catch_signals()
         for index in range(1, self.count + 1):
-            self._start(index)
+            if not self.stopping:
+                self._start(index)
         while self.workers:
             try:
                 pid, status = os.wait()
@@ -137,6 +139,11 @@ class Supervisor:
                 break
             self._ended(pid, status)
         return 1 if self.failed else 0
+
+    def catch_signals(self) -> None:
+        """From now on a stop signal stops the workers (before any: none is started)."""
+        for signum in STOP_SIGNALS:
+            signal.signal(signum, self._stop)
 
     def _stop(self, signum: int = signal.SIGTERM, frame: object = None) -> None:
         self.stopping = True
@@ -191,13 +198,18 @@ class Supervisor:
             os.close(self._life_w)
             for other in self.workers.values():
                 os.close(other.ready)
-            for signum in STOP_SIGNALS:
-                signal.signal(signum, _stop_once)
+            stop_asked: list[int] = []
+            for signum in STOP_SIGNALS:  # while starting: noted, acted on by ready()
+                signal.signal(signum, lambda signum, _frame: stop_asked.append(signum))
             signal.pthread_sigmask(signal.SIG_UNBLOCK, STOP_SIGNALS)
             _watch_parent(self._life_r)
 
             def ready() -> None:
                 os.write(ready_w, READY)
+                for signum in STOP_SIGNALS:
+                    signal.signal(signum, _stop_once)
+                if stop_asked:
+                    _stop_once(stop_asked[0], None)
 
             code = self.serve(index, ready)
         except SystemExit as exc:  # fail(): its message is out already

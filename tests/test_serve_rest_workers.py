@@ -11,7 +11,7 @@ import signal
 import subprocess
 import threading
 import time
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 
 import anyio
 import pytest
@@ -54,12 +54,15 @@ def worker_of(daemon: RestDaemon, session: requests.Session | None = None) -> in
 
 
 def every_worker_answers(daemon: RestDaemon) -> None:
+    """Connections kept open until every worker has answered one (the least busy worker
+    takes each new one, so a worker holding one does not take the next)."""
     seen = set()
-    for _ in range(MAX_TRIES):
-        seen.add(worker_of(daemon))
-        if len(seen) == WORKERS:
-            return
-    raise AssertionError(f"only workers {seen} answered {MAX_TRIES} fresh connections")
+    with ExitStack() as held:
+        for _ in range(MAX_TRIES):
+            seen.add(worker_of(daemon, held.enter_context(requests.Session())))
+            if len(seen) == WORKERS:
+                return
+    raise AssertionError(f"only workers {seen} answered {MAX_TRIES} connections")
 
 
 def logged(daemon: RestDaemon, pattern: re.Pattern[str], count: int = 1) -> list[re.Match]:
@@ -148,16 +151,17 @@ def test_rest_and_the_page_sign_in_across_workers(location):
         cookie = {"Cookie": f"{signin.COOKIE}={signed.cookies[signin.COOKIE]}"}
         # each worker, known by its /health on the same connection, takes the session
         answered: dict[int, int] = {}
+        held = ExitStack()  # connections kept open: the next one goes to another worker
         for n in range(MAX_TRIES):
-            with requests.Session() as connection:
-                worker = worker_of(daemon, connection)
-                stored = connection.post(
-                    daemon.url + "/api/memories",
-                    json={"content": f"page note {n}", "type": "TODO"},
-                    headers={**PAGE, **cookie},
-                )
-                assert stored.status_code == 201, stored.text
-                answered[worker] = stored.json()["id"]
+            connection = held.enter_context(requests.Session())
+            worker = worker_of(daemon, connection)
+            stored = connection.post(
+                daemon.url + "/api/memories",
+                json={"content": f"page note {n}", "type": "TODO"},
+                headers={**PAGE, **cookie},
+            )
+            assert stored.status_code == 201, stored.text
+            answered[worker] = stored.json()["id"]
             if len(answered) == WORKERS:
                 break
         assert sorted(answered) == [1, 2]
@@ -166,13 +170,14 @@ def test_rest_and_the_page_sign_in_across_workers(location):
         assert out.status_code == 200
         ended = set()
         for _ in range(MAX_TRIES):
-            with requests.Session() as connection:
-                worker = worker_of(daemon, connection)
-                listed = connection.get(daemon.url + "/api/memories", headers=cookie)
-                assert listed.status_code == 401
-                ended.add(worker)
+            connection = held.enter_context(requests.Session())
+            worker = worker_of(daemon, connection)
+            listed = connection.get(daemon.url + "/api/memories", headers=cookie)
+            assert listed.status_code == 401
+            ended.add(worker)
             if len(ended) == WORKERS:
                 break
+        held.close()
         assert ended == {1, 2}
 
 
@@ -240,3 +245,12 @@ def test_a_bad_worker_count_is_a_usage_error(db_path, given):
     )
     assert ran.returncode == 2
     assert f"expected 1 to 64 or auto (got {given!r})" in ran.stderr
+
+
+def test_a_stop_while_the_workers_start_ends_them_all(db_path):
+    """SIGTERM as soon as the port is bound, while the workers still open their service and
+    event loop: each ends when it is ready, and the parent (which waits for every worker)
+    exits 0."""
+    with RestDaemon(db_path, "--workers", str(WORKERS)) as daemon:
+        daemon.terminate()
+        assert daemon.stop() == 0

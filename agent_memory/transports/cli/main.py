@@ -340,8 +340,6 @@ def serve_rest(
 def _run_daemon(settings: Settings, service: Any, server: Any, host: str, loopback: bool) -> None:
     from agent_memory.service.lifecycle import Sweeper
 
-    bound_port = server.effective_port
-    announce(host, bound_port, loopback)
     sweeper = Sweeper(service, settings.sweep_interval)
     sweeper.start()
     # Both finish the requests in flight, then exit 0. SIGINT is set too: a daemon started
@@ -349,6 +347,7 @@ def _run_daemon(settings: Settings, service: Any, server: Any, host: str, loopba
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, signal.default_int_handler)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
+    announce(host, server.effective_port, loopback)
     try:
         server.run()  # returns after KeyboardInterrupt, once workers are done
     finally:

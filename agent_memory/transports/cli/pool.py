@@ -56,14 +56,17 @@ def serve(
     except OSError as exc:
         fail(f"cannot listen on {shown}: {exc.strerror or exc}")
     bound_port = sock.getsockname()[1]
+    balance = workers.Balance(count)
+    options = {"allow_remote": allow_remote, "open_": loopback, "extra_hosts": public_hosts}
+    supervisor = workers.Supervisor(
+        count, _worker(settings, host, bound_port, sock, balance, options), balance
+    )
+    supervisor.catch_signals()  # before the address is told: a stop may follow at once
     announce(host, bound_port, loopback)
     click.echo(f"{count} worker processes", err=True)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
-    balance = workers.Balance(count)
-    options = {"allow_remote": allow_remote, "open_": loopback, "extra_hosts": public_hosts}
-    serve_one = _worker(settings, host, bound_port, sock, balance, options)
     try:
-        return workers.Supervisor(count, serve_one, balance).run()
+        return supervisor.run()
     finally:
         sock.close()
 
@@ -92,9 +95,9 @@ def _worker(
                 sweeper = Sweeper(service, settings.sweep_interval) if index == 1 else None
                 if sweeper is not None:
                     sweeper.start()
-                ready()
-                log.info("worker %d (pid %d) serving", index, os.getpid())
                 try:
+                    ready()  # raises KeyboardInterrupt if told to stop while starting
+                    log.info("worker %d (pid %d) serving", index, os.getpid())
                     server.run()  # returns after SIGTERM, once its requests are done
                 finally:
                     if sweeper is not None:
