@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -166,17 +167,32 @@ def serving(
     open_: bool,
     extra_hosts: tuple[str, ...] = (),
     outlook: str = "",
+    sock: socket.socket | None = None,
+    worker: int | None = None,
+    least_busy: Callable[[int], bool] | None = None,
 ) -> Iterator[DaemonServer]:
     """The daemon bound to ``host:port`` with ``/mcp`` mounted and the token gate in front,
     its MCP sessions running until the block ends (call ``.run()`` in it). ``open_``: no
-    token is needed while none exists (loopback). OSError when it cannot bind."""
-    server = create_server(service, host, port, allow_remote=allow_remote, extra_hosts=extra_hosts)
+    token is needed while none exists (loopback). OSError when it cannot bind. A worker
+    process (``worker``: its number) serves ``sock``, which its parent bound, and MCP
+    without sessions (the next request of a client may reach another worker)."""
+    server = create_server(
+        service,
+        host,
+        port,
+        allow_remote=allow_remote,
+        extra_hosts=extra_hosts,
+        sock=sock,
+        worker=worker,
+        least_busy=least_busy,
+    )
     try:
         manager = mcp_http.session_manager(
             service,
             max_body_bytes=server.max_body_bytes,
             outlook=outlook,
             service_for=service_of(service),
+            stateless=worker is not None,
         )
         with (
             start_blocking_portal() as portal,

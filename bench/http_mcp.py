@@ -5,8 +5,11 @@ store and search p50/p99 at one client (the transports connected at once, taking
 rounds, after a few untimed calls), and searches per second at 1, 4 and 16 clients, timed
 once every client is connected and has made a few calls (HTTP: clients of one daemon;
 stdio: one `serve` process per client, as runtimes do today). All on one SQLite file.
+The daemon runs once per --workers count (`serve-rest --workers N`), all at once: with
+several workers a client's connection is served by one of them, so clients spread over
+the workers' processes (and cores) as they connect.
 
-    python -m bench.http_mcp [--memories 10000] [--ops 200]
+    python -m bench.http_mcp [--memories 10000] [--ops 200] [--workers 1,2]
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, ExitStack
 from pathlib import Path
 
 import anyio
@@ -98,11 +101,24 @@ async def throughput(make: Maker, clients: int, ops: int) -> float:
         return clients * ops / (time.perf_counter() - began)
 
 
+def http_makers(url: str, workers: int) -> dict[str, Maker]:
+    """The HTTP clients of one daemon: an era each (2025: a session, unless workers > 1)."""
+    legacy = "2025 session" if workers == 1 else "2025"
+    return {
+        f"http {legacy} x{workers}": lambda: Client(streamable_http_client(url), mode="legacy"),
+        f"http 2026-07-28 x{workers}": lambda: Client(
+            streamable_http_client(url), mode="2026-07-28"
+        ),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--ops", type=int, default=200)
+    parser.add_argument("--workers", default="1,2", help="daemons' worker counts, comma-separated")
     args = parser.parse_args()
+    counts = [int(n) for n in args.workers.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.db"
         log(f"seeding {args.memories} memories")
@@ -110,14 +126,14 @@ def main() -> None:
         params = StdioServerParameters(
             command=agent_memory_cmd(), args=["--db", str(db), "serve"], env=server_env()
         )
-        with RestDaemon(db, log_level="warning") as daemon:
-            daemon.drain_stderr()
-            url = daemon.url + "/mcp"
-            makers: dict[str, Maker] = {
-                "http (2025 session)": lambda: Client(streamable_http_client(url), mode="legacy"),
-                "http (2026-07-28)": lambda: Client(streamable_http_client(url), mode="2026-07-28"),
-                "stdio": lambda: Client(stdio_client(params, errlog=DEVNULL)),
-            }
+        with ExitStack() as daemons:
+            makers: dict[str, Maker] = {}
+            for count in counts:
+                daemon = RestDaemon(db, "--workers", str(count), log_level="warning")
+                daemons.enter_context(daemon)
+                daemon.drain_stderr()
+                makers.update(http_makers(daemon.url + "/mcp", count))
+            makers["stdio"] = lambda: Client(stdio_client(params, errlog=DEVNULL))
             timed = anyio.run(latencies, makers, args.ops)
             rates: dict[str, list[float]] = {name: [] for name in makers}
             for n in CLIENT_COUNTS:  # each count: every transport, one after the other
@@ -137,7 +153,7 @@ def main() -> None:
             ]
         )
     print(f"{machine()} (1/5/15 min: {loads[0]:.1f} {loads[1]:.1f} {loads[2]:.1f})")
-    print(f"{args.memories} memories, {args.ops} ops, keyword search")
+    print(f"{args.memories} memories, {args.ops} ops, keyword search; xN: serve-rest --workers N")
     head = ["transport", "store p50 ms", "store p99", "search p50", "search p99"]
     print(table([*head, *(f"search/s @{n}" for n in CLIENT_COUNTS)], rows))
 

@@ -35,8 +35,9 @@ LAYERS = [
     {"agent_memory.storage"},
     {"agent_memory.service", "agent_memory.transfer", "agent_memory.transfer.sources"},
     {"agent_memory.transports.mcp", "agent_memory.transports.rest"},
-    # the wiring; and the daemon, which joins two transports on one port (REST's server, MCP's app)
-    {"agent_memory.app", "agent_memory.daemon"},
+    # the wiring; and the daemon, which joins two transports on one port (REST's server, MCP's app),
+    # and its worker processes' supervisor (serve-rest --workers)
+    {"agent_memory.app", "agent_memory.daemon", "agent_memory.workers"},
     {"agent_memory.transports.cli", "agent_memory.__main__"},
 ]
 TRANSPORTS = {"agent_memory.transports.mcp", "agent_memory.transports.rest"}

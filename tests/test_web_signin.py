@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.daemon import Gate
+from agent_memory.service.sessions import SEEN_EVERY_SECS
 from agent_memory.service.tokens import Tokens
 from agent_memory.transports.rest import signin
 from agent_memory.transports.rest.app import create_app
@@ -319,11 +320,12 @@ def test_behind_a_tls_proxy_the_cookie_is_secure_with_the_host_prefix(service, t
     assert "secure" not in cookie_of(sign_in(direct, tokens["rw"], **proxied))
 
 
-def test_sessions_past_the_cap_drop_the_least_recently_used(app, tokens):
+def test_sessions_past_the_cap_drop_the_least_recently_used(app, tokens, clock):
     app.extensions[signin.KEY].sessions.cap = 2
     clients = [app.test_client() for _ in range(3)]
     sign_in(clients[0], tokens["rw"])
     sign_in(clients[1], tokens["rw"])
+    clock.advance(SEEN_EVERY_SECS)  # "last seen" is written to the minute
     assert call(clients[0], "GET", "/api/stats").status_code == 200  # 0 is now the newer
     sign_in(clients[2], tokens["rw"])
     statuses = [call(c, "GET", "/api/stats").status_code for c in clients]

@@ -32,7 +32,13 @@ from agent_memory.contract.errors import (
     SchemaTooNew,
 )
 from agent_memory.embedders import ollama
-from agent_memory.transports.cli.terminal import Integer, Subcommand, is_loopback, parse_addr
+from agent_memory.transports.cli.terminal import (
+    Integer,
+    Subcommand,
+    is_loopback,
+    parse_addr,
+    parse_workers,
+)
 
 COMMAND = "agent-memory"
 DEFAULT_REST_PORT = 7437
@@ -47,6 +53,9 @@ SWITCH_INTERVAL_SECS = 0.0005
 # imported, unless the user set it.
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 BLAS_THREADS = "1"
+# serve-rest --workers, when not given (1: one process, as before the option existed).
+WORKERS_ENV = "AGENT_MEMORY_WORKERS"
+DEFAULT_WORKERS = "1"
 
 log = logging.getLogger("agent_memory")
 
@@ -299,14 +308,33 @@ def _running_script() -> Path | None:
     help="Also accept this Host header (and Origin http(s)://NAME), e.g. the name a TLS "
     "proxy in front of the daemon is reached by. Repeatable.",
 )
+@click.option(
+    "--workers",
+    envvar=WORKERS_ENV,
+    default=DEFAULT_WORKERS,
+    show_default=True,
+    show_envvar=True,
+    metavar="N|auto",
+    callback=parse_workers,
+    help="Processes serving the port (auto: one per core). More answer more searches at "
+    "once, on more cores; each holds its own embedder and vector index.",
+)
 @click.pass_obj
 def serve_rest(
-    settings: Settings, addr: tuple[str, int], allow_remote: bool, public_hosts: tuple[str, ...]
+    settings: Settings,
+    addr: tuple[str, int],
+    allow_remote: bool,
+    public_hosts: tuple[str, ...],
+    workers: int,
 ) -> None:
     """Run the HTTP daemon: the REST API, the web page and MCP at /mcp (loopback only
     unless a token exists: see `agent-memory token`)."""
     host, port = addr
     shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if workers > 1:
+        from agent_memory.transports.cli import pool
+
+        sys.exit(pool.serve(settings, host, port, allow_remote, public_hosts, workers))
     service = wiring.open_service(settings, serving=True)
     from agent_memory import daemon
     from agent_memory.service.tokens import Tokens
@@ -336,16 +364,6 @@ def serve_rest(
 def _run_daemon(settings: Settings, service: Any, server: Any, host: str, loopback: bool) -> None:
     from agent_memory.service.lifecycle import Sweeper
 
-    bound = f"[{host}]" if ":" in host else host
-    bound_port = server.effective_port
-    if not loopback:
-        log.warning(
-            "serving plain HTTP on %s:%s: tokens and memories cross the network unencrypted; "
-            "put a TLS proxy in front (docs/http.md shows Caddy) and bind the daemon to "
-            "127.0.0.1 behind it",
-            bound,
-            bound_port,
-        )
     sweeper = Sweeper(service, settings.sweep_interval)
     sweeper.start()
     # Both finish the requests in flight, then exit 0. SIGINT is set too: a daemon started
@@ -353,12 +371,26 @@ def _run_daemon(settings: Settings, service: Any, server: Any, host: str, loopba
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, signal.default_int_handler)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
-    click.echo(f"REST listening on {bound}:{bound_port}", err=True)
-    click.echo(f"MCP (Streamable HTTP) at http://{bound}:{bound_port}/mcp", err=True)
+    announce(host, server.effective_port, loopback)
     try:
         server.run()  # returns after KeyboardInterrupt, once workers are done
     finally:
         sweeper.stop()
+
+
+def announce(host: str, port: int, loopback: bool) -> None:
+    """Where the daemon listens (stderr), and the warning of plain HTTP off loopback."""
+    bound = f"[{host}]" if ":" in host else host
+    if not loopback:
+        log.warning(
+            "serving plain HTTP on %s:%s: tokens and memories cross the network unencrypted; "
+            "put a TLS proxy in front (docs/http.md shows Caddy) and bind the daemon to "
+            "127.0.0.1 behind it",
+            bound,
+            port,
+        )
+    click.echo(f"REST listening on {bound}:{port}", err=True)
+    click.echo(f"MCP (Streamable HTTP) at http://{bound}:{port}/mcp", err=True)
 
 
 def one_blas_thread(environ: Any = os.environ) -> None:

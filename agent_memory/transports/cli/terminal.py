@@ -19,6 +19,8 @@ from agent_memory import app as wiring
 from agent_memory.contract import wire
 
 PROGRESS_MIN_ROWS = 2_000
+# serve-rest --workers: at most this many processes (each holds its own embedder and index).
+MAX_WORKERS = 64
 
 
 class Integer(click.IntRange):
@@ -95,6 +97,17 @@ def parse_addr(_ctx: click.Context, _param: click.Parameter, text: str) -> tuple
     if not match or port > 65535:
         raise click.BadParameter(f"expected HOST:PORT or [IPV6]:PORT (got {text!r})")
     return match.group(1) or match.group(3), port
+
+
+def parse_workers(_ctx: click.Context, _param: click.Parameter, text: str) -> int:
+    """``N`` (1 to MAX_WORKERS) or ``auto`` (one per core) -> N; a usage error otherwise."""
+    if text.strip().lower() == "auto":
+        from agent_memory.workers import cores
+
+        return cores()
+    if not re.fullmatch(r"[0-9]{1,3}", text.strip()) or not 1 <= int(text) <= MAX_WORKERS:
+        raise click.BadParameter(f"expected 1 to {MAX_WORKERS} or auto (got {text!r})")
+    return int(text)
 
 
 def is_loopback(host: str) -> bool:

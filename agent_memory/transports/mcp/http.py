@@ -9,6 +9,11 @@ one stateless exchange (``server/discover``, no session); anything else takes th
 Answers are JSON, never an SSE stream: this server sends nothing unasked (its listings
 never change, and it asks the client nothing), so a stream would only hold a worker. The
 service is called in a worker thread, so one client's search does not hold up another's.
+A daemon of several worker processes (``serve-rest --workers N``) serves the 2025 era
+stateless too: a client's next request may reach another process, which holds none of the
+first one's sessions. Nothing is lost by it: this server keeps no state per session and
+sends nothing unasked. ``initialize`` is answered as always, with no ``Mcp-Session-Id``,
+and the clients send none after it.
 Host and Origin are checked by the daemon before a request reaches this (one rule for
 every route), so the SDK's own copy of that check is off here.
 """
@@ -43,15 +48,18 @@ def session_manager(
     max_body_bytes: int,
     outlook: str = "",
     service_for: Callable[[Any], Any] | None = None,
+    stateless: bool = False,
 ) -> StreamableHTTPSessionManager:
     """The SDK's manager for ``service``; run it (``.run()``) for as long as it serves.
-    ``service_for``: the service a request may use (its token's), from its context."""
+    ``service_for``: the service a request may use (its token's), from its context.
+    ``stateless``: the 2025 era without sessions too, for a daemon of several processes."""
     server = build_server(
         service, outlook=outlook, run=anyio.to_thread.run_sync, service_for=service_for
     )
     return StreamableHTTPSessionManager(
         server,
         json_response=True,
+        stateless=stateless,
         security_settings=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         session_idle_timeout=SESSION_IDLE_SECS,
         max_request_body_size=max_body_bytes,

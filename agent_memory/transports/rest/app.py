@@ -63,6 +63,8 @@ api = Blueprint("api", __name__)
 # app.extensions key: IP:PORT the daemon listens on, as its socket names it (what a proof of
 # the database's identity names; a client compares it with the address it reached).
 BOUND_ADDRESS = "agent_memory.bound_address"
+# app.extensions key: which worker process of several this is (serve-rest --workers), or None.
+WORKER = "agent_memory.worker"
 # environ key: the service as the request's token may use it (agent_memory.daemon.Gate).
 SERVICE = "agent_memory.service"
 Rows = Generator[dict[str, Any], None, None]
@@ -230,7 +232,9 @@ def health() -> Response:
     """Only ``challenge`` is read from the query (agent_memory.contract.identity): anything else a
     monitor adds (a cache buster) is ignored."""
     address = current_app.extensions[BOUND_ADDRESS]
-    return jsonify(_service().health(request.args.get("challenge"), address))
+    answer = _service().health(request.args.get("challenge"), address)
+    worker = current_app.extensions[WORKER]
+    return jsonify(answer if worker is None else {**answer, "worker": worker})
 
 
 @api.get("/openapi.json")
@@ -294,15 +298,18 @@ def create_app(
     allow_remote: bool = False,
     bound_ip: str | None = None,
     extra_hosts: tuple[str, ...] = (),
+    worker: int | None = None,
 ) -> Flask:
     """The REST app over ``service``; ``host``/``port`` are where it is bound (``bound_ip``:
-    the IP address ``host`` named, when it is a name)."""
+    the IP address ``host`` named, when it is a name). ``worker``: which worker process of
+    several this is (/health says it), None when the daemon is one process."""
     app = Flask(__name__, static_folder=None)
     app.config["MAX_CONTENT_LENGTH"] = max_body_bytes(service.max_content_bytes)
     app.json.sort_keys = False
     app.json.ensure_ascii = False
     app.extensions["agent_memory"] = service
     app.extensions[BOUND_ADDRESS] = f"{bound_ip or host}:{port}"
+    app.extensions[WORKER] = worker
     address = AddressGuard(host, port, allow_remote, extra_hosts)
 
     @app.before_request

@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import resource
+import socket
 import time
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -141,8 +142,16 @@ class DaemonServer(TcpWSGIServer):
         allow_remote: bool,
         request_deadline: float,
         extra_hosts: tuple[str, ...] = (),
+        sock: socket.socket | None = None,
+        worker: int | None = None,
+        least_busy: Callable[[int], bool] | None = None,
     ) -> None:
-        super().__init__(None, adj=adj)  # binds: the app and the rule need the real port
+        self.least_busy = least_busy  # given this worker's connections: whether to accept
+        if sock is None:  # binds: the app and the rule need the real port
+            super().__init__(None, adj=adj)
+        else:  # a worker process serves the socket its parent bound (agent_memory.workers)
+            info = (sock.family, sock.type, sock.proto, sock.getsockname())
+            super().__init__(None, adj=adj, _sock=sock, sockinfo=info, bind_socket=False)
         self.max_body_bytes = adj.max_request_body_size - 1
         self.request_deadline = request_deadline
         port = int(self.effective_port)
@@ -154,6 +163,7 @@ class DaemonServer(TcpWSGIServer):
             allow_remote=allow_remote,
             bound_ip=str(self.effective_host),
             extra_hosts=extra_hosts,
+            worker=worker,
         )
         self.application = self.flask_app
         self.sign_in: SignIn = self.flask_app.extensions[signin.KEY]
@@ -170,6 +180,14 @@ class DaemonServer(TcpWSGIServer):
         path = environ.get("PATH_INFO", "")
         target = self.mounts.get(path.rstrip("/")) if path != "/" else None
         return (target or self.flask_app)(environ, start_response)
+
+    def readable(self) -> bool:
+        """Whether the loop listens for a new connection: waitress's answer, and with
+        several workers only while none has fewer connections (agent_memory.workers)."""
+        listening = super().readable()
+        if self.least_busy is None:
+            return listening
+        return self.least_busy(len(self.active_channels)) and listening
 
     def maintenance(self, now: float) -> None:
         """waitress's idle timeout, and the deadline of requests still arriving."""
@@ -194,8 +212,12 @@ def create_server(
     allow_remote: bool,
     request_deadline: float = REQUEST_DEADLINE_SECS,
     extra_hosts: tuple[str, ...] = (),
+    sock: socket.socket | None = None,
+    worker: int | None = None,
+    least_busy: Callable[[int], bool] | None = None,
 ) -> DaemonServer:
-    """The REST daemon's server bound to ``host:port`` (port 0: a free one), not yet running."""
+    """The REST daemon's server bound to ``host:port`` (port 0: a free one), not yet running;
+    or serving ``sock``, already bound there by the parent of worker ``worker``."""
     adj = Adjustments(
         host=host,
         port=port,
@@ -215,6 +237,9 @@ def create_server(
         allow_remote=allow_remote,
         request_deadline=request_deadline,
         extra_hosts=extra_hosts,
+        sock=sock,
+        worker=worker,
+        least_busy=least_busy,
     )
 
 

@@ -142,6 +142,12 @@ _HEALTH = schemas.obj(
             "description": "when search is by keyword only: why, and what would enable "
             "search by meaning",
         },
+        "worker": {
+            "type": "integer",
+            "minimum": 1,
+            "description": "only from a daemon of several worker processes (serve-rest "
+            "--workers N): which one (1 to N) answered",
+        },
         "database_proof": {
             "type": ["string", "null"],
             "description": "only when a challenge was sent: hex HMAC-SHA256 proving which "

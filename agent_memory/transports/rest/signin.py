@@ -16,17 +16,12 @@ that token, read-only and scope rules included. The cookie says who asks; nothin
 A write the cookie authenticates must also carry the header the page sends (CSRF_HEADER),
 which no other site can add without a CORS preflight the daemon never grants, and an Origin,
 when there is one, that is this daemon's own. Bearer requests carry no cookie risk and are
-unchanged. Sessions live in the daemon's memory: a restart signs everyone out.
+unchanged. Sessions live in the database (service.sessions), so that every worker process of
+a daemon finds them: they survive a restart, and a sign-out ends one in every worker at once.
 """
 
 from __future__ import annotations
 
-import hashlib
-import secrets
-import threading
-from collections import OrderedDict
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -35,14 +30,11 @@ from werkzeug.http import dump_cookie, parse_cookie
 
 from agent_memory.contract import wire
 from agent_memory.service.core import MemoryService
+from agent_memory.service.sessions import SESSION_IDLE_SECS as SESSION_IDLE_SECS
+from agent_memory.service.sessions import SESSION_MAX_AGE_SECS as SESSION_MAX_AGE_SECS
+from agent_memory.service.sessions import Sessions
 from agent_memory.service.tokens import FULL, Grant, Tokens, Unauthorized, key
 
-# A session ends after this long unused, and this long after sign-in whatever its use.
-SESSION_IDLE_SECS = 12 * 3600
-SESSION_MAX_AGE_SECS = 7 * 86_400
-# Sessions kept at most; past it the least recently used is dropped (its page signs in again).
-MAX_SESSIONS = 1000
-SESSION_ID_BYTES = 32
 COOKIE = "agent_memory_session"
 # Behind TLS: Secure, Path=/ and no Domain, which the prefix makes the browser insist on.
 TLS_COOKIE = "__Host-" + COOKIE
@@ -66,74 +58,12 @@ class CrossSite(Exception):
     """403: a write authenticated by the cookie that the page did not send."""
 
 
-@dataclass
-class Session:
-    name: str
-    digest: str
-    created: float
-    seen: float
-
-
-class Sessions:
-    """The daemon's sign-in sessions, in memory, least recently used first. Safe across
-    waitress's threads. Kept under the SHA-256 of their id: what a lookup compares is no
-    prefix of a live cookie."""
-
-    def __init__(
-        self,
-        clock: Callable[[], float],
-        *,
-        idle_secs: float = SESSION_IDLE_SECS,
-        max_age_secs: float = SESSION_MAX_AGE_SECS,
-        cap: int = MAX_SESSIONS,
-    ) -> None:
-        self._clock = clock
-        self.idle_secs, self.max_age_secs, self.cap = idle_secs, max_age_secs, cap
-        self._by_key: OrderedDict[str, Session] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def __len__(self) -> int:
-        return len(self._by_key)
-
-    def open(self, name: str, digest: str) -> str:
-        """A new session of the token ``name``: its id, for the cookie."""
-        session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
-        now = self._clock()
-        with self._lock:
-            self._by_key[_key(session_id)] = Session(name, digest, now, now)
-            while len(self._by_key) > self.cap:
-                self._by_key.popitem(last=False)
-        return session_id
-
-    def find(self, session_id: str) -> Session | None:
-        """The live session of this id, marked used now; None when unknown or ended."""
-        now = self._clock()
-        with self._lock:
-            session = self._by_key.get(_key(session_id))
-            if session is None:
-                return None
-            if now - session.seen >= self.idle_secs or now - session.created >= self.max_age_secs:
-                del self._by_key[_key(session_id)]
-                return None
-            session.seen = now
-            self._by_key.move_to_end(_key(session_id))
-            return session
-
-    def close(self, session_id: str) -> None:
-        with self._lock:
-            self._by_key.pop(_key(session_id), None)
-
-
-def _key(session_id: str) -> str:
-    return hashlib.sha256(session_id.encode("utf-8", "surrogatepass")).hexdigest()
-
-
 class SignIn:
     """Sessions over ``service``'s tokens, for the daemon at ``guard``'s addresses."""
 
     def __init__(self, service: MemoryService, guard: Any) -> None:
         self.tokens = Tokens(service)
-        self.sessions = Sessions(service.now)
+        self.sessions = Sessions(service)
         self.guard = guard  # rest.app.AddressGuard: the names and origins of this daemon
 
     def over_tls(self, environ: dict[str, Any]) -> bool:
