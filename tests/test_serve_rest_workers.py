@@ -223,6 +223,26 @@ def test_sigterm_stops_every_worker_and_loses_no_answered_write(daemon, db_path)
     assert set(answered) <= kept  # every write answered 201 is there
 
 
+def test_every_worker_writes_its_pending_uses_when_stopped(daemon, db_path):
+    """Each worker holds the uses of its searches (service/uses.py) and writes them as it
+    stops: two kept connections reach the two workers, and every use is counted."""
+    memory = requests.post(
+        daemon.url + "/api/memories", json={"content": "used", "type": "TODO"}, timeout=60
+    ).json()["id"]
+    with requests.Session() as first, requests.Session() as second:
+        assert {worker_of(daemon, first), worker_of(daemon, second)} == {1, 2}
+        for session in (first, second) * 3:
+            found = session.post(daemon.url + "/api/search", json={"query": "used"}, timeout=60)
+            assert [r["id"] for r in found.json()["results"]] == [memory]
+        daemon.terminate()
+        assert daemon.stop() == 0
+    service = MemoryService(open_store(db_path))
+    try:
+        assert service.get({"id": memory})["access_count"] == 6
+    finally:
+        service.close()
+
+
 def test_a_killed_worker_is_replaced(daemon):
     pids = serving_pids(daemon, WORKERS)
     os.kill(pids[2], signal.SIGKILL)
