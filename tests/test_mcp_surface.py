@@ -300,3 +300,12 @@ def test_prompt_arguments_are_written_back_as_valid_text():
     text = mcp_catalog.render_prompt("memory_protocol", {"task": "a\ud800b"}).messages[0]
     assert "Before you start on: a\\ud800b:" in text.content.text
     text.content.text.encode("utf-8")
+
+
+def test_each_listed_tool_gives_its_input_schema_without_a_listing(service):
+    """The SDK checks a 2026-07-28 call's Mcp-Param-* headers against the tool's input
+    schema; the server hands it over by name instead of running tools/list per call."""
+    server = mcp_server.build_server(service)
+    for tool in TOOLS:
+        assert server.get_tool_input_schema(tool.name) == tool.input_schema
+    assert server.get_tool_input_schema("memory_nothing") is None
