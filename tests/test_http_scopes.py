@@ -110,6 +110,21 @@ def test_rest_reads_show_only_the_tokens_scope(team):
     assert other.status_code == 403 and "only in scope 'alpha'" in other.json()["error"]
 
 
+def test_a_memory_only_another_scope_supersedes_stays_in_the_tokens_view(team):
+    """4 (beta) supersedes 3 (alpha): alpha's token still finds 3 by default (issue 35),
+    with nothing superseding it; the full token's unscoped reads leave 3 out."""
+    daemon, tokens = team
+    alpha, rw = bearer(tokens["alpha"]), bearer(tokens["rw"])
+    search = {"query": "alpha pattern plan"}
+    for headers, expected in ((alpha, True), (rw, False)):
+        listed = daemon.request("GET", "/api/memories?limit=50", headers=headers).json()
+        assert (3 in {m["id"] for m in listed}) is expected
+        found = daemon.request("POST", "/api/search", json=search, headers=headers).json()
+        assert (3 in {r["id"] for r in found["results"]}) is expected
+    marked = daemon.request("GET", "/api/memories?include_superseded=true", headers=alpha).json()
+    assert {m["id"]: m["superseded_by"] for m in marked}[3] == []
+
+
 MCP_TOOLS = [
     ("memory_list", {"include_superseded": True}),
     ("memory_list", {"include_superseded": True, "expand_links": True, "limit": 50}),

@@ -244,14 +244,18 @@ def test_a_token_bound_to_a_scope_sees_only_its_scope(svc, clock):
     old = store(svc, clock, "The API timeout is 30 seconds.", scope="alpha")
     svc.link({"from_id": elsewhere, "to_id": old, "kind": "supersedes"})
     svc.link({"from_id": elsewhere, "to_id": old, "kind": "relates_to"})
+    team = Granted(svc, Grant("alpha-team", scope="alpha"))
+    report = team.tidy()  # only alpha's supersessions count in alpha (issue 35)
+    assert (report["scope"], report["memories"], report["superseded"]) == ("alpha", 1, [])
+    gone = store(svc, clock, "Timeout 60 s.", scope="alpha", supersedes=[old], ttl_secs=5)
     store(svc, clock, FIRST, scope="beta")
     store(svc, clock, AGAIN, scope="beta")
-    team = Granted(svc, Grant("alpha-team", scope="alpha"))
     report = team.tidy()
     assert (report["scope"], report["clusters"]) == ("alpha", [])
     [memory] = report["superseded"]
     assert memory["id"] == old
-    assert (memory["superseded_by"], memory["related"]) == ([], [])  # beta's ids left out
+    assert memory["problems"] == ["no_current_replacement", "still_related"]
+    assert (memory["superseded_by"], memory["related"]) == ([gone], [])  # beta's left out
     with pytest.raises(Forbidden):
         team.tidy({"scope": "beta"})
     with pytest.raises(Forbidden):

@@ -5,7 +5,8 @@ Every transport that takes tokens (REST, the page, MCP over HTTP) hands a reques
 :class:`Granted` instead of the service, so a rule holds on every path at once. A memory of
 another scope is answered exactly as a memory that does not exist: a token learns nothing
 of what it may not read, its id included. A search or list is given the token's scope as
-its filter (asking for another is refused); a memory's relations to other scopes are left
+its filter (asking for another is refused), so only its scope's supersessions count there
+(service/supersede.py); a memory's relations to other scopes are left
 out, in ``get`` and in ``expand_links``, and so are the ids in ``superseded_by``; the counts
 are the scope's own.
 """

@@ -296,9 +296,7 @@ class MemoryService:
     ) -> Generator[dict[str, Any], None, None]:
         with self.storage("list"):
             rows = (
-                supersede.listed(
-                    self.db, lambda n: self.db.memories(filters, n, before), limit, how
-                )
+                supersede.listed(self.db, filters, limit, before, how)
                 if at is None
                 else history.listed(self.db, at, filters, limit, before, how)
             )

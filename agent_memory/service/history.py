@@ -147,7 +147,7 @@ def searched(
     asked = limit + FIRST_ROOM
     while True:
         page = store.search(query, embedding, limit=asked, **options)
-        view = store.as_of(at, [r["id"] for r in page.results], CHANGED_SCAN)
+        view = store.as_of(at, [r["id"] for r in page.results], CHANGED_SCAN, filters.scope)
         rows = _stood(page.results, view, filters)
         rows += _said(store, at, [m["id"] for m in view.changed if _says(m, words)], filters)
         rows = _superseded(rows, view.superseded, superseded)
@@ -196,7 +196,7 @@ def listed(
     stream = store.memories(Filters(memory_type=filters.memory_type), None, point)
     taken = 0
     for chunk in _chunks(stream, LIST_CHUNK):
-        view = store.as_of(at, [m["id"] for m in chunk])
+        view = store.as_of(at, [m["id"] for m in chunk], scope=filters.scope)
         stood = [view.memories[m["id"]] for m in chunk if m["id"] in view.memories]
         for memory in _superseded([m for m in stood if passes(m, filters)], view.superseded, how):
             if limit is not None and taken >= limit:

@@ -1,18 +1,21 @@
 """Supersede that ranks (issue 36): a memory another one supersedes (the to_id of a
 supersedes relation) leaves search and list, unless ``include_superseded: true`` asks for
 it; it stays reachable by id (get). Asked for, every result carries ``superseded_by``: the
-ids of the memories replacing it (empty for a current one). Unlinking restores it.
+ids of the memories replacing it (empty for a current one). Unlinking restores it. A search
+or list filtered by a scope counts only the supersessions made by memories of that scope
+(issue 35): one superseded only from outside stays current there.
 
 How: storage.superseded (a search does it in its snapshot; a list here).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from agent_memory.contract.errors import InvalidArgument, InvalidType
+from agent_memory.contract.models import Filters
 from agent_memory.contract.vocabulary import MAX_SUPERSEDES, SQLITE_INT_MAX
 from agent_memory.service import validate
 from agent_memory.storage import superseded
@@ -44,14 +47,16 @@ def how(args: Mapping[str, Any]) -> str:
 
 def listed(
     store: Store,
-    rows: Callable[[int | None], Iterable[dict[str, Any]]],
+    filters: Filters,
     limit: int | None,
+    before: tuple[int, int] | None,
     how: str,
 ) -> Iterator[dict[str, Any]]:
-    """A list's rows (``rows(limit)`` reads them) as storage.superseded.current makes them."""
-    by = store.superseded_by(None)
+    """A list's rows (store.memories) as storage.superseded.current makes them; a list
+    filtered by a scope counts only what memories of that scope supersede."""
+    by = store.superseded_by(None, filters.scope)
     asked = None if limit is None else superseded.room(limit, by, how)
-    return superseded.current(rows(asked), by, limit, how)
+    return superseded.current(store.memories(filters, asked, before), by, limit, how)
 
 
 @contextmanager

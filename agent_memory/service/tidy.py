@@ -8,7 +8,8 @@ The report lists, for a scope or for all:
   (service/similar.py): the cosine of the stored vectors when search by meaning is on and
   the database's model has a measured threshold, else keyword overlap; ``signal`` says
   which, and ``signal_note`` why not the cosine;
-- ``superseded``: memories another one supersedes that something still treats as current:
+- ``superseded``: memories another one supersedes (of the scope, for a scope: as its search
+  counts them) that something still treats as current:
   no current memory replaces them (every memory replacing them has expired, or the chain of
   replacements ends in one that has, or turns in a circle: they are hidden from search with
   nothing in their place), or a current memory is still related to them (relates_to,
@@ -56,7 +57,7 @@ def report(service: MemoryService, args: Mapping[str, Any]) -> dict[str, Any]:
     with service.storage("tidy"):
         read = service.db.tidy_read(scope, vectors=not service.embedding_off)
     live = {m["id"]: m for m in read.memories if _alive(m["expires_at"], now)}
-    superseded_by = _superseders(read, now)
+    superseded_by = _superseders(read, now, scope)
     current = [m for m in live.values() if m["id"] not in superseded_by["all"]]
     signal, threshold, note = _signal(service, read.pin)
     found = _clusters(current, read, signal, threshold)
@@ -130,13 +131,15 @@ def _clusters(
     return {"clusters": out, "not_compared": not_compared}
 
 
-def _superseders(read: TidyRead, now: int) -> dict[Any, Any]:
+def _superseders(read: TidyRead, now: int, scope: str | None) -> dict[Any, Any]:
     """Who supersedes whom: "all" (superseded id: every superseding id, as search hides
-    them) and "live" (only the superseding memories not expired)."""
+    them) and "live" (only the superseding memories not expired). With ``scope``, only
+    the memories of the scope (read.memories) supersede, as in its search (issue 35)."""
     every: dict[int, list[int]] = defaultdict(list)
     live: dict[int, list[int]] = defaultdict(list)
+    ours = None if scope is None else {m["id"] for m in read.memories}
     for a, b, kind, a_expires, _ in read.links:
-        if kind == "supersedes":
+        if kind == "supersedes" and (ours is None or a in ours):
             every[b].append(a)
             if _alive(a_expires, now):
                 live[b].append(a)

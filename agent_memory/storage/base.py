@@ -160,9 +160,12 @@ class Store(Protocol):
         ``memory.supersedes`` (but itself); MissingMemory, writing nothing, if one is not
         there."""
 
-    def superseded_by(self, ids: Sequence[int] | None) -> dict[int, list[int]]:
+    def superseded_by(
+        self, ids: Sequence[int] | None, scope: str | None = None
+    ) -> dict[int, list[int]]:
         """Of ``ids`` (None: of every memory), those a memory supersedes, each with the
-        ids of the memories superseding it, ascending."""
+        ids of the memories superseding it, ascending; with ``scope`` (ids None only), only
+        the supersessions made by memories of that scope (a view filtered by it)."""
 
     def update(
         self, memory_id: int, changes: dict[str, Any], now: int, embedding: Embedding | None
@@ -179,9 +182,12 @@ class Store(Protocol):
     def history(self, memory_id: int) -> list[dict[str, Any]] | None:
         """The memory's versions, oldest first, the current one last; None if no such row."""
 
-    def as_of(self, at: int, ids: Sequence[int], changed: int = 0) -> AsOf:
+    def as_of(
+        self, at: int, ids: Sequence[int], changed: int = 0, scope: str | None = None
+    ) -> AsOf:
         """``ids`` as they stood at ``at``, up to ``changed`` memories changed since, and
-        the supersedes relations made by then, from one snapshot."""
+        the supersedes relations made by then (with ``scope``: only those made by memories
+        of that scope), from one snapshot."""
 
     def links_at(self, memory_id: int, at: int) -> set[tuple[int, int, str]]:
         """The relations (from, to, kind) touching the memory that were made by ``at``."""
@@ -220,7 +226,8 @@ class Store(Protocol):
         ``unrelated`` (the query's similarity to unrelated texts) sets for the model.
         ``deadline`` is a time.monotonic() value. ``superseded``: what becomes of the
         memories another supersedes (storage.superseded: keep, hide, mark), read in the
-        same snapshot."""
+        same snapshot; with ``filters.scope``, only what a memory of that scope supersedes
+        counts."""
 
     def similar_candidates(
         self,

@@ -68,6 +68,13 @@ _SUPERSEDED_SQL = "SELECT to_id, from_id FROM memory_links WHERE kind = 'superse
 # Every supersedes link, as (old, new): an engine may run it without SQLAlchemy.
 ALL_SUPERSEDED_SQL = f"{_SUPERSEDED_SQL} ORDER BY to_id, from_id"
 _ALL_SUPERSEDED = text(ALL_SUPERSEDED_SQL)
+# Those made by a memory of the scope :scope: a view filtered by a scope counts only them,
+# so that nothing outside the scope changes it (issue 35).
+SCOPE_SUPERSEDED_SQL = (
+    "SELECT l.to_id, l.from_id FROM memory_links AS l JOIN memories AS m ON m.id = l.from_id"
+    " WHERE l.kind = 'supersedes' AND m.scope = :scope ORDER BY l.to_id, l.from_id"
+)
+_SCOPE_SUPERSEDED = text(SCOPE_SUPERSEDED_SQL)
 _SUPERSEDED = text(f"{_SUPERSEDED_SQL} AND to_id IN :ids ORDER BY to_id, from_id").bindparams(
     sqlalchemy.bindparam("ids", expanding=True)
 )
@@ -182,12 +189,14 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
             conn.execute(_SUPERSEDE, {"a": memory_id, "b": old, "now": memory.now})
 
     @guarded
-    def superseded_by(self, ids: Sequence[int] | None) -> dict[int, list[int]]:
+    def superseded_by(
+        self, ids: Sequence[int] | None, scope: str | None = None
+    ) -> dict[int, list[int]]:
         if ids is not None and not ids:
             return {}
         with self._read() as conn:
             if ids is None:
-                return self._superseded(conn)
+                return self._superseded(conn, scope)
             out: dict[int, list[int]] = {}
             for old, new in conn.execute(_SUPERSEDED, {"ids": list(ids)}):
                 out.setdefault(int(old), []).append(int(new))
@@ -254,15 +263,24 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
         superseded: str = superseded_rows.KEEP,
     ) -> SearchPage:
         with self._read(deadline) as conn:
-            by = {} if superseded == superseded_rows.KEEP else self._superseded(conn)
+            keep = superseded == superseded_rows.KEEP
+            by = {} if keep else self._superseded(conn, filters.scope)
             asked = superseded_rows.room(limit, by, superseded)
             found = self._search(conn, query, embedding, now, asked, filters, floor, unrelated)
         rows = superseded_rows.current(found.results, by, limit, superseded)
         return dataclasses.replace(found, results=list(rows))
 
-    def _superseded(self, conn: sqlalchemy.Connection) -> dict[int, list[int]]:
+    def _superseded(
+        self, conn: sqlalchemy.Connection, scope: str | None = None
+    ) -> dict[int, list[int]]:
+        """{old: [new]}; with ``scope``, only what memories of that scope supersede."""
+        found = (
+            conn.execute(_ALL_SUPERSEDED)
+            if scope is None
+            else conn.execute(_SCOPE_SUPERSEDED, {"scope": scope})
+        )
         out: dict[int, list[int]] = {}
-        for old, new in conn.execute(_ALL_SUPERSEDED):
+        for old, new in found:
             out.setdefault(int(old), []).append(int(new))
         return out
 

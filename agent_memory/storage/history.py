@@ -60,6 +60,13 @@ _SUPERSEDED_AT = text(
     "SELECT to_id, from_id FROM memory_links WHERE kind = 'supersedes' AND created_at <= :at"
     " ORDER BY to_id, from_id"
 )
+# Those made by a memory of the scope :scope (its scope now, the one a token's view is
+# bound by): a view filtered by a scope counts only them (issue 35).
+_SCOPE_SUPERSEDED_AT = text(
+    "SELECT l.to_id, l.from_id FROM memory_links AS l JOIN memories AS m ON m.id = l.from_id"
+    " WHERE l.kind = 'supersedes' AND l.created_at <= :at AND m.scope = :scope"
+    " ORDER BY l.to_id, l.from_id"
+)
 _LINKS_AT = text(
     "SELECT from_id, to_id, kind FROM memory_links"
     " WHERE (from_id = :memory_id OR to_id = :memory_id) AND created_at <= :at"
@@ -162,10 +169,12 @@ class HistoryRows:
         return [*versions, now]
 
     @guarded
-    def as_of(self, at: int, ids: Sequence[int], changed: int = 0) -> AsOf:
+    def as_of(
+        self, at: int, ids: Sequence[int], changed: int = 0, scope: str | None = None
+    ) -> AsOf:
         """The memories among ``ids`` as they stood at ``at``, the text then of up to
-        ``changed`` memories changed since, and the supersedes relations made by then (one
-        snapshot)."""
+        ``changed`` memories changed since, and the supersedes relations made by then (with
+        ``scope``, by memories of that scope) (one snapshot)."""
         with self._read() as conn:
             memories = _stood(conn, ids, at)
             more: list[dict[str, Any]] = []
@@ -178,7 +187,12 @@ class HistoryRows:
                     if int(i) not in asked
                 ]
             superseded: dict[int, list[int]] = {}
-            for old, new in conn.execute(_SUPERSEDED_AT, {"at": at}):
+            links = (
+                conn.execute(_SUPERSEDED_AT, {"at": at})
+                if scope is None
+                else conn.execute(_SCOPE_SUPERSEDED_AT, {"at": at, "scope": scope})
+            )
+            for old, new in links:
                 superseded.setdefault(int(old), []).append(int(new))
         return AsOf(memories, more, superseded)
 

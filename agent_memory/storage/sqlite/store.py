@@ -35,7 +35,13 @@ from agent_memory.contract.vocabulary import SQLITE_INT_MAX
 from agent_memory.search import ParsedQuery, indexed_tags, indexed_text, ranking, tag_text
 from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
-from agent_memory.storage.common import ALL_SUPERSEDED_SQL, CommonStore, Leg, Legs
+from agent_memory.storage.common import (
+    ALL_SUPERSEDED_SQL,
+    SCOPE_SUPERSEDED_SQL,
+    CommonStore,
+    Leg,
+    Legs,
+)
 from agent_memory.storage.near import NearPlan
 from agent_memory.storage.sqlite import near as near_rows
 from agent_memory.storage.sqlite import portable, rows, vectors
@@ -217,11 +223,16 @@ class SqliteStore(CommonStore):
         with self._connections.write() as conn:
             conn.execute(_BUMP, params)
 
-    def _superseded(self, conn: Connection) -> dict[int, list[int]]:
+    def _superseded(self, conn: Connection, scope: str | None = None) -> dict[int, list[int]]:
         """As every engine's, on the driver's connection: read on every search, and
         SQLAlchemy's execution cost as much as the read (docs/performance.md, section 36)."""
+        found = (
+            driver(conn).execute(ALL_SUPERSEDED_SQL)
+            if scope is None
+            else driver(conn).execute(SCOPE_SUPERSEDED_SQL, {"scope": scope})
+        )
         out: dict[int, list[int]] = {}
-        for old, new in driver(conn).execute(ALL_SUPERSEDED_SQL):
+        for old, new in found:
             out.setdefault(int(old), []).append(int(new))
         return out
 

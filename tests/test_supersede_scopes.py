@@ -1,0 +1,103 @@
+"""Supersede and scopes (issue 35): a search or list filtered by a scope counts only the
+supersessions made by memories of that scope, so a memory superseded only from outside
+stays current there (and ``superseded_by`` names only the scope's own superseders); with
+no scope filter every supersession counts. Search, list, their ``as_of`` and tidy, on both
+engines."""
+
+from __future__ import annotations
+
+import pytest
+
+from agent_memory.service.core import MemoryService
+from agent_memory.storage import open_store
+from tests.support.clock import Clock
+
+pytest_plugins = ["tests.support.pg_fixtures"]
+
+OLD = {"content": "The API timeout is 30 seconds.", "type": "CONSTRAINT", "scope": "alpha"}
+NEW = {"content": "The API timeout is now 90 seconds.", "type": "CONSTRAINT"}
+
+
+@pytest.fixture
+def clock():
+    return Clock()
+
+
+@pytest.fixture
+def svc(location, clock):
+    service = MemoryService(open_store(location), clock=clock)
+    yield service
+    service.close()
+
+
+def ids(rows) -> list[int]:
+    return [r["id"] for r in rows]
+
+
+def searched(svc, **args) -> list[int]:
+    return ids(svc.search({"query": "API timeout seconds", **args})["results"])
+
+
+def marked(rows) -> dict[int, list[int]]:
+    return {r["id"]: r["superseded_by"] for r in rows}
+
+
+@pytest.mark.parametrize("outside", ["beta", None])
+def test_superseded_only_from_outside_stays_in_the_scope(svc, outside):
+    old = svc.store(OLD)["id"]
+    new = svc.store({**NEW, "scope": outside, "supersedes": [old]})["id"]
+    assert searched(svc, scope="alpha") == [old]
+    assert ids(svc.list({"scope": "alpha"})) == [old]
+    assert ids(svc.list({"scope": "alpha", "limit": 5})) == [old]
+    assert searched(svc) == [new]  # no scope filter: every supersession counts
+    assert ids(svc.list({})) == [new]
+    scoped = {"scope": "alpha", "include_superseded": True}
+    assert marked(svc.search({"query": "API timeout seconds", **scoped})["results"]) == {old: []}
+    assert marked(svc.list(scoped)) == {old: []}
+
+
+def test_superseded_from_inside_the_scope_leaves_it(svc):
+    old = svc.store(OLD)["id"]
+    new = svc.store({**NEW, "scope": "alpha", "supersedes": [old]})["id"]
+    assert searched(svc, scope="alpha") == [new]
+    assert ids(svc.list({"scope": "alpha"})) == [new]
+    assert searched(svc) == [new]
+
+
+def test_include_superseded_in_a_scope_names_only_its_superseders(svc):
+    old = svc.store(OLD)["id"]
+    beta = svc.store({**NEW, "scope": "beta", "supersedes": [old]})["id"]
+    alpha = svc.store({**NEW, "content": "API timeout: 60 seconds.", "scope": "alpha"})["id"]
+    svc.link({"from_id": alpha, "to_id": old, "kind": "supersedes"})
+    scoped = {"scope": "alpha", "include_superseded": True}
+    found = svc.search({"query": "API timeout seconds", **scoped})["results"]
+    assert marked(found) == {old: [alpha], alpha: []}
+    assert marked(svc.list(scoped)) == {old: [alpha], alpha: []}
+    every = marked(svc.list({"include_superseded": True}))
+    assert every == {old: sorted([alpha, beta]), alpha: [], beta: []}
+
+
+def test_as_of_counts_only_the_scopes_supersessions_too(svc, clock):
+    old = svc.store(OLD)["id"]
+    clock.advance(10)
+    new = svc.store({**NEW, "scope": "beta", "supersedes": [old]})["id"]
+    at = int(clock.now)
+    clock.advance(10)
+    assert searched(svc, scope="alpha", as_of=at) == [old]
+    assert ids(svc.list({"scope": "alpha", "as_of": at})) == [old]
+    assert searched(svc, as_of=at) == [new]
+    assert ids(svc.list({"as_of": at})) == [new]
+    inside = svc.store({**NEW, "scope": "alpha", "supersedes": [old]})["id"]
+    clock.advance(10)
+    now = int(clock.now)
+    assert searched(svc, scope="alpha", as_of=now) == [inside]
+    scoped = {"scope": "alpha", "include_superseded": True, "as_of": now}
+    assert marked(svc.list(scoped)) == {inside: [], old: [inside]}
+
+
+def test_tidy_of_a_scope_counts_only_its_supersessions(svc):
+    old = svc.store(OLD)["id"]
+    svc.store({**NEW, "scope": "beta", "supersedes": [old]})
+    assert svc.tidy({"scope": "alpha"})["memories"] == 1  # old is current in alpha
+    assert svc.tidy({"scope": "alpha"})["superseded"] == []
+    assert svc.tidy({})["memories"] == 1  # every scope: old is superseded
