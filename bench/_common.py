@@ -7,9 +7,11 @@ Kept light on imports: scripts that measure their own process's memory import th
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -185,3 +187,35 @@ def throwaway_postgres(name: str | None = "bench", extensions: Sequence[str] = (
         yield url
     finally:
         server.stop()
+
+
+class TreeWorker:
+    """A worker process of ``script`` (run as a file, ``--worker ARG``) importing
+    agent_memory from ``code``: the benches that run an older tree beside this one
+    (``--before DIR``) ask each a JSON line and read one back."""
+
+    def __init__(self, name: str, code: Path, script: str, arg: str) -> None:
+        env = clean_env(PYTHONPATH=f"{Path(code).resolve()}{os.pathsep}{ROOT}")
+        # run as a file, from a neutral directory: the older tree may have no such module
+        command = [sys.executable, str(Path(script).resolve()), "--worker", arg]
+        self.name = name
+        self.proc = subprocess.Popen(
+            command,
+            env=env,
+            cwd=tempfile.gettempdir(),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
+        log(f"{name}: {json.loads(self.stdout.readline())['ready']}")
+
+    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
+        self.stdin.write(json.dumps(request) + "\n")
+        self.stdin.flush()
+        return json.loads(self.stdout.readline())
+
+    def close(self) -> None:
+        self.stdin.close()
+        self.proc.wait(timeout=60)

@@ -18,18 +18,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bench import corpus
-from bench._common import ROOT, clean_env, machine, pct, table
+from bench._common import ROOT, machine, pct, table
+
+if TYPE_CHECKING:
+    from bench._common import TreeWorker
 
 PROBE_SEED = 2024
 OTHER_SEED = 31
@@ -58,32 +59,11 @@ def worker(location: str) -> None:
     svc.close()
 
 
-class Tree:
-    def __init__(self, name: str, code: Path, location: str) -> None:
-        env = clean_env(PYTHONPATH=f"{code}{os.pathsep}{ROOT}")
-        # run as a file, from a neutral directory: the older tree's bench has no such module
-        command = [sys.executable, str(Path(__file__).resolve()), "--worker", location]
-        self.name = name
-        self.proc = subprocess.Popen(
-            command,
-            env=env,
-            cwd=tempfile.gettempdir(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdout is not None and self.proc.stdin is not None
-        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
-        print(f"{name}: {json.loads(self.stdout.readline())['ready']}")
+def start_tree(name: str, code: Path, location: str) -> TreeWorker:
+    # imported here: the workers run this file with an older tree's bench/ first on the path
+    from bench._common import TreeWorker
 
-    def ask(self, request: dict[str, Any]) -> dict[str, Any]:
-        self.stdin.write(json.dumps(request) + "\n")
-        self.stdin.flush()
-        return json.loads(self.stdout.readline())
-
-    def close(self) -> None:
-        self.stdin.close()
-        self.proc.wait(timeout=60)
+    return TreeWorker(name, code, __file__, location)
 
 
 def probes(location: str, size: int, n: int) -> list[tuple[str, dict[str, Any]]]:
@@ -117,7 +97,7 @@ def probes(location: str, size: int, n: int) -> list[tuple[str, dict[str, Any]]]
     return out
 
 
-def compare(trees: list[Tree], requests: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
+def compare(trees: list[TreeWorker], requests: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     times: dict[str, dict[str, list[float]]] = {t.name: {} for t in trees}
     agree: dict[str, list[int]] = {}
     for k, (kind, request) in enumerate(requests):
@@ -137,7 +117,7 @@ def compare(trees: list[Tree], requests: list[tuple[str, dict[str, Any]]]) -> di
 def run(args: argparse.Namespace, location: str, copies: list[str]) -> None:
     """The probes on ``location`` (read only), then the stores, each tree on its copy."""
     requests = probes(location, args.size, args.probes)
-    trees = [Tree("before", args.before, location), Tree("after", ROOT, location)]
+    trees = [start_tree("before", args.before, location), start_tree("after", ROOT, location)]
     try:
         found = compare(trees, requests)
     finally:
@@ -148,7 +128,7 @@ def run(args: argparse.Namespace, location: str, copies: list[str]) -> None:
         ("store", {"op": "store", "content": m["content"], "type": m["type"], "scope": m["scope"]})
         for m in new
     ]
-    trees = [Tree("before", args.before, copies[0]), Tree("after", ROOT, copies[1])]
+    trees = [start_tree("before", args.before, copies[0]), start_tree("after", ROOT, copies[1])]
     try:
         stored = compare(trees, stores)
     finally:

@@ -27,17 +27,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
 import sqlite3
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from bench._common import TreeWorker
 
 # Nothing of bench at the top: a worker runs this file with the older tree first on the path,
 # where bench may be older too (or absent); the parent imports bench._common in its functions.
@@ -89,39 +90,13 @@ def worker(location: str) -> None:
     svc.close()
 
 
-class Tree:
-    """A worker process importing agent_memory from ``code``, on the file ``location``."""
+def start_tree(name: str, code: Path, location: Path) -> TreeWorker:
+    from bench._common import TreeWorker
 
-    def __init__(self, name: str, code: Path, location: Path) -> None:
-        from bench._common import ROOT, clean_env, log
-
-        env = clean_env(PYTHONPATH=f"{code.resolve()}{os.pathsep}{ROOT}")
-        # run as a file, from a neutral directory: the older tree may have no such module
-        command = [sys.executable, str(Path(__file__).resolve()), "--worker", str(location)]
-        self.name = name
-        self.proc = subprocess.Popen(
-            command,
-            env=env,
-            cwd=tempfile.gettempdir(),
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            text=True,
-        )
-        assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
-        log(f"{name}: {json.loads(self.stdout.readline())['ready']}")
-
-    def ask(self, args: dict[str, Any]) -> dict[str, Any]:
-        self.stdin.write(json.dumps(args) + "\n")
-        self.stdin.flush()
-        return json.loads(self.stdout.readline())
-
-    def close(self) -> None:
-        self.stdin.close()
-        self.proc.wait(timeout=60)
+    return TreeWorker(name, code, __file__, str(location))
 
 
-def start(before: Path, base: Path, workdir: Path, label: str) -> list[Tree]:
+def start(before: Path, base: Path, workdir: Path, label: str) -> list[TreeWorker]:
     """The two workers, "before" and "after", each on its own copy of ``base``."""
     from bench._common import ROOT
 
@@ -129,7 +104,7 @@ def start(before: Path, base: Path, workdir: Path, label: str) -> list[Tree]:
     for name, code in (("before", before), ("after", ROOT)):
         copy = workdir / f"{label}-{name}.db"
         shutil.copyfile(base, copy)
-        trees.append(Tree(name, code, copy))
+        trees.append(start_tree(name, code, copy))
     return trees
 
 
@@ -183,7 +158,7 @@ def identity_searches(n: int) -> list[dict[str, Any]]:
     return searches
 
 
-def identity(trees: list[Tree], searches: list[dict[str, Any]], workdir: Path) -> None:
+def identity(trees: list[TreeWorker], searches: list[dict[str, Any]], workdir: Path) -> None:
     outs = {t.name: (workdir / f"answers-{t.name}.jsonl").open("w") for t in trees}
     differ = []
     for args in searches:
@@ -202,7 +177,7 @@ def identity(trees: list[Tree], searches: list[dict[str, Any]], workdir: Path) -
 # -- timing ------------------------------------------------------------------------------------
 
 
-def timing(trees: list[Tree], kinds: dict[str, list[str]], rounds: int) -> dict:
+def timing(trees: list[TreeWorker], kinds: dict[str, list[str]], rounds: int) -> dict:
     """ms per (kind, tree) over ``rounds`` passes, after an untimed one."""
     times: dict[tuple[str, str], list[float]] = {}
     turn = 0
