@@ -7,26 +7,12 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.contract.errors import UnknownField
-from agent_memory.service.core import MemoryService
-from agent_memory.storage import open_store
-from tests.support.clock import START, Clock
+from tests.support.clock import START
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 
 OLD = {"content": "The API timeout is 30 seconds.", "type": "CONSTRAINT", "tags": ["api"]}
 NEW = "The API timeout is 90 seconds."
-
-
-@pytest.fixture
-def clock() -> Clock:
-    return Clock()
-
-
-@pytest.fixture
-def svc(location, clock):
-    service = MemoryService(open_store(location), clock=clock)
-    yield service
-    service.close()
 
 
 def contents(rows) -> list[str]:

@@ -29,13 +29,6 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def svc(location, clock):
-    service = MemoryService(open_store(location), clock=clock)
-    yield service
-    service.close()
-
-
 def exported(service: MemoryService) -> list[dict]:
     out = io.StringIO()
     service.export(out.write)

@@ -11,9 +11,6 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 from agent_memory.contract.errors import InvalidArgument, InvalidType, UnknownField
-from agent_memory.service.core import MemoryService
-from agent_memory.storage import open_store
-from tests.support.clock import Clock
 from tests.support.mcp_session import run as run_mcp
 from tests.support.spawned import executable, server_env
 
@@ -21,13 +18,6 @@ pytest_plugins = ["tests.support.pg_fixtures"]
 
 OLD = {"content": "The API timeout is 30 seconds.", "type": "CONSTRAINT", "tags": ["api"]}
 NEW = {"content": "The API timeout is now 90 seconds.", "type": "CONSTRAINT", "tags": ["api"]}
-
-
-@pytest.fixture
-def svc(location):
-    service = MemoryService(open_store(location), clock=Clock())
-    yield service
-    service.close()
 
 
 def ids(rows) -> list[int]:

@@ -8,26 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory.service.core import MemoryService
-from agent_memory.storage import open_store
-from tests.support.clock import Clock
-
 pytest_plugins = ["tests.support.pg_fixtures"]
 
 OLD = {"content": "The API timeout is 30 seconds.", "type": "CONSTRAINT", "scope": "alpha"}
 NEW = {"content": "The API timeout is now 90 seconds.", "type": "CONSTRAINT"}
-
-
-@pytest.fixture
-def clock():
-    return Clock()
-
-
-@pytest.fixture
-def svc(location, clock):
-    service = MemoryService(open_store(location), clock=clock)
-    yield service
-    service.close()
 
 
 def ids(rows) -> list[int]:

@@ -41,13 +41,6 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture
-def svc(location, clock):
-    service = MemoryService(open_store(location), clock=clock)  # no embedder
-    yield service
-    service.close()
-
-
 def store(svc, clock, content, memory_type="DECISION", **more) -> int:
     clock.advance(60)  # each memory newer than the last
     return svc.store({"content": content, "type": memory_type, **more})["id"]

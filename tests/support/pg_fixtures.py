@@ -130,3 +130,14 @@ def store(location: str):
     opened = open_store(location)
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def svc(location: str, clock):
+    """The service on ``location``, on the test's clock (tests/conftest.py), no embedder."""
+    from agent_memory.service.core import MemoryService
+    from agent_memory.storage import open_store
+
+    service = MemoryService(open_store(location), clock=clock)
+    yield service
+    service.close()

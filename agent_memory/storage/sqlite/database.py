@@ -152,7 +152,7 @@ def _on_begin(conn: sqlalchemy.Connection) -> None:
     if conn.get_execution_options().get("sqlite_write", False):
         conn.exec_driver_sql("BEGIN IMMEDIATE")
     else:  # a read's BEGIN takes no lock and cannot fail busy: on the driver, without
-        # SQLAlchemy's execution (about 15 us of each search; docs/performance.md, 36)
+        # SQLAlchemy's execution layer, which a search's reads need not pay (performance.md 36)
         conn.connection.driver_connection.execute("BEGIN")
 
 

@@ -141,8 +141,8 @@ def _history(service: MemoryService, args: Any) -> dict[str, Any]:
 
 
 # Each tool's input schema, by name: the SDK checks a 2026-07-28 call's Mcp-Param-* headers
-# against it, and without this lookup it runs the whole tools/list handler on every call
-# (0.6 ms a call; the listing is the same for every caller).
+# against it, and without this lookup it runs the whole tools/list handler on every call.
+# The listing is the same for every caller, so a lookup by name gives the same schema.
 INPUT_SCHEMAS = {tool.name: tool.input_schema for tool in TOOLS}
 # Every tool of mcp_tools.TOOLS, by name.
 HANDLERS: dict[str, Handler] = {
