@@ -53,16 +53,22 @@ def worker_of(daemon: RestDaemon, session: requests.Session | None = None) -> in
     return answer.json()["worker"]
 
 
+def sessions_on_every_worker(daemon: RestDaemon, held: ExitStack) -> dict[int, requests.Session]:
+    """Connections kept open (in ``held``) until every worker has answered one, the first
+    session of each worker by its number (the least busy worker takes each new connection,
+    so a worker holding one does not take the next)."""
+    seen: dict[int, requests.Session] = {}
+    for _ in range(MAX_TRIES):
+        session = held.enter_context(requests.Session())
+        seen.setdefault(worker_of(daemon, session), session)
+        if len(seen) == WORKERS:
+            return seen
+    raise AssertionError(f"only workers {set(seen)} answered {MAX_TRIES} connections")
+
+
 def every_worker_answers(daemon: RestDaemon) -> None:
-    """Connections kept open until every worker has answered one (the least busy worker
-    takes each new one, so a worker holding one does not take the next)."""
-    seen = set()
     with ExitStack() as held:
-        for _ in range(MAX_TRIES):
-            seen.add(worker_of(daemon, held.enter_context(requests.Session())))
-            if len(seen) == WORKERS:
-                return
-    raise AssertionError(f"only workers {seen} answered {MAX_TRIES} connections")
+        sessions_on_every_worker(daemon, held)
 
 
 def logged(daemon: RestDaemon, pattern: re.Pattern[str], count: int = 1) -> list[re.Match]:
@@ -229,9 +235,9 @@ def test_every_worker_writes_its_pending_uses_when_stopped(daemon, db_path):
     memory = requests.post(
         daemon.url + "/api/memories", json={"content": "used", "type": "TODO"}, timeout=60
     ).json()["id"]
-    with requests.Session() as first, requests.Session() as second:
-        assert {worker_of(daemon, first), worker_of(daemon, second)} == {1, 2}
-        for session in (first, second) * 3:
+    with ExitStack() as held:
+        sessions = sessions_on_every_worker(daemon, held)
+        for session in list(sessions.values()) * 3:
             found = session.post(daemon.url + "/api/search", json={"query": "used"}, timeout=60)
             assert [r["id"] for r in found.json()["results"]] == [memory]
         daemon.terminate()
