@@ -61,10 +61,12 @@ _SUPERSEDED_AT = text(
     " ORDER BY to_id, from_id"
 )
 # Those made by a memory of the scope :scope (its scope now, the one a token's view is
-# bound by): a view filtered by a scope counts only them (issue 35).
+# bound by): a view filtered by a scope counts only them (issue 35); looked up per link, as
+# common.SCOPE_SUPERSEDED_SQL.
 _SCOPE_SUPERSEDED_AT = text(
-    "SELECT l.to_id, l.from_id FROM memory_links AS l JOIN memories AS m ON m.id = l.from_id"
-    " WHERE l.kind = 'supersedes' AND l.created_at <= :at AND m.scope = :scope"
+    "SELECT l.to_id, l.from_id FROM memory_links AS l"
+    " WHERE l.kind = 'supersedes' AND l.created_at <= :at"
+    " AND (SELECT m.scope FROM memories AS m WHERE m.id = l.from_id) = :scope"
     " ORDER BY l.to_id, l.from_id"
 )
 _LINKS_AT = text(
