@@ -1,8 +1,8 @@
 """Supersede and scopes (issue 35): a search or list filtered by a scope counts only the
 supersessions made by memories of that scope, so a memory superseded only from outside
 stays current there (and ``superseded_by`` names only the scope's own superseders); with
-no scope filter every supersession counts. Search, list, their ``as_of`` and tidy, on both
-engines."""
+no scope filter every supersession counts. Search, list, their ``as_of``, tidy (its report
+and its merge) and the session brief, on both engines."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ import pytest
 import sqlean
 
 from agent_memory.service.core import MemoryService
-from agent_memory.storage import history, open_store
+from agent_memory.storage import history, open_reader, open_store
 from agent_memory.storage.common import SCOPE_SUPERSEDED_SQL
+from agent_memory.transports.cli import brief
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 
@@ -90,6 +91,65 @@ def test_tidy_of_a_scope_counts_only_its_supersessions(svc):
     assert svc.tidy({"scope": "alpha"})["memories"] == 1  # old is current in alpha
     assert svc.tidy({"scope": "alpha"})["superseded"] == []
     assert svc.tidy({})["memories"] == 1  # every scope: old is superseded
+
+
+def test_tidy_merges_into_a_memory_superseded_only_from_outside(svc):
+    """The scope's report keeps it as current, so its merge does not refuse it as superseded."""
+    first = svc.store({**OLD, "content": "Deploys run the database migrations first, then restart"})
+    again = svc.store({**OLD, "content": "Run the database migrations first on deploys; restart"})
+    svc.store({**NEW, "scope": "beta", "supersedes": [again["id"]]})
+    clusters = svc.tidy({"scope": "alpha"})["clusters"]
+    assert [c["keep"]["id"] for c in clusters] == [again["id"]]
+    [applied] = svc.tidy_merge(clusters)
+    assert "skipped" not in applied, applied
+    assert ids(svc.list({"scope": "alpha"})) == [again["id"]]
+    assert first["id"] not in ids(svc.list({}))
+
+
+def test_tidy_merge_still_refuses_a_memory_its_scope_superseded_since(svc):
+    svc.store({**OLD, "content": "Deploys run the database migrations first, then restart"})
+    again = svc.store({**OLD, "content": "Run the database migrations first on deploys; restart"})
+    clusters = svc.tidy({"scope": "alpha"})["clusters"]
+    svc.store({**NEW, "scope": "alpha", "supersedes": [again["id"]]})
+    [applied] = svc.tidy_merge(clusters)
+    assert applied["skipped"] == f"memory {again['id']} is superseded itself; nothing was written"
+
+
+@pytest.mark.parametrize("outside", ["beta", None])
+def test_the_brief_of_a_scope_counts_only_its_supersessions(svc, location, outside):
+    old = svc.store(OLD)["id"]
+    new = svc.store({**NEW, "scope": outside, "supersedes": [old]})["id"]
+    glob = svc.store({**NEW, "content": "Retries back off for 2 seconds.", "scope": None})["id"]
+    svc.store(
+        {**NEW, "content": "Retries back off for 5 seconds.", "scope": "beta", "supersedes": [glob]}
+    )
+    reader = open_reader(location)
+    try:
+        now = svc.now()
+        recent = brief.recent(reader, "alpha", now)
+    finally:
+        reader.close()
+    shown = {s.title: ids(s.candidates) for s in recent if s.candidates}
+    alpha = "`alpha`: decisions, constraints and architecture"
+    assert shown[alpha] == [old]  # superseded only from outside the scope
+    expected = [new] if outside is None else []  # a global one: any supersession counts
+    assert shown.get("Global: decisions, constraints and architecture", []) == expected
+    relevant = brief.relevant(svc.search, "API timeout seconds", "alpha", now)
+    assert ids(relevant[0].candidates) == [old]
+
+
+def test_the_brief_leaves_out_what_the_scope_superseded(svc, location):
+    old = svc.store(OLD)["id"]
+    new = svc.store({**NEW, "scope": "alpha", "supersedes": [old]})["id"]
+    reader = open_reader(location)
+    try:
+        recent = brief.recent(reader, "alpha", svc.now())
+    finally:
+        reader.close()
+    assert ids(recent[0].candidates) == [new]
+    assert ids(
+        brief.relevant(svc.search, "API timeout seconds", "alpha", svc.now())[0].candidates
+    ) == [new]
 
 
 @pytest.mark.parametrize("statement", [SCOPE_SUPERSEDED_SQL, history._SCOPE_SUPERSEDED_AT.text])

@@ -28,8 +28,12 @@ _LINKS = text(
     " ORDER BY l.from_id, l.to_id, l.kind"
 )
 _MEMBERS = "SELECT id, tags, expires_at FROM memories WHERE id IN :ids"
+# Whether the kept memory is superseded by now, as its scope's report counts it: by a memory
+# of its scope (a global one: by any), as a search of the scope does (issue 35).
 _SUPERSEDED_KEEP = text(
-    "SELECT count(*) FROM memory_links WHERE kind = 'supersedes' AND to_id = :keep"
+    "SELECT count(*) FROM memory_links AS l JOIN memories AS k ON k.id = l.to_id"
+    " JOIN memories AS f ON f.id = l.from_id"
+    " WHERE l.kind = 'supersedes' AND l.to_id = :keep AND (k.scope IS NULL OR f.scope = k.scope)"
 )
 _SUPERSEDE = text(
     "INSERT INTO memory_links (from_id, to_id, kind, created_at)"

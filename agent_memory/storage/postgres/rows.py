@@ -46,7 +46,9 @@ SELECT * FROM (
   WHERE m.scope IS NOT DISTINCT FROM %(scope)s AND m.type = ANY(%(types)s)
     AND (m.expires_at IS NULL OR m.expires_at > %(now)s)
     AND NOT EXISTS (
-      SELECT 1 FROM memory_links AS l WHERE l.to_id = m.id AND l.kind = 'supersedes')
+      SELECT 1 FROM memory_links AS l WHERE l.to_id = m.id AND l.kind = 'supersedes'
+        AND (m.scope IS NULL
+          OR (SELECT f.scope FROM memories AS f WHERE f.id = l.from_id) = m.scope))
   ORDER BY m.created_at DESC, m.id DESC
   LIMIT %(window)s
 ) AS newest

@@ -26,8 +26,9 @@ from agent_memory.storage.neighbours import NEIGHBOURS, neighbour_edges
 from agent_memory.storage.sqlite import database
 
 # Memories of some types in one scope (``IS``: NULL is the global scope), neither expired
-# nor superseded: of the :window newest (the memories_scope index gives them in that order,
-# and the scan stops there), the most recently used first. No index holds last_accessed: each
+# nor superseded (a scope's memory by one of the scope, as the scope's search counts them; a
+# global one by any): of the :window newest (the memories_scope index gives them in that
+# order, and the scan stops there), the most recently used first. No index holds last_accessed: each
 # candidate is a row read, so the window bounds the cost on a large scope.
 _RECENT = """
 SELECT * FROM (
@@ -37,6 +38,8 @@ SELECT * FROM (
     AND (m.expires_at IS NULL OR m.expires_at > ?)
     AND NOT EXISTS (
       SELECT 1 FROM memory_links AS l WHERE l.to_id = m.id AND l.kind = 'supersedes'
+        AND (m.scope IS NULL
+          OR (SELECT f.scope FROM memories AS f WHERE f.id = l.from_id) = m.scope)
     )
   ORDER BY m.created_at DESC, m.id DESC
   LIMIT ?

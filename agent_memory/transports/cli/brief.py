@@ -138,11 +138,10 @@ def relevant(search: Searcher, query: str, scope: str | None, now: int) -> list[
 
 
 def _current(memory: dict[str, Any], now: int) -> bool:
-    """Neither expired nor superseded (a relation read from its side as superseded_by)."""
+    """Not expired by ``now``. (The searches leave superseded memories out themselves, the
+    scope's own search counting only the scope's supersessions, as the recent sections do.)"""
     expires = memory["expires_at"]
-    if expires is not None and expires <= now:
-        return False
-    return not any(r["kind"] == "superseded_by" for r in memory.get("related", []))
+    return expires is None or expires > now
 
 
 # -- rendering ----------------------------------------------------------------------------
