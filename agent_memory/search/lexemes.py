@@ -40,11 +40,15 @@ def _char_class(runs: tuple[int, ...], extra: frozenset[int] = frozenset()) -> s
 # A token starts at a token character and goes on through token characters and diacritics.
 _STARTS = _char_class(unicode61.TOKEN_RUNS)
 _TOKEN = re.compile(f"[{_STARTS}][{_STARTS}{_char_class((), unicode61.DIACRITICS)}]*")
+# The same in ASCII text, where the token characters are letters and digits and no character
+# is a diacritic: three times faster than the whole class (the near-duplicate check
+# tokenizes every candidate's text).
+_ASCII_TOKEN = re.compile("[0-9A-Za-z]+")
 
 
 def tokens(text: str) -> list[str]:
     """The tokens unicode61 finds in ``text``, as written (``sqlite_vec 2.0`` -> 4 tokens)."""
-    return _TOKEN.findall(text)
+    return _ASCII_TOKEN.findall(text) if text.isascii() else _TOKEN.findall(text)
 
 
 def tag_text(tags: Sequence[str]) -> str:

@@ -16,6 +16,7 @@ wrong suggestion, never a memory, but it must stay rare.
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Iterable
@@ -55,6 +56,12 @@ _STOP_WORDS = (
     "was we were what when where which while who will with would you your"
 )
 STOP_WORDS = frozenset(_STOP_WORDS.split())
+# Distinct tokens whose informative lexeme is kept; and the lexemes of this many texts of at
+# most LEXEME_CACHE_CHARS (the same memories are candidates of many stores: a few MiB at
+# most).
+INFORMATIVE_CACHE_TOKENS = 65_536
+LEXEME_CACHE_TEXTS = 2_048
+LEXEME_CACHE_CHARS = 1_000
 # What redaction puts in place of a secret (service/redact.py).
 REDACTION_MARKER = re.compile(r"\[redacted:[^\]]*\]")
 
@@ -68,10 +75,31 @@ def lexemes(text: str) -> frozenset[str]:
     """The informative lexemes of ``text``: FTS5's porter lexemes of its tokens, without
     STOP_WORDS and without the markers of redacted secrets (every memory with a secret of
     one kind has the same marker; it says nothing about what the memory is about)."""
-    from agent_memory.search.lexemes import fold, lexeme, tokens
+    return _short_lexemes(text) if len(text) <= LEXEME_CACHE_CHARS else _lexemes(text)
 
-    words = tokens(REDACTION_MARKER.sub(" ", text))
-    return frozenset(lexeme(t) for t in words if fold(t) not in STOP_WORDS)
+
+@functools.lru_cache(maxsize=LEXEME_CACHE_TEXTS)
+def _short_lexemes(text: str) -> frozenset[str]:
+    return _lexemes(text)
+
+
+def _lexemes(text: str) -> frozenset[str]:
+    from agent_memory.search.lexemes import tokens
+
+    if "[redacted:" in text:
+        text = REDACTION_MARKER.sub(" ", text)
+    found = set(map(_informative, tokens(text)))
+    found.discard(None)
+    return frozenset(found)  # type: ignore[arg-type]
+
+
+@functools.lru_cache(maxsize=INFORMATIVE_CACHE_TOKENS)
+def _informative(token: str) -> str | None:
+    """A token's lexeme, None for a stop word (cached: the check reads every token of each
+    of its candidates, and most repeat)."""
+    from agent_memory.search.lexemes import fold, lexeme
+
+    return None if fold(token) in STOP_WORDS else lexeme(token)
 
 
 def overlap(a: frozenset[str], b: frozenset[str]) -> float:

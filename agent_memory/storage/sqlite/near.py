@@ -17,14 +17,16 @@ from agent_memory.storage.sqlite.keyword import any_of
 # common words by how common they are, at a cost that does not grow with the store.
 NEAR_SAMPLE_ROWS = 2_048
 
-# Per MATCH expression of the JSON array, in its order: its rows counted up to :rare (FTS5
-# stops reading the word's list there), and its rows among the newest :sample ids (a range
-# of rowids: FTS5 seeks to its start).
+# Per MATCH expression of the JSON array ?3, in its order: its rows counted up to ?1 (FTS5
+# stops reading the word's list there), and for a word with that many, its rows among the
+# newest ?2 ids (a range of rowids: FTS5 seeks to its start); a rare word's is not counted.
 _COUNTS = (
-    "SELECT (SELECT count(*) FROM (SELECT 1 FROM memories_fts WHERE memories_fts MATCH j.value"
-    " LIMIT ?)), (SELECT count(*) FROM memories_fts WHERE memories_fts MATCH j.value"
-    " AND rowid > (SELECT coalesce(max(id), 0) FROM memories) - ?)"
-    " FROM json_each(?) j ORDER BY j.key"
+    "WITH w AS MATERIALIZED (SELECT j.key AS k, j.value AS v, (SELECT count(*) FROM"
+    " (SELECT 1 FROM memories_fts WHERE memories_fts MATCH j.value LIMIT ?1)) AS c"
+    " FROM json_each(?3) AS j)"
+    " SELECT c, CASE WHEN c < ?1 THEN 0 ELSE (SELECT count(*) FROM memories_fts"
+    " WHERE memories_fts MATCH w.v AND rowid > (SELECT coalesce(max(id), 0) FROM memories) - ?2)"
+    " END FROM w ORDER BY k"
 )
 # The rows of a scope (``IS``: NULL is a scope too) matching a MATCH expression, newest first.
 _ROWS = (
