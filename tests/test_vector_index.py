@@ -284,7 +284,7 @@ def test_the_near_check_on_the_first_pass_path_finds_what_an_exact_scan_finds(
     db_path, small, monkeypatch
 ):
     # 900 rows, past the first pass's bounds: the sign plane keeps 200, the code 60, the
-    # re-rank 20 (np.take gathers the kept rows' words in both steps).
+    # re-rank 20 (np.take gathers the kept rows' words from the other planes).
     for name, value in [("STAGE1_MIN_ROWS", 100), ("STAGE1_KEEP", 200), ("SCORE_KEEP", 60)]:
         monkeypatch.setattr(vector_codes, f"NEAR_{name}", value)
     monkeypatch.setattr(vector_index, "NEAR_RERANK_MIN", 20)
