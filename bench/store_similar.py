@@ -9,11 +9,15 @@ vector plus noise shaped like the model's own spread, calibrated to the real nea
 neighbour cosine). Each store is a new developer memory, embedded by the model in process.
 
     python -m bench.store_similar [--size 100000] [--stores 200] [--keep DIR]
+
+--keep DIR: the database is built once into DIR and kept; each run stores into a copy of
+it, so that one run's stores do not change the next run's database.
 """
 
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -44,6 +48,30 @@ def build(path: Path, size: int) -> None:
     base = LocalModel(num_threads=2).encode_array(texts, query=False)
     alpha = bench_vectors.calibrate(base)["alpha"]
     bench_vectors.fill(path, bench_vectors.vectors_of(size, base, alpha), texts)
+
+
+@contextmanager
+def database(size: int, keep: Path | None) -> Iterator[Path]:
+    """The database of ``size`` memories to work on: built in a temporary folder, or with
+    ``keep`` built once into it and copied for each run (the copy is removed after)."""
+    workdir = keep or Path(tempfile.mkdtemp(prefix="bench-similar-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    path = workdir / f"similar-{size}.db"
+    if not path.exists():
+        began = time.perf_counter()
+        build(path, size)
+        print(f"built {size:,} memories in {time.perf_counter() - began:.0f} s")
+    if keep is None:
+        yield path
+        return
+    copy = Path(tempfile.mkdtemp(prefix="bench-similar-run-"))
+    try:
+        for suffix in ("", "-wal"):  # a closed store leaves no WAL; copied if one is there
+            if Path(f"{path}{suffix}").exists():
+                shutil.copyfile(f"{path}{suffix}", copy / f"{path.name}{suffix}")
+        yield copy / path.name
+    finally:
+        shutil.rmtree(copy, ignore_errors=True)
 
 
 @contextmanager
@@ -98,13 +126,8 @@ def main() -> int:
     parser.add_argument("--stores", type=int, default=200)
     parser.add_argument("--keep", type=Path)
     args = parser.parse_args()
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="bench-similar-"))
-    path = workdir / f"similar-{args.size}.db"
-    if not path.exists():
-        began = time.perf_counter()
-        build(path, args.size)
-        print(f"built {args.size:,} memories in {time.perf_counter() - began:.0f} s")
-    times = measure(path, args.stores)
+    with database(args.size, args.keep) as path:
+        times = measure(path, args.stores)
     print(f"{machine()} (shared with other jobs); {args.size:,} memories, local model")
     rows = [
         (name, len(values), pct(values, 0.5), pct(values, 0.9))

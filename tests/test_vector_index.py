@@ -266,6 +266,95 @@ def test_the_near_duplicate_check_s_cheaper_ranking_finds_every_near_copy(
         store.close()
 
 
+def around(rng: np.random.Generator, query: np.ndarray, n: int, spread: float) -> np.ndarray:
+    """Vectors at a cosine of about 1 / sqrt(1 + spread**2) to ``query``."""
+    x = query + spread * rng.normal(size=(n, DIMENSION)).astype(np.float32) / np.sqrt(DIMENSION)
+    return x / np.linalg.norm(x, axis=1, keepdims=True)
+
+
+def at_least(ids: list[int], matrix: np.ndarray, query: np.ndarray, threshold: float):
+    """An exhaustive exact scan: (id, cosine) of every vector at least ``threshold`` similar
+    to ``query``, the nearest first (ties by id)."""
+    cosine = matrix @ query / (np.linalg.norm(matrix, axis=1) * np.linalg.norm(query))
+    order = np.lexsort((ids, -cosine))
+    return [(ids[i], float(cosine[i])) for i in order if cosine[i] >= threshold]
+
+
+def test_the_near_check_on_the_first_pass_path_finds_what_an_exact_scan_finds(
+    db_path, small, monkeypatch
+):
+    # 900 rows, past the first pass's bounds: the sign plane keeps 200, the code 60, the
+    # re-rank 20 (np.take gathers the kept rows' words from the other planes).
+    for name, value in [("STAGE1_MIN_ROWS", 100), ("STAGE1_KEEP", 200), ("SCORE_KEEP", 60)]:
+        monkeypatch.setattr(vector_codes, f"NEAR_{name}", value)
+    monkeypatch.setattr(vector_index, "NEAR_RERANK_MIN", 20)
+    rng = np.random.default_rng(21)
+    queries = unit(rng, 24)
+    # per query 0 to 4 copies above the threshold (cosine about 0.97) and one below (0.89)
+    planted = [around(rng, q, k % 5, 0.25) for k, q in enumerate(queries)]
+    planted += [around(rng, q, 1, 0.5) for q in queries]
+    matrix = np.concatenate([unit(rng, 900 - sum(map(len, planted))), *planted])
+    assert len(matrix) > max(vector_codes.NEAR_STAGE1_MIN_ROWS, vector_codes.NEAR_STAGE1_KEEP)
+    store = open_store(db_path)
+    try:
+        ids = fill(store, matrix)
+        load_vector_index(store)
+        hinted = 0
+        for query in queries:
+            _, found = store.similar_candidates(
+                embedding(query), lambda: None, None, T0, 10, at_least=0.94
+            )
+            expected = at_least(ids, matrix, query, 0.94)
+            assert [i for i, _, _ in found] == [i for i, _ in expected]
+            assert [s for _, s, _ in found] == pytest.approx([s for _, s in expected], abs=1e-5)
+            hinted += len(found)
+        assert hinted == sum(k % 5 for k in range(len(queries)))
+    finally:
+        store.close()
+
+
+def test_at_least_reads_and_returns_only_the_memories_that_similar(db_path, small):
+    from sqlalchemy import event
+
+    rng = np.random.default_rng(22)
+    query = unit(rng, 1)[0]
+    matrix = np.concatenate(
+        [unit(rng, 60), around(rng, query, 1, 0.25), around(rng, query, 1, 0.5)]
+    )
+    read: list[tuple] = []
+
+    def on_execute(conn, cursor, statement, parameters, context, executemany):
+        if "current_decay" in statement:  # rows.rows_statement: the memories' rows
+            read.append(tuple(parameters))
+
+    store = open_store(db_path)
+    ids = fill(store, matrix)
+    near, below = ids[-2], ids[-1]
+    load_vector_index(store)
+    event.listen(store.database.engine, "before_cursor_execute", on_execute)
+    try:
+        _, everything = store.similar_candidates(embedding(query), lambda: None, None, T0, 10)
+        assert [i for i, _, _ in everything[:2]] == [near, below]  # both among the nearest
+        assert 0.85 < everything[1][1] < 0.94 <= everything[0][1]
+        assert any(below in params for params in read)
+        read.clear()
+        _, found = store.similar_candidates(
+            embedding(query), lambda: None, None, T0, 10, at_least=0.94
+        )
+        assert [(i, content) for i, _, content in found] == [(near, f"memory {len(matrix) - 2}")]
+        assert read and all(below not in params for params in read)
+        assert all(near in params for params in read)
+        read.clear()
+        _, found = store.similar_candidates(
+            embedding(query), lambda: None, None, T0, 10, at_least=0.999
+        )
+        assert found == []
+        assert read == []  # no row at all is read
+    finally:
+        event.remove(store.database.engine, "before_cursor_execute", on_execute)
+        store.close()
+
+
 def test_the_id_range_of_the_noise_sample_scans_no_vectors(hybrid):
     """min() and max() in one SELECT scan every row of the vector table (and its blob);
     as two scalar subqueries each is read off the end of the primary key."""

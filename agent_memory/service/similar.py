@@ -172,6 +172,7 @@ def find(
             scope,
             now,
             CANDIDATES,
+            at_least=threshold,
         )
     except StorageFault as exc:
         log.error("store: could not look for similar memories: %s", exc.detail)

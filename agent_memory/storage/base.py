@@ -236,12 +236,15 @@ class Store(Protocol):
         scope: str | None,
         now: int,
         limit: int,
+        at_least: float | None = None,
     ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
         """Up to ``limit`` memories of ``scope`` (None: without one) nearest a memory about to
         be stored, from one snapshot: ("cosine", (id, cosine similarity, content)) when the
         store is pinned to ``embedding``'s model, else ("keyword", (id, None, content)): the
         memories that may share enough of the words ``words()`` gives (read only then;
-        storage.near plans which, unranked, ``limit`` not applying), else (None, [])."""
+        storage.near plans which, unranked, ``limit`` not applying), else (None, []).
+        ``at_least``: by cosine, only the nearest at least this similar, and only their rows
+        are read (the keyword signal ignores it)."""
 
     def tidy_read(self, scope: str | None, vectors: bool) -> Any:
         """For ``agent-memory tidy``, from one snapshot: the memories of ``scope`` (None: of

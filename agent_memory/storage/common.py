@@ -34,8 +34,6 @@ from agent_memory.storage.sweep import SweepRows
 from agent_memory.storage.tidy import TidyRows
 from agent_memory.storage.tokens import TokenRows
 
-# When decay scores were last rewritten (unix seconds), shared by every process on the store.
-
 _DELETE = text("DELETE FROM memories WHERE id = :memory_id")
 _UNLINK = text("DELETE FROM memory_links WHERE from_id = :a AND to_id = :b AND kind = :kind")
 _PING = text("SELECT id FROM memories LIMIT 1")
@@ -335,16 +333,18 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
         scope: str | None,
         now: int,
         limit: int,
+        at_least: float | None = None,
     ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
         """The memories of ``scope`` (None: those without one) nearest a memory about to be
-        stored: ("cosine", (id, similarity, content) best first) by its vector when the
-        store is pinned to its model, else ("keyword", (id, None, content)): the memories
-        that may share enough of the words ``words()`` gives (storage.near, unranked),
-        else (None, [])."""
+        stored: ("cosine", (id, similarity, content) best first, only those ``at_least``
+        this similar: no other row is read) by its vector when the store is pinned to its
+        model, else ("keyword", (id, None, content)): the memories that may share enough of
+        the words ``words()`` gives (storage.near, unranked), else (None, [])."""
         filters = Filters(scope=scope)
         with self._read() as conn:
             if embedding is not None and self.VECTORS.stored_pin(conn) == embedding.pin:
                 nearest = self._nearest(conn, embedding, limit, filters)
+                nearest = [(i, s) for i, s in nearest if at_least is None or s >= at_least]
                 found = self._rows(conn, [i for i, _ in nearest], now, Filters())
                 return "cosine", [
                     (i, score, found[i]["content"])

@@ -166,14 +166,17 @@ class VectorIndex:
 
     def _caught_up(self, conn: sqlalchemy.Connection, codes: vector_codes.Codes) -> bool:
         """Apply the log after the watermark as this snapshot sees it; False when the log
-        no longer reaches back to it (pruned, or emptied by a re-pin)."""
-        highest = conn.exec_driver_sql(_HIGHEST_SEQ).scalar_one()
+        no longer reaches back to it (pruned, or emptied by a re-pin). On the driver, in
+        the snapshot: each ranking reads the highest seq, and SQLAlchemy's execution layer
+        cost more than the read (docs/performance.md, section 39)."""
+        driver = conn.connection.driver_connection
+        (highest,) = driver.execute(_HIGHEST_SEQ).fetchone()
         if highest <= codes.watermark:
             return True
-        lowest = conn.exec_driver_sql(_LOWEST_SEQ).scalar()
+        (lowest,) = driver.execute(_LOWEST_SEQ).fetchone()
         if lowest is None or lowest > codes.watermark + 1:
             return False
-        changed = dict.fromkeys(m for _, m in conn.exec_driver_sql(_CHANGES, (codes.watermark,)))
+        changed = dict.fromkeys(m for _, m in driver.execute(_CHANGES, (codes.watermark,)))
         present = dict(_floats_of(conn, sorted(changed)))
         gone = [memory_id for memory_id in changed if memory_id not in present]
         codes.remove(np.array(gone, dtype=np.int64))

@@ -95,8 +95,9 @@ _COARSE = """
 # The vector tables, for the filtered statements (built with the filters of rows.py).
 _floats = table("memory_vector_floats", column("memory_id"), column("vector"))
 _bits = table("memory_vector_bits", column("memory_id"), column("bits"))
-_READ_PIN = select(meta.c.key, meta.c.value).where(meta.c.key.in_((*PIN_KEYS, PROVIDER_KEY)))
-_DELETE_PIN = delete(meta).where(meta.c.key.in_((*PIN_KEYS, PROVIDER_KEY)))
+_PIN_NAMES = (*PIN_KEYS, PROVIDER_KEY)
+_READ_PIN = f"SELECT key, value FROM meta WHERE key IN ({', '.join('?' * len(_PIN_NAMES))})"
+_DELETE_PIN = delete(meta).where(meta.c.key.in_(_PIN_NAMES))
 
 
 def write(conn: sqlalchemy.Connection, memory_id: int, vector: bytes) -> None:
@@ -110,7 +111,13 @@ def remove(conn: sqlalchemy.Connection, memory_id: int) -> None:
 
 
 def stored_pin(conn: sqlalchemy.Connection) -> Pin | None:
-    return pin_of({key: value for key, value in conn.execute(_READ_PIN)})
+    """The pin, read on the driver: every store and search reads it, and SQLAlchemy's
+    execution layer costs more than the read (docs/performance.md, section 39). In the
+    caller's transaction, begun here if it was not, as conn.execute would."""
+    if not conn.in_transaction():
+        conn.begin()
+    found = conn.connection.driver_connection.execute(_READ_PIN, _PIN_NAMES).fetchall()
+    return pin_of(dict(found))
 
 
 def create(conn: sqlalchemy.Connection, pin: Pin) -> None:
