@@ -139,3 +139,25 @@ def test_a_run_of_a_script_written_without_spaces_is_a_word_like_any(svc):
     first = svc.store({"content": "alpha bravo 数据库服务 charlie delta", "type": "PATTERN"})
     answer = svc.store({"content": "alpha bravo 数据库服务 charlie", "type": "PATTERN"})
     assert [h["id"] for h in answer["similar"]] == [first["id"]]
+
+
+def test_sqlite_counts_rare_words_exactly_and_orders_the_common_by_how_common(tmp_path):
+    from agent_memory.storage.sqlite import near as sqlite_near
+
+    svc = MemoryService(open_store(tmp_path / "memory.db"))
+    try:
+        for k in range(300):
+            words = ["everywhere", f"filler{k}"]
+            words += ["halfway"] * (k % 2 == 0) + ["tenth"] * (k % 10 == 0)
+            words += ["seldom"] * (k < 7)
+            svc.store({"content": " ".join(words), "type": "PATTERN"})
+        with svc.db._read() as conn:
+            found = sqlite_near.counts(
+                conn, ["seldom", "nowhere", "everywhere", "halfway", "tenth"]
+            )
+    finally:
+        svc.close()
+    seldom, nowhere, everywhere, halfway, tenth = found
+    assert (seldom, nowhere) == (7, 0)  # rare: exact
+    assert everywhere > halfway > near.NEAR_RARE_ROWS  # common: ordered, 300 / 150 rows
+    assert tenth == 30  # 30 rows: still rare

@@ -17,16 +17,18 @@ from agent_memory.storage.sqlite.keyword import any_of
 # common words by how common they are, at a cost that does not grow with the store.
 NEAR_SAMPLE_ROWS = 2_048
 
-# Per MATCH expression of the JSON array ?3, in its order: its rows counted up to ?1 (FTS5
-# stops reading the word's list there), and for a word with that many, its rows among the
-# newest ?2 ids (a range of rowids: FTS5 seeks to its start); a rare word's is not counted.
+# Per MATCH expression of the JSON array ?2, in its order, from one walk of its newest ?1
+# rows (FTS5 reads the word's list from its end and stops there): fewer than ?1, and that is
+# its count; else ?1 plus about how many of the newest ?3 ids hold it, from how far back its
+# ?1 newest rows reach (what orders the common words, at a cost that does not grow with the
+# store).
 _COUNTS = (
-    "WITH w AS MATERIALIZED (SELECT j.key AS k, j.value AS v, (SELECT count(*) FROM"
-    " (SELECT 1 FROM memories_fts WHERE memories_fts MATCH j.value LIMIT ?1)) AS c"
-    " FROM json_each(?3) AS j)"
-    " SELECT c, CASE WHEN c < ?1 THEN 0 ELSE (SELECT count(*) FROM memories_fts"
-    " WHERE memories_fts MATCH w.v AND rowid > (SELECT coalesce(max(id), 0) FROM memories) - ?2)"
-    " END FROM w ORDER BY k"
+    "WITH top AS (SELECT coalesce(max(id), 0) AS id FROM memories)"
+    " SELECT (SELECT CASE WHEN count(*) < ?1 THEN count(*)"
+    " ELSE ?1 + ?3 * count(*) / (top.id - min(w.rowid) + 1) END"
+    " FROM (SELECT rowid FROM memories_fts WHERE memories_fts MATCH j.value"
+    " ORDER BY rowid DESC LIMIT ?1) AS w)"
+    " FROM json_each(?2) AS j, top ORDER BY j.key"
 )
 # The rows of a scope (``IS``: NULL is a scope too) matching a MATCH expression, newest first.
 _ROWS = (
@@ -36,11 +38,11 @@ _ROWS = (
 
 
 def counts(conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
-    """Each word's rows when fewer than NEAR_RARE_ROWS; else NEAR_RARE_ROWS plus its rows
-    among the newest NEAR_SAMPLE_ROWS (what orders the common words)."""
+    """Each word's rows when fewer than NEAR_RARE_ROWS; else NEAR_RARE_ROWS plus an estimate
+    of its rows among the newest NEAR_SAMPLE_ROWS ids (what orders the common words)."""
     phrases = json.dumps([any_of([word]) for word in words])
-    found = conn.exec_driver_sql(_COUNTS, (NEAR_RARE_ROWS, NEAR_SAMPLE_ROWS, phrases))
-    return [rows if rows < NEAR_RARE_ROWS else NEAR_RARE_ROWS + newest for rows, newest in found]
+    found = conn.exec_driver_sql(_COUNTS, (NEAR_RARE_ROWS, phrases, NEAR_SAMPLE_ROWS))
+    return [rows for (rows,) in found]
 
 
 def match(plan: NearPlan) -> str:
