@@ -1,5 +1,6 @@
 """The keyword signal's candidates for a near-duplicate hint, on SQLite (storage/near.py plans
-which rows): FTS5's word lists, no bm25. Nothing here reads or fills the word counts the
+which rows): FTS5's word lists, no bm25, read on the driver's connection (SQLAlchemy's
+result rows cost more than the statements here). Nothing here reads or fills the word counts the
 keyword search caches for its pruning (keyword.KeywordIndex): a count made at store time
 would be reused by later searches."""
 
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy
 
 from agent_memory.storage.near import NEAR_MAX_ROWS, NEAR_RARE_ROWS, NearPlan
-from agent_memory.storage.sqlite.keyword import any_of
+from agent_memory.storage.sqlite.keyword import any_of, driver
 
 # A common word's rows are counted among the newest this many ids only: enough to order the
 # common words by how common they are, at a cost that does not grow with the store.
@@ -41,7 +42,7 @@ def counts(conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
     """Each word's rows when fewer than NEAR_RARE_ROWS; else NEAR_RARE_ROWS plus an estimate
     of its rows among the newest NEAR_SAMPLE_ROWS ids (what orders the common words)."""
     phrases = json.dumps([any_of([word]) for word in words])
-    found = conn.exec_driver_sql(_COUNTS, (NEAR_RARE_ROWS, phrases, NEAR_SAMPLE_ROWS))
+    found = driver(conn).execute(_COUNTS, (NEAR_RARE_ROWS, phrases, NEAR_SAMPLE_ROWS))
     return [rows for (rows,) in found]
 
 
@@ -60,6 +61,6 @@ def rows(conn: sqlalchemy.Connection, plan: NearPlan, scope: str | None) -> list
     for part in (NearPlan(plan.any_of, ()), NearPlan((), plan.all_of)):
         if part.any_of or part.all_of:
             left = NEAR_MAX_ROWS - len(found)
-            for memory_id, content in conn.exec_driver_sql(_ROWS, (match(part), scope, left)):
+            for memory_id, content in driver(conn).execute(_ROWS, (match(part), scope, left)):
                 found.setdefault(memory_id, content)
     return list(found.items())
