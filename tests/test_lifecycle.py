@@ -44,7 +44,13 @@ def test_sweep_materializes_the_formula(service, clock, db_path, memory_type, ag
     service.store({"content": "x", "type": memory_type})
     clock.advance(age)
     report = sweep(service)
-    assert report == {"expired": 0, "decayed": 1, "embedded": 0, "longest_hold_ms": ANY}
+    assert report == {
+        "expired": 0,
+        "decayed": 1,
+        "merged": 0,
+        "embedded": 0,
+        "longest_hold_ms": ANY,
+    }
     assert 0 < report["longest_hold_ms"] < 1000
     assert dump(db_path)[0][7] == pytest.approx(expected, rel=1e-12)
     # search recomputes the same number at query time

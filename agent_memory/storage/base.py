@@ -351,6 +351,10 @@ class Store(Protocol):
     def decay_refreshed_at(self) -> int | None:
         """When any process last finished refresh_decay on this database."""
 
+    def merge_index(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        """Merge what the keyword index's writes left in pieces, in steps as delete_expired
+        (steps taken, the longest hold); 0 steps for an engine with nothing to merge."""
+
     # -- doctor ---------------------------------------------------------------------------
     def check(self) -> list[Finding]:
         """What ``agent-memory doctor`` checks of this engine, writing nothing: its own

@@ -1,6 +1,7 @@
-"""The lifecycle sweep's half of every store: expired memories deleted and decay scores
-rewritten in batches, each batch one short write transaction, so that a waiting writer gets
-its turn between two. The engines say how to delete and rewrite one batch, and how large."""
+"""The lifecycle sweep's half of every store: expired memories deleted, decay scores
+rewritten and the keyword index merged in batches, each batch one short write transaction,
+so that a waiting writer gets its turn between two. The engines say how to do one batch,
+and how large."""
 
 from __future__ import annotations
 
@@ -66,6 +67,14 @@ class SweepRows:
         return done, longest
 
     @guarded
+    def merge_index(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        def batch(conn: sqlalchemy.Connection, size: int) -> tuple[int, bool]:
+            more = self._merge_index_step(conn)
+            return int(more), more
+
+        return self._in_batches(batch, pause)
+
+    @guarded
     def decay_refreshed_at(self) -> int | None:
         with self._read() as conn:
             value = conn.execute(_READ_META, {"key": DECAY_DONE_KEY}).scalar()
@@ -81,6 +90,10 @@ class SweepRows:
     def _decay_window(self, conn: sqlalchemy.Connection, now: int, after: int, upto: int) -> int:
         """Rewrite the decay_score as of ``now`` of the ids in (after, upto]; how many."""
         raise NotImplementedError
+
+    def _merge_index_step(self, conn: sqlalchemy.Connection) -> bool:
+        """One step of merge_index; True when it merged something (another may follow)."""
+        return False
 
     def _after_expiry(self) -> None:
         """After delete_expired's last batch."""

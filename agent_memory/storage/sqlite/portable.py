@@ -204,15 +204,18 @@ def remove_imported(
     return driver.executemany(_DELETE_ID_RANGE, ranges).rowcount
 
 
-def merge_step(conn: sqlalchemy.Connection) -> bool:
-    """One step of merging the FTS5 index's segments; True when there was nothing left.
+def merge_step(conn: sqlalchemy.Connection, every_segment: bool = True) -> bool:
+    """One step of merging the FTS5 index's segments, MERGE_STEP_PAGES pages of work; True
+    when there was nothing left.
 
-    A negative 'merge' merges all segments, MERGE_STEP_PAGES pages at a time; a step that
+    A negative 'merge' merges all segments into one (after an import); a positive one only
+    the levels holding at least FTS5's 'usermerge' segments (the sweep). A step that
     changes (almost) nothing is FTS5's own "no work" sign.
     """
     driver = conn.connection.driver_connection
     before = driver.total_changes
-    conn.exec_driver_sql(_MERGE_STEP, (-MERGE_STEP_PAGES,))
+    pages = -MERGE_STEP_PAGES if every_segment else MERGE_STEP_PAGES
+    driver.execute(_MERGE_STEP, (pages,))
     return driver.total_changes - before < 2
 
 
