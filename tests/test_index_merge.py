@@ -45,13 +45,15 @@ def test_the_sweep_merges_a_store_built_index_and_answers_stay(service, db_path)
         assert setting.fetchone() == (2,)
 
 
-def test_merging_goes_in_steps_with_a_pause_between(service, db_path, monkeypatch):
+def test_merging_goes_in_steps_and_a_pause_can_stop_it(service, db_path, monkeypatch):
     monkeypatch.setattr(portable, "MERGE_STEP_PAGES", 2)
     for memory in corpus.developer_memories(120):
         service.store({"content": memory["content"], "type": memory["type"]})
-    pauses = []
-    steps, _ = service.db.merge_index(service.now(), lambda: pauses.append(1) and False)
-    assert steps >= 2 and len(pauses) == steps  # a pause after each step that merged
+    pieces = segments(db_path)
+    steps, _ = service.db.merge_index(service.now(), lambda: True)  # stop after one step
+    assert steps == 1 and pieces > segments(db_path) > 3  # merged some, not all
+    steps, _ = service.db.merge_index(service.now(), lambda: False)
+    assert steps >= 1 and segments(db_path) <= 3
 
 
 def test_postgresql_has_nothing_to_merge(svc, location):

@@ -100,7 +100,7 @@ def test_tidy_merges_into_a_memory_superseded_only_from_outside(svc):
     svc.store({**NEW, "scope": "beta", "supersedes": [again["id"]]})
     clusters = svc.tidy({"scope": "alpha"})["clusters"]
     assert [c["keep"]["id"] for c in clusters] == [again["id"]]
-    [applied] = svc.tidy_merge(clusters)
+    [applied] = svc.tidy_merge(clusters, "alpha")
     assert "skipped" not in applied, applied
     assert ids(svc.list({"scope": "alpha"})) == [again["id"]]
     assert first["id"] not in ids(svc.list({}))
@@ -111,6 +111,17 @@ def test_tidy_merge_still_refuses_a_memory_its_scope_superseded_since(svc):
     again = svc.store({**OLD, "content": "Run the database migrations first on deploys; restart"})
     clusters = svc.tidy({"scope": "alpha"})["clusters"]
     svc.store({**NEW, "scope": "alpha", "supersedes": [again["id"]]})
+    [applied] = svc.tidy_merge(clusters, "alpha")
+    assert applied["skipped"] == f"memory {again['id']} is superseded itself; nothing was written"
+
+
+def test_tidy_merge_of_every_scope_refuses_a_memory_superseded_from_anywhere(svc):
+    """A report of every scope counts every supersession, and so does its merge."""
+    svc.store({**OLD, "content": "Deploys run the database migrations first, then restart"})
+    again = svc.store({**OLD, "content": "Run the database migrations first on deploys; restart"})
+    clusters = svc.tidy({})["clusters"]
+    assert [c["keep"]["id"] for c in clusters] == [again["id"]]
+    svc.store({**NEW, "scope": "beta", "supersedes": [again["id"]]})
     [applied] = svc.tidy_merge(clusters)
     assert applied["skipped"] == f"memory {again['id']} is superseded itself; nothing was written"
 

@@ -137,12 +137,14 @@ class Granted:
         return answer
 
     # -- writes -----------------------------------------------------------------------
-    def tidy_merge(self, clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def tidy_merge(
+        self, clusters: list[dict[str, Any]], scope: str | None = None
+    ) -> list[dict[str, Any]]:
         self._writing("merge")
         if self.grant.scope is not None:
             raise Forbidden(f"forbidden: the token {self.grant.name!r} cannot merge clusters")
         with actor.acting_as(self.grant.name):
-            return self._service.tidy_merge(clusters)
+            return self._service.tidy_merge(clusters, scope)
 
     def store(self, args: Any) -> dict[str, Any]:
         self._writing("store")

@@ -417,9 +417,12 @@ class MemoryService:
         """``agent-memory tidy``'s report (service/tidy.py); writes nothing."""
         return tidy.report(self, self._arguments("tidy", args, tidy.ARGUMENTS))
 
-    def tidy_merge(self, clusters: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Merge the clusters of a tidy report, one transaction each (service/tidy.py)."""
-        return tidy.merge(self, clusters)
+    def tidy_merge(
+        self, clusters: list[dict[str, Any]], scope: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Merge the clusters of a tidy report of ``scope`` (None: of all), one transaction
+        each (service/tidy.py)."""
+        return tidy.merge(self, clusters, scope)
 
     def health(self, challenge: str | None = None, address: str = "") -> dict[str, Any]:
         """Liveness, the embedder and how searches run now (service/status.py)."""

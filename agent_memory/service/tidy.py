@@ -216,11 +216,13 @@ def _unused(current: list[dict[str, Any]], since: int) -> dict[str, Any]:
     return {"count": len(found), "memories": shown}
 
 
-def merge(service: MemoryService, found: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-    """Merge each cluster of a report (``keep`` and ``merge``, as ``report`` lists them), one
-    transaction each: the kept memory supersedes the others and takes their tags. A cluster
-    one of whose memories is gone or expired since, or whose kept memory is superseded
-    since, is skipped whole, and says why."""
+def merge(
+    service: MemoryService, found: Sequence[Mapping[str, Any]], scope: str | None = None
+) -> list[dict[str, Any]]:
+    """Merge each cluster of a report of ``scope`` (None: of all; ``keep`` and ``merge``, as
+    ``report`` lists them), one transaction each: the kept memory supersedes the others and
+    takes their tags. A cluster one of whose memories is gone or expired since, or whose kept
+    memory is superseded since (as that report counts it), is skipped whole, and says why."""
     done = []
     for cluster in found:
         keep, others = _cluster_ids(cluster)
@@ -228,7 +230,7 @@ def merge(service: MemoryService, found: Sequence[Mapping[str, Any]]) -> list[di
         try:
             with service.storage("tidy"):
                 tags = service.db.merge(
-                    keep, others, service.now(), actor.current(), validate.MAX_TAGS
+                    keep, others, service.now(), actor.current(), validate.MAX_TAGS, scope
                 )
         except MissingMemory as exc:
             entry["skipped"] = f"memory {exc.memory_id} is gone; nothing was written"

@@ -252,7 +252,13 @@ class Store(Protocol):
         stored vectors (storage.tidy.TidyRead)."""
 
     def merge(
-        self, keep: int, others: Sequence[int], now: int, actor: str, max_tags: int
+        self,
+        keep: int,
+        others: Sequence[int],
+        now: int,
+        actor: str,
+        max_tags: int,
+        scope: str | None = None,
     ) -> list[str] | None:
         """One transaction: ``keep`` supersedes ``others`` and takes their tags (storage.tidy)."""
 

@@ -28,12 +28,12 @@ _LINKS = text(
     " ORDER BY l.from_id, l.to_id, l.kind"
 )
 _MEMBERS = "SELECT id, tags, expires_at FROM memories WHERE id IN :ids"
-# Whether the kept memory is superseded by now, as its scope's report counts it: by a memory
-# of its scope (a global one: by any), as a search of the scope does (issue 35).
+# Whether the kept memory is superseded by now, as the report counted it: by any memory, or
+# for a report of one scope by a memory of that scope, as its search counts (issue 35).
 _SUPERSEDED_KEEP = text(
-    "SELECT count(*) FROM memory_links AS l JOIN memories AS k ON k.id = l.to_id"
-    " JOIN memories AS f ON f.id = l.from_id"
-    " WHERE l.kind = 'supersedes' AND l.to_id = :keep AND (k.scope IS NULL OR f.scope = k.scope)"
+    "SELECT count(*) FROM memory_links AS l JOIN memories AS f ON f.id = l.from_id"
+    " WHERE l.kind = 'supersedes' AND l.to_id = :keep"
+    " AND (CAST(:scope AS TEXT) IS NULL OR f.scope = :scope)"
 )
 _SUPERSEDE = text(
     "INSERT INTO memory_links (from_id, to_id, kind, created_at)"
@@ -93,7 +93,13 @@ class TidyRows:
 
     @guarded
     def merge(
-        self, keep: int, others: Sequence[int], now: int, actor: str, max_tags: int
+        self,
+        keep: int,
+        others: Sequence[int],
+        now: int,
+        actor: str,
+        max_tags: int,
+        scope: str | None = None,
     ) -> list[str] | None:
         """One transaction: ``keep`` supersedes each of ``others`` and takes their tags it
         lacks (after its own, ``others`` in their order, at most ``max_tags``); the merge
@@ -110,7 +116,7 @@ class TidyRows:
                 expiry = rows[memory_id][1] if memory_id in rows else now
                 if expiry is not None and expiry <= now:
                     raise MissingMemory(memory_id)
-            if conn.execute(_SUPERSEDED_KEEP, {"keep": keep}).scalar_one():
+            if conn.execute(_SUPERSEDED_KEEP, {"keep": keep, "scope": scope}).scalar_one():
                 return None
             tags = rows[keep][0]
             for other in others:

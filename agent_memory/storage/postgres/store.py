@@ -37,7 +37,7 @@ from agent_memory.contract.models import (
 from agent_memory.contract.vocabulary import count
 from agent_memory.search import ParsedQuery, ranking
 from agent_memory.storage import faults, neighbours, rows_common
-from agent_memory.storage.base import Finding, NewMemory
+from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.common import CommonStore, Leg, Legs
 from agent_memory.storage.near import NearPlan
@@ -405,6 +405,10 @@ class PostgresStore(CommonStore):
 
     def _first_batch_size(self) -> int:
         return SWEEP_BATCH_ROWS
+
+    def merge_index(self, now: int, pause: Pause | None = None) -> tuple[int, float]:
+        """Nothing to merge (FTS5's segments are SQLite's): no transaction is opened."""
+        return 0, 0.0
 
     def _after_expiry(self) -> None:
         self._compact_totals()

@@ -76,7 +76,7 @@ def tidy(
         if apply and report["clusters"]:
             if not yes and not _confirmed(len(report["clusters"])):
                 stop("nothing was written", EXIT_FAILED)
-            applied = service.tidy_merge(report["clusters"])
+            applied = service.tidy_merge(report["clusters"], report["scope"])
     if as_json:
         print_json(report if applied is None else {**report, "applied": applied})
     elif applied is not None:
