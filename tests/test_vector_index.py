@@ -366,3 +366,34 @@ def test_the_id_range_of_the_noise_sample_scans_no_vectors(hybrid):
         assert conn.exec_driver_sql(vectors._ID_RANGE).one() == (1, 1)
     details = [row[-1] for row in plan]
     assert not [d for d in details if d.startswith("SCAN memory_vector_floats")], details
+
+
+@pytest.mark.parametrize("loaded", [True, False], ids=["index", "sql-leg"])
+def test_memories_of_other_scopes_do_not_crowd_out_a_global_near_duplicate(db_path, small, loaded):
+    """Without a scope the nearest are taken over every scope, the global ones kept after:
+    ten near copies in another scope, all nearer, must not hide the global one."""
+    rng = np.random.default_rng(23)
+    query = unit(rng, 1)[0]
+    store = open_store(db_path)
+    try:
+        fill(store, unit(rng, 50))
+        crowd = around(rng, query, 12, 0.05)  # cosine about 0.999
+        for i, vector in enumerate(crowd):
+            memory = NewMemory("TODO", f"beta {i}", [], None, "beta", T0, None)
+            store.insert(memory, embedding(vector))
+        [mine] = around(rng, query, 1, 0.2)  # about 0.98: below every one of the crowd
+        memory = NewMemory("TODO", "the global one", [], None, None, T0, None)
+        global_id = store.insert(memory, embedding(mine))
+        if loaded:
+            load_vector_index(store)
+        signal, found = store.similar_candidates(
+            embedding(query), lambda: None, None, T0, 10, at_least=0.94
+        )
+        assert signal == "cosine"
+        assert [(i, content) for i, _, content in found] == [(global_id, "the global one")]
+        _, beta = store.similar_candidates(
+            embedding(query), lambda: None, "beta", T0, 10, at_least=0.94
+        )
+        assert len(beta) == 10 and global_id not in [i for i, _, _ in beta]
+    finally:
+        store.close()

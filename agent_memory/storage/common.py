@@ -336,14 +336,14 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
         at_least: float | None = None,
     ) -> tuple[str | None, list[tuple[int, float | None, str]]]:
         """The memories of ``scope`` (None: those without one) nearest a memory about to be
-        stored: ("cosine", (id, similarity, content) best first, only those ``at_least``
-        this similar: no other row is read) by its vector when the store is pinned to its
-        model, else ("keyword", (id, None, content)): the memories that may share enough of
-        the words ``words()`` gives (storage.near, unranked), else (None, [])."""
+        stored: ("cosine", (id, similarity, content) best first, only those ``at_least`` this
+        similar) by its vector when pinned to its model, else ("keyword", (id, None, content)):
+        those that may share enough of ``words()`` (storage.near, unranked), or (None, [])."""
         filters = Filters(scope=scope)
         with self._read() as conn:
             if embedding is not None and self.VECTORS.stored_pin(conn) == embedding.pin:
-                nearest = self._nearest(conn, embedding, limit, filters)
+                ask = lambda n: self._nearest(conn, embedding, n, filters)  # noqa: E731
+                nearest = near.widened(ask, limit, scope, at_least)
                 nearest = [(i, s) for i, s in nearest if at_least is None or s >= at_least]
                 found = self._rows(conn, [i for i, _ in nearest], now, Filters())
                 return "cosine", [

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 
 # A word held by fewer rows than this is rare: every row of the scope holding it is read.
@@ -37,6 +38,10 @@ NEAR_HOLD = 3
 NEAR_MAX_CONJUNCTIONS = 64
 # At most this many candidate rows are read (newest first).
 NEAR_MAX_ROWS = 200
+# The cosine signal for a memory without a scope: the nearest are taken over every scope and
+# the global ones kept after, so while every one of them passes the threshold the nearest
+# are asked again four times as many, up to this many (see ``widened``).
+NEAR_WIDEST = 640
 
 
 @dataclass(frozen=True)
@@ -96,3 +101,21 @@ def narrower(asked: NearWords, counts: list[int], planned: NearPlan) -> NearPlan
     held = len(planned.all_of[0])
     wider = plan(asked, counts, held + NEAR_HOLD)
     return wider if wider is not None and len(wider.all_of[0]) > held else None
+
+
+def widened(
+    nearest: Callable[[int], list[tuple[int, float]]],
+    limit: int,
+    scope: str | None,
+    at_least: float | None,
+) -> list[tuple[int, float]]:
+    """``nearest(n)``: the n nearest (id, similarity), best first, over every scope when
+    ``scope`` is None. Memories of other scopes could then fill all of them and crowd the
+    global ones out: while every one of them is ``at_least`` this similar, ask for more."""
+    found = nearest(limit)
+    while scope is None and at_least is not None and limit < NEAR_WIDEST:
+        if len(found) < limit or found[-1][1] < at_least:
+            break
+        limit *= 4
+        found = nearest(limit)
+    return found
