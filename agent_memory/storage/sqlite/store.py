@@ -413,9 +413,9 @@ class SqliteStore(CommonStore):
 
     def _merge_index_step(self, conn: Connection) -> bool:
         # Each store's transaction adds a segment to the FTS5 index, and FTS5 merges a level
-        # only once it holds four: a store-built index of 1,000 memories had 15 segments,
-        # each looked into by every word of every search (docs/performance.md, section 41).
-        # With 'usermerge' at 2, a step merges any level holding two.
+        # only once it holds four, so a store-built index keeps many segments, each looked
+        # into by every word of every search (docs/performance.md, section 41). With
+        # 'usermerge' at 2, a step merges any level holding two.
         if driver(conn).execute(_USERMERGE_READ).fetchone() != (INDEX_USERMERGE,):
             driver(conn).execute(_USERMERGE_WRITE, (INDEX_USERMERGE,))  # once per database
         return not portable.merge_step(conn, every_segment=False)
