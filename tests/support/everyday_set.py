@@ -154,8 +154,8 @@ QUERIES: tuple[Query, ...] = (
 )
 
 # The tags an agent would give these memories ("a few tags", as the memory_protocol prompt
-# asks): mostly the topic, often a word the content does not say. bench/tag_weight.py
-# stores them to measure how much a tag hit should weigh (docs/search.md).
+# asks): mostly the topic, often a word the content does not say. How much a tag hit weighs
+# is chosen on them (docs/search.md).
 TAGS: dict[str, tuple[str, ...]] = {
     "database": ("database", "postgres", "billing"),
     "port": ("dev-server", "networking"),
