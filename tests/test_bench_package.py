@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 BENCH = sorted(p for p in (ROOT / "bench").glob("*.py") if p.name != "__init__.py")
 SCRIPTS = sorted(p for p in (ROOT / "scripts").glob("*.py") if p.name != "__init__.py")
 SUPPORT = sorted((ROOT / "tests" / "support").glob("*.py"))
-SHARED = {"pct"}  # bench/_common.py's, written once
+SHARED = {"pct", "timed", "recall_at", "clip"}  # bench/_common.py's, written once
 
 
 def imported(path: Path) -> set[str]:
