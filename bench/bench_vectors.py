@@ -269,7 +269,7 @@ def main() -> None:
         for item in args.set:
             name, value = item.split("=", 1)
             setattr(vector_index if hasattr(vector_index, name) else vector_codes, name, int(value))
-        queries = np.load(Path.cwd() / "queries.npy")
+        queries = np.load(args.measure.parent / "queries.npy")  # run() saves them beside it
         print(json.dumps(measure(args.measure, queries, args.sql_queries)))
         return
     base, queries, texts = real_vectors()
