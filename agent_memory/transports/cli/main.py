@@ -52,7 +52,7 @@ SWITCH_INTERVAL_SECS = 0.0005
 # they share. Set before numpy is imported, unless the user set it.
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 BLAS_THREADS = "1"
-# serve-rest --workers, when not given (1: one process, as before the option existed).
+# serve-rest --workers, when not given (1: one process).
 WORKERS_ENV = "AGENT_MEMORY_WORKERS"
 DEFAULT_WORKERS = "1"
 
