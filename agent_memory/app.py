@@ -37,7 +37,7 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Libraries' loggers shown only from this level up, unless --log-level debug. waitress's
 # queue logger warns "Task queue depth is N" each time a request waits for one of the
 # daemon's threads: a page load sends about ten requests at once (the page, its files, the
-# list, the counts, /health) and each waits a few milliseconds. More threads would not make
+# list, the counts, /health) and each waits briefly. More threads would not make
 # that news either (a graph of two hops sends 17 at once; one SQLite writer, one GIL), and a
 # daemon that is really behind shows it in its answer times, so the warning is off.
 QUIET_LOGGERS = {"alembic": logging.WARNING, "waitress.queue": logging.ERROR}
@@ -135,12 +135,11 @@ def build_service(
 class OpeningService:
     """The service of ``serve``, opened in a thread once the server has answered a client.
 
-    Importing SQLAlchemy and building the engine take time (docs/performance.md, section 7)
-    that the first answers (initialize, tools/list) do not need; the file was already checked
-    (``storage.ready_to_serve``), so a bad file still stops ``serve`` before it answers.
-    The opening starts OPEN_AFTER_ANSWER_SECS after that answer, so that its imports do not
-    delay the answer on its way out (docs/performance.md, section 7), or at once when a call
-    needs the service. Any attribute waits for the opening; if it failed, a call gets the
+    Importing SQLAlchemy and building the engine take time that the first answers (initialize,
+    tools/list) do not need; the file is checked before them (``storage.ready_to_serve``), so a bad
+    file still stops ``serve`` before it answers. The opening starts OPEN_AFTER_ANSWER_SECS after
+    that answer, so that its imports do not compete with the answer on its way out, or at once when
+    a call needs the service. Any attribute waits for the opening; if it failed, a call gets the
     storage error.
     """
 

@@ -10,7 +10,7 @@ In front of both stands the token gate (:class:`Gate`): once a token exists, eve
 but the page's files and /health must carry ``Authorization: Bearer <token>``, or (API routes
 only) the session cookie of a page signed in with a token (rest.signin), and is served by
 the service as that token may use it (service.access). On loopback with no token, every
-request is served as before, as ``local``.
+request is served without one, as ``local``.
 """
 
 from __future__ import annotations

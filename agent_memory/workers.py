@@ -1,8 +1,8 @@
 """``serve-rest --workers N``: one port served by N worker processes.
 
 Why: a search is Python CPU work, and one process runs Python on one core at a time (the
-interpreter lock), so one daemon answered as many searches a second at 16 clients as at one
-(docs/performance.md, sections 28 and 35). N processes behind the port use N cores.
+interpreter lock), so one daemon answers no more searches a second at 16 clients than at
+one. N processes behind the port use N cores.
 
 The parent binds the listening socket (same address checks and messages as one process),
 then forks the workers *before* anything is opened: each opens its own database connections,

@@ -26,12 +26,14 @@ __all__ = [
     "call",
     "child_peak_rss_mib",
     "clean_env",
+    "clip",
     "export_header",
     "log",
     "machine",
     "module_cmd",
     "pct",
     "proc_mib",
+    "recall_at",
     "run_module",
     "table",
     "throwaway_postgres",
@@ -52,6 +54,23 @@ def pct(values: Sequence[float], q: float) -> float:
     """The q-quantile (0..1) by nearest rank: the value below which a share q of them lie."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def recall_at(found: Sequence[Sequence[int]], truth: Sequence[Sequence[int]], k: int) -> float:
+    """The share of each query's true first ``k`` (at most ``k``, fewer when fewer exist) that
+    its found first ``k`` hold, over the queries found."""
+    hits = sum(
+        len(set(f[:k]) & {int(i) for i in t[:k]}) for f, t in zip(found, truth, strict=False)
+    )
+    return hits / sum(min(k, len(t)) for t in truth[: len(found)])
+
+
+def clip(text: str, limit: int) -> str:
+    """At most ``limit`` characters, cut at a space so no word is halved."""
+    if len(text) <= limit:
+        return text
+    cut = text.rfind(" ", 0, limit)
+    return text[: cut if cut > limit // 2 else limit].rstrip()
 
 
 def table(head: Sequence[str], rows: Iterable[Sequence[Any]], align: str = "") -> str:

@@ -36,6 +36,7 @@ from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.search import ranking
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vectors
+from bench._common import recall_at
 
 DIMENSION = 384
 PIN = Pin("bench-filtered", DIMENSION, "none", "local")
@@ -187,12 +188,7 @@ def exact_top(matrix: np.ndarray, keep: np.ndarray, queries: np.ndarray, k: int)
     return [(rows[t] + 1).tolist() for t in top]
 
 
-def recall(found: list[list[int]], truth: list[list[int]]) -> float:
-    hits = sum(len(set(f[:LIMIT]) & set(t[:LIMIT])) for f, t in zip(found, truth, strict=False))
-    return hits / sum(min(LIMIT, len(t)) for t in truth[: len(found)])
-
-
-def timed(read, queries: np.ndarray, leg) -> tuple[list, list[float]]:
+def timed_leg(read, queries: np.ndarray, leg) -> tuple[list, list[float]]:
     """Each query's vector leg (``leg(conn, embedding)``) inside a read snapshot, timed:
     the ids it found, best first."""
     found, ms = [], []
@@ -269,12 +265,14 @@ def wordless(store, queries: np.ndarray, filters: Filters) -> float:
 
 def measure_sqlite(store, size, queries, keeps, truths) -> list[dict]:
     read = store._connections.read
-    unfiltered, _ = timed(read, queries, lambda c, e: store._vector_leg(c, e, LEG, Filters()))
+    unfiltered, _ = timed_leg(read, queries, lambda c, e: store._vector_leg(c, e, LEG, Filters()))
     out = []
     for name, filters in CASES.items():
         keep, truth = keeps[name], truths[name]
-        found, ms = timed(read, queries, lambda c, e, f=filters: store._vector_leg(c, e, LEG, f))
-        sql_found, sql_ms = timed(
+        found, ms = timed_leg(
+            read, queries, lambda c, e, f=filters: store._vector_leg(c, e, LEG, f)
+        )
+        sql_found, sql_ms = timed_leg(
             read, queries[:SQL_QUERIES], lambda c, e, f=filters: vectors.ranking(c, e, LEG, f)
         )
         row = {
@@ -283,11 +281,13 @@ def measure_sqlite(store, size, queries, keeps, truths) -> list[dict]:
             "rows": int(keep.sum()),
             "index p50": statistics.median(ms),
             "index p99": p(ms, 0.99),
-            "recall@10": recall(found, truth),
-            "cut first": recall([[i for i in u if keep[i - 1]] for u in unfiltered], truth),
+            "recall@10": recall_at(found, truth, LIMIT),
+            "cut first": recall_at(
+                [[i for i in u if keep[i - 1]] for u in unfiltered], truth, LIMIT
+            ),
             "hybrid p50": wordless(store, queries, filters),
             "sql p50": statistics.median(sql_ms),
-            "sql recall@10": recall(sql_found, truth),
+            "sql recall@10": recall_at(sql_found, truth, LIMIT),
         }
         print(row, file=sys.stderr, flush=True)
         out.append(row)
@@ -300,19 +300,21 @@ def measure_postgres(store, size, queries, keeps, truths) -> list[dict]:
     def leg(filters: Filters):
         return lambda c, e: pg_vectors.nearest(c, e, LEG, filters)
 
-    unfiltered, _ = timed(store._read, queries, leg(Filters()))
+    unfiltered, _ = timed_leg(store._read, queries, leg(Filters()))
     out = []
     for name, filters in CASES.items():
         keep, truth = keeps[name], truths[name]
-        found, ms = timed(store._read, queries, leg(filters))
+        found, ms = timed_leg(store._read, queries, leg(filters))
         row = {
             "size": size,
             "filter": name,
             "rows": int(keep.sum()),
             "leg p50": statistics.median(ms),
             "leg p99": p(ms, 0.99),
-            "recall@10": recall(found, truth),
-            "cut first": recall([[i for i in u if keep[i - 1]] for u in unfiltered], truth),
+            "recall@10": recall_at(found, truth, LIMIT),
+            "cut first": recall_at(
+                [[i for i in u if keep[i - 1]] for u in unfiltered], truth, LIMIT
+            ),
             "hybrid p50": wordless(store, queries, filters),
         }
         print(row, file=sys.stderr, flush=True)

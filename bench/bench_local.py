@@ -46,7 +46,7 @@ from agent_memory.embedders.local import Local, LocalModel
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench import bench_vectors
-from bench._common import agent_memory_cmd, call, child_peak_rss_mib, clean_env, pct
+from bench._common import agent_memory_cmd, call, child_peak_rss_mib, clean_env, clip, pct
 
 STORES = 100
 SEARCHES = 100
@@ -69,13 +69,7 @@ def queries_of() -> list[str]:
     path = bench_vectors.CACHE / "queries.jsonl"
     plain = str.maketrans({c: " " for c in '*"()^:{}[]+'})
     texts = [json.loads(line)["query"].translate(plain) for line in path.open(encoding="utf-8")]
-    return [_clip(" ".join(t.split()), QUERY_CHARS) for t in texts]
-
-
-def _clip(text: str, limit: int) -> str:
-    if len(text) <= limit:
-        return text
-    return text[: text.rfind(" ", 0, limit)]
+    return [clip(" ".join(t.split()), QUERY_CHARS) for t in texts]
 
 
 def database(

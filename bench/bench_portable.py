@@ -22,6 +22,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from agent_memory.contract import fields
 from agent_memory.transfer import jsonl
 from bench import corpus
 from bench._common import export_header
@@ -46,29 +47,26 @@ def write_file(path: Path, size: int, shuffled_times: bool = False) -> None:
     with path.open("w", encoding="utf-8") as out:
         out.write(export_header(size, links))
         now = int(time.time())
+        initial = {f.name: f.initial for f in fields.exported()}  # what a field not set holds
         for key, memory in enumerate(corpus.memories(size), start=1):
-            out.write(
-                jsonl.line(
-                    jsonl.memory(
-                        {
-                            "id": key,
-                            "type": memory["type"],
-                            "content": memory["content"],
-                            "tags": memory["tags"],
-                            "source": "bench",
-                            "scope": memory["scope"],
-                            "created_at": (
-                                now - rng.randint(0, SPAN_SECS)
-                                if shuffled_times
-                                else now - SPAN_SECS + key * SPAN_SECS // size
-                            ),
-                            "last_accessed": now,
-                            "access_count": rng.randint(0, 9),
-                            "expires_at": None,
-                        }
-                    )
-                )
+            created_at = (
+                now - rng.randint(0, SPAN_SECS)
+                if shuffled_times
+                else now - SPAN_SECS + key * SPAN_SECS // size
             )
+            row = initial | {
+                "id": key,
+                "type": memory["type"],
+                "content": memory["content"],
+                "tags": memory["tags"],
+                "source": "bench",
+                "scope": memory["scope"],
+                "created_at": created_at,
+                "last_accessed": now,
+                "access_count": rng.randint(0, 9),
+                "expires_at": None,
+            }
+            out.write(jsonl.line(jsonl.memory(row)))
         seen = set()
         while len(seen) < links:
             a, b = rng.randint(1, size), rng.randint(1, size)
@@ -78,7 +76,7 @@ def write_file(path: Path, size: int, shuffled_times: bool = False) -> None:
             out.write(jsonl.line(jsonl.link(a, b, "caused_by", now)))
 
 
-def timed(*args: str) -> tuple[float, int]:
+def timed_command(*args: str) -> tuple[float, int]:
     start = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-c", RUN, *args], capture_output=True, text=True, check=False
@@ -101,8 +99,12 @@ def main() -> None:
         source = work / "in.jsonl"
         write_file(source, args.size, args.shuffled_times)
         db = work / "memory.db"
-        import_s, import_rss = timed("--db", str(db), "import", "--from", "jsonl", str(source))
-        export_s, export_rss = timed("--db", str(db), "export", "--output", str(work / "out.jsonl"))
+        import_s, import_rss = timed_command(
+            "--db", str(db), "import", "--from", "jsonl", str(source)
+        )
+        export_s, export_rss = timed_command(
+            "--db", str(db), "export", "--output", str(work / "out.jsonl")
+        )
         result = {
             "size": args.size,
             "created_at": "shuffled" if args.shuffled_times else "ascending with the key",

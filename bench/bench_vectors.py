@@ -39,7 +39,7 @@ from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.search import ranking
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vector_codes, vector_index, vectors
-from bench._common import ROOT, module_cmd, pct, proc_mib
+from bench._common import ROOT, module_cmd, pct, proc_mib, recall_at
 
 CACHE = Path.home() / ".cache" / "agent-memory-bench"
 DIMENSION = 384
@@ -192,11 +192,6 @@ def measure(path: Path, queries: np.ndarray, sql_queries: int) -> dict:
     return out
 
 
-def recall(found: list[list[int]], truth: np.ndarray, k: int) -> float:
-    hits = sum(len(set(f[:k]) & set(t[:k].tolist())) for f, t in zip(found, truth, strict=False))
-    return hits / (k * len(found))
-
-
 def run(size: int, workdir: Path, base, queries, texts, alpha: float, args) -> dict:
     path = workdir / f"vectors-{size}.db"
     matrix = vectors_of(size, base, alpha)
@@ -242,8 +237,8 @@ def run(size: int, workdir: Path, base, queries, texts, alpha: float, args) -> d
                 continue
             rnd[f"{leg}_p50_ms"] = statistics.median(t)
             rnd[f"{leg}_p99_ms"] = pct(t, 0.99)
-            rnd[f"{leg}_recall@10"] = recall(one["found"][leg], truth, LIMIT)
-            rnd[f"{leg}_recall@{LEG}"] = recall(one["found"][leg], truth, LEG)
+            rnd[f"{leg}_recall@10"] = recall_at(one["found"][leg], truth, LIMIT)
+            rnd[f"{leg}_recall@{LEG}"] = recall_at(one["found"][leg], truth, LEG)
         rnd["sql_queries"] = len(one["timing"]["sql"])
         print(f"[{size}] round {r + 1}: {json.dumps(rnd)}", file=sys.stderr, flush=True)
         measured.append(rnd)
@@ -274,7 +269,7 @@ def main() -> None:
         for item in args.set:
             name, value = item.split("=", 1)
             setattr(vector_index if hasattr(vector_index, name) else vector_codes, name, int(value))
-        queries = np.load(Path.cwd() / "queries.npy")
+        queries = np.load(args.measure.parent / "queries.npy")  # run() saves them beside it
         print(json.dumps(measure(args.measure, queries, args.sql_queries)))
         return
     base, queries, texts = real_vectors()

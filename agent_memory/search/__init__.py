@@ -23,7 +23,7 @@ Terms keep the token text as written; ``lexeme`` turns a token into what FTS5's 
 unicode61 remove_diacritics 2`` tokenizer stores (unicode61's character tables are taken from
 SQLite, see agent_memory/search/unicode61.py; the porter stemmer is FTS5's, step for step, on UTF-8
 bytes). A PostgreSQL text search configuration (unaccent + snowball porter) came close but not
-equal: it gives other lexemes for some words (docs/performance.md; numbers such as ``1e10`` and
+equal: it gives other lexemes for some words (numbers such as ``1e10`` and
 hex ids dropped or split by PostgreSQL's parser, ``as``/``is`` stemmed, ``assembly`` ->
 ``assembli``, ligatures expanded). bm25 parity needs FTS5's lexemes, so both documents and
 queries get theirs from here.

@@ -12,8 +12,7 @@ Scoring every row the common words match is most of a question's cost, so both
 backends plan it the same way (``plan``): past PRUNE_MIN_ROWS memories the informative words
 alone are scored and the others' share added back to the best rows, and past
 PRUNE_EXACT_ROWS only the rows of the rarest words are scored when the kept words match many
-rows. How each backend adds the left-out words back is its own (storage/*/keyword.py);
-docs/performance.md, section 3, has the measurements behind the settings.
+rows. How each backend adds the left-out words back is its own (storage/*/keyword.py).
 """
 
 from __future__ import annotations
@@ -41,7 +40,7 @@ BM25_TERM_MAX = BM25_K1 + 1
 # left out of the rows scored. A looser share lets the common words of a small project ("we",
 # "and") bring in much of the store (tests/test_everyday_set.py). Below PRUNE_MIN_ROWS
 # memories every word is scored in one query, which is there as fast as adding the common
-# words back (docs/performance.md, "Measurements behind the keyword code").
+# words back.
 PRUNE_MAX_IDF = math.log(3)
 # A word in at most this many rows is informative however few rows there are: on a handful
 # of memories a quarter is one row, and "sqlite" in 2 of 6 is no stop word.
@@ -51,8 +50,8 @@ PRUNE_MIN_ROWS = 2_000
 # more than PRUNE_SCORED_SHARE of the rows in all (counted per word), bm25 is computed only
 # for the rows that match the rarest of them: the other words still count in those rows'
 # scores, but a row matching none of the rarest words is not ranked. The page can differ
-# from the full query's (docs/performance.md, section 3); up to PRUNE_EXACT_ROWS memories the
-# answer is always the full query's.
+# from the full query's; up to PRUNE_EXACT_ROWS memories the answer is always the full
+# query's.
 PRUNE_EXACT_ROWS = 20_000
 PRUNE_SCORED_SHARE = 0.1
 

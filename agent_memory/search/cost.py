@@ -3,8 +3,8 @@
 A few hundred bytes of FTS5 can keep a search running far past any budget (``m* OR m* ...``,
 a NEAR group of 200 words, a phrase of 2,000 words), so a query whose shape is past these
 bounds is refused before it runs; the search's time budget (service.SEARCH_BUDGET_SECS) stops
-whatever costs more anyway. docs/performance.md, section 4, has the measurements behind the
-bounds.
+whatever costs more anyway. Each bound sits below the size at which its shape alone takes
+a large share of that budget.
 
 The bounds are read on the lexemes as FTS5 would read them, whether or not FTS5 accepts the
 text: a text FTS5 refuses is searched for its words, which the word bound covers, and its

@@ -65,8 +65,8 @@ PATCH_FIELDS = fields_table.argument_names("update")
 MAX_RELATIONS = 200
 STATS_SCOPES = 50
 # A search's reads stop after this long, answered "query is too expensive" (the shape of a
-# query is bounded first, in query.cost): far past an ordinary question's time at 100,000
-# memories (docs/performance.md), and a REST worker is free again within this.
+# query is bounded first, in query.cost): far past an ordinary question's time on a large
+# database, and a REST worker is free again within this.
 SEARCH_BUDGET_SECS = 2.0
 # The text fields of a memory, all redacted before a write. A tag and a scope are also what
 # filters match, so the tag and scope of a filter are redacted the same way: a filter

@@ -1,4 +1,4 @@
-"""History and as-of (issue 36): memory_history lists a memory's versions, and ``as_of`` on
+"""History and as-of: memory_history lists a memory's versions, and ``as_of`` on
 search, list and get answers as the store stood then (storage.history keeps the versions
 and says what "as it stood" means).
 
@@ -34,8 +34,8 @@ from agent_memory.storage.history import AsOf
 
 # A search as of T asks its ranking for FIRST_ROOM more results than its limit, to make up
 # for those stored after T, expired or superseded by then, and for ROOM_GROWTH times as many
-# while too few stood then, up to AS_OF_ROOM more (a larger page costs the ranking more:
-# docs/performance.md); it considers at most CHANGED_SCAN memories changed since T for the
+# while too few stood then, up to AS_OF_ROOM more (a larger page costs the ranking more);
+# it considers at most CHANGED_SCAN memories changed since T for the
 # words of their text then.
 FIRST_ROOM = 10
 ROOM_GROWTH = 4

@@ -26,9 +26,9 @@ log = logging.getLogger(__name__)
 DEFAULT_SWEEP_INTERVAL_SECS = 3600
 # How long the first tick waits for the server's first answer (see ``answered``).
 STARTUP_GRACE_SECS = 2.0
-# The pause between two of the sweep's batches, outside the write lock. SQLite's busy
-# handler polls a waiting writer at 0, 1, 3, 8, 18 and 33 ms, so a gap this long (after a
-# batch held for SWEEP_HOLD_TARGET_SECS) always lets a store that arrived during the batch in.
+# The pause between two of the sweep's batches, outside the write lock: longer than SQLite's
+# busy handler sleeps between a waiting writer's first tries added up, so a store that
+# arrived during a batch (held for SWEEP_HOLD_TARGET_SECS) always gets in.
 SWEEP_PAUSE_SECS = 0.025
 
 
@@ -42,7 +42,7 @@ def sweep(
     ``pause`` runs between two of them and returns True to stop the pass. With
     ``decay_every``, decay scores are left alone if any process on the database refreshed
     them less than that many seconds ago: every server starting on a large file would
-    otherwise rewrite every row (docs/performance.md, section 10).
+    otherwise rewrite every row.
     """
     report: dict[str, Any] = {"expired": 0, "decayed": 0, "merged": 0, "embedded": 0}
     longest = 0.0

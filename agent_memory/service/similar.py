@@ -1,4 +1,4 @@
-"""Near-duplicate hints at store time (issue 36): a store still stores, and its answer names
+"""Near-duplicate hints at store time: a store still stores, and its answer names
 up to MAX_SIMILAR memories of the same scope that say nearly the same, so that the agent can
 update or supersede one of them instead of keeping two copies.
 
@@ -9,8 +9,8 @@ Two signals, and the answer says which one was used:
 - ``keyword``: without one, the share of the shorter memory's informative lexemes that the
   other memory holds (FTS5's porter lexemes, STOP_WORDS left out).
 
-The thresholds are measured on the labelled set tests/support/near_duplicate_set.py by
-bench/near_duplicates.py (docs/hygiene.md has the figures): a false hint costs the agent a
+The thresholds are chosen on the labelled set tests/support/near_duplicate_set.py
+(bench/near_duplicates.py; docs/near-duplicates.md): a false hint costs the agent a
 wrong suggestion, never a memory, but it must stay rare.
 """
 
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from agent_memory.storage.near import NearWords
 
 log = logging.getLogger(__name__)
-
-# Whether a store looks for near duplicates at all (bench/store_similar.py measures the
-# cost by turning it off).
-CHECK_NEAR_DUPLICATES = True
 
 # At most this many similar memories per store answer, and this much of each one's text.
 MAX_SIMILAR = 3
@@ -162,8 +158,6 @@ def find(
     memory is near. The cosine is used when the store is pinned to the model of
     ``embedding`` and that model's threshold is measured; else keyword overlap. A read
     before the write: no lock is held. A storage fault loses the hints, never the store."""
-    if not CHECK_NEAR_DUPLICATES:
-        return {}
     threshold = None if embedding is None else COSINE_THRESHOLDS.get(model_key(embedding.pin.model))
     try:
         signal, found = store.similar_candidates(

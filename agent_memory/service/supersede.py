@@ -1,9 +1,9 @@
-"""Supersede that ranks (issue 36): a memory another one supersedes (the to_id of a
+"""Supersede that ranks: a memory another one supersedes (the to_id of a
 supersedes relation) leaves search and list, unless ``include_superseded: true`` asks for
 it; it stays reachable by id (get). Asked for, every result carries ``superseded_by``: the
 ids of the memories replacing it (empty for a current one). Unlinking restores it. A search
-or list filtered by a scope counts only the supersessions made by memories of that scope
-(issue 35): one superseded only from outside stays current there.
+or list filtered by a scope counts only the supersessions made by memories of that scope:
+one superseded only from outside stays current there.
 
 How: storage.superseded (a search does it in its snapshot; a list here).
 """

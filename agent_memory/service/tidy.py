@@ -1,4 +1,4 @@
-"""``agent-memory tidy`` (issue 36): what a person may want to clean, and the merge of
+"""``agent-memory tidy``: what a person may want to clean, and the merge of
 near-duplicates, deterministic, with no model call.
 
 The report lists, for a scope or for all:
@@ -134,7 +134,7 @@ def _clusters(
 def _superseders(read: TidyRead, now: int, scope: str | None) -> dict[Any, Any]:
     """Who supersedes whom: "all" (superseded id: every superseding id, as search hides
     them) and "live" (only the superseding memories not expired). With ``scope``, only
-    the memories of the scope (read.memories) supersede, as in its search (issue 35)."""
+    the memories of the scope (read.memories) supersede, as in its search."""
     every: dict[int, list[int]] = defaultdict(list)
     live: dict[int, list[int]] = defaultdict(list)
     ours = None if scope is None else {m["id"] for m in read.memories}

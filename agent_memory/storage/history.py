@@ -1,4 +1,4 @@
-"""A memory's earlier versions (issue 36), as every engine keeps and reads them, in plain SQL
+"""A memory's earlier versions, as every engine keeps and reads them, in plain SQL
 both read alike: ``memory_history`` holds one row per version that an update (or a store
 that duplicated the memory and merged into it) replaced, with who wrote it and when, and
 who replaced it and when. Rows go with their memory (ON DELETE CASCADE): forget and the
@@ -61,7 +61,7 @@ _SUPERSEDED_AT = text(
     " ORDER BY to_id, from_id"
 )
 # Those made by a memory of the scope :scope (its scope now, the one a token's view is
-# bound by): a view filtered by a scope counts only them (issue 35); looked up per link, as
+# bound by): a view filtered by a scope counts only them; looked up per link, as
 # common.SCOPE_SUPERSEDED_SQL.
 _SCOPE_SUPERSEDED_AT = text(
     "SELECT l.to_id, l.from_id FROM memory_links AS l"

@@ -1,5 +1,5 @@
-"""Which stored memories the keyword signal of a near-duplicate hint reads (service/similar.py,
-issue 36), planned alike for every engine: no ranking, only the rows that can share enough of
+"""Which stored memories the keyword signal of a near-duplicate hint reads (service/similar.py),
+planned alike for every engine: no ranking, only the rows that can share enough of
 the new memory's informative lexemes, found from the index's word lists.
 
 A stored memory S is a near duplicate of the new one N when S and N share at least
@@ -14,12 +14,11 @@ A stored memory S is a near duplicate of the new one N when S and N share at lea
   without ranking: exact for every S at least as long as N.
 - S shorter than N is read when it holds one of N's rare words, or ``h`` of those ``k + h``
   words. A shorter memory made only of N's common words is not read: no bound on N's words
-  finds it without reading the rows of its common words, which costs what ranking did
-  (docs/performance.md, section 34).
+  finds it without reading the rows of its common words, which costs what ranking does.
 
-Counting rows (the rarity) must not touch what searches cache for their own pruning (the
-reason an earlier attempt was reverted): each engine counts afresh, or reads its exact
-statistics tables.
+Counting rows (the rarity) must not touch what searches cache for their own pruning (counts
+cached at store time would leave later searches pruning by stale counts): each engine counts
+afresh, or reads its exact statistics tables.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Superseded memories in a search or a list (issue 36): a memory another one supersedes
+"""Superseded memories in a search or a list: a memory another one supersedes
 (the to_id of a supersedes relation) is left out (HIDE), or kept and marked with
 ``superseded_by``, the ids replacing it (MARK); KEEP changes nothing (the store's own
 callers). Done around the ranking, in the same snapshot: the ranking is asked for as many

@@ -29,7 +29,7 @@ _LINKS = text(
 )
 _MEMBERS = "SELECT id, tags, expires_at FROM memories WHERE id IN :ids"
 # Whether the kept memory is superseded by now, as the report counted it: by any memory, or
-# for a report of one scope by a memory of that scope, as its search counts (issue 35).
+# for a report of one scope by a memory of that scope, as its search counts.
 _SUPERSEDED_KEEP = text(
     "SELECT count(*) FROM memory_links AS l JOIN memories AS f ON f.id = l.from_id"
     " WHERE l.kind = 'supersedes' AND l.to_id = :keep"

@@ -1,5 +1,5 @@
 """The portable export format, v2: JSON Lines, a header, then memories, then links, then
-the memories' earlier versions (v2's addition, issue 36: ``version`` records, counted by the
+the memories' earlier versions (v2's addition: ``version`` records, counted by the
 header's ``exported_versions``). A v1 file (no versions) still reads; a reader of v1 refuses
 a v2 file by its header's version before reading anything else (FormatTooNew).
 

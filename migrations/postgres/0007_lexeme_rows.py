@@ -1,7 +1,7 @@
 """PostgreSQL: how many rows hold each lexeme, without a pass over the table.
 
 bm25 needs each query word's row count. Counting it from the GIN index visits the heap page
-of every row that holds the word (34 of a two-word search's 39 ms at 100,000 memories), and a
+of every row that holds the word, most of a two-word search's time on a large table, and a
 question's common words cost a visit to most of the table. So the keyword totals log now
 carries, per statement, the change in each lexeme's row count (``lexemes``), and
 ``lexeme_rows`` holds the counts folded out of the log. A count is that row plus the log's
@@ -10,8 +10,8 @@ totals folded out of the log move to ``keyword_folded``, so that a folded log is
 One log row per statement, as before. A statement of one row (a store, a forget) logs that
 row's own tf map, whose keys are its lexemes: the row's sign (``rows``, 1 or -1) is then
 each key's change.
-Aggregating the keys instead cost a store 0.5 ms (1.47 against 0.91 ms an insert); copying
-the map costs 0.1. A statement of several rows (an import batch, a sweep batch) and an update
+Aggregating the keys instead would cost a store several times what copying the map costs.
+A statement of several rows (an import batch, a sweep batch) and an update
 (``rows`` 0) log each lexeme's change as the value.
 
 Revision ID: 0007

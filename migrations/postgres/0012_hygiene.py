@@ -1,4 +1,4 @@
-"""PostgreSQL, memory hygiene (issue 36): the content hash is of the whitespace-normalised
+"""PostgreSQL, memory hygiene: the content hash is of the whitespace-normalised
 text, as SQLite's 0011 makes it.
 
 A store whose content equals an existing memory's once whitespace is normalised, with the

@@ -1,4 +1,4 @@
-"""PostgreSQL, history and as-of (issue 36): memory_history, as SQLite's 0012.
+"""PostgreSQL, history and as-of: memory_history, as SQLite's 0012.
 
 Revision ID: 0013
 Revises: 0012

@@ -1,4 +1,4 @@
-"""PostgreSQL: a word's bm25 frequency in one lookup (issue 34).
+"""PostgreSQL: a word's bm25 frequency in one lookup.
 
 A memory's ``tf`` map held each lexeme's hits in its content and tags together, and bm25's
 frequency (a tag hit weighs bm25.TAG_WEIGHT) took a second lookup in ``tag_tf`` for every

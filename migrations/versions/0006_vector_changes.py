@@ -4,13 +4,13 @@ Revision ID: 0006
 Revises: 0005
 Create Date: 2026-12-03
 
-Each process may keep an index of the vectors in memory (issue 21); it must see what other
+Each process may keep an index of the vectors in memory; it must see what other
 processes write. ``vector_changes`` logs the memory id of every vector inserted or deleted,
 in the same transaction (seq order is commit order: one writer at a time), and an index
 catches up from its last seq inside each search's read snapshot.
 
-The vectors move from the vec0 table (0.4 ms to read one vector by id) to a plain table of
-float32 blobs (microseconds), read for the exact re-rank of an index's candidates; the int8
+The vectors move from the vec0 table (slow to read one vector by id) to a plain table of
+float32 blobs, read for the exact re-rank of an index's candidates; the int8
 copy that re-ranked the SQL leg's candidates goes (the floats are exact). A database
 without a pin has no vector tables yet: they are made with the pin, log triggers included.
 """

@@ -1,4 +1,4 @@
-"""Memory hygiene (issue 36): the content hash is of the whitespace-normalised text.
+"""Memory hygiene: the content hash is of the whitespace-normalised text.
 
 Revision ID: 0011
 Revises: 0010

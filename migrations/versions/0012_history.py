@@ -1,4 +1,4 @@
-"""History and as-of (issue 36): every earlier version of a memory, in memory_history.
+"""History and as-of: every earlier version of a memory, in memory_history.
 
 Revision ID: 0012
 Revises: 0011

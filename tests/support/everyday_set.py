@@ -1,8 +1,8 @@
 """Everyday questions about a small project's memories, asked as a person or an agent asks.
 
-Why: a plain word list used to be FTS5's implicit AND of every word, so a question with one
-word its answer lacks ("which port is busy") found nothing, and the OR retry of a question
-with a "?" let "how", "we" and "the" pull in distractors. Each question below shares at least
+Why: an implicit AND of every word finds nothing for a question with one word its answer
+lacks ("which port is busy"), and an OR of every word lets "how", "we" and "the" pull in
+distractors. Each question below shares at least
 one informative word (after stemming) with its target and lacks at least one of its other
 words there, as real questions do; a few are the short keyword queries the memory_protocol
 prompt recommends ("token expiry"). tests/test_everyday_set.py asks them in keyword mode.
@@ -154,8 +154,8 @@ QUERIES: tuple[Query, ...] = (
 )
 
 # The tags an agent would give these memories ("a few tags", as the memory_protocol prompt
-# asks): mostly the topic, often a word the content does not say. bench/tag_weight.py
-# stores them to measure how much a tag hit should weigh (docs/search.md).
+# asks): mostly the topic, often a word the content does not say. How much a tag hit weighs
+# is chosen on them (docs/search.md).
 TAGS: dict[str, tuple[str, ...]] = {
     "database": ("database", "postgres", "billing"),
     "port": ("dev-server", "networking"),

@@ -1,4 +1,4 @@
-"""A labelled set of memory pairs for the near-duplicate hint of issue 36.
+"""A labelled set of memory pairs for the near-duplicate hint of a store.
 
 Each pair is two memories an agent might store in one scope, labelled:
 

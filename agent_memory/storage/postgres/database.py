@@ -95,7 +95,7 @@ def create_engine(url: str) -> Engine:
         creator=lambda: connect(url),
         pool_size=POOL_SIZE,
         max_overflow=POOL_OVERFLOW,
-        # No ping per checkout: a round trip on every store (docs/performance.md, section 17).
+        # No ping per checkout: it would add a round trip to every store.
         # A connection the server
         # dropped fails one operation (a StorageFault, nothing half-written), and SQLAlchemy
         # then replaces the pool's connections.

@@ -23,7 +23,7 @@ What a tsvector cannot hold (PostgreSQL's limits; they only touch very long memo
 lexeme of 2,047 bytes or more (left out: not searchable), a position past 16,383 (clamped:
 phrases and NEAR past there match by chance), more than 256 positions of one lexeme (cut), and 1 MiB
 of lexemes and positions in all. Prose of that size fits well within it, but as much text of
-distinct words, hex ids or base64 does not (docs/performance.md, section 17), and PostgreSQL
+distinct words, hex ids or base64 does not, and PostgreSQL
 refuses it; ``document`` then indexes the lexemes of the first tokens that fit and still
 counts every token in ``tf`` and ``doc_len``, so single words keep their exact scores.
 Exact phrases at any size would take an inverted index table (memory, lexeme, positions[])

@@ -17,7 +17,7 @@ earlier row). That changes scores, never which rows match.
 
 The keyword columns each row carries (lexemes, positions, counts): document.py; bm25's N,
 average length and each word's row count: totals.py, and a query's phrases' row counts in
-SQL: counts.py. What a row costs (docs/performance.md, section 32): the heap visit, one jsonb
+SQL: counts.py. What a row costs: the heap visit, one jsonb
 lookup a word (``tf`` holds bm25's weighted frequency), and the score's arithmetic over
 columns, not arrays.
 """
@@ -44,11 +44,11 @@ from agent_memory.storage.postgres.totals import TOTALS
 # integer) never reaches from one column into the other.
 COLUMN_SPAN = 1 << 33
 
-# Up to this many phrases, each one's IDF and its frequency in a row are columns of their own
-# and a row's score is one sum written out in FTS5's order (docs/performance.md, section 32:
-# arrays and their subscripts cost a question a third of its time). Past it (a query may hold
-# query.cost.MAX_QUERY_WORDS), they are arrays and the sum runs over them: PostgreSQL allows
-# 1,664 columns in a select list, and an expression 10,000 deep overflows its stack.
+# Up to this many phrases, each one's IDF and its frequency in a row are columns of their own and a
+# row's score is one sum written out in FTS5's order (arrays and their subscripts, read for every
+# phrase of every row, would cost more than the rest of the score). Past it (a query may hold
+# query.cost.MAX_QUERY_WORDS), they are arrays and the sum runs over them: PostgreSQL allows 1,664
+# columns in a select list, and an expression 10,000 deep overflows its stack.
 INLINE_SUM_MAX_PHRASES = 256
 
 

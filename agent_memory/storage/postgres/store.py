@@ -112,7 +112,7 @@ class PostgresStore(CommonStore):
 
         The transaction starts, with its isolation and its deadline, in one round trip (on
         the driver's connection, in autocommit: the driver would send a BEGIN of its own),
-        and ends in one (docs/performance.md, section 32)."""
+        and ends in one."""
         settings = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
         if deadline is not None:
             left_ms = int((deadline - time.monotonic()) * 1000)
@@ -440,8 +440,8 @@ class PostgresStore(CommonStore):
         """Fold the keyword totals log (one row per write since the last fold), then vacuum
         it; when another process is folding it, that fold will do.
 
-        Every search reads the whole log, dead rows included until a vacuum (docs/
-        performance.md, section 17, has what they cost).
+        Every search reads the whole log, dead rows included until a vacuum, so the log is
+        kept short and vacuumed.
         """
         with self._write() as conn:
             folded = conn.exec_driver_sql(

@@ -47,8 +47,8 @@ EF_SEARCH_MAX = 1_000
 # sqrt(ITERATIVE_COST x leg x vectors), where the two plans cost the same if a tuple the
 # iterative scan visits costs ITERATIVE_COST times a passing memory's exact distance. That
 # ratio depends on what is cached: above 1 on a cached table, below it on one read through
-# the OS cache (docs/performance.md, section 18, "Filters before the vector leg's cut"). 1
-# leans to the index, where the planner can still choose to sort the few rows exactly itself.
+# the OS cache. 1 leans to the index, where the planner can still choose to sort the few
+# rows exactly itself.
 EXACT_MIN_ROWS = 1_000
 ITERATIVE_COST = 1
 # hnsw.max_scan_tuples of a filtered leg's iterative scan (pgvector's default: 20,000).

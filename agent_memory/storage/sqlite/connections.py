@@ -5,12 +5,11 @@ this process (the serialized writer every process on the file shares); a read is
 deferred ``BEGIN`` on a pooled connection, so a multi-statement read sees one snapshot, and
 may carry a deadline after which SQLite's progress handler stops it.
 
-WAL checkpoints fsync, which stalls a store whose commit runs one inline (at SQLite's
-default 1,000 pages, every few dozen stores; docs/performance.md, section 6). A background
-thread checkpoints
-instead (PASSIVE: it never blocks a writer) every CHECKPOINT_EVERY_WRITES commits; the
-sweep's batches checkpoint one by one (see checkpoint_now); the inline checkpoint, raised to
-database.WAL_AUTOCHECKPOINT_PAGES, only finishes the few frames left.
+WAL checkpoints fsync, which stalls a store whose commit runs one inline (at SQLite's default 1,000
+pages, every few dozen stores). A background thread checkpoints instead (PASSIVE: it never blocks a
+writer) every CHECKPOINT_EVERY_WRITES commits; the sweep's batches checkpoint one by one (see
+checkpoint_now); the inline checkpoint, raised to database.WAL_AUTOCHECKPOINT_PAGES, only finishes
+the few frames left.
 """
 
 from __future__ import annotations
@@ -106,7 +105,7 @@ class Connections:
         """A larger page cache on the writer for a long run of batches (an import).
 
         With SQLite's default 2 MiB, the indexes of a large table do not fit and every batch
-        spills and re-reads pages (docs/performance.md, section 9).
+        spills and re-reads pages.
         """
         with self._write_lock:
             self._pragma(f"cache_size = -{BULK_CACHE_KIB}")

@@ -142,7 +142,7 @@ def _on_connect(dbapi_conn: sqlean.Connection, _record: object, read_only: bool 
     dbapi_conn.execute(f"PRAGMA wal_autocheckpoint = {WAL_AUTOCHECKPOINT_PAGES}")
     dbapi_conn.execute("PRAGMA foreign_keys = ON")
     # Statement journals in memory: a multi-row INSERT with triggers otherwise spills the
-    # pages it changes to a temp file beyond 64 KiB (a third of an import's system time).
+    # pages it changes to a temp file past a small size, which an import would pay per batch.
     dbapi_conn.execute("PRAGMA temp_store = MEMORY")
 
 
@@ -152,7 +152,7 @@ def _on_begin(conn: sqlalchemy.Connection) -> None:
     if conn.get_execution_options().get("sqlite_write", False):
         conn.exec_driver_sql("BEGIN IMMEDIATE")
     else:  # a read's BEGIN takes no lock and cannot fail busy: on the driver, without
-        # SQLAlchemy's execution layer, which a search's reads need not pay (performance.md 36)
+        # SQLAlchemy's execution layer, which a search's reads need not pay
         conn.connection.driver_connection.execute("BEGIN")
 
 

@@ -1,11 +1,10 @@
 """The keyword search's ranking statements (storage.sqlite.keyword), built with SQLAlchemy
 once and run as SQLite text on the driver's connection.
 
-Through SQLAlchemy, a statement's execution costs 25-40 us beyond SQLite's own (events,
-parameter and result processing, Row objects): at 1,000 memories as much as the
+Through SQLAlchemy, a statement's execution adds its events, parameter and result
+processing and Row objects to SQLite's own work: on a small database as much as the
 statement, and a search runs four or five. The memories table's columns are INTEGER, REAL
-and TEXT, for which SQLAlchemy converts nothing, so the rows are the same either way
-(docs/performance.md, section 36).
+and TEXT, for which SQLAlchemy converts nothing, so the rows are the same either way.
 """
 
 from __future__ import annotations

@@ -53,7 +53,7 @@ _IMPORT_COLUMNS = (
     "keyword_tags",
 )
 # Raw SQL, so that an import passes all its links in one executemany: through SQLAlchemy,
-# each edge is a statement of its own (docs/performance.md, section 9).
+# each edge would be a statement of its own.
 LINK = (
     "INSERT INTO memory_links (from_id, to_id, kind, created_at) VALUES (?, ?, ?, ?)"
     " ON CONFLICT DO NOTHING"  # a repeat keeps the relation's original created_at

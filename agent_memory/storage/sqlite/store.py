@@ -61,7 +61,7 @@ SWEEP_FIRST_BATCH_ROWS = 16
 SWEEP_MAX_BATCH_ROWS = 50_000
 # What overshoots the target is a batch's commit, which writes the batch's pages: a longer
 # target lets fewer of another process's stores through, a shorter one does not shorten the
-# commit (docs/performance.md, section 10, has the measurements).
+# commit.
 SWEEP_HOLD_TARGET_SECS = 0.012
 # The sweep merges a level of the FTS5 index once it holds this many segments (see
 # _merge_index_step); FTS5's own setting, kept in its config table.
@@ -230,7 +230,7 @@ class SqliteStore(CommonStore):
 
     def _superseded(self, conn: Connection, scope: str | None = None) -> dict[int, list[int]]:
         """As every engine's, on the driver's connection: read on every search, and
-        SQLAlchemy's execution cost as much as the read (docs/performance.md, section 36)."""
+        SQLAlchemy's execution would cost as much as the read."""
         found = (
             driver(conn).execute(ALL_SUPERSEDED_SQL)
             if scope is None
@@ -300,8 +300,8 @@ class SqliteStore(CommonStore):
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
     ) -> dict[int, dict[str, Any]]:
         """Ids and decays only: a hybrid search's legs bring up to 2 x MAX_LEG candidates,
-        and reading each whole row (its content, its tags parsed) for a page of ten cost
-        more than the fusion (docs/performance.md, section 33)."""
+        and reading each whole row (its content, its tags parsed) for a page of ten would
+        cost more than the fusion."""
         if not ids:
             return {}
         params = {**rows.filter_params(filters), "ids": json.dumps(ids), "now": now}
@@ -414,7 +414,7 @@ class SqliteStore(CommonStore):
     def _merge_index_step(self, conn: Connection) -> bool:
         # Each store's transaction adds a segment to the FTS5 index, and FTS5 merges a level
         # only once it holds four, so a store-built index keeps many segments, each looked
-        # into by every word of every search (docs/performance.md, section 41). With
+        # into by every word of every search. With
         # 'usermerge' at 2, a step merges any level holding two.
         if driver(conn).execute(_USERMERGE_READ).fetchone() != (INDEX_USERMERGE,):
             driver(conn).execute(_USERMERGE_WRITE, (INDEX_USERMERGE,))  # once per database

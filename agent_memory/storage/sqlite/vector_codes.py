@@ -8,7 +8,7 @@ plane alone keeps STAGE1_KEEP rows, which the whole code then orders; the SCORE_
 are scored once more against the query's float values (asymmetric: the query is not
 quantized), and the best of those are re-ranked exactly. The codes are held
 plane by plane, each 64-bit word of a plane in its own contiguous array (numpy's
-bitwise_count runs several times faster over a column of words than over rows).
+bitwise_count is faster over a column of words than over rows).
 """
 
 from __future__ import annotations
@@ -33,14 +33,14 @@ SIGN_PLANE = CUTS.index(0.0)
 # nearest, and only those are scored on the other planes. Below it the whole code over every
 # row is cheaper than the first pass, its cut and gathering the kept rows' words, and misses
 # nothing. STAGE1_KEEP is as many as keep nearly all of the exact ten on real-model vectors
-# for the later steps to find (docs/performance.md, section 18).
+# for the later steps to find.
 STAGE1_MIN_ROWS = 300_000
 STAGE1_KEEP = 80_000
 # The SCORE_KEEP nearest on the whole code (its Hamming distance: the L1 distance between
 # quantized values) are then scored again against the query's own float values (the dot
 # product of the query with each row's quantized values, through per-byte lookup tables),
 # which orders them far better than the symmetric distance: more of the exact ten reach the
-# re-rank (docs/performance.md, section 18).
+# re-rank.
 SCORE_KEEP = 4_000
 # Once this share of the rows are dead (forgotten, or replaced by a new vector), the
 # arrays are compacted.
@@ -48,16 +48,15 @@ COMPACT_DEAD_SHARE = 0.25
 GROWTH = 1.5
 # Rows allocated beyond those loaded (or kept by a compaction), so that the first writes a
 # process sees do not grow the arrays: growing copies the planes into arrays GROWTH times
-# larger beside the old ones, which would set the peak RSS of `serve` at its first store
-# (docs/performance.md, section 19).
+# larger beside the old ones, which would set the peak RSS of `serve` at its first store.
 SPARE_SHARE = 0.02
 SPARE_MIN = 1_024
 
 # The near-duplicate check looks only for memories far nearer than any search's tenth: a
 # cosine of 0.94 and more on the local model differs from the new memory in few sign bits,
 # so the sign plane alone ranks it among the first few thousand on an index past
-# NEAR_STAGE1_MIN_ROWS, and the whole code among the first hundreds. How many of the full
-# ranking's hints these keep: docs/performance.md, section 26.
+# NEAR_STAGE1_MIN_ROWS, and the whole code among the first hundreds. These keep the hints an
+# exhaustive exact scan gives (tests/test_vector_index.py holds it on small data).
 NEAR_STAGE1_MIN_ROWS = 20_000
 NEAR_STAGE1_KEEP = 4_000
 NEAR_SCORE_KEEP = 800
@@ -218,7 +217,7 @@ class Codes:
         steps = np.array(LEVEL_STEPS, dtype=np.float32)
         table = (steps[:, None, None] * per_byte[None]).reshape(-1)
         columns = len(CUTS) * self.words * 8
-        # (indexing, not np.take: as fast warm, slower from cold caches; performance.md 39)
+        # (indexing, not np.take: no faster warm, and slower from cold caches)
         data = np.ascontiguousarray(self.planes[:, rows].T).view(np.uint8)
         index = data.astype(np.int32)
         index += np.arange(0, columns * 256, 256, dtype=np.int32)
@@ -234,7 +233,7 @@ class Codes:
         for word in words:
             if rows is None:
                 column = self.planes[word, : self.rows]
-            else:  # np.take: faster than indexing by the rows (docs/performance.md, section 39)
+            else:  # np.take into scratch: faster than indexing by the rows
                 column = np.take(self.planes[word], rows, out=scratch)
             np.bitwise_xor(column, code[word], out=scratch)
             total += np.bitwise_count(scratch, out=counts)
@@ -256,9 +255,9 @@ _BYTE_BITS = (
 def nearest_rows(values: Any, count: int) -> Any:
     """Positions of the ``count`` smallest values (ties by position), in position order.
 
-    The distances are small integers, so the cut is found from their histogram instead of
-    by a partition (about three times faster), and the rows come out sorted,
-    which makes gathering their words from the planes several times faster."""
+    The distances are small integers, so the cut is found from their histogram, cheaper than
+    a partition, and the rows come out sorted, which makes gathering their words from the
+    planes cheaper too."""
     if count >= len(values):
         return np.arange(len(values))
     cut = int(np.searchsorted(np.cumsum(np.bincount(values)), count))

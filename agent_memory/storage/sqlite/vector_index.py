@@ -1,12 +1,11 @@
-"""Each process's index of the vectors, in memory: the vector leg at 100,000 and 1,000,000
-memories, exact to within what re-ranking can see.
+"""Each process's index of the vectors, in memory: the vector leg on large databases, exact
+to within what re-ranking can see.
 
 Why: a real model's vectors are anisotropic (they crowd into a cone), so sign bits of the raw
-vectors, the SQL leg's guide, find few of the true ten nearest (docs/performance.md,
-section 18). Here every vector is kept as a compact code built around the data's own
-mean and spread (vector_codes.py), the codes are scanned with numpy, and the best
-candidates are re-ranked exactly by cosine over their float32 vectors, read from the
-database in the search's own snapshot.
+vectors, the SQL leg's guide, find few of the true ten nearest. Here every vector is kept as a
+compact code built around the data's own mean and spread (vector_codes.py), the codes are scanned
+with numpy, and the best candidates are re-ranked exactly by cosine over their float32 vectors, read
+from the database in the search's own snapshot.
 
 Filters: a filtered search ranks only the memories that pass its type, tag and scope
 filters, read as ids in the search's snapshot (vectors.passing_ids) and taken to rows here.
@@ -14,7 +13,7 @@ When no more of them than the re-rank takes pass, they are all re-ranked exactly
 and the whole code is scored over those rows alone; past STAGE1_MIN_ROWS of them
 (vector_codes), the sign plane's first pass runs over every row with the others set
 aside. So the filters apply before every cut; what a filter adds to a search is the reading
-of the ids (docs/performance.md, section 18, "Filters before the vector leg's cut").
+of the ids.
 
 Consistency across processes: the index is derived data. It is loaded from the vectors in
 one snapshot, with the vector_changes log's position in that snapshot as its watermark; a
@@ -48,8 +47,8 @@ except ImportError:  # pragma: no cover - exercised in a venv without numpy
 log = logging.getLogger(__name__)
 
 # Candidates re-ranked exactly by cosine over their float32 vectors: RERANK_FACTOR x the
-# leg, at least RERANK_MIN. Reading them from SQLite is the costly step on a large index
-# (docs/performance.md, section 18), so the codes' scoring is made good instead.
+# leg, at least RERANK_MIN. Reading them from SQLite is the costly step on a large index,
+# so the codes' scoring is made good instead.
 RERANK_FACTOR = 2
 RERANK_MIN = 1_000
 # The near-duplicate check re-ranks at least this many (vector_codes' NEAR_ constants).
@@ -60,7 +59,7 @@ SAMPLE_ROWS = 8_192
 # vectors, not by the whole table). The load's transient memory is a few times the chunk
 # (the rows' bytes, the matrix, its scaled copy, a byte per bit before packing), and it sets
 # the process's peak: LOAD_CHUNK_ROWS and SAMPLE_ROWS keep that near the loaded index's own
-# size (docs/performance.md, section 18).
+# size.
 LOAD_CHUNK_ROWS = 4_096
 _FLOATS = (
     "SELECT memory_id, vector FROM memory_vector_floats WHERE memory_id > ?"
@@ -168,7 +167,7 @@ class VectorIndex:
         """Apply the log after the watermark as this snapshot sees it; False when the log
         no longer reaches back to it (pruned, or emptied by a re-pin). On the driver, in
         the snapshot: each ranking reads the highest seq, and SQLAlchemy's execution layer
-        cost more than the read (docs/performance.md, section 39)."""
+        would cost more than the read."""
         driver = conn.connection.driver_connection
         (highest,) = driver.execute(_HIGHEST_SEQ).fetchone()
         if highest <= codes.watermark:
@@ -197,7 +196,7 @@ def _passing(conn: sqlalchemy.Connection, filters: Filters) -> Any:
 
 def _floats_of(conn: sqlalchemy.Connection, ids: list[int]) -> list[Any]:
     """(id, float32 blob) of these ids, in id order: sorted ids read the table's pages in
-    order, about three times faster than a JSON list of them in any order."""
+    order, faster than a JSON list of them in any order."""
     found: list[Any] = []
     driver = conn.connection.driver_connection
     for start in range(0, len(ids), MAX_BOUND_IDS):

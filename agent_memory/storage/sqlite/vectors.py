@@ -46,11 +46,13 @@ from agent_memory.storage.sqlite.schema import memories, meta
 
 log = logging.getLogger(__name__)
 
-# Exact cosine over every stored vector up to this many (docs/performance.md, section 5).
+# Exact cosine over every stored vector up to this many: past it, a full scan costs more than
+# the coarse pass and its re-rank.
 EXACT_KNN_MAX_VECTORS = 20_000
 # Candidates the Hamming scan keeps for the exact re-rank: COARSE_FACTOR x the leg, at least
 # COARSE_MIN_CANDIDATES. Sign bits of raw vectors are a poor guide for a real model's
-# anisotropic vectors (recall@10 0.22 at 100,000 through this leg): it is the fallback.
+# anisotropic vectors (this leg finds few of their true ten nearest): it is the fallback
+# until the process's vector index is loaded.
 COARSE_FACTOR = 10
 COARSE_MIN_CANDIDATES = 500
 
@@ -112,7 +114,7 @@ def remove(conn: sqlalchemy.Connection, memory_id: int) -> None:
 
 def stored_pin(conn: sqlalchemy.Connection) -> Pin | None:
     """The pin, read on the driver: every store and search reads it, and SQLAlchemy's
-    execution layer costs more than the read (docs/performance.md, section 39). In the
+    execution layer costs more than the read. In the
     caller's transaction, begun here if it was not, as conn.execute would."""
     if not conn.in_transaction():
         conn.begin()
@@ -194,8 +196,8 @@ def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
 
 
 # Two scalar subqueries: SQLite reads a lone min() or max() off the end of the primary key,
-# but both in one SELECT scan every row (and its vector blob): 15 ms at 100,000 vectors in
-# memory, far more from disk (docs/performance.md, section 33).
+# but both in one SELECT scan every row (and its vector blob), and it runs once per hybrid
+# search.
 _ID_RANGE = (
     "SELECT (SELECT min(memory_id) FROM memory_vector_floats),"
     " (SELECT max(memory_id) FROM memory_vector_floats)"
@@ -215,8 +217,7 @@ def _sample(runs: int) -> str:
 
 def passing_ids(conn: sqlalchemy.Connection, filters: Filters) -> str:
     """The ids of the memories that pass ``filters`` in this snapshot, comma-separated (one
-    string: a quarter of the time of reading them as rows; docs/performance.md, section
-    18)."""
+    string is far cheaper to read than as many rows)."""
     key, params = _passing(filters)
     return conn.execute(_passing_ids(key), params).scalar_one() or ""
 
@@ -248,7 +249,7 @@ def _passing_clauses(key: PassingKey) -> tuple[Any, ...]:
     it one way, escaped or not); where it does, it is a whole element when it stands between
     the list's brackets and separators (a quote inside a string is escaped, so such a match
     cannot start or end inside one), else json_each decides, on the few rows where the
-    tag might be rather than on every row (docs/performance.md, section 18).
+    tag might be rather than on every row.
     """
     filter_key, text = key
     by_type, by_tag, by_scope, by_writer, by_time = filter_key

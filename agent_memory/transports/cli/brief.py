@@ -46,8 +46,8 @@ SECTION_ROWS = 50
 # Each section ranks the RECENT_WINDOW newest memories of its kind by last use: an older one
 # only shows while it is among them. Every candidate is a row read (no index holds the last
 # use). A brief has eight sections (four kinds, in the scope and global); the window bounds
-# the rows each reads on a large scope (docs/performance.md, section 15), and a scope of
-# 10,000 memories or fewer (up to 2,000 per section) is ranked whole.
+# the rows each reads on a large scope, and a scope of 10,000 memories or fewer (up to 2,000
+# per section) is ranked whole.
 RECENT_WINDOW = 2_000
 # Memories linked to an ERROR shown under it, newest relation first.
 RELATED_PER_ERROR = 3

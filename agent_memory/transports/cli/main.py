@@ -44,16 +44,15 @@ COMMAND = "agent-memory"
 DEFAULT_REST_PORT = 7437
 # Both servers hand the GIL between threads on every request (waitress's I/O thread and
 # workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
-# The default 5 ms switch interval delays each search (docs/performance.md, section 8).
+# Python's default switch interval is ten times this, and a request waits for it at each
+# hand-over between those threads.
 SWITCH_INTERVAL_SECS = 0.0005
 # numpy's OpenBLAS runs each matrix product on a thread per core. A search's products are
 # small (one query against the vector index's rows), and waking the threads costs more than
-# they share: hybrid search at 1,000 memories took 35-55 ms in process with the default on
-# 2 cores, 11-13 ms with one thread (docs/performance.md, section 33). Set before numpy is
-# imported, unless the user set it.
+# they share. Set before numpy is imported, unless the user set it.
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 BLAS_THREADS = "1"
-# serve-rest --workers, when not given (1: one process, as before the option existed).
+# serve-rest --workers, when not given (1: one process).
 WORKERS_ENV = "AGENT_MEMORY_WORKERS"
 DEFAULT_WORKERS = "1"
 

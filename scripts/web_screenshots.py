@@ -1,6 +1,6 @@
 """The README's pictures of the web page: docs/images/web-*.png.
 
-    .venv/bin/python -m bench.web_screenshots [--out docs/images]
+    .venv/bin/python -m scripts.web_screenshots [--out docs/images]
 
 A small database of one project's memories, with relations, served by the real
 `agent-memory serve-rest` and photographed in Debian's headless Chromium (Playwright).
@@ -13,10 +13,10 @@ import sys
 import tempfile
 from pathlib import Path
 
-from bench._common import ROOT
 from tests.support import browser
 from tests.support.rest_daemon import RestDaemon
 
+ROOT = Path(__file__).resolve().parents[1]
 VIEWPORT = {"width": 1360, "height": 860}
 TALL = {"width": 1360, "height": 1240}  # one memory: its text, fields, relations and graph
 DAY = 86_400
