@@ -406,3 +406,16 @@ def test_the_command_keeps_the_member_named_and_refuses_an_id_in_no_cluster(tmp_
     assert done.exit_code == 0, done.output
     assert "keep #1 DECISION" in done.output and "(named by --keep)" in done.output
     assert "merged #2, #3 into #1" in done.output or "merged #3, #2 into #1" in done.output
+
+
+def test_rest_takes_keep_once_or_repeated(svc, clock):
+    ops = store(svc, clock, WITH_OPS)
+    owner = store(svc, clock, WITH_OWNER)
+    store(svc, clock, SHORT)
+    client = Client(create_app(svc))
+    status, body = client("GET", f"/api/tidy?keep={ops}")
+    assert status == 200
+    assert (body["clusters"][0]["keep"]["id"], body["clusters"][0]["keep_reason"]) == (ops, "named")
+    status, body = client("GET", f"/api/tidy?keep={ops}&keep={owner}")
+    assert status == 400
+    assert f"keep names memories {owner} and {ops}, of one cluster" in body["error"]
