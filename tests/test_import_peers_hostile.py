@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 from contextlib import closing
 from pathlib import Path
@@ -133,6 +134,44 @@ def test_an_mcp_memory_service_database_with_wrong_types_is_refused(tmp_path):
         conn.execute("INSERT INTO memories VALUES (2, 'h2', x'00ff', NULL, 'note', 2.0)")
         conn.commit()
     refused(tmp_path, "mcp-memory-service", path, "memory id 2: content has the wrong type (bytes)")
+
+
+YEAR_9999 = 253402300799  # 9999-12-31 23:59:59 UTC
+
+
+def refused_time(tmp_path, source: str, path: Path, where: str, shown: str, *args: str) -> None:
+    """Refused as a value the rest of the product would not take, naming the record."""
+    db = tmp_path / "data" / "memory.db"
+    result = CliRunner().invoke(
+        cli, ["--db", str(db), "import", "--from", source, *args, str(path)]
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    before = f"not a {source} file: {path}: {where}: created_at must be a moment between 0 and now"
+    after = f" in Unix seconds (got {shown})\n"
+    pattern = re.escape(before) + r" \([0-9]+\)" + re.escape(after)
+    assert re.fullmatch(pattern, result.stderr), result.stderr
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)], ids=["import", "dry run"])
+@pytest.mark.parametrize(
+    "created_at", [float("inf"), float("-inf"), float(YEAR_9999), 10**13, -1.5]
+)
+def test_an_mcp_memory_service_time_no_one_would_take_refuses_the_file(
+    tmp_path, created_at, dry_run
+):
+    path = tmp_path / "sqlite_vec.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE memories (id INTEGER PRIMARY KEY, content_hash TEXT, content TEXT,"
+            " tags TEXT, memory_type TEXT, created_at REAL)"
+        )
+        conn.execute("INSERT INTO memories VALUES (1, 'h1', 'fine', 'a', 'note', 1.5)")
+        conn.execute("INSERT INTO memories VALUES (3, 'h3', 'odd', 'a', 'note', ?)", (created_at,))
+        conn.commit()
+    stored = float(created_at)  # the column's affinity makes every number a REAL
+    refused_time(tmp_path, "mcp-memory-service", path, "memory id 3", repr(stored), *dry_run)
 
 
 def test_a_replaced_mcp_memory_service_memory_is_superseded_and_deleted_ones_stay_out(tmp_path):
@@ -289,6 +328,11 @@ def test_engram_times_are_utc_and_kept(tmp_path, created_at, seconds):
 def test_a_wrong_engram_row_is_named(tmp_path, created_at, title, what):
     path = engram_db(tmp_path / "engram.db", created_at, title)
     refused(tmp_path, "engram", path, what)
+
+
+def test_an_engram_time_in_year_9999_refuses_the_file(tmp_path):
+    path = engram_db(tmp_path / "engram.db", "9999-12-31 23:59:59")
+    refused_time(tmp_path, "engram", path, "observation id 7", repr(float(YEAR_9999)))
 
 
 def test_an_engram_import_of_another_database_is_refused(tmp_path):
