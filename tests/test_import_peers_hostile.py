@@ -8,6 +8,7 @@ import json
 import os
 import re
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -18,10 +19,12 @@ from agent_memory.contract.errors import StorageError
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transfer import portable, sources
-from agent_memory.transfer.sources.common import NotASource, Records
+from agent_memory.transfer.sources import basic_memory
+from agent_memory.transfer.sources.common import Found, NotASource, Records
 from agent_memory.transports.cli.main import cli
 from tests.support.clock import Clock
 from tests.support.files import dump
+from tests.support.spawned import run_agent_memory
 
 PEERS = Path(__file__).parent / "fixtures" / "peers"
 SERVER_MEMORY = PEERS / "server-memory" / "memory.jsonl"
@@ -243,6 +246,40 @@ def test_a_basic_memory_folder_never_leaves_itself(tmp_path):
         "broken or looping symlinks": 2,
         "notes outside the folder": 2,
     }
+
+
+NOT_REGULAR = "skipped notes that are not regular files (a FIFO, a socket, a device)"
+
+
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)], ids=["import", "dry run"])
+def test_a_fifo_named_like_a_note_is_skipped_not_waited_on(tmp_path, dry_run):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "note.md").write_text("- [fact] the one real note\n", encoding="utf-8")
+    os.mkfifo(folder / "pipe.md")
+    (folder / "to-pipe.md").symlink_to(folder / "pipe.md")
+    db = tmp_path / "memory.db"
+    args = ["--db", str(db), "import", "--from", "basic-memory", *dry_run, str(folder)]
+    done = run_agent_memory(*args, timeout=60)  # a read of the FIFO would wait for ever
+    assert done.returncode == 0, done.stderr
+    assert f"{NOT_REGULAR}: 2" in done.stdout
+    assert ("would import 1 memory" in done.stdout) == bool(dry_run)
+    assert done.stdout.startswith("imported: 1,") != bool(dry_run)
+
+
+def test_a_note_that_became_a_fifo_after_the_walk_is_skipped(tmp_path):
+    """Checked again on the descriptor it is read from: opened without waiting."""
+    fifo = tmp_path / "late.md"
+    os.mkfifo(fifo)
+    found = Found("basic-memory", tmp_path)
+    answers: list[object] = []
+    reading = threading.Thread(
+        target=lambda: answers.append(basic_memory._note(found, tmp_path, fifo)), daemon=True
+    )
+    reading.start()
+    reading.join(timeout=30)
+    assert answers == [None]
+    assert found.skipped == {NOT_REGULAR.removeprefix("skipped "): 1}
 
 
 @pytest.mark.parametrize(
