@@ -1,10 +1,12 @@
 """A basic-memory project folder of Markdown notes (PyPI basic-memory).
 
 A note is YAML front matter (title, type, permalink, tags) and Markdown. Its observations,
-list items ``- [category] text #tag (context)``, become memories tagged with the note's
-title, the category and the hashtags; its relations, list items ``- relation [[Target]]``,
-link the note's first memory to the target note's. A note without observations becomes one
-memory of its text, cut at the size limit. Notes are dated by their file's modification
+list items ``- [category] text #tag (context)``, become memories ``TITLE: text`` (each reads
+without its tags; unless it begins with the title already), tagged with the note's title,
+the category and the hashtags; its relations, list items ``- relation [[Target]]``, link the
+note's first memory to the target note's. A note without observations becomes one memory of
+its title, a blank line and its text (the title once: not again before a text that begins
+with it, as a heading), cut at the size limit. Notes are dated by their file's modification
 time. The walk stays inside the folder: symlinked folders are not entered and a symlinked
 note that leads outside is left out (both counted); hidden folders (.git, .obsidian) are
 not read. Only regular files are read: a FIFO, socket or device named ``*.md`` would block
@@ -19,7 +21,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_memory.transfer.sources.common import Found, cut, mtime, type_of
+from agent_memory.transfer.sources.common import Found, cut, mtime, standing, type_of
 
 SOURCE = "basic-memory"
 NOT_REGULAR = "notes that are not regular files (a FIFO, a socket, a device)"
@@ -186,9 +188,9 @@ def _memories(
             category, text = observation[1].strip(), observation[2]
             tags = [note.title, category, *_HASHTAG.findall(text), *note.tags]
             kind = type_of(category)
-            keys.append(found.add(text, kind, tags, note.created, note.where))
+            keys.append(found.add(standing(note.title, text), kind, tags, note.created, note.where))
     if not keys:
-        body = cut(note.body.strip() or note.title, max_bytes)
+        body = cut(standing(note.title, note.body.strip() or note.title, "\n\n"), max_bytes)
         keys.append(
             found.add(body, type_of(note.kind), [note.title, *note.tags], note.created, note.where)
         )

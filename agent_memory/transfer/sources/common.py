@@ -141,6 +141,17 @@ def type_of(*words: str | None) -> str:
     return DEFAULT_TYPE
 
 
+def standing(name: str, text: str, between: str = ": ") -> str:
+    """``text`` written so that it reads without its tags: ``name`` (an entity's, a note's
+    title) before it, unless it begins with that name already (case and a Markdown
+    heading's marks aside)."""
+    name = name.strip()
+    start = text.lstrip().lstrip("#").lstrip()
+    if not name or re.match(re.escape(name) + r"(?!\w)", start, re.IGNORECASE):
+        return text
+    return f"{name}{between}{text}"
+
+
 def clean_tags(tags: list[str]) -> list[str]:
     """Tags trimmed and cut to the stored bounds, each once, in order."""
     out = dict.fromkeys(t.strip()[: validate.MAX_TAG_CHARS] for t in tags if t and t.strip())
