@@ -221,7 +221,7 @@ def test_stats_prints_what_memory_stats_holds(seeded, service):
     result = am(seeded, "stats")
     assert (result.exit_code, result.stderr) == (0, "")
     assert result.stdout == (
-        "3 memories, 1 link, 3 waiting for a vector\n"
+        "3 memories (superseded ones included), 1 link, 3 waiting for a vector\n"
         "\n"
         "TYPE      MEMORIES\n"
         "DECISION         1\n"
@@ -339,7 +339,8 @@ def test_json_of_show_store_forget_and_unlink(seeded, service, frozen):
         (["show", "abc"], 'invalid argument: id must be an integer (got "abc")'),
         (
             ["update", "1"],
-            "invalid argument: at least one of content, tags, scope, ttl_secs must be provided",
+            "nothing to change: give at least one of --content, --tag, --no-tags, --scope, "
+            "--global, --ttl, --no-expiry",
         ),
         (["update", "1", "--content", ""], "invalid argument: content must be a non-empty string"),
         (["forget", "1.5"], 'invalid argument: id must be an integer (got "1.5")'),

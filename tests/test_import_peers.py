@@ -4,6 +4,7 @@ re-run that adds nothing."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from contextlib import closing
 
@@ -39,9 +40,12 @@ def test_a_dry_run_prints_the_memories_and_writes_nothing(tmp_path):
     db = tmp_path / "data" / "memory.db"
     result = run(db, "server-memory", CASES["server-memory"][0], "--dry-run")
     assert result.exit_code == 0
-    assert "PATTERN      Prefers tabs over spaces in Python files  [Alice, person]" in result.stdout
+    assert (
+        "PATTERN      Alice: Prefers tabs over spaces in Python files  [Alice, person]"
+        in result.stdout
+    )
     assert result.stdout.splitlines()[-1] == (
-        "would import 6 memories and 2 links (scope: global; duplicates are found when written)"
+        "would import 8 memories and 7 links (scope: global; duplicates are found when written)"
     )
     assert not db.parent.exists()
 
@@ -140,7 +144,7 @@ def test_a_relation_names_a_note_never_a_path(tmp_path):
     result = run(db, "basic-memory", folder)
     assert result.exit_code == 0
     assert "skipped relations to a note not in the folder: 2" in result.stdout
-    assert [m["content"] for m in MemoryService(open_store(db)).list({})] == ["inside"]
+    assert [m["content"] for m in MemoryService(open_store(db)).list({})] == ["note: inside"]
 
 
 def test_the_real_executable_imports_then_finds_by_keyword(tmp_path):
@@ -149,6 +153,81 @@ def test_the_real_executable_imports_then_finds_by_keyword(tmp_path):
     path = str(CASES["server-memory"][0])
     done = run_agent_memory("--db", db, "import", "--from", "server-memory", path)
     assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("imported: 6,")
+    assert done.stdout.startswith("imported: 8,")
     searched = run_agent_memory("--db", db, "search", "double-charge")
     assert "Billing must never double-charge a customer" in searched.stdout
+
+
+STRIPE = [
+    {
+        "type": "entity",
+        "name": "Use Stripe for payments",
+        "entityType": "decision",
+        "observations": [
+            "Chosen over Adyen in 2025 for its lower fees",
+            "use Stripe for payments in every new service",
+        ],
+    },
+    {"type": "entity", "name": "Payments", "entityType": "system", "observations": []},
+    {"type": "entity", "name": "Adyen", "entityType": "vendor", "observations": ["Dropped"]},
+    {
+        "type": "relation",
+        "from": "Use Stripe for payments",
+        "to": "Payments",
+        "relationType": "applies_to",
+    },
+]
+
+
+def test_server_memory_observations_stand_alone_and_relations_join_the_entities(tmp_path):
+    """An observation reads without its tags; a relation links the memories that stand for
+    its two entities, and an entity's observations relate to that memory of it."""
+    notes = tmp_path / "memory.jsonl"
+    notes.write_text("\n".join(json.dumps(r) for r in STRIPE) + "\n", encoding="utf-8")
+    db = tmp_path / "memory.db"
+    assert run(db, "server-memory", notes).exit_code == 0
+    svc = MemoryService(open_store(db))
+    by_text = {m["content"]: m for m in svc.list({})}
+    assert set(by_text) == {
+        "Use Stripe for payments: Chosen over Adyen in 2025 for its lower fees",
+        "use Stripe for payments in every new service",  # it begins with its entity's name
+        "Use Stripe for payments (decision): applies to Payments.",
+        "Payments (system)",
+        "Adyen: Dropped",  # no relation names Adyen: no memory of its own
+    }
+    decision = by_text["Use Stripe for payments (decision): applies to Payments."]["id"]
+    payments = by_text["Payments (system)"]["id"]
+    chosen = by_text["Use Stripe for payments: Chosen over Adyen in 2025 for its lower fees"]
+    related = svc.get({"id": decision})["related"]
+    assert {(r["id"], r["kind"]) for r in related} == {
+        (payments, "relates_to"),
+        (chosen["id"], "relates_to"),
+        (by_text["use Stripe for payments in every new service"]["id"], "relates_to"),
+    }
+    assert [(r["id"], r["kind"]) for r in svc.get({"id": chosen["id"]})["related"]] == [
+        (decision, "relates_to")
+    ]
+    assert svc.get({"id": by_text["Adyen: Dropped"]["id"]})["related"] == []
+
+
+def test_basic_memory_observations_and_notes_begin_with_the_title(tmp_path):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "stripe.md").write_text(
+        "---\ntitle: Payments\n---\n- [decision] Chosen over Adyen in 2025 #vendor\n"
+        "- [fact] Payments settle daily\n",
+        encoding="utf-8",
+    )
+    (folder / "plain.md").write_text("---\ntitle: Release train\n---\nShips every Tuesday.\n")
+    (folder / "headed.md").write_text(
+        "---\ntitle: Oncall\n---\n# Oncall\n\nPage the owner first.\n"
+    )
+    db = tmp_path / "memory.db"
+    assert run(db, "basic-memory", folder).exit_code == 0
+    contents = {m["content"] for m in MemoryService(open_store(db)).list({})}
+    assert contents == {
+        "Payments: Chosen over Adyen in 2025 #vendor",
+        "Payments settle daily",
+        "Release train\n\nShips every Tuesday.",
+        "# Oncall\n\nPage the owner first.",  # its heading names it already
+    }

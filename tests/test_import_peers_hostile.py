@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
+import threading
 from contextlib import closing
 from pathlib import Path
 
@@ -17,10 +19,12 @@ from agent_memory.contract.errors import StorageError
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transfer import portable, sources
-from agent_memory.transfer.sources.common import NotASource, Records
+from agent_memory.transfer.sources import basic_memory
+from agent_memory.transfer.sources.common import Found, NotASource, Records
 from agent_memory.transports.cli.main import cli
 from tests.support.clock import Clock
 from tests.support.files import dump
+from tests.support.spawned import run_agent_memory
 
 PEERS = Path(__file__).parent / "fixtures" / "peers"
 SERVER_MEMORY = PEERS / "server-memory" / "memory.jsonl"
@@ -45,6 +49,8 @@ def test_a_server_memory_file_cut_anywhere_is_refused_or_read_whole_lines(tmp_pa
     """Every truncation: mid-line is one clear refusal; at a line's end, what is there."""
     data = SERVER_MEMORY.read_bytes()
     whole = {item.content for item in sources.read("server-memory", SERVER_MEMORY, MAX_BYTES).items}
+    # an entity's own memory names the relations read so far: before them, its name and type
+    whole |= {m[1] for w in whole if (m := re.fullmatch(r"(.+ \([^()]*\)): .*\.", w))}
     cut = tmp_path / "memory.jsonl"
     refusals = 0
     for size in range(len(data)):
@@ -135,6 +141,44 @@ def test_an_mcp_memory_service_database_with_wrong_types_is_refused(tmp_path):
     refused(tmp_path, "mcp-memory-service", path, "memory id 2: content has the wrong type (bytes)")
 
 
+YEAR_9999 = 253402300799  # 9999-12-31 23:59:59 UTC
+
+
+def refused_time(tmp_path, source: str, path: Path, where: str, shown: str, *args: str) -> None:
+    """Refused as a value the rest of the product would not take, naming the record."""
+    db = tmp_path / "data" / "memory.db"
+    result = CliRunner().invoke(
+        cli, ["--db", str(db), "import", "--from", source, *args, str(path)]
+    )
+    assert result.exit_code == 1, result.output
+    assert result.stdout == ""
+    before = f"not a {source} file: {path}: {where}: created_at must be a moment between 0 and now"
+    after = f" in Unix seconds (got {shown})\n"
+    pattern = re.escape(before) + r" \([0-9]+\)" + re.escape(after)
+    assert re.fullmatch(pattern, result.stderr), result.stderr
+    assert not db.parent.exists()
+
+
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)], ids=["import", "dry run"])
+@pytest.mark.parametrize(
+    "created_at", [float("inf"), float("-inf"), float(YEAR_9999), 10**13, -1.5]
+)
+def test_an_mcp_memory_service_time_no_one_would_take_refuses_the_file(
+    tmp_path, created_at, dry_run
+):
+    path = tmp_path / "sqlite_vec.db"
+    with closing(sqlite3.connect(path)) as conn:
+        conn.execute(
+            "CREATE TABLE memories (id INTEGER PRIMARY KEY, content_hash TEXT, content TEXT,"
+            " tags TEXT, memory_type TEXT, created_at REAL)"
+        )
+        conn.execute("INSERT INTO memories VALUES (1, 'h1', 'fine', 'a', 'note', 1.5)")
+        conn.execute("INSERT INTO memories VALUES (3, 'h3', 'odd', 'a', 'note', ?)", (created_at,))
+        conn.commit()
+    stored = float(created_at)  # the column's affinity makes every number a REAL
+    refused_time(tmp_path, "mcp-memory-service", path, "memory id 3", repr(stored), *dry_run)
+
+
 def test_a_replaced_mcp_memory_service_memory_is_superseded_and_deleted_ones_stay_out(tmp_path):
     path = tmp_path / "sqlite_vec.db"
     with closing(sqlite3.connect(path)) as conn:
@@ -198,12 +242,46 @@ def test_a_basic_memory_folder_never_leaves_itself(tmp_path):
     (folder / "leak.md").symlink_to(outside)
     (folder / "..md").symlink_to(Path("..") / "secret.md")
     found = sources.read("basic-memory", folder, MAX_BYTES)
-    assert [item.content for item in found.items] == ["the inside note"]
+    assert [item.content for item in found.items] == ["note: the inside note"]
     assert found.skipped == {
         "symlinked folders not entered": 1,
         "broken or looping symlinks": 2,
         "notes outside the folder": 2,
     }
+
+
+NOT_REGULAR = "skipped notes that are not regular files (a FIFO, a socket, a device)"
+
+
+@pytest.mark.parametrize("dry_run", [(), ("--dry-run",)], ids=["import", "dry run"])
+def test_a_fifo_named_like_a_note_is_skipped_not_waited_on(tmp_path, dry_run):
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "note.md").write_text("- [fact] the one real note\n", encoding="utf-8")
+    os.mkfifo(folder / "pipe.md")
+    (folder / "to-pipe.md").symlink_to(folder / "pipe.md")
+    db = tmp_path / "memory.db"
+    args = ["--db", str(db), "import", "--from", "basic-memory", *dry_run, str(folder)]
+    done = run_agent_memory(*args, timeout=60)  # a read of the FIFO would wait for ever
+    assert done.returncode == 0, done.stderr
+    assert f"{NOT_REGULAR}: 2" in done.stdout
+    assert ("would import 1 memory" in done.stdout) == bool(dry_run)
+    assert done.stdout.startswith("imported: 1,") != bool(dry_run)
+
+
+def test_a_note_that_became_a_fifo_after_the_walk_is_skipped(tmp_path):
+    """Checked again on the descriptor it is read from: opened without waiting."""
+    fifo = tmp_path / "late.md"
+    os.mkfifo(fifo)
+    found = Found("basic-memory", tmp_path)
+    answers: list[object] = []
+    reading = threading.Thread(
+        target=lambda: answers.append(basic_memory._note(found, tmp_path, fifo)), daemon=True
+    )
+    reading.start()
+    reading.join(timeout=30)
+    assert answers == [None]
+    assert found.skipped == {NOT_REGULAR.removeprefix("skipped "): 1}
 
 
 @pytest.mark.parametrize(
@@ -289,6 +367,11 @@ def test_engram_times_are_utc_and_kept(tmp_path, created_at, seconds):
 def test_a_wrong_engram_row_is_named(tmp_path, created_at, title, what):
     path = engram_db(tmp_path / "engram.db", created_at, title)
     refused(tmp_path, "engram", path, what)
+
+
+def test_an_engram_time_in_year_9999_refuses_the_file(tmp_path):
+    path = engram_db(tmp_path / "engram.db", "9999-12-31 23:59:59")
+    refused_time(tmp_path, "engram", path, "observation id 7", repr(float(YEAR_9999)))
 
 
 def test_an_engram_import_of_another_database_is_refused(tmp_path):

@@ -25,6 +25,7 @@ from agent_memory.transports.rest import app as rest
 from agent_memory.transports.rest import daemon
 from agent_memory.transports.rest.app import create_app
 from tests.support.rest_daemon import RestDaemon
+from tests.support.terminal import am
 
 # Every wait below is bounded by this: an answer the daemon owes comes long before it.
 CLIENT_TIMEOUT_SECS = 10
@@ -304,3 +305,14 @@ def test_port_80_end_to_end(db_path):
             "forbidden: Host '127.0.0.1:8080' is not this daemon's address",
         )
         assert server.stop() == 0
+
+
+@pytest.mark.parametrize("tokens", [False, True], ids=["open", "with a token"])
+def test_serve_rest_names_the_page_and_says_when_it_asks_for_a_token(db_path, tokens):
+    if tokens:
+        assert am(db_path, "token", "create", "alice").exit_code == 0
+    with RestDaemon(db_path) as daemon:
+        assert daemon.stop() == 0  # then every line it wrote is read
+    said = "".join(daemon.stderr_lines)
+    assert f"web page at http://127.0.0.1:{daemon.port}/\n" in said
+    assert ("the page asks for a token: `agent-memory token create NAME`" in said) == tokens

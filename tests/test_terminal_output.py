@@ -92,8 +92,8 @@ def test_one_is_said_in_the_singular(service, db_path):
     service.link({"from_id": 2, "to_id": 1, "kind": "relates_to"})
     assert am(db_path, "list").stderr == "2 memories\n"
     assert "1 relation:" in am(db_path, "show", "1").stdout.splitlines()
-    assert (
-        am(db_path, "stats").stdout.splitlines()[0] == "2 memories, 1 link, 2 waiting for a vector"
+    assert am(db_path, "stats").stdout.splitlines()[0] == (
+        "2 memories (superseded ones included), 1 link, 2 waiting for a vector"
     )
 
 
@@ -109,3 +109,32 @@ def test_count_and_printable():
     assert display.printable_lines("one\rtwo\x0bthree\u2028four\r\n") == [
         "one", "two", "three", "four"
     ]  # fmt: skip
+
+
+def test_stats_says_its_counts_include_superseded_memories(service, db_path):
+    old = service.store({"content": "The API timeout is 30 seconds.", "type": "CONSTRAINT"})
+    service.store({"content": "It is 90 s.", "type": "CONSTRAINT", "supersedes": [old["id"]]})
+    assert len(service.list({})) == 1  # the list leaves the superseded one out
+    first = am(db_path, "stats").stdout.splitlines()[0]
+    assert first.startswith("2 memories (superseded ones included), ")
+
+
+@pytest.mark.parametrize(
+    "args", [("token", "create", "bob"), ("token", "list"), ("token", "revoke", "alice")]
+)
+def test_token_commands_print_no_info_log_line(db_path, args):
+    """As no other terminal command does (a person reads the answer, not the log)."""
+    assert am(db_path, "token", "create", "alice").exit_code == 0
+    result = am(db_path, *args)
+    assert result.exit_code == 0, result.output
+    assert " INFO " not in result.stderr, result.stderr
+
+
+def test_update_without_a_change_names_the_commands_options(service, db_path):
+    service.store({"content": "plain", "type": "TODO"})
+    result = am(db_path, "update", "1")
+    assert result.exit_code == 2
+    assert result.stderr == (
+        "nothing to change: give at least one of --content, --tag, --no-tags, --scope, "
+        "--global, --ttl, --no-expiry\n"
+    )

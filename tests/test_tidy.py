@@ -253,3 +253,169 @@ def test_a_token_bound_to_a_scope_sees_only_its_scope(svc, clock):
         team.tidy({"scope": "beta"})
     with pytest.raises(Forbidden):
         team.tidy_merge(svc.tidy({})["clusters"])
+
+
+# The issue's own example: a detailed rule, then a shorter paraphrase of it stored later.
+DETAILED = (
+    "Never edit a migration that has shipped; add a new Alembic revision instead, and run it "
+    "on staging first with a backup of production"
+)
+PARAPHRASE = "Never edit a shipped migration; add a new Alembic revision instead."
+# The same rule said shortly (newest), and two fuller versions that each add their own words.
+SHORT = "Run the database migrations first on deploys, then restart the API"
+WITH_OPS = "Run the database migrations first on deploys, then restart the API; notify ops"
+WITH_OWNER = "Run the database migrations first on deploys, then restart the API; page the owner"
+
+
+def test_the_member_holding_the_others_words_is_kept_not_the_newest(svc, clock):
+    detailed = store(svc, clock, DETAILED, "CONSTRAINT", tags=["db"])
+    paraphrase = store(svc, clock, PARAPHRASE, "CONSTRAINT", tags=["alembic"])
+    [cluster] = svc.tidy({})["clusters"]
+    assert (cluster["keep"]["id"], cluster["keep_reason"]) == (detailed, "holds_the_rest")
+    assert [(m["id"], m["missing_words"]) for m in cluster["merge"]] == [(paraphrase, [])]
+    [applied] = svc.tidy_merge([cluster])
+    assert applied == {"keep": detailed, "merge": [paraphrase], "tags": ["db", "alembic"]}
+    found = svc.search({"query": "staging backup of production"})["results"]
+    assert [m["id"] for m in found] == [detailed]  # the detail is still found
+    assert [m["id"] for m in svc.list({})] == [detailed]
+
+
+def test_a_cluster_no_member_holds_is_reported_and_left_alone_without_keep(svc, clock):
+    ops = store(svc, clock, WITH_OPS)
+    owner = store(svc, clock, WITH_OWNER)
+    short = store(svc, clock, SHORT)
+    before = exported(svc)
+    [cluster] = svc.tidy({})["clusters"]
+    assert cluster["keep_reason"] is None
+    members = [cluster["keep"]["id"], *(m["id"] for m in cluster["merge"])]
+    assert sorted(members) == sorted([ops, owner, short])
+    missing = {m["id"]: m["missing_words"] for m in cluster["merge"]}
+    assert missing[short] == [] and any(missing[i] for i in (ops, owner))
+    [applied] = svc.tidy_merge([cluster])
+    assert applied["skipped"] == (
+        "no member holds every word of the others, and none was named to keep; nothing was written"
+    )
+    assert exported(svc) == before
+
+
+def test_keep_names_the_member_a_merge_keeps(svc, clock):
+    ops = store(svc, clock, WITH_OPS)
+    owner = store(svc, clock, WITH_OWNER)
+    short = store(svc, clock, SHORT)
+    [cluster] = svc.tidy({"keep": [ops]})["clusters"]
+    assert (cluster["keep"]["id"], cluster["keep_reason"]) == (ops, "named")
+    assert svc.tidy({"keep": ops})["clusters"] == [cluster]  # one id alone, as a query gives it
+    missing = {m["id"]: m["missing_words"] for m in cluster["merge"]}
+    assert missing == {owner: ["page", "owner"], short: []}
+    [applied] = svc.tidy_merge([cluster])
+    assert (applied["keep"], sorted(applied["merge"]), "skipped" in applied) == (
+        ops,
+        sorted([owner, short]),
+        False,
+    )
+    assert [m["id"] for m in svc.list({})] == [ops]
+
+
+@pytest.mark.parametrize(
+    ("keep", "error", "message"),
+    [
+        ([99], InvalidArgument, "keep names memory 99, which is in no cluster of this report"),
+        ("one", InvalidType, 'keep must be a memory id or an array of them (got "one")'),
+        (["one"], InvalidType, 'keep[0] must be an integer (got "one")'),
+        ([1, 2], InvalidArgument, "keep names memories 2 and 1, of one cluster"),
+    ],
+)
+def test_keep_naming_no_member_or_two_of_one_cluster_is_refused(svc, clock, keep, error, message):
+    store(svc, clock, FIRST)
+    store(svc, clock, AGAIN)
+    other = store(svc, clock, OTHER, "PATTERN")  # in no cluster
+    before = exported(svc)
+    with pytest.raises(error) as refused:
+        svc.tidy({"keep": keep})
+    assert message in str(refused.value)
+    with pytest.raises(InvalidArgument, match=f"keep names memory {other}, which is in no"):
+        svc.tidy({"keep": [other]})
+    assert exported(svc) == before
+
+
+def changed_since(svc, clock, memory_id: int, change: str) -> None:
+    clock.advance(1)
+    if change == "duplicate":  # a store of the same text: a version, the tags it brings
+        svc.store({"content": FIRST, "type": "DECISION", "tags": ["more"]})
+    else:
+        svc.update({"id": memory_id, **CHANGES[change]})
+
+
+CHANGES = {
+    "content": {"content": FIRST + " at once"},
+    "tags": {"tags": ["changed"]},
+    "scope": {"scope": "elsewhere"},
+    "ttl": {"ttl_secs": 3600},
+    "same content again": {"content": FIRST},
+}
+
+
+@pytest.mark.parametrize("change", [*CHANGES, "duplicate"])
+def test_a_member_changed_after_the_report_is_not_merged(svc, clock, change):
+    first = store(svc, clock, FIRST)
+    again = store(svc, clock, AGAIN)
+    report = svc.tidy({})
+    assert shape(report) == [(again, [first])]
+    changed_since(svc, clock, first, change)
+    before = exported(svc)
+    [applied] = svc.tidy_merge(report["clusters"])
+    assert applied["skipped"] == f"memory {first} changed since the report; nothing was written"
+    assert exported(svc) == before
+
+
+def test_a_use_after_the_report_is_no_change(svc, clock):
+    first = store(svc, clock, FIRST)
+    again = store(svc, clock, AGAIN)
+    report = svc.tidy({})
+    assert [m["id"] for m in svc.search({"query": "migrations"})["results"]] == [again, first]
+    [applied] = svc.tidy_merge(report["clusters"])
+    assert "skipped" not in applied, applied
+
+
+def test_a_cluster_not_from_a_report_is_refused(svc, clock):
+    first = store(svc, clock, FIRST)
+    again = store(svc, clock, AGAIN)
+    with pytest.raises(InvalidArgument, match=r"must name keep\.id, keep\.revision"):
+        svc.tidy_merge([{"keep": {"id": again}, "merge": [{"id": first}]}])
+    assert svc.get({"id": again})["related"] == []
+
+
+def test_the_command_keeps_the_member_named_and_refuses_an_id_in_no_cluster(tmp_path):
+    db = str(tmp_path / "memory.db")
+    runner = CliRunner()
+    for content in (WITH_OPS, WITH_OWNER, SHORT):
+        args = ["--db", db, "store", "--type", "DECISION", content]
+        assert runner.invoke(cli, args).exit_code == 0
+    dry = runner.invoke(cli, ["--db", db, "--embedder", "none", "tidy"])
+    assert dry.exit_code == 0, dry.output
+    assert "no member holds every word of the others (merged only with --keep ID)" in dry.output
+    assert "lacks: notify, ops" in dry.output or "lacks: page, owner" in dry.output
+    assert "1 cluster not merged: no member holds every word of the others" in dry.output
+    assert "dry run" not in dry.output  # nothing a bare --apply would merge
+    wrong = runner.invoke(cli, ["--db", db, "--embedder", "none", "tidy", "--keep", "9"])
+    assert wrong.exit_code == 2
+    assert "keep names memory 9, which is in no cluster of this report" in wrong.output
+    done = runner.invoke(
+        cli, ["--db", db, "--embedder", "none", "tidy", "--keep", "1", "--apply", "--yes"]
+    )
+    assert done.exit_code == 0, done.output
+    assert "keep #1 DECISION" in done.output and "(named by --keep)" in done.output
+    assert "merged #2, #3 into #1" in done.output or "merged #3, #2 into #1" in done.output
+
+
+def test_rest_takes_keep_once_or_repeated(svc, clock):
+    ops = store(svc, clock, WITH_OPS)
+    owner = store(svc, clock, WITH_OWNER)
+    store(svc, clock, SHORT)
+    client = Client(create_app(svc))
+    status, body = client("GET", f"/api/tidy?keep={ops}")
+    assert status == 200
+    assert (body["clusters"][0]["keep"]["id"], body["clusters"][0]["keep_reason"]) == (ops, "named")
+    status, body = client("GET", f"/api/tidy?keep={ops}&keep={owner}")
+    assert status == 400
+    assert f"keep names memories {owner} and {ops}, of one cluster" in body["error"]

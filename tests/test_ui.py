@@ -75,6 +75,32 @@ def test_ui_uses_the_daemon_already_serving_this_database(db_path, browser_env, 
     assert opened.read_text() == f"{url}\n"
 
 
+def test_ui_says_the_page_asks_for_a_token_when_the_daemon_requires_one(db_path):
+    env = server_env(DISPLAY="", WAYLAND_DISPLAY="")
+    asked = "the page asks for a token: `agent-memory token create NAME` makes one"
+    for tokens in (False, True):
+        if tokens:
+            token = subprocess.run(
+                [executable(), "--db", str(db_path), "token", "create", "alice"],
+                capture_output=True,
+                env=env,
+                timeout=START_TIMEOUT_SECS,
+            )
+            assert token.returncode == 0
+        with RestDaemon(db_path) as daemon:
+            done = subprocess.run(
+                [executable(), "--db", str(db_path), "ui", "--addr", f"127.0.0.1:{daemon.port}"],
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                env=env,
+                timeout=START_TIMEOUT_SECS,
+            )
+            assert daemon.stop() == 0
+        assert done.returncode == 0, done.stderr
+        assert (asked in done.stderr) == tokens, done.stderr
+
+
 class Impostor(BaseHTTPRequestHandler):
     """A program listening first on the port: it answers /health as a daemon of the
     database would, with all it can know without reading the file (its path)."""

@@ -689,3 +689,21 @@ def test_the_tidy_panel_shows_the_clusters_of_the_scope(page, daemon):
     assert "by keyword overlap" in page.text("#tidy-status")
     assert "in scope “td”" in page.text("#tidy-status")
     assert memory(daemon, older)["related"] == []  # a dry run: nothing was linked
+
+
+def test_the_tidy_panel_says_when_no_member_holds_the_rest(page, daemon):
+    """A cluster whose members each add their own words keeps none: the panel says that a
+    merge needs --keep ID, and what words each member has that the one shown lacks."""
+    rule = "Run the kudu migrations first on deploys, then restart the API"
+    store(daemon, rule + "; notify ops", scope="tn")
+    store(daemon, rule + "; page the owner", scope="tn")
+    store(daemon, rule, scope="tn")
+    page.open()
+    page.listed(lambda: page.tab.fill("#f-scope", "tn"))
+    page.tab.click("#tidy-show")
+    page.tab.wait_for_selector("#tidy-clusters li.tidy-cluster")
+    cluster = page.tab.locator("#tidy-clusters li.tidy-cluster")
+    assert cluster.get_attribute("data-keep") is None
+    text = cluster.inner_text()
+    assert "merge with agent-memory tidy --apply --keep ID" in text
+    assert "lacks:" in text and "supersedes" not in text

@@ -1,19 +1,23 @@
 """Clusters of near-duplicates for ``agent-memory tidy`` (service/tidy.py), with the signal and
 thresholds of the store-time hints (service/similar.py): the cosine of the stored vectors,
-or the keyword overlap of the memories' informative lexemes.
+or the keyword overlap of the memories' informative lexemes; and which member a merge keeps.
 
 A cluster is built around its newest member (created_at, then id): the memories, newest
 first, each not in a cluster yet starts one, and takes every older memory near it that is
-not in one yet. So each member is near the kept one itself, never only near another member
-(a chain A~B~C with A and C far apart is not one cluster), and merging supersedes only
-what the kept memory says again.
+not in one yet. So each member is near that newest one itself, never only near another
+member (a chain A~B~C with A and C far apart is not one cluster).
+
+A merge keeps the member that holds the others' information: the one whose informative
+lexemes include every other member's (``holder``). Merging supersedes the others, which
+leave search; so a member that says something the kept one lacks (a word, a number) is
+never merged away unless a person names the one to keep.
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from agent_memory.service import similar
@@ -48,6 +52,15 @@ def by_cosine(vectors: dict[int, bytes], threshold: float) -> Near:
         for r, c in zip(rows.tolist(), cols.tolist(), strict=True):
             _joined(near, ids[start + r], ids[start + c], float(block[r, c]))
     return near
+
+
+def cosine(a: bytes, b: bytes) -> float:
+    """The cosine of two stored vectors (float32 bytes); 0 for a zero vector."""
+    import numpy as np
+
+    x, y = np.frombuffer(a, dtype="<f4"), np.frombuffer(b, dtype="<f4")
+    norms = float(np.linalg.norm(x)) * float(np.linalg.norm(y))
+    return float(np.dot(x, y)) / norms if norms else 0.0
 
 
 def by_keywords(contents: dict[int, str]) -> Near:
@@ -110,3 +123,23 @@ def in_scopes(memories: Sequence[dict[str, Any]]) -> dict[str | None, list[dict[
     for memory in memories:
         out[memory["scope"]].append(memory)
     return out
+
+
+def holder(members: Sequence[int], words: Mapping[int, frozenset[str]]) -> int | None:
+    """The member whose informative lexemes (``words``) include every other member's, None
+    when no member holds the rest. Among several (they then hold the same lexemes), the
+    first of ``members``: given newest first, the newest wording."""
+    for memory_id in members:
+        if all(words[other] <= words[memory_id] for other in members if other != memory_id):
+            return memory_id
+    return None
+
+
+def proposed(members: Sequence[int], words: Mapping[int, frozenset[str]]) -> int:
+    """The member that comes nearest to holding the rest, for a cluster no member holds:
+    the one holding the most other members whole, then the one with the most lexemes."""
+
+    def held(memory_id: int) -> int:
+        return sum(words[other] <= words[memory_id] for other in members if other != memory_id)
+
+    return max(members, key=lambda i: (held(i), len(words[i])))

@@ -48,6 +48,13 @@ _DIGITS = re.compile(r"-?[0-9]+")
 _OPERATORS = frozenset({"and", "or", "not", "near"})
 
 
+def within(at: float, now: int) -> bool:
+    """Whether ``at`` (Unix seconds) is a moment the store can have seen: from 0 to now.
+    ``as_of`` takes no other, and an import from another server keeps no other as a
+    memory's time (NaN and the infinities are none)."""
+    return 0 <= at <= now
+
+
 def moment(args: Mapping[str, Any], now: int) -> int | None:
     """``as_of``: Unix seconds (an integer, or its digits as text) or an ISO 8601 date-time
     (UTC when it names no offset), from 0 to now; None when absent."""
@@ -69,7 +76,7 @@ def moment(args: Mapping[str, Any], now: int) -> int | None:
         raise InvalidType(
             f"as_of must be Unix seconds or an ISO 8601 date-time (got {validate.shown(value)})"
         )
-    if at is None or not 0 <= at <= now:
+    if at is None or not within(at, now):
         raise InvalidArgument(
             f"as_of must be a moment between 0 and now ({now}), as Unix seconds or an ISO "
             f"8601 date-time such as 2026-12-01T09:00:00Z (got {validate.shown(value)})"

@@ -129,18 +129,25 @@ def by_keywords(content: str, candidates: Iterable[tuple[int, str]]) -> list[dic
     return [hint(i, s, t) for s, i, t in kept[:MAX_SIMILAR]]
 
 
+def written(content: str) -> dict[str, str]:
+    """Each informative lexeme of ``content`` (as ``lexemes`` has them) and its word as
+    written, the first seen: how a person is shown a lexeme."""
+    from agent_memory.search.lexemes import fold, lexeme, tokens
+
+    words: dict[str, str] = {}
+    for token in tokens(REDACTION_MARKER.sub(" ", content)):
+        if fold(token) not in STOP_WORDS:
+            words.setdefault(lexeme(token), token)
+    return words
+
+
 def _near_words(content: str) -> NearWords | None:
     """One word per informative lexeme of ``content`` (as written, first seen), with the
     thresholds: what the store reads the keyword signal's candidates by (storage.near).
     None when it has none."""
-    from agent_memory.search.lexemes import fold, lexeme, tokens
     from agent_memory.storage.near import NearWords
 
-    found = tokens(REDACTION_MARKER.sub(" ", content))
-    words: dict[str, str] = {}
-    for token in found:
-        if fold(token) not in STOP_WORDS:
-            words.setdefault(lexeme(token), token)
+    words = written(content)
     if not words:
         return None
     return NearWords(tuple(words.values()), KEYWORD_THRESHOLD, KEYWORD_MIN_LEXEMES)

@@ -3,11 +3,15 @@ near-duplicates, deterministic, with no model call.
 
 The report lists, for a scope or for all:
 
-- ``clusters``: near-duplicates (service/clusters.py), each with the member kept (the
-  newest) and those it would supersede, by the store-time hints' signal and threshold
-  (service/similar.py): the cosine of the stored vectors when search by meaning is on and
-  the database's model has a measured threshold, else keyword overlap; ``signal`` says
-  which, and ``signal_note`` why not the cosine;
+- ``clusters``: near-duplicates (service/clusters.py), by the store-time hints' signal and
+  threshold (service/similar.py): the cosine of the stored vectors when search by meaning
+  is on and the database's model has a measured threshold, else keyword overlap; ``signal``
+  says which, and ``signal_note`` why not the cosine. Each names the member a merge keeps
+  and those it would supersede, and why that one (``keep_reason``): it holds every
+  informative word of the others (``holds_the_rest``), or ``keep`` named it (``named``).
+  When neither, ``keep_reason`` is null: the member shown as kept is only the nearest to
+  holding the rest, and the merge leaves the cluster alone. Each merged member lists the
+  words of it the kept one lacks (``missing_words``), and every member its ``revision``;
 - ``superseded``: memories another one supersedes (of the scope, for a scope: as its search
   counts them) that something still treats as current:
   no current memory replaces them (every memory replacing them has expired, or the chain of
@@ -18,8 +22,9 @@ The report lists, for a scope or for all:
   store sets and every use moves on), the longest unused first.
 
 Expired memories (not swept yet) are gone as far as tidy goes. Only clusters are ever
-written (``merge``): a cluster is merged in one transaction, its newest member superseding
-the others and taking their tags.
+written (``merge``): a cluster is merged in one transaction, its kept member superseding
+the others and taking their tags, only when every member is still as the report showed it
+(its revision).
 """
 
 from __future__ import annotations
@@ -28,16 +33,16 @@ from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from agent_memory.contract.errors import InvalidArgument
+from agent_memory.contract.errors import InvalidArgument, InvalidType
 from agent_memory.service import actor, clusters, similar, validate
-from agent_memory.storage.base import MissingMemory
+from agent_memory.storage.base import ChangedMemory, MissingMemory
 
 if TYPE_CHECKING:
     from agent_memory.contract.models import Pin
     from agent_memory.service.core import MemoryService
     from agent_memory.storage.tidy import TidyRead
 
-ARGUMENTS = ("scope", "unused_days")
+ARGUMENTS = ("scope", "unused_days", "keep")
 DAY_SECS = 86_400
 # A memory not used in this many days is listed as unused, unless unused_days says otherwise.
 DEFAULT_UNUSED_DAYS = 90
@@ -46,6 +51,14 @@ MAX_UNUSED_DAYS = 36_500
 UNUSED_SHOWN = 100
 # Link kinds by which a current memory may still point at a superseded one.
 LIVE_KINDS = ("relates_to", "caused_by")
+# The members ``keep`` may name at once (one per cluster).
+MAX_KEEP = 1_000
+# The words of a merged member that the kept one lacks, shown at most.
+MISSING_WORDS_SHOWN = 20
+# Why a cluster keeps the member it does (service/clusters.py); None: no member holds the
+# rest and none was named, so the merge leaves it alone.
+HOLDS_THE_REST, NAMED = "holds_the_rest", "named"
+KEEP_REASONS = (HOLDS_THE_REST, NAMED, None)
 
 
 def report(service: MemoryService, args: Mapping[str, Any]) -> dict[str, Any]:
@@ -53,6 +66,7 @@ def report(service: MemoryService, args: Mapping[str, Any]) -> dict[str, Any]:
     days = validate.integer(args, "unused_days", 1, MAX_UNUSED_DAYS)
     days = DEFAULT_UNUSED_DAYS if days is None else days
     scope = service._filters({"scope": validate.label(args, "scope")}).scope
+    named = _named(args)
     now = service.now()
     with service.storage("tidy"):
         read = service.db.tidy_read(scope, vectors=not service.embedding_off)
@@ -60,7 +74,7 @@ def report(service: MemoryService, args: Mapping[str, Any]) -> dict[str, Any]:
     superseded_by = _superseders(read, now, scope)
     current = [m for m in live.values() if m["id"] not in superseded_by["all"]]
     signal, threshold, note = _signal(service, read.pin)
-    found = _clusters(current, read, signal, threshold)
+    found = _clusters(current, read, signal, threshold, named)
     answer: dict[str, Any] = {"scope": scope, "signal": signal, "threshold": threshold}
     if note:
         answer["signal_note"] = note
@@ -90,6 +104,24 @@ def _signal(service: MemoryService, pin: Pin | None) -> tuple[str, float, str | 
     return "cosine", threshold, None
 
 
+def _named(args: Mapping[str, Any]) -> frozenset[int]:
+    """``keep``: the members to keep, one id or an array of them (one per cluster)."""
+    value = args.get("keep")
+    if value is None:
+        return frozenset()
+    if isinstance(value, list):
+        if len(value) > MAX_KEEP:
+            raise InvalidArgument(f"keep must name at most {MAX_KEEP} memories (got {len(value)})")
+        named = {f"keep[{n}]": item for n, item in enumerate(value)}
+    elif isinstance(value, int) and not isinstance(value, bool):
+        named = {"keep": value}
+    else:
+        raise InvalidType(
+            f"keep must be a memory id or an array of them (got {validate.shown(value)})"
+        )
+    return frozenset(validate.memory_id(named, name) for name in named)
+
+
 def _member(memory: dict[str, Any]) -> dict[str, Any]:
     return {
         "id": memory["id"],
@@ -97,14 +129,21 @@ def _member(memory: dict[str, Any]) -> dict[str, Any]:
         "created_at": memory["created_at"],
         "tags": memory["tags"],
         "snippet": similar.snippet(memory["content"]),
+        "revision": memory["revision"],
     }
 
 
 def _clusters(
-    current: list[dict[str, Any]], read: TidyRead, signal: str, threshold: float
+    current: list[dict[str, Any]],
+    read: TidyRead,
+    signal: str,
+    threshold: float,
+    named: frozenset[int],
 ) -> dict[str, Any]:
-    """The clusters of ``current``, scope by scope; and how many memories could not be
-    compared (no vector yet, with the cosine)."""
+    """The clusters of ``current``, scope by scope, each with the member it keeps (named in
+    ``named``, else the one holding the rest: service/clusters.py); and how many memories
+    could not be compared (no vector yet, with the cosine). A name that is no member of any
+    cluster, or two names in one cluster, are refused."""
     out: list[dict[str, Any]] = []
     not_compared = 0
     for members in clusters.in_scopes(current).values():
@@ -116,19 +155,76 @@ def _clusters(
         else:
             near = clusters.by_keywords({i: m["content"] for i, m in by_id.items()})
         newest = sorted(by_id, key=lambda i: (by_id[i]["created_at"], i), reverse=True)
-        for keep, merged in clusters.clusters(newest, near):
-            tags = list(by_id[keep]["tags"])
-            for other, _ in merged:
-                tags = list(dict.fromkeys([*tags, *by_id[other]["tags"]]))
+        for first, merged in clusters.clusters(newest, near):
+            ids = sorted([first, *(m for m, _ in merged)], key=newest.index)
             out.append(
-                {
-                    "keep": _member(by_id[keep]),
-                    "merge": [{**_member(by_id[m]), "similarity": round(s, 3)} for m, s in merged],
-                    "tags": tags[: max(validate.MAX_TAGS, len(by_id[keep]["tags"]))],
-                }
+                _cluster(ids, by_id, named, near, read.vectors if signal == "cosine" else None)
             )
     out.sort(key=lambda c: (c["keep"]["created_at"], c["keep"]["id"]), reverse=True)
+    kept = {c["keep"]["id"] for c in out if c["keep_reason"] == NAMED}
+    unknown = sorted(named - kept)
+    if unknown:
+        raise InvalidArgument(
+            f"keep names memory {unknown[0]}, which is in no cluster of this report: "
+            "name a member of the cluster to keep"
+        )
     return {"clusters": out, "not_compared": not_compared}
+
+
+def _cluster(
+    ids: list[int],
+    by_id: dict[int, dict[str, Any]],
+    named: frozenset[int],
+    near: clusters.Near,
+    vectors: dict[int, bytes] | None,
+) -> dict[str, Any]:
+    """One cluster of the report (``ids`` newest first): the member kept and why, the
+    others with their similarity to it and the words of theirs it lacks, the tags after."""
+    words = {i: similar.lexemes(by_id[i]["content"]) for i in ids}
+    chosen = [i for i in ids if i in named]
+    if len(chosen) > 1:
+        raise InvalidArgument(
+            f"keep names memories {chosen[0]} and {chosen[1]}, of one cluster: name one "
+            "member to keep per cluster"
+        )
+    holder = clusters.holder(ids, words)
+    if chosen:
+        keep, reason = chosen[0], NAMED
+    elif holder is not None:
+        keep, reason = holder, HOLDS_THE_REST
+    else:
+        keep, reason = clusters.proposed(ids, words), None
+
+    def similarity(other: int) -> float:
+        if other in near.get(keep, {}):
+            return near[keep][other]
+        if vectors is not None:
+            return clusters.cosine(vectors[keep], vectors[other])
+        return similar.overlap(words[keep], words[other])
+
+    merged = sorted(((m, similarity(m)) for m in ids if m != keep), key=lambda f: (-f[1], f[0]))
+    tags = list(by_id[keep]["tags"])
+    for other, _ in merged:
+        tags = list(dict.fromkeys([*tags, *by_id[other]["tags"]]))
+    return {
+        "keep": _member(by_id[keep]),
+        "keep_reason": reason,
+        "merge": [
+            {
+                **_member(by_id[m]),
+                "similarity": round(s, 3),
+                "missing_words": _missing(by_id[m]["content"], words[keep]),
+            }
+            for m, s in merged
+        ],
+        "tags": tags[: max(validate.MAX_TAGS, len(by_id[keep]["tags"]))],
+    }
+
+
+def _missing(content: str, kept: frozenset[str]) -> list[str]:
+    """The informative words of ``content`` (as written) whose lexeme ``kept`` lacks."""
+    found = [word for lexeme, word in similar.written(content).items() if lexeme not in kept]
+    return found[:MISSING_WORDS_SHOWN]
 
 
 def _superseders(read: TidyRead, now: int, scope: str | None) -> dict[Any, Any]:
@@ -219,21 +315,40 @@ def _unused(current: list[dict[str, Any]], since: int) -> dict[str, Any]:
 def merge(
     service: MemoryService, found: Sequence[Mapping[str, Any]], scope: str | None = None
 ) -> list[dict[str, Any]]:
-    """Merge each cluster of a report of ``scope`` (None: of all; ``keep`` and ``merge``, as
-    ``report`` lists them), one transaction each: the kept memory supersedes the others and
-    takes their tags. A cluster one of whose memories is gone or expired since, or whose kept
-    memory is superseded since (as that report counts it), is skipped whole, and says why."""
+    """Merge each cluster of a report of ``scope`` (None: of all; ``keep``, ``keep_reason``
+    and ``merge``, as ``report`` lists them), one transaction each: the kept memory
+    supersedes the others and takes their tags. A cluster is skipped whole, and says why,
+    when no member holds the rest and none was named; when one of its memories is gone or
+    expired since, or changed since (its revision); or when its kept memory is superseded
+    since (as that report counts it)."""
     done = []
     for cluster in found:
-        keep, others = _cluster_ids(cluster)
+        keep, others, revisions, reason = _cluster_parts(cluster)
         entry: dict[str, Any] = {"keep": keep, "merge": others}
+        if reason is None:
+            entry["skipped"] = (
+                "no member holds every word of the others, and none was named to keep; "
+                "nothing was written"
+            )
+            done.append(entry)
+            continue
         try:
             with service.storage("tidy"):
                 tags = service.db.merge(
-                    keep, others, service.now(), actor.current(), validate.MAX_TAGS, scope
+                    keep,
+                    others,
+                    revisions,
+                    service.now(),
+                    actor.current(),
+                    validate.MAX_TAGS,
+                    scope,
                 )
         except MissingMemory as exc:
             entry["skipped"] = f"memory {exc.memory_id} is gone; nothing was written"
+        except ChangedMemory as exc:
+            entry["skipped"] = (
+                f"memory {exc.memory_id} changed since the report; nothing was written"
+            )
         else:
             if tags is None:
                 entry["skipped"] = f"memory {keep} is superseded itself; nothing was written"
@@ -243,15 +358,25 @@ def merge(
     return done
 
 
-def _cluster_ids(cluster: Mapping[str, Any]) -> tuple[int, list[int]]:
-    """A cluster's kept id and the ids it merges, checked."""
+def _cluster_parts(
+    cluster: Mapping[str, Any],
+) -> tuple[int, list[int], dict[int, str], str | None]:
+    """A cluster's kept id, the ids it merges, each member's revision and why that one is
+    kept, checked."""
     try:
-        keep = cluster["keep"]["id"]
-        others = [m["id"] for m in cluster["merge"]]
-    except (KeyError, TypeError):
-        raise InvalidArgument("a cluster must name keep.id and merge[].id") from None
-    for n, memory_id in enumerate([keep, *others]):
+        members = [cluster["keep"], *cluster["merge"]]
+        ids = [m["id"] for m in members]
+        revisions = [m["revision"] for m in members]
+        reason = cluster.get("keep_reason")
+    except (KeyError, TypeError, AttributeError):
+        raise InvalidArgument(
+            "a cluster must name keep.id, keep.revision, merge[].id and merge[].revision"
+        ) from None
+    for n, memory_id in enumerate(ids):
         validate.memory_id({f"cluster[{n}]": memory_id}, f"cluster[{n}]")
+    keep, others = ids[0], ids[1:]
     if not others or keep in others:
         raise InvalidArgument(f"a cluster must merge other memories into {keep}")
-    return keep, others
+    if not all(isinstance(r, str) for r in revisions) or reason not in KEEP_REASONS:
+        raise InvalidArgument(f"the cluster of {keep} is not one a tidy report gave")
+    return keep, others, dict(zip(ids, revisions, strict=True)), reason

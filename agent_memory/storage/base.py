@@ -89,6 +89,15 @@ class MissingMemory(Exception):
         self.memory_id = memory_id
 
 
+class ChangedMemory(Exception):
+    """A write found a memory (``memory_id``) changed since the read it was asked from;
+    nothing was written."""
+
+    def __init__(self, memory_id: int) -> None:
+        super().__init__(memory_id)
+        self.memory_id = memory_id
+
+
 class Snapshot(Protocol):
     """The whole database as of one read: counts, pin and rows agree with each other."""
 
@@ -255,12 +264,14 @@ class Store(Protocol):
         self,
         keep: int,
         others: Sequence[int],
+        revisions: Mapping[int, str],
         now: int,
         actor: str,
         max_tags: int,
         scope: str | None = None,
     ) -> list[str] | None:
-        """One transaction: ``keep`` supersedes ``others`` and takes their tags (storage.tidy)."""
+        """One transaction: ``keep`` supersedes ``others`` and takes their tags, unless one
+        of them changed since its revision was read (storage.tidy)."""
 
     def memories(
         self, filters: Filters, limit: int | None, before: tuple[int, int] | None = None

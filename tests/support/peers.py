@@ -18,16 +18,21 @@ CASES = {
     "server-memory": (
         PEERS / "server-memory" / "memory.jsonl",
         {
-            "Prefers tabs over spaces": ("PATTERN", {"Alice", "person"}),
+            "Alice: Prefers tabs over spaces": ("PATTERN", {"Alice", "person"}),
             "billing reconciliation job": ("PATTERN", {"Alice"}),
             "Reviews every schema change": ("PATTERN", {"Alice"}),
             "Billing runs nightly": ("ARCHITECTURE", {"Billing", "system"}),
             "never double-charge": ("ARCHITECTURE", {"Billing"}),
+            # the memories that stand for the entities a relation names
+            "Alice (person): works on Billing": ("PATTERN", {"Alice", "person"}),
+            "Billing (system)": ("ARCHITECTURE", {"Billing", "system"}),
             "Postgres migration": ("DECISION", {"Postgres migration", "decision"}),
         },
         [
-            ("Prefers tabs over spaces", "relates_to", "Billing runs nightly"),
-            ("Postgres migration", "supersedes", "Billing runs nightly"),
+            ("Alice (person): works on Billing", "relates_to", "Billing (system)"),
+            ("Postgres migration", "supersedes", "Billing (system)"),
+            ("Prefers tabs over spaces", "relates_to", "Alice (person): works on Billing"),
+            ("never double-charge", "relates_to", "Billing (system)"),
         ],
     ),
     "mcp-memory-service": (
@@ -76,7 +81,8 @@ def run(db, source: str, path: Path, *args: str):
 
 def found(svc: MemoryService, phrase: str) -> dict:
     # (a peer's "supersedes" relation leaves its target out of a default search)
-    results = svc.search({"query": f'"{phrase}"', "include_superseded": True})["results"]
+    query = f'content:"{phrase}"'  # not the tags: an entity's name and type are tags too
+    results = svc.search({"query": query, "include_superseded": True})["results"]
     assert len(results) == 1, (phrase, results)
     return results[0]
 

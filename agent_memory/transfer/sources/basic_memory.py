@@ -1,25 +1,30 @@
 """A basic-memory project folder of Markdown notes (PyPI basic-memory).
 
 A note is YAML front matter (title, type, permalink, tags) and Markdown. Its observations,
-list items ``- [category] text #tag (context)``, become memories tagged with the note's
-title, the category and the hashtags; its relations, list items ``- relation [[Target]]``,
-link the note's first memory to the target note's. A note without observations becomes one
-memory of its text, cut at the size limit. Notes are dated by their file's modification
+list items ``- [category] text #tag (context)``, become memories ``TITLE: text`` (each reads
+without its tags; unless it begins with the title already), tagged with the note's title,
+the category and the hashtags; its relations, list items ``- relation [[Target]]``, link the
+note's first memory to the target note's. A note without observations becomes one memory of
+its title, a blank line and its text (the title once: not again before a text that begins
+with it, as a heading), cut at the size limit. Notes are dated by their file's modification
 time. The walk stays inside the folder: symlinked folders are not entered and a symlinked
 note that leads outside is left out (both counted); hidden folders (.git, .obsidian) are
-not read.
+not read. Only regular files are read: a FIFO, socket or device named ``*.md`` would block
+the read or never end, so it is left out and counted.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agent_memory.transfer.sources.common import Found, cut, mtime, type_of
+from agent_memory.transfer.sources.common import Found, cut, mtime, standing, type_of
 
 SOURCE = "basic-memory"
+NOT_REGULAR = "notes that are not regular files (a FIFO, a socket, a device)"
 _OBSERVATION = re.compile(r"^\s*[-*]\s+\[([^\[\]]+)\]\s+(.+)$")
 _TASK = re.compile(r"^\s*[-*]\s+\[[ xX-]\]\s")
 _RELATION = re.compile(r"""^\s*[-*]\s+("[^"]+"|'[^']+'|[^\s\[]+)\s+\[\[([^\[\]]+)\]\]""")
@@ -42,7 +47,7 @@ def read(path: Path, max_content_bytes: int) -> Found:
     found = Found(SOURCE, path)
     if not path.is_dir():
         raise found.refuse("not a folder (a basic-memory project is a folder of notes)")
-    notes = [_note(found, root, file) for root, file in _files(found, path)]
+    notes = [note for root, file in _files(found, path) if (note := _note(found, root, file))]
     anchors: dict[str, int] = {}
     relations: list[tuple[int, str, str]] = []
     for note in notes:
@@ -80,17 +85,26 @@ def _files(found: Found, top: Path) -> list[tuple[Path, Path]]:
                 except (OSError, RuntimeError):  # a loop, or nothing there
                     found.skip("broken or looping symlinks")
                     continue
-                if not target.is_relative_to(root) or not target.is_file():
+                if not target.is_relative_to(root):
                     found.skip("notes outside the folder")
                     continue
+            if not file.is_file():  # stat only: a FIFO is never opened
+                found.skip(NOT_REGULAR)
+                continue
             out.append((root, file))
     return out
 
 
-def _note(found: Found, root: Path, file: Path) -> _Note:
+def _note(found: Found, root: Path, file: Path) -> _Note | None:
+    """The note in ``file``; None (counted) when it is no regular file by the time it is
+    opened."""
     where = str(file.relative_to(root))
     try:
-        text = file.read_bytes().decode("utf-8").removeprefix("\ufeff")
+        data = _regular_bytes(file)
+        if data is None:
+            found.skip(NOT_REGULAR)
+            return None
+        text = data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise found.refuse(f"{where}: not UTF-8 text (byte {exc.start})") from None
     except OSError as exc:
@@ -105,6 +119,17 @@ def _note(found: Found, root: Path, file: Path) -> _Note:
     note.names = {n.lower() for n in (title, _scalar(meta.get("permalink")), file.stem) if n}
     note.names.add(where.removesuffix(".md").lower())
     return note
+
+
+def _regular_bytes(file: Path) -> bytes | None:
+    """The bytes of ``file``, None when it is not a regular file. Opened without blocking
+    and checked on the open descriptor: a FIFO put in the note's place after the walk
+    neither waits for a writer nor is read."""
+    descriptor = os.open(file, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(descriptor, "rb") as opened:
+        if not stat.S_ISREG(os.fstat(opened.fileno()).st_mode):
+            return None
+        return opened.read()
 
 
 def _scalar(value: str | list[str] | None) -> str:
@@ -163,9 +188,9 @@ def _memories(
             category, text = observation[1].strip(), observation[2]
             tags = [note.title, category, *_HASHTAG.findall(text), *note.tags]
             kind = type_of(category)
-            keys.append(found.add(text, kind, tags, note.created, note.where))
+            keys.append(found.add(standing(note.title, text), kind, tags, note.created, note.where))
     if not keys:
-        body = cut(note.body.strip() or note.title, max_bytes)
+        body = cut(standing(note.title, note.body.strip() or note.title, "\n\n"), max_bytes)
         keys.append(
             found.add(body, type_of(note.kind), [note.title, *note.tags], note.created, note.where)
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,7 +23,7 @@ from typing import Any
 
 from agent_memory.contract import fields
 from agent_memory.contract.errors import InvalidArgument
-from agent_memory.service import validate
+from agent_memory.service import history, validate
 
 SOURCE_PREFIX = "import:"
 # A peer's word for a kind of memory (a category, an entity or memory type, a heading) ->
@@ -86,6 +87,7 @@ class Found:
     items: list[Item] = field(default_factory=list)
     links: list[tuple[int, int, str]] = field(default_factory=list)
     skipped: Counter[str] = field(default_factory=Counter)
+    now: int = field(default_factory=lambda: int(time.time()))  # when it was read
 
     def add(self, content: str, kind: str, tags: list[str], created_at: int, where: str) -> int:
         """Add a memory (its content trimmed); its key, for links; 0 for empty content
@@ -111,6 +113,17 @@ class Found:
     def refuse(self, what: str) -> NotASource:
         return NotASource(self.source, self.path, what)
 
+    def seconds(self, where: str, name: str, value: float) -> int:
+        """A peer's time (Unix seconds) as a memory's, whole seconds: one the rest of the
+        product would not take (service.history.within: before 0, after now, NaN, an
+        infinity) refuses the file, naming ``where`` and ``name``."""
+        if not history.within(value, self.now):
+            raise self.refuse(
+                f"{where}: {name} must be a moment between 0 and now ({self.now}) in Unix "
+                f"seconds (got {value!r})"
+            )
+        return int(value)
+
 
 def _relation_key(name: str) -> str:
     return "_".join(_WORD.findall(name.lower()))
@@ -126,6 +139,17 @@ def type_of(*words: str | None) -> str:
             if kind:
                 return kind
     return DEFAULT_TYPE
+
+
+def standing(name: str, text: str, between: str = ": ") -> str:
+    """``text`` written so that it reads without its tags: ``name`` (an entity's, a note's
+    title) before it, unless it begins with that name already (case and a Markdown
+    heading's marks aside)."""
+    name = name.strip()
+    start = text.lstrip().lstrip("#").lstrip()
+    if not name or re.match(re.escape(name) + r"(?!\w)", start, re.IGNORECASE):
+        return text
+    return f"{name}{between}{text}"
 
 
 def clean_tags(tags: list[str]) -> list[str]:

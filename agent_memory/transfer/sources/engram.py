@@ -62,4 +62,5 @@ def _seconds(found: Found, where: str, created: object) -> int:
         at = datetime.fromisoformat(str(created).replace("Z", "+00:00"))
     except ValueError:
         raise found.refuse(f"{where}: created_at is not a time ({str(created)[:40]!r})") from None
-    return int((at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp())
+    seconds = (at if at.tzinfo else at.replace(tzinfo=UTC)).timestamp()
+    return found.seconds(where, "created_at", seconds)

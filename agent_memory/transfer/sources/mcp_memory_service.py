@@ -1,7 +1,8 @@
 """mcp-memory-service's SQLite database (PyPI mcp-memory-service, the sqlite_vec backend).
 
 Its ``memories`` table: content, comma-separated tags, a free-form memory_type, created_at
-in float seconds, and deleted_at for a memory deleted softly (not imported). Its
+in float seconds (a moment from 0 to now, else the file is refused), and deleted_at for a
+memory deleted softly (not imported). Its
 ``memory_graph`` table holds associations between content hashes, each with a
 relationship_type: they become links, as does ``superseded_by`` (the hash of the memory that
 replaced one: it supersedes it). Its vectors are another model's and are not read.
@@ -52,7 +53,7 @@ def _memories(found: Found, conn: sqlite3.Connection, mtime: int) -> dict[str, i
         _typed(found, where, memory_type=(memory_type, (str, type(None))))
         _typed(found, where, created_at=(created, (int, float, type(None))))
         labels = [*(tags or "").split(","), memory_type or ""]
-        at = int(created) if created is not None else mtime
+        at = found.seconds(where, "created_at", created) if created is not None else mtime
         key = found.add(content, type_of(memory_type), labels, at, where)
         if key and isinstance(content_hash, str):
             keys.setdefault(content_hash, key)

@@ -39,6 +39,7 @@ from agent_memory.storage.base import CREATE, EXISTING, READ
 from agent_memory.transports.cli import brief, display
 from agent_memory.transports.cli.command_support import (
     EXIT_FAILED,
+    EXIT_USAGE,
     FAILURES,
     Answer,
     answering,
@@ -280,12 +281,21 @@ def update(
     _either(args, "tags", list(tags) or None, no_tags, ("--tag", "--no-tags"))
     _either(args, "scope", scope, to_global, ("--scope", "--global"))
     _either(args, "ttl_secs", number(ttl), no_expiry, ("--ttl", "--no-expiry"))
+    if args.keys() == {"id"}:
+        stop(f"nothing to change: give at least one of {_changing_options()}", EXIT_USAGE)
     service = open_service(settings, EXISTING, embedding="content" in args)
     with answering(service):
         answer = service.update(args)
         if not as_json:  # shown as ``show`` prints it, on the same service
             answer = read_back(service, answer)
     finish(answer, _print_record, as_json=as_json)
+
+
+def _changing_options() -> str:
+    """update's options that change something (all but --json), as its help lists them."""
+    params = click.get_current_context().command.params
+    shown = [p.opts[0] for p in params if isinstance(p, click.Option) and p.name != "as_json"]
+    return ", ".join(shown)
 
 
 @click.command(cls=Subcommand)
@@ -451,8 +461,8 @@ def context(
 def stats(settings: Any, as_json: bool) -> None:
     """Show what the database holds (memory://stats).
 
-    Memories in all, per type and per scope (the largest first), relations, and how many
-    memories are waiting for a vector. Not a use."""
+    Memories in all, per type and per scope (the largest first), superseded ones included;
+    relations, and how many memories are waiting for a vector. Not a use."""
 
     def shown(answer: dict[str, Any]) -> None:
         for line in display.stats(answer):

@@ -238,8 +238,8 @@ def stats(found: dict[str, Any]) -> Iterator[str]:
     totals, the memories per type and per scope (- for global, as in a table; the scopes
     stats leaves out are summed on one line), then any other field as NAME: VALUE."""
     yield (
-        f"{count(found['memories'], 'memory')}, {count(found['links'], 'link')}, "
-        f"{found['pending_embedding']} waiting for a vector"
+        f"{count(found['memories'], 'memory')} (superseded ones included), "
+        f"{count(found['links'], 'link')}, {found['pending_embedding']} waiting for a vector"
     )
     scopes = [(row["scope"], row["memories"]) for row in found["by_scope"]]
     others = found["memories"] - sum(n for _, n in scopes)

@@ -33,6 +33,7 @@ from agent_memory.contract.errors import (
 )
 from agent_memory.embedders import ollama
 from agent_memory.transports.cli.terminal import (
+    PAGE_ASKS_FOR_A_TOKEN,
     Integer,
     Subcommand,
     is_loopback,
@@ -340,7 +341,8 @@ def serve_rest(
 
     loopback = is_loopback(host)
     try:
-        if not loopback and not Tokens(service).exist():
+        tokens = Tokens(service).exist()
+        if not loopback and not tokens:
             fail(
                 f"refusing to bind non-loopback address {shown}: no access token exists; "
                 "create one with `agent-memory token create NAME` first"
@@ -353,14 +355,16 @@ def serve_rest(
             open_=loopback,
             extra_hosts=public_hosts,
         ) as server:
-            _run_daemon(settings, service, server, host, loopback)
+            _run_daemon(settings, service, server, host, loopback, tokens)
     except OSError as exc:
         fail(f"cannot listen on {shown}: {exc.strerror or exc}")
     finally:
         service.close()
 
 
-def _run_daemon(settings: Settings, service: Any, server: Any, host: str, loopback: bool) -> None:
+def _run_daemon(
+    settings: Settings, service: Any, server: Any, host: str, loopback: bool, tokens: bool
+) -> None:
     from agent_memory.service.lifecycle import Sweeper
 
     sweeper = Sweeper(service, settings.sweep_interval)
@@ -370,15 +374,16 @@ def _run_daemon(settings: Settings, service: Any, server: Any, host: str, loopba
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, signal.default_int_handler)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
-    announce(host, server.effective_port, loopback)
+    announce(host, server.effective_port, loopback, tokens)
     try:
         server.run()  # returns after KeyboardInterrupt, once workers are done
     finally:
         sweeper.stop()
 
 
-def announce(host: str, port: int, loopback: bool) -> None:
-    """Where the daemon listens (stderr), and the warning of plain HTTP off loopback."""
+def announce(host: str, port: int, loopback: bool, tokens: bool) -> None:
+    """Where the daemon listens (stderr): REST, MCP and the page, which asks for a token when
+    ``tokens`` exist; and the warning of plain HTTP off loopback."""
     bound = f"[{host}]" if ":" in host else host
     if not loopback:
         log.warning(
@@ -388,8 +393,12 @@ def announce(host: str, port: int, loopback: bool) -> None:
             bound,
             port,
         )
-    click.echo(f"REST listening on {bound}:{port}", err=True)
     click.echo(f"MCP (Streamable HTTP) at http://{bound}:{port}/mcp", err=True)
+    click.echo(f"web page at http://{bound}:{port}/", err=True)
+    if tokens:
+        click.echo(PAGE_ASKS_FOR_A_TOKEN, err=True)
+    # Last: scripts (and ui) take this line for "ready", and a stop may follow at once.
+    click.echo(f"REST listening on {bound}:{port}", err=True)
 
 
 def one_blas_thread(environ: Any = os.environ) -> None:

@@ -43,10 +43,10 @@ def serve(
     # the fork. Closed before it: no connection or thread crosses into a worker.
     service = wiring.open_service(settings, embedding=False)
     try:
-        tokenless = not loopback and not Tokens(service).exist()
+        tokens = Tokens(service).exist()
     finally:
         service.close()
-    if tokenless:
+    if not loopback and not tokens:
         fail(
             f"refusing to bind non-loopback address {shown}: no access token exists; "
             "create one with `agent-memory token create NAME` first"
@@ -62,7 +62,7 @@ def serve(
         count, _worker(settings, host, bound_port, sock, balance, options), balance
     )
     supervisor.catch_signals()  # before the address is told: a stop may follow at once
-    announce(host, bound_port, loopback)
+    announce(host, bound_port, loopback, tokens)
     click.echo(f"{count} worker processes", err=True)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
     try:

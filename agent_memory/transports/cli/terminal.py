@@ -21,6 +21,11 @@ from agent_memory.contract import wire
 PROGRESS_MIN_ROWS = 2_000
 # serve-rest --workers: at most this many processes (each holds its own embedder and index).
 MAX_WORKERS = 64
+# What serve-rest and ui say when the daemon requires a token: the page will ask for one.
+PAGE_ASKS_FOR_A_TOKEN = (
+    "the page asks for a token: `agent-memory token create NAME` makes one "
+    "(`--read-only`, `--scope S` to give less)"
+)
 
 
 class Integer(click.IntRange):

@@ -42,8 +42,16 @@ PROBLEMS = {
 @click.option(
     "--apply",
     is_flag=True,
-    help="Merge each cluster into its newest member (it supersedes the others and takes "
-    "their tags), one transaction per cluster, after showing them.",
+    help="Merge each cluster into the member that holds every word of the others (it "
+    "supersedes them and takes their tags), one transaction per cluster, after showing them.",
+)
+@click.option(
+    "--keep",
+    "keep",
+    multiple=True,
+    metavar="ID",
+    help="Keep this member of its cluster (repeat: one per cluster); a cluster no member "
+    "holds is merged only so.",
 )
 @click.option("--yes", "-y", is_flag=True, help="With --apply: do not ask before merging.")
 @click.option("--json", "as_json", is_flag=True, help="The report (and what --apply did) as JSON.")
@@ -53,6 +61,7 @@ def tidy(
     settings: Any,
     scope: str | None,
     unused_days: str | None,
+    keep: tuple[str, ...],
     apply: bool,
     yes: bool,
     as_json: bool,
@@ -65,26 +74,35 @@ def tidy(
     by keyword overlap; the report says which. The model itself is never loaded."""
     if apply and as_json and not yes:
         stop("--apply with --json needs --yes (there is no one to ask)", EXIT_USAGE)
-    args = arguments(scope=scope, unused_days=number(unused_days))
+    named = [number(memory_id) for memory_id in keep] or None
+    args = arguments(scope=scope, unused_days=number(unused_days), keep=named)
     service = open_service(settings, EXISTING if apply else READ)
     with answering(service):
         report = service.tidy(args)
         if not as_json:
             for line in report_lines(report, int(time.time())):
                 click.echo(line)
+        ready = [c for c in report["clusters"] if c["keep_reason"] is not None]
         applied = None
-        if apply and report["clusters"]:
-            if not yes and not _confirmed(len(report["clusters"])):
+        if apply and ready:
+            if not yes and not _confirmed(len(ready)):
                 stop("nothing was written", EXIT_FAILED)
-            applied = service.tidy_merge(report["clusters"], report["scope"])
+            applied = service.tidy_merge(ready, report["scope"])
     if as_json:
         print_json(report if applied is None else {**report, "applied": applied})
-    elif applied is not None:
+        return
+    if applied is not None:
         for line in applied_lines(applied):
             click.echo(line)
-    elif report["clusters"] and not apply:
-        n = count(len(report["clusters"]), "cluster")
+    elif ready and not apply:
+        n = count(len(ready), "cluster")
         click.echo(f"dry run: nothing was written; `agent-memory tidy --apply` merges the {n}")
+    unheld = len(report["clusters"]) - len(ready)
+    if unheld:
+        click.echo(
+            f"{count(unheld, 'cluster')} not merged: no member holds every word of the others; "
+            "`--keep ID` names the member to keep"
+        )
 
 
 def _confirmed(clusters: int) -> bool:
@@ -113,9 +131,7 @@ def report_lines(report: dict[str, Any], now: int) -> list[str]:
             "(`agent-memory embed` makes them)"
         )
     for cluster in report["clusters"]:
-        lines.append(f"  keep {_shown(cluster['keep'])}")
-        lines += [f"    merge {_shown(m)} (similarity {m['similarity']})" for m in cluster["merge"]]
-        lines.append(f"    tags after: {', '.join(cluster['tags']) or 'none'}")
+        lines += _cluster_lines(cluster)
     lines.append(f"superseded but still treated as current: {len(report['superseded'])}")
     for memory in report["superseded"]:
         by = ", ".join(f"#{i}" for i in memory["superseded_by"])
@@ -137,6 +153,32 @@ def report_lines(report: dict[str, Any], now: int) -> list[str]:
         lines.append(f"  {_shown(memory)} last used {days} days ago, {uses}")
     if unused["count"] > len(unused["memories"]):
         lines.append(f"  ... and {unused['count'] - len(unused['memories'])} more (--json)")
+    return lines
+
+
+def _cluster_lines(cluster: dict[str, Any]) -> list[str]:
+    """A cluster: the member kept and why, the others with the words of theirs it lacks."""
+    from agent_memory.service.tidy import HOLDS_THE_REST
+
+    keep = cluster["keep"]
+    reason = cluster["keep_reason"]
+    if reason is None:
+        lines = [
+            "  no member holds every word of the others (merged only with --keep ID):",
+            f"    #{keep['id']} {keep['type']} {keep['snippet']!r}",
+        ]
+        role = ""
+    else:
+        why = "holds every word of the others" if reason == HOLDS_THE_REST else "named by --keep"
+        lines = [f"  keep {_shown(keep)} ({why})"]
+        role = "merge "
+    for member in cluster["merge"]:
+        said = f"similarity {member['similarity']}"
+        if member["missing_words"]:
+            said += f"; #{keep['id']} lacks: {', '.join(member['missing_words'])}"
+        lines.append(f"    {role}{_shown(member)} ({said})")
+    if reason is not None:
+        lines.append(f"    tags after: {', '.join(cluster['tags']) or 'none'}")
     return lines
 
 

@@ -5,6 +5,7 @@ A token is printed once, when created; the database keeps only its hash.
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import Any
 
@@ -12,6 +13,7 @@ import click
 
 from agent_memory.storage.base import CREATE, EXISTING
 from agent_memory.transports.cli.command_support import answering, open_service, print_json
+from agent_memory.transports.cli.terminal import quiet_below
 
 
 @click.group("token")
@@ -27,6 +29,7 @@ def token() -> None:
     "--expires", "days", type=int, default=None, metavar="DAYS", help="Expires after DAYS days."
 )
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def create(settings: Any, name: str, read_only: bool, scope: str | None, days: int | None) -> None:
     """Create the token NAME and print it (only this once)."""
     from agent_memory.service.tokens import Tokens
@@ -45,6 +48,7 @@ def create(settings: Any, name: str, read_only: bool, scope: str | None, days: i
 @token.command("list")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def list_tokens(settings: Any, as_json: bool) -> None:
     """The tokens: name, rights, scope, created, expires and last used (never the token)."""
     from agent_memory.service.tokens import Tokens
@@ -67,6 +71,7 @@ def list_tokens(settings: Any, as_json: bool) -> None:
 @token.command("revoke")
 @click.argument("name")
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def revoke(settings: Any, name: str) -> None:
     """Revoke the token NAME: refused from its next request on, no restart needed."""
     from agent_memory.service.tokens import Tokens

@@ -30,7 +30,7 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
-from agent_memory.transports.cli.terminal import GIVEN_AFTER, Subcommand
+from agent_memory.transports.cli.terminal import GIVEN_AFTER, PAGE_ASKS_FOR_A_TOKEN, Subcommand
 
 DEFAULT_ADDR = "127.0.0.1:7437"  # serve-rest's default (cli.DEFAULT_REST_PORT)
 # A daemon answers /health in milliseconds; a program that accepts the connection and never
@@ -83,6 +83,8 @@ def ui(ctx: click.Context, addr: tuple[str, int], browser: bool) -> None:
     if found == OURS:
         url = page_url(host, port)
         click.echo(f"the daemon at {shown} serves this database", err=True)
+        if asks_for_a_token(host, port):
+            click.echo(PAGE_ASKS_FOR_A_TOKEN, err=True)
         click.echo(url)
         if browser:
             open_browser(url)
@@ -145,6 +147,22 @@ def probe(host: str, port: int, key: bytes | None) -> str:
         return OTHER
     expected = identity.proof(key, challenge, f"{reached[0]}:{reached[1]}")
     return OURS if identity.same(expected, health.get("database_proof")) else OTHER
+
+
+def asks_for_a_token(host: str, port: int) -> bool:
+    """Whether the daemon at host:port wants a token of the page: it answers the page's first
+    question (who am I, GET /api/session) without one by 401. (A daemon ui starts says so
+    itself, as serve-rest does.)"""
+    import http.client
+
+    connection = http.client.HTTPConnection(host, port, timeout=PROBE_TIMEOUT_SECS)
+    try:
+        connection.request("GET", "/api/session", headers={"Accept": "application/json"})
+        return connection.getresponse().status == 401
+    except (OSError, http.client.HTTPException):
+        return False
+    finally:
+        connection.close()
 
 
 def page_url(host: str, port: int) -> str:

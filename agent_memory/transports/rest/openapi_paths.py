@@ -332,6 +332,37 @@ def _csrf_header() -> Schema:
     }
 
 
+def _tidy() -> Schema:
+    """GET /api/tidy: the report of ``agent-memory tidy``."""
+    return _operation(
+        "What `agent-memory tidy` reports: near-duplicate clusters, superseded memories still "
+        "treated as current, memories not used in N days",
+        "tidy",
+        {
+            "400": _error(
+                "unused_days out of range, keep naming no member of a cluster, or an unknown "
+                "query parameter"
+            ),
+            "200": _answer("the report (a dry run: nothing is written)", "Tidy"),
+        },
+        parameters=[
+            _query("scope", {"type": "string"}, "only this scope (default: all)"),
+            _query(
+                "unused_days",
+                {"type": "integer", "minimum": 1, "maximum": 36500, "default": 90},
+                "list the memories not used in this many days",
+            ),
+            _query(
+                "keep",
+                {"type": "array", "items": {"type": "integer"}},
+                "the member of its cluster to keep (repeat: one per cluster); an id in no "
+                "cluster is refused",
+                explode=True,
+            ),
+        ],
+    )
+
+
 def paths() -> dict[str, Schema]:
     """Every route the daemon serves (tests/test_openapi.py checks it against the app)."""
     search = _operation(
@@ -348,23 +379,6 @@ def paths() -> dict[str, Schema]:
         "stats",
         {"400": _error("an unknown query parameter"), "200": _answer("the counts", "Stats")},
     )
-    tidy = _operation(
-        "What `agent-memory tidy` reports: near-duplicate clusters, superseded memories still "
-        "treated as current, memories not used in N days",
-        "tidy",
-        {
-            "400": _error("unused_days out of range, or an unknown query parameter"),
-            "200": _answer("the report (a dry run: nothing is written)", "Tidy"),
-        },
-        parameters=[
-            _query("scope", {"type": "string"}, "only this scope (default: all)"),
-            _query(
-                "unused_days",
-                {"type": "integer", "minimum": 1, "maximum": 36500, "default": 90},
-                "list the memories not used in this many days",
-            ),
-        ],
-    )
     document = _operation(
         "This document",
         "openapi",
@@ -375,7 +389,7 @@ def paths() -> dict[str, Schema]:
         "/api/memories/{id}": _memory(),
         "/api/memories/{id}/history": _history(),
         "/api/stats": {"get": stats},
-        "/api/tidy": {"get": tidy},
+        "/api/tidy": {"get": _tidy()},
         "/api/search": {"post": search},
         "/api/session": _session(),
         **_links(),

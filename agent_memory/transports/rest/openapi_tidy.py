@@ -18,14 +18,35 @@ _MEMBER = {
     "created_at": _INT,
     "tags": {"type": "array", "items": {"type": "string"}},
     "snippet": {"type": "string"},
+    "revision": {
+        "type": "string",
+        "description": "The memory as the report saw it, hashed: a merge skips the cluster "
+        "when it changed since.",
+    },
+}
+_MERGED = {
+    **_MEMBER,
+    "similarity": {"type": "number", "description": "To the kept memory."},
+    "missing_words": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Its informative words that the kept memory lacks (at most 20).",
+    },
 }
 _CLUSTER = obj(
     {
         "keep": obj(_MEMBER, *_MEMBER),
+        "keep_reason": {
+            "type": ["string", "null"],
+            "enum": ["holds_the_rest", "named", None],
+            "description": "Why that member is kept: it holds every informative word of the "
+            "others, or `keep` named it. Null: no member holds the rest, `keep` is only the "
+            "nearest to it, and a merge leaves the cluster alone unless `keep` names one.",
+        },
         "merge": {
             "type": "array",
             "minItems": 1,
-            "items": obj({**_MEMBER, "similarity": {"type": "number"}}, *_MEMBER, "similarity"),
+            "items": obj(_MERGED, *_MERGED),
             "description": "The memories the kept one would supersede, the most similar first.",
         },
         "tags": {
@@ -35,6 +56,7 @@ _CLUSTER = obj(
         },
     },
     "keep",
+    "keep_reason",
     "merge",
     "tags",
 )

@@ -1,7 +1,9 @@
 // The tidy panel: what `agent-memory tidy` reports (GET /api/tidy) for the scope filtered on,
-// read-only. Clusters of near-duplicates, each with the memory a merge keeps and those it
-// would supersede; then how many superseded memories are still treated as current and how
-// many memories were not used lately. Merging is done with `agent-memory tidy --apply`.
+// read-only. Clusters of near-duplicates, each with the memory a merge keeps (the one holding
+// every word of the others) and those it would supersede, or, when no member holds the rest,
+// its members and that a merge needs --keep ID; then how many superseded memories are still
+// treated as current and how many memories were not used lately. Merging is done with
+// `agent-memory tidy --apply`.
 
 import { api } from "./api.js";
 
@@ -26,16 +28,22 @@ function memoryLink(member, extra = "") {
 
 function clusterItem(cluster) {
   const li = el("li", undefined, "tidy-cluster");
-  li.dataset.keep = cluster.keep.id;
-  li.append(el("span", "keep", "tidy-role"), memoryLink(cluster.keep));
+  const held = cluster.keep_reason !== null;
+  if (held) li.dataset.keep = cluster.keep.id;
+  else li.append(el("p", "No member holds every word of the others: "
+    + "merge with agent-memory tidy --apply --keep ID", "hint"));
+  li.append(el("span", held ? "keep" : "member", "tidy-role"), memoryLink(cluster.keep));
   const merged = el("ul");
   for (const member of cluster.merge) {
     const item = el("li");
-    item.append(el("span", "supersedes", "tidy-role"),
-      memoryLink(member, `(${member.similarity.toFixed(3)})`));
+    const lacks = member.missing_words.length
+      ? `; #${cluster.keep.id} lacks: ${member.missing_words.join(", ")}` : "";
+    item.append(el("span", held ? "supersedes" : "member", "tidy-role"),
+      memoryLink(member, `(${member.similarity.toFixed(3)}${lacks})`));
     merged.append(item);
   }
-  li.append(merged, el("p", `tags after a merge: ${cluster.tags.join(", ") || "none"}`, "hint"));
+  li.append(merged);
+  if (held) li.append(el("p", `tags after a merge: ${cluster.tags.join(", ") || "none"}`, "hint"));
   return li;
 }
 
