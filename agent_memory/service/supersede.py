@@ -10,7 +10,7 @@ How: storage.superseded (a search does it in its snapshot; a list here).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
@@ -59,12 +59,22 @@ def listed(
     return superseded.current(store.memories(filters, asked, before), by, limit, how)
 
 
+def _missing(memory_id: int) -> InvalidArgument:
+    return InvalidArgument(f"supersedes names no memory with id {memory_id}; nothing was stored")
+
+
+def named(older: tuple[int, ...], visible: Callable[[int], bool]) -> None:
+    """``supersedes`` as a caller who may name only the ``visible`` ids sent it: the first
+    other id is refused exactly as a missing one is (the store finds them in this order)."""
+    for memory_id in older:
+        if not visible(memory_id):
+            raise _missing(memory_id)
+
+
 @contextmanager
 def refused() -> Iterator[None]:
     """A store naming a memory that is not there, in ``supersedes``: refused, as bad input."""
     try:
         yield
     except MissingMemory as exc:
-        raise InvalidArgument(
-            f"supersedes names no memory with id {exc.memory_id}; nothing was stored"
-        ) from None
+        raise _missing(exc.memory_id) from None
