@@ -170,7 +170,7 @@ def _search(g: Granted, call: Callable[..., Any], args: Any, **options: Any) -> 
 
 
 def _no_use(g: Granted, call: Callable[..., Any], args: Any, **options: Any) -> dict[str, Any]:
-    """A read-only token's search: the results' use is not recorded (that is a write)."""
+    """Its searches record no use (a use is a write)."""
     return call(args, **{**options, "record_use": False})
 
 
@@ -333,7 +333,8 @@ def table(reached: Mapping[str, list[str]]) -> str:
             continue
         read_only = "no"
         if rule.who == EVERY_TOKEN:
-            read_only = "yes" if rule.read_only is None else f"yes; {_said(rule.read_only)}"
+            changed = "" if rule.read_only is None else _said(rule.read_only)
+            read_only = f"yes; {changed[:1].lower()}{changed[1:]}" if changed else "yes"
         scoped = "no" if rule.scoped is None or rule.who == FULL_ONLY else _said(rule.scoped)
         where = ", ".join(reached.get(name, [])) or "the terminal"
         lines.append(f"| `{name}` | {where} | yes | {read_only} | {scoped} |")
