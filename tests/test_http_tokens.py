@@ -14,6 +14,7 @@ import pytest
 
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.rest_daemon import RestDaemon
+from tests.support.spawned import run_agent_memory
 from tests.support.team import ACCEPT, MODES, bearer, make_tokens, mcp_client, revoke
 
 pytest_plugins = ["tests.support.pg_fixtures"]
@@ -235,3 +236,24 @@ def test_a_read_only_token_is_refused_every_write_and_changes_nothing(team, mode
             f"forbidden: the token 'ro' is read-only and cannot {operation}"
         )
     assert snapshot(daemon, tokens["rw"]) == before
+
+
+def test_revoking_the_last_token_leaves_a_loopback_daemon_closed(team, location):
+    """A database that has had tokens keeps requiring one: revoking every token leaves the
+    loopback daemon answering 401, until `token open-loopback` reopens it (refused while a
+    token exists)."""
+    daemon, _tokens = team
+    for name in ("rw", "ro", "alpha"):
+        revoke(location, name)
+    for path in ("/api/memories", "/api/stats"):
+        assert daemon.request("GET", path).status_code == 401, path
+    refused = run_agent_memory("--db", str(location), "token", "open-loopback")
+    assert refused.returncode == 1 and "tokens exist (expired): revoke it first" in refused.stderr
+    assert daemon.request("GET", "/api/memories").status_code == 401
+    revoke(location, "expired")
+    assert daemon.request("GET", "/api/memories").status_code == 401
+    opened = run_agent_memory("--db", str(location), "token", "open-loopback")
+    assert opened.returncode == 0, opened.stderr
+    assert "serves every request without a token, with full rights" in opened.stderr
+    listed = daemon.request("GET", "/api/memories")
+    assert listed.status_code == 200 and len(listed.json()) == 2
