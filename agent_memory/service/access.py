@@ -24,6 +24,7 @@ searches record none.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -47,13 +48,16 @@ Step = Callable[..., Any]
 
 @dataclass(frozen=True)
 class Rule:
-    """Who may call an operation; ``scoped``: how a scope-bound token's call is checked (its
-    docstring's first line says how, in docs/http.md's table), None when it is refused to
-    such a token; ``read_only``: how a read-only token's call is changed, if it is."""
+    """Who may call an operation; ``scoped``: what a scope-bound token's call may reach (the
+    words of docs/http.md's table), None when it is refused to such a token; ``check``: the
+    step that holds a scope-bound token's call to it, beyond the ids it names (which the
+    service answers as missing ones when they are of another scope: service.actor);
+    ``read_only``: how a read-only token's call is changed, and why."""
 
     who: str
-    scoped: Step | None = None
-    read_only: Step | None = None
+    scoped: str | None = None
+    check: Step | None = None
+    read_only: tuple[Step, str] | None = None
 
 
 FULL = Rule(FULL_ONLY)
@@ -79,18 +83,20 @@ class Granted:
                 raise refused
             call: Callable[..., Any] = method
             if rule is not None and self.grant.read_only and rule.read_only is not None:
-                call = _then(rule.read_only, self, call)
-            if rule is not None and self.grant.scope is not None:
-                assert rule.scoped is not None  # refused otherwise
-                call = _then(rule.scoped, self, call)
-            with actor.acting_as(self.grant.name):
+                call = _then(rule.read_only[0], self, call)
+            visible = None
+            if self.grant.scope is not None:
+                visible = functools.partial(self.visible, operation=VERBS.get(name, name))
+                if rule is not None and rule.check is not None:
+                    call = _then(rule.check, self, call)
+            with actor.acting_as(self.grant.name, visible):
                 return call(*args, **kwargs)
 
         operation.__name__ = name
         return operation
 
     # -- what a scope-bound token's checks read ---------------------------------------
-    def visible(self, memory_id: int, operation: str = "get") -> bool:
+    def visible(self, memory_id: int, *, operation: str = "get") -> bool:
         """Whether the memory ``memory_id`` exists in the token's scope."""
         with self._service.storage(operation):
             found = self._service.db.get(memory_id, 0)
@@ -138,12 +144,10 @@ def refusal(grant: Grant, name: str, rule: Rule | None) -> Forbidden | None:
     when it may (its arguments are then checked as the rule says)."""
     token = f"the token {grant.name!r}"
     verb = VERBS.get(name, name)
-    if rule is None or rule.who == FULL_ONLY:
-        return (
-            None
-            if full(grant)
-            else Forbidden(f"forbidden: {token} cannot {verb}: only a full token may")
-        )
+    if (rule is None or rule.who == FULL_ONLY) and not full(grant):
+        return Forbidden(f"forbidden: {token} cannot {verb}: only a full token may")
+    if rule is None:
+        return None
     if rule.who == NO_TOKEN:
         return Forbidden(f"forbidden: no token may {verb}; it runs on the terminal only")
     if rule.who == READ_WRITE and grant.read_only:
@@ -157,42 +161,33 @@ def _then(step: Step, granted: Granted, call: Callable[..., Any]) -> Callable[..
     return lambda *args, **kwargs: step(granted, call, *args, **kwargs)
 
 
-# -- the checks of a scope-bound token, one per operation ---------------------------------
-# Each takes the Granted, the next step of the call (the service's method, or another
-# check), and the call's arguments. The first line of each docstring is docs/http.md's.
+# -- the steps that hold a scope-bound token's call to its scope ---------------------------
+# Each takes the Granted, the next step of the call (the service's method, or another step),
+# and the call's arguments.
 
 
 def _search(g: Granted, call: Callable[..., Any], args: Any, **options: Any) -> dict[str, Any]:
-    """Its scope only (naming another is refused); relations elsewhere left out."""
     found = call(g.scoped(args, "search"), **options)
     g.prune(found.get("results", []))
     return found
 
 
 def _no_use(g: Granted, call: Callable[..., Any], args: Any, **options: Any) -> dict[str, Any]:
-    """Its searches record no use (a use is a write)."""
     return call(args, **{**options, "record_use": False})
 
 
 def _iter_list(g: Granted, call: Callable[..., Any], args: Any) -> Iterator[dict[str, Any]]:
-    """Its scope only (naming another is refused); relations elsewhere left out."""
     rows = call(g.scoped(args, "list"))
-    return _pruned(g, rows)
-
-
-def _pruned(g: Granted, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for row in rows:
         g.prune([row])
         yield row
 
 
 def _list(g: Granted, call: Callable[..., Any], args: Any) -> list[dict[str, Any]]:
-    """Its scope only (naming another is refused); relations elsewhere left out."""
     return list(g.iter_list(args))  # the service's own list would not be scoped
 
 
 def _get(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
-    """A memory of another scope is not found; relations elsewhere left out."""
     found = call(args)
     if found.get("found", True) is not False:
         if found.get("scope") != g.grant.scope:
@@ -202,8 +197,6 @@ def _get(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
 
 
 def _history(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
-    """A memory of another scope is not found; versions it had in another scope are left
-    out (numbered anew)."""
     found = call(args)
     versions = found.get("versions")
     if not versions:
@@ -216,7 +209,6 @@ def _history(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
 
 
 def _stats(g: Granted, call: Callable[..., Any], args: Any = None) -> dict[str, Any]:
-    """Its scope's counts only (no relations or backlog, which are not counted per scope)."""
     answer = call(args)
     by_type: dict[str, int] = {}
     every = {"scope": g.grant.scope, "include_superseded": True}  # as the full count
@@ -225,13 +217,12 @@ def _stats(g: Granted, call: Callable[..., Any], args: Any = None) -> dict[str, 
     count = sum(by_type.values())
     scoped = {**answer, "memories": count, "by_type": by_type}
     scoped["by_scope"] = [{"scope": g.grant.scope, "memories": count}]
-    scoped.pop("links", None)
+    scoped.pop("links", None)  # not counted per scope
     scoped.pop("pending_embedding", None)
     return scoped
 
 
 def _tidy(g: Granted, call: Callable[..., Any], args: Any = None) -> dict[str, Any]:
-    """The report of its scope; ids of other scopes left out of it."""
     answer = call(g.scoped({} if args is None else args, "tidy"))
     for memory in answer["superseded"]:
         for name in ("superseded_by", "current_replacements"):
@@ -240,58 +231,40 @@ def _tidy(g: Granted, call: Callable[..., Any], args: Any = None) -> dict[str, A
     return answer
 
 
-def _as_is(g: Granted, call: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    """Allowed: it holds nothing of any scope."""
-    return call(*args, **kwargs)
-
-
 def _store(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
-    """Lands in its scope (naming another is refused); `supersedes` only its scope's ids."""
-    return call(g.scoped(args, "store"), visible=lambda i: g.visible(i, "store"))
+    return call(g.scoped(args, "store"))
 
 
 def _update(
     g: Granted, call: Callable[..., Any], args: Any, *, path_id: Any = None
 ) -> dict[str, Any]:
-    """Its scope's memories; `scope` may name only its own (not null)."""
     if isinstance(args, Mapping) and "scope" in args and args["scope"] != g.grant.scope:
         raise g.elsewhere("update", args["scope"])
-    return call(args, path_id=path_id, visible=lambda i: g.visible(i, "update"))
+    return call(args, path_id=path_id)
 
 
-def _forget(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
-    """Its scope's memories; another scope's is not found."""
-    return call(args, visible=lambda i: g.visible(i, "forget"))
-
-
-def _link(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
-    """Both ends in its scope; an end elsewhere is not found."""
-    return call(args, visible=lambda i: g.visible(i, "link"))
-
-
-def _unlink(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
-    """Both ends in its scope; an edge to another scope is not found."""
-    return call(args, visible=lambda i: g.visible(i, "unlink"))
+SCOPE_ONLY = "its scope only (naming another is refused); relations elsewhere left out"
+NOT_FOUND = "its scope's memories; another scope's is not found"
 
 
 # Every public operation of MemoryService, and what a token needs to call it
 # (tests/test_access_surfaces.py fails when one has no rule).
 RULES: dict[str, Rule] = {
     # reads
-    "search": Rule(EVERY_TOKEN, _search, read_only=_no_use),
-    "list": Rule(EVERY_TOKEN, _list),
-    "iter_list": Rule(EVERY_TOKEN, _iter_list),
-    "get": Rule(EVERY_TOKEN, _get),
-    "history": Rule(EVERY_TOKEN, _history),
-    "stats": Rule(EVERY_TOKEN, _stats),
-    "tidy": Rule(EVERY_TOKEN, _tidy),
-    "health": Rule(EVERY_TOKEN, _as_is),
+    "search": Rule(EVERY_TOKEN, SCOPE_ONLY, _search, (_no_use, "its searches record no use")),
+    "list": Rule(EVERY_TOKEN, SCOPE_ONLY, _list),
+    "iter_list": Rule(EVERY_TOKEN, SCOPE_ONLY, _iter_list),
+    "get": Rule(EVERY_TOKEN, f"{NOT_FOUND}; relations elsewhere left out", _get),
+    "history": Rule(EVERY_TOKEN, f"{NOT_FOUND}; versions it had elsewhere left out", _history),
+    "stats": Rule(EVERY_TOKEN, "its scope's counts (no relations, no backlog)", _stats),
+    "tidy": Rule(EVERY_TOKEN, "its scope's report; ids elsewhere left out", _tidy),
+    "health": Rule(EVERY_TOKEN, "yes: it holds nothing of any scope"),
     # writes
-    "store": Rule(READ_WRITE, _store),
-    "update": Rule(READ_WRITE, _update),
-    "forget": Rule(READ_WRITE, _forget),
-    "link": Rule(READ_WRITE, _link),
-    "unlink": Rule(READ_WRITE, _unlink),
+    "store": Rule(READ_WRITE, "lands in its scope; `supersedes` names its scope's only", _store),
+    "update": Rule(READ_WRITE, f"{NOT_FOUND}; `scope` only its own (not null)", _update),
+    "forget": Rule(READ_WRITE, NOT_FOUND),
+    "link": Rule(READ_WRITE, "both ends in its scope; an end elsewhere is not found"),
+    "unlink": Rule(READ_WRITE, "both ends in its scope; an edge elsewhere is not found"),
     "tidy_merge": FULL,
     # the terminal's and the process's own
     "waiting_for_vectors": TERMINAL,
@@ -333,17 +306,10 @@ def table(reached: Mapping[str, list[str]]) -> str:
             continue
         read_only = "no"
         if rule.who == EVERY_TOKEN:
-            changed = "" if rule.read_only is None else _said(rule.read_only)
-            read_only = f"yes; {changed[:1].lower()}{changed[1:]}" if changed else "yes"
-        scoped = "no" if rule.scoped is None or rule.who == FULL_ONLY else _said(rule.scoped)
+            read_only = "yes" if rule.read_only is None else f"yes; {rule.read_only[1]}"
+        scoped = rule.scoped or "no"
         where = ", ".join(reached.get(name, [])) or "the terminal"
         lines.append(f"| `{name}` | {where} | yes | {read_only} | {scoped} |")
     terminal = ", ".join(f"`{n}`" for n, r in RULES.items() if r.who == NO_TOKEN)
     lines += ["", f"No token may call the terminal's own operations: {terminal}."]
     return "\n".join(lines) + "\n"
-
-
-def _said(step: Step) -> str:
-    """What a check does, in the words of its docstring's first sentence."""
-    doc = (step.__doc__ or "").strip()
-    return " ".join(doc.split(".")[0].split()).rstrip(".")

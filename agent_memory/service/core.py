@@ -89,11 +89,6 @@ def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
     return {"id": memory_id, flag: False, "reason": "not_found"}
 
 
-# Which memory ids a caller may name (service.access gives one per scope-bound token): any
-# other id is answered exactly as one that does not exist, once the arguments are checked.
-Visible = Callable[[int], bool]
-
-
 class MemoryService:
     """One per process; safe to call from several threads (the store serializes writes)."""
 
@@ -178,9 +173,7 @@ class MemoryService:
         validate.text_without_nul(args)
         return args
 
-    def store(self, args: Any, *, visible: Visible | None = None) -> dict[str, Any]:
-        """``visible``: the ids ``supersedes`` may name (service.access); others are refused
-        as missing ones are."""
+    def store(self, args: Any) -> dict[str, Any]:
         args = self._arguments("store", args)
         if args.get("content") is None:
             raise InvalidType("content is required")
@@ -192,8 +185,6 @@ class MemoryService:
         scope = validate.label(args, "scope")
         ttl = validate.ttl(args)
         older = supersede.ids(args)
-        if visible is not None:
-            supersede.named(older, visible)
         fields: dict[str, Any] = {
             "content": content,
             "tags": tags,
@@ -213,7 +204,7 @@ class MemoryService:
             supersedes=older,
         )
         hints = similar.find(self.db, fields["content"], fields["scope"], embedding, now)
-        with self.storage("store"), supersede.refused():
+        with self.storage("store"), supersede.refused(older):
             memory_id, duplicate = self.db.insert_unique(memory, embedding)
         return similar.stored(duplicates.stored(memory_id, duplicate, redacted), hints)
 
@@ -350,14 +341,9 @@ class MemoryService:
         with self.storage("search"):
             return self.db.pending_count()
 
-    def update(
-        self, args: Any, *, path_id: Any = None, visible: Visible | None = None
-    ) -> dict[str, Any]:
+    def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
         """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.
-
-        ``path_id`` is the id taken from a URL (REST); the patch then carries no id field.
-        ``visible``: the ids the caller may name (service.access); others are not found.
-        """
+        ``path_id`` is the id taken from a URL (REST); the patch then carries no id field."""
         if path_id is None:
             args = self._arguments("update", args)
             memory_id = validate.memory_id(args)
@@ -372,7 +358,7 @@ class MemoryService:
             if argument.name in args and argument.check != fields_table.TTL
         }
         ttl = validate.ttl(args)
-        if visible is not None and not visible(memory_id):
+        if actor.hidden(memory_id) is not None:
             return _not_found(memory_id, "updated")
         redacted = self._redacted(changes)
         embedding = self._embed_document(changes["content"]) if "content" in changes else None
@@ -400,41 +386,30 @@ class MemoryService:
         with self.storage("history"):
             return history.versions(self.db, memory_id)
 
-    def forget(self, args: Any, *, visible: Visible | None = None) -> dict[str, Any]:
-        """``visible``: the ids the caller may name (service.access); others are not found."""
+    def forget(self, args: Any) -> dict[str, Any]:
         memory_id = validate.memory_id(self._arguments("forget", args))
-        if visible is not None and not visible(memory_id):
-            return _not_found(memory_id, "deleted")
         with self.storage("forget"):
-            deleted = self.db.delete(memory_id)
+            deleted = actor.hidden(memory_id) is None and self.db.delete(memory_id)
         return {"id": memory_id, "deleted": True} if deleted else _not_found(memory_id, "deleted")
 
-    def link(self, args: Any, *, visible: Visible | None = None) -> dict[str, Any]:
-        """``visible``: the ids the caller may name (service.access); an edge to another is
-        refused as one to a missing memory (the first such end is ``missing_id``)."""
+    def link(self, args: Any) -> dict[str, Any]:
         from_id, to_id, kind, a, b = validate.edge(self._arguments("link", args))
         if from_id == to_id:
             raise InvalidArgument(f"from_id and to_id must differ (got {from_id})")
         echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
-        hidden = [] if visible is None else [i for i in (from_id, to_id) if not visible(i)]
-        if hidden:
-            return {**echo, "linked": False, "reason": "not_found", "missing_id": hidden[0]}
         with self.storage("link"):
-            missing = self.db.link(a, b, kind, self.now(), ids=(from_id, to_id))
+            hidden = actor.hidden(from_id, to_id)  # answered as a missing id
+            missing = hidden or self.db.link(a, b, kind, self.now(), ids=(from_id, to_id))
         if missing is not None:
             return {**echo, "linked": False, "reason": "not_found", "missing_id": missing}
         return {**echo, "linked": True}
 
-    def unlink(self, args: Any, *, visible: Visible | None = None) -> dict[str, Any]:
-        """Directed kinds must match the stored direction; relates_to goes from either end.
-        ``visible``: the ids the caller may name (service.access); an edge to another is
-        answered as one that is not there."""
+    def unlink(self, args: Any) -> dict[str, Any]:
+        """Directed kinds must match the stored direction; relates_to goes from either end."""
         from_id, to_id, kind, a, b = validate.edge(self._arguments("unlink", args))
         echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
-        if visible is not None and not (visible(from_id) and visible(to_id)):
-            return {**echo, "unlinked": False, "reason": "not_found"}
         with self.storage("unlink"):
-            removed = self.db.unlink(a, b, kind)
+            removed = actor.hidden(from_id, to_id) is None and self.db.unlink(a, b, kind)
         if removed:
             return {**echo, "unlinked": True}
         return {**echo, "unlinked": False, "reason": "not_found"}

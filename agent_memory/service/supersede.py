@@ -10,14 +10,14 @@ How: storage.superseded (a search does it in its snapshot; a list here).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
 from agent_memory.contract.errors import InvalidArgument, InvalidType
 from agent_memory.contract.models import Filters
 from agent_memory.contract.vocabulary import MAX_SUPERSEDES, SQLITE_INT_MAX
-from agent_memory.service import validate
+from agent_memory.service import actor, validate
 from agent_memory.storage import superseded
 from agent_memory.storage.base import MissingMemory, Store
 
@@ -59,22 +59,17 @@ def listed(
     return superseded.current(store.memories(filters, asked, before), by, limit, how)
 
 
-def _missing(memory_id: int) -> InvalidArgument:
-    return InvalidArgument(f"supersedes names no memory with id {memory_id}; nothing was stored")
-
-
-def named(older: tuple[int, ...], visible: Callable[[int], bool]) -> None:
-    """``supersedes`` as a caller who may name only the ``visible`` ids sent it: the first
-    other id is refused exactly as a missing one is (the store finds them in this order)."""
-    for memory_id in older:
-        if not visible(memory_id):
-            raise _missing(memory_id)
-
-
 @contextmanager
-def refused() -> Iterator[None]:
-    """A store naming a memory that is not there, in ``supersedes``: refused, as bad input."""
+def refused(older: tuple[int, ...]) -> Iterator[None]:
+    """A store naming a memory that is not there, in ``supersedes``: refused, as bad input;
+    and so is one the caller may not name (service.actor), first (the store finds missing
+    ones in the same order)."""
     try:
+        missing = actor.hidden(*older)
+        if missing is not None:
+            raise MissingMemory(missing)
         yield
     except MissingMemory as exc:
-        raise _missing(exc.memory_id) from None
+        raise InvalidArgument(
+            f"supersedes names no memory with id {exc.memory_id}; nothing was stored"
+        ) from None
