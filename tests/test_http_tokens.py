@@ -12,6 +12,7 @@ import json
 import anyio
 import pytest
 
+from agent_memory.transports.mcp import http as mcp_http
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.rest_daemon import RestDaemon
 from tests.support.spawned import run_agent_memory
@@ -257,3 +258,29 @@ def test_revoking_the_last_token_leaves_a_loopback_daemon_closed(team, location)
     assert "serves every request without a token, with full rights" in opened.stderr
     listed = daemon.request("GET", "/api/memories")
     assert listed.status_code == 200 and len(listed.json()) == 2
+
+
+def test_a_token_past_its_session_cap_ends_only_its_own_oldest_idle_session(team):
+    """The 2025 era's sessions are capped per token: a read-only token opening session
+    after session ends its own least recently used idle one, never another token's."""
+    daemon, tokens = team
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+
+    def opened(token: str) -> str:
+        answer = daemon.request(
+            "POST", "/mcp", data=json.dumps(INITIALIZE), headers={**headers, **bearer(token)}
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.headers["Mcp-Session-Id"]
+
+    def status(token: str, session: str) -> int:
+        asked = {**headers, **bearer(token), "Mcp-Session-Id": session}
+        asked["MCP-Protocol-Version"] = "2025-06-18"
+        return daemon.request("POST", "/mcp", data=listing, headers=asked).status_code
+
+    kept = opened(tokens["rw"])
+    flood = [opened(tokens["ro"]) for _ in range(mcp_http.MAX_SESSIONS_PER_TOKEN + 2)]
+    assert status(tokens["rw"], kept) == 200
+    assert [status(tokens["ro"], s) for s in flood[:2]] == [404, 404]
+    assert status(tokens["ro"], flood[2]) == 200 and status(tokens["ro"], flood[-1]) == 200

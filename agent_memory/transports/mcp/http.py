@@ -20,6 +20,7 @@ every route), so the SDK's own copy of that check is off here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +37,47 @@ if TYPE_CHECKING:
 # to end a session. GET would open a stream for messages this server never sends.
 PATH = "/mcp"
 METHODS = ("POST", "DELETE")
-# Open sessions at most: past it, a new client gets 503 until one ends or expires.
+# Open sessions at most, of one token and of all. Past a token's cap, its new session ends
+# that token's own least recently used idle one (never another token's; 503 when every one of
+# its sessions is busy); past the whole cap (many tokens' worth), a new client gets 503 until
+# one ends or expires.
+MAX_SESSIONS_PER_TOKEN = 50
 MAX_SESSIONS = 1000
 # A session with no request for this long is closed (its client initializes again).
 SESSION_IDLE_SECS = 30 * 60
+
+
+class TokenSessions(StreamableHTTPSessionManager):
+    """The SDK's manager with its 2025-era sessions capped per token (the credential that
+    opened a session owns it; the open daemon's requests all have none, and share a cap)."""
+
+    def __init__(self, *args: Any, per_token: int = MAX_SESSIONS_PER_TOKEN, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.per_token = per_token
+
+    def _admit_session(self, requestor: Any) -> Any:
+        """The SDK's admission, once the token has room: past its cap its least recently used
+        idle session ends (its client initializes again); None (503) when none is idle."""
+        owners = self._session_owners
+        own = [
+            (t, sid) for sid, t in self._server_instances.items() if owners.get(sid) == requestor
+        ]
+        if len(own) >= self.per_token:
+            # an idle session's scope is due to end at its last request + the idle timeout;
+            # a busy one's never is
+            idle = [
+                (t.idle_scope.deadline, sid)
+                for t, sid in own
+                if t.idle_scope is not None and math.isfinite(t.idle_scope.deadline)
+            ]
+            if not idle:
+                return None
+            oldest = min(idle)[1]
+            transport = self._server_instances.pop(oldest)
+            owners.pop(oldest, None)
+            assert transport.idle_scope is not None
+            transport.idle_scope.cancel()  # its server task ends it, as at its idle timeout
+        return super()._admit_session(requestor)
 
 
 def session_manager(
@@ -56,7 +94,7 @@ def session_manager(
     server = build_server(
         service, outlook=outlook, run=anyio.to_thread.run_sync, service_for=service_for
     )
-    return StreamableHTTPSessionManager(
+    return TokenSessions(
         server,
         json_response=True,
         stateless=stateless,
