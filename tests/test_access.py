@@ -215,3 +215,14 @@ def test_an_operation_without_a_rule_is_refused_to_every_token_but_a_full_one(
                 getattr(token, attribute)
     with pytest.raises(Forbidden, match="no token may export"):
         tokens["full"].export(lambda line: None)
+
+
+def test_a_scoped_list_refuses_bad_arguments_when_asked_not_when_read(svc, office):
+    """As the service's own: a transport that streams the list learns of a refusal before
+    it answers anything."""
+    _ids, web = office
+    with pytest.raises(Forbidden, match="only in scope 'web'"):
+        web.iter_list({"scope": "finance"})
+    with pytest.raises(InvalidArgument, match="limit must be between"):
+        web.iter_list({"limit": 0})
+    assert [m["scope"] for m in web.iter_list({})] == ["web"]

@@ -177,7 +177,11 @@ def _no_use(g: Granted, call: Callable[..., Any], args: Any, **options: Any) -> 
 
 
 def _iter_list(g: Granted, call: Callable[..., Any], args: Any) -> Iterator[dict[str, Any]]:
-    rows = call(g.scoped(args, "list"))
+    rows = call(g.scoped(args, "list"))  # bad arguments raise here, as the service's do
+    return _pruned(g, rows)
+
+
+def _pruned(g: Granted, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for row in rows:
         g.prune([row])
         yield row
