@@ -315,5 +315,9 @@ def table(reached: Mapping[str, list[str]]) -> str:
         where = ", ".join(reached.get(name, [])) or "the terminal"
         lines.append(f"| `{name}` | {where} | yes | {read_only} | {scoped} |")
     terminal = ", ".join(f"`{n}`" for n, r in RULES.items() if r.who == NO_TOKEN)
-    lines += ["", f"No token may call the terminal's own operations: {terminal}."]
+    lines += [
+        "",
+        f"No token may call the terminal's own operations: {terminal}; nor create, list or "
+        "revoke tokens (`agent-memory token`, on the terminal only: a token only signs in).",
+    ]
     return "\n".join(lines) + "\n"
