@@ -86,7 +86,7 @@ class Granted:
                 call = _then(rule.read_only[0], self, call)
             visible = None
             if self.grant.scope is not None:
-                visible = functools.partial(self.visible, operation=VERBS.get(name, name))
+                visible = functools.partial(self._visible, operation=VERBS.get(name, name))
                 if rule is not None and rule.check is not None:
                     call = _then(rule.check, self, call)
             with actor.acting_as(self.grant.name, visible):
@@ -96,35 +96,35 @@ class Granted:
         return operation
 
     # -- what a scope-bound token's checks read ---------------------------------------
-    def visible(self, memory_id: int, *, operation: str = "get") -> bool:
+    def _visible(self, memory_id: int, *, operation: str = "get") -> bool:
         """Whether the memory ``memory_id`` exists in the token's scope."""
         with self._service.storage(operation):
             found = self._service.db.get(memory_id, 0)
         return found is not None and found[0]["scope"] == self.grant.scope
 
-    def scoped(self, args: Any, verb: str) -> Any:
+    def _scoped(self, args: Any, verb: str) -> Any:
         """``args`` with the token's scope as its scope; another scope named is refused."""
         if not isinstance(args, Mapping):
             return args  # arguments the service refuses as they are
         given = args.get("scope")
         if given is not None and given != self.grant.scope:
-            raise self.elsewhere(verb, given)
+            raise self._elsewhere(verb, given)
         return {**args, "scope": self.grant.scope}
 
-    def elsewhere(self, verb: str, given: Any) -> Forbidden:
+    def _elsewhere(self, verb: str, given: Any) -> Forbidden:
         shown = "null" if given is None else repr(given)
         return Forbidden(
             f"forbidden: the token {self.grant.name!r} may {verb} only in scope "
             f"{self.grant.scope!r} (got scope {shown})"
         )
 
-    def prune(self, rows: list[dict[str, Any]]) -> None:
+    def _prune(self, rows: list[dict[str, Any]]) -> None:
         """Memories of other scopes, out of each row's ``related`` and ``superseded_by``."""
         seen: dict[int, bool] = {}
 
         def shown(memory_id: int) -> bool:
             if memory_id not in seen:
-                seen[memory_id] = self.visible(memory_id)
+                seen[memory_id] = self._visible(memory_id)
             return seen[memory_id]
 
         for row in rows:
@@ -167,8 +167,8 @@ def _then(step: Step, granted: Granted, call: Callable[..., Any]) -> Callable[..
 
 
 def _search(g: Granted, call: Callable[..., Any], args: Any, **options: Any) -> dict[str, Any]:
-    found = call(g.scoped(args, "search"), **options)
-    g.prune(found.get("results", []))
+    found = call(g._scoped(args, "search"), **options)
+    g._prune(found.get("results", []))
     return found
 
 
@@ -177,13 +177,13 @@ def _no_use(g: Granted, call: Callable[..., Any], args: Any, **options: Any) -> 
 
 
 def _iter_list(g: Granted, call: Callable[..., Any], args: Any) -> Iterator[dict[str, Any]]:
-    rows = call(g.scoped(args, "list"))  # bad arguments raise here, as the service's do
+    rows = call(g._scoped(args, "list"))  # bad arguments raise here, as the service's do
     return _pruned(g, rows)
 
 
 def _pruned(g: Granted, rows: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
     for row in rows:
-        g.prune([row])
+        g._prune([row])
         yield row
 
 
@@ -196,7 +196,7 @@ def _get(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
     if found.get("found", True) is not False:
         if found.get("scope") != g.grant.scope:
             return {"id": found["id"], "found": False, "reason": "not_found"}
-        g.prune([found])
+        g._prune([found])
     return found
 
 
@@ -227,23 +227,23 @@ def _stats(g: Granted, call: Callable[..., Any], args: Any = None) -> dict[str, 
 
 
 def _tidy(g: Granted, call: Callable[..., Any], args: Any = None) -> dict[str, Any]:
-    answer = call(g.scoped({} if args is None else args, "tidy"))
+    answer = call(g._scoped({} if args is None else args, "tidy"))
     for memory in answer["superseded"]:
         for name in ("superseded_by", "current_replacements"):
-            memory[name] = [i for i in memory[name] if g.visible(i)]
-        memory["related"] = [r for r in memory["related"] if g.visible(r["id"])]
+            memory[name] = [i for i in memory[name] if g._visible(i)]
+        memory["related"] = [r for r in memory["related"] if g._visible(r["id"])]
     return answer
 
 
 def _store(g: Granted, call: Callable[..., Any], args: Any) -> dict[str, Any]:
-    return call(g.scoped(args, "store"))
+    return call(g._scoped(args, "store"))
 
 
 def _update(
     g: Granted, call: Callable[..., Any], args: Any, *, path_id: Any = None
 ) -> dict[str, Any]:
     if isinstance(args, Mapping) and "scope" in args and args["scope"] != g.grant.scope:
-        raise g.elsewhere("update", args["scope"])
+        raise g._elsewhere("update", args["scope"])
     return call(args, path_id=path_id)
 
 
