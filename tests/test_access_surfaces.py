@@ -168,7 +168,16 @@ def test_every_rest_route_reaches_only_operations_with_rules(service):
 
 
 def test_every_page_action_is_a_route_checked_above(service):
+    """The page reaches the daemon through api.js's `call` alone, and every entry of its
+    `api` object is read here."""
+    scripts = {path.name: path.read_text() for path in WEB.glob("*.js")}
+    assert {name: text.count("fetch(") for name, text in scripts.items() if "fetch(" in text} == {
+        "api.js": 1
+    }
+    block = scripts["api.js"][scripts["api.js"].index("export const api = {") :]
+    entries = re.findall(r"^  (\w+): ", block[: block.index("\n};")], re.M)
     actions = page_actions(service)
+    assert sorted(actions) == sorted(entries)
     assert {"update", "forget", "link", "unlink", "search", "signIn"} <= set(actions)
     assert set(actions.values()) <= set(rest_reach(service))
     assert {"api.js", "app.js"} <= set(ASSETS)
