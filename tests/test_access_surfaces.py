@@ -90,8 +90,8 @@ def mcp_reach(service: MemoryService) -> dict[str, list[str]]:
     """What each MCP tool, resource and completion asks of the service."""
     spy = Spy(service)
     reached = {}
-    for tool in TOOLS:
-        reached[f"`{tool.name}`"] = asked(spy, lambda t=tool: server.call_tool(spy, t.name, {}))
+    for name in sorted({tool.name for tool in TOOLS} | set(server.HANDLERS)):
+        reached[f"`{name}`"] = asked(spy, lambda n=name: server.call_tool(spy, n, {}))
     for resource in catalog.RESOURCES:
         uri = str(resource.uri)
         reached[f"`{uri}`"] = asked(spy, lambda u=uri: server.read_resource(spy, u))
