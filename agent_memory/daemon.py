@@ -10,8 +10,7 @@ In front of both stands the token gate (:class:`Gate`): once a token exists, eve
 but the page's files and /health must carry ``Authorization: Bearer <token>``, or (API routes
 only) the session cookie of a page signed in with a token (rest.signin), and is served by
 the service as that token may use it (service.access). On loopback with no token, every
-request is served as before, as ``local``; a database that has had a token keeps requiring
-one after the last is revoked, until ``agent-memory token open-loopback`` says otherwise.
+request is served as before, as ``local``.
 """
 
 from __future__ import annotations
@@ -69,7 +68,9 @@ class Gate:
         self.app = app
         self.service = service
         self.tokens = Tokens(service)
-        self.open = open_  # loopback: no token needed while the database requires none
+        # loopback: no token needed while the database requires none (it never had a token,
+        # or was reopened: a database that has had one keeps requiring one)
+        self.open = open_
         self.sign_in = sign_in
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
