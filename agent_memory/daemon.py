@@ -68,7 +68,9 @@ class Gate:
         self.app = app
         self.service = service
         self.tokens = Tokens(service)
-        self.open = open_  # loopback: no token needed while none exists
+        # loopback: no token needed while the database requires none (it never had a token,
+        # or was reopened: a database that has had one keeps requiring one)
+        self.open = open_
         self.sign_in = sign_in
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
@@ -90,8 +92,9 @@ class Gate:
         return self.app(environ, start_response)
 
     def grant(self, environ: dict[str, Any]) -> Grant:
-        """The request's grant: its Bearer token's, else its session's, else (open daemon, no
-        token yet) FULL. A session that ended counts as none on an open daemon."""
+        """The request's grant: its Bearer token's, else its session's, else (loopback, on a
+        database that never had a token or was reopened) FULL. A session that ended counts as
+        none on an open daemon."""
         header = environ.get("HTTP_AUTHORIZATION")
         if header is not None:
             return self.bearer(header)
@@ -102,7 +105,7 @@ class Gate:
             found, ended = None, exc
         if found is not None:
             return found
-        if self.open and not self.tokens.exist():
+        if self.open and not self.tokens.required():
             return FULL
         # the page's routes take a session; /mcp takes a token only
         on_page = environ.get("PATH_INFO", "").startswith("/api/")

@@ -12,8 +12,10 @@ import json
 import anyio
 import pytest
 
+from agent_memory.transports.mcp import http as mcp_http
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.rest_daemon import RestDaemon
+from tests.support.spawned import run_agent_memory
 from tests.support.team import ACCEPT, MODES, bearer, make_tokens, mcp_client, revoke
 
 pytest_plugins = ["tests.support.pg_fixtures"]
@@ -235,3 +237,50 @@ def test_a_read_only_token_is_refused_every_write_and_changes_nothing(team, mode
             f"forbidden: the token 'ro' is read-only and cannot {operation}"
         )
     assert snapshot(daemon, tokens["rw"]) == before
+
+
+def test_revoking_the_last_token_leaves_a_loopback_daemon_closed(team, location):
+    """A database that has had tokens keeps requiring one: revoking every token leaves the
+    loopback daemon answering 401, until `token open-loopback` reopens it (refused while a
+    token exists)."""
+    daemon, _tokens = team
+    for name in ("rw", "ro", "alpha"):
+        revoke(location, name)
+    for path in ("/api/memories", "/api/stats"):
+        assert daemon.request("GET", path).status_code == 401, path
+    refused = run_agent_memory("--db", str(location), "token", "open-loopback")
+    assert refused.returncode == 1 and "tokens exist (expired): revoke it first" in refused.stderr
+    assert daemon.request("GET", "/api/memories").status_code == 401
+    revoke(location, "expired")
+    assert daemon.request("GET", "/api/memories").status_code == 401
+    opened = run_agent_memory("--db", str(location), "token", "open-loopback")
+    assert opened.returncode == 0, opened.stderr
+    assert "serves every request without a token, with full rights" in opened.stderr
+    listed = daemon.request("GET", "/api/memories")
+    assert listed.status_code == 200 and len(listed.json()) == 2
+
+
+def test_a_token_past_its_session_cap_ends_only_its_own_oldest_idle_session(team):
+    """The 2025 era's sessions are capped per token: a read-only token opening session
+    after session ends its own least recently used idle one, never another token's."""
+    daemon, tokens = team
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+
+    def opened(token: str) -> str:
+        answer = daemon.request(
+            "POST", "/mcp", data=json.dumps(INITIALIZE), headers={**headers, **bearer(token)}
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.headers["Mcp-Session-Id"]
+
+    def status(token: str, session: str) -> int:
+        asked = {**headers, **bearer(token), "Mcp-Session-Id": session}
+        asked["MCP-Protocol-Version"] = "2025-06-18"
+        return daemon.request("POST", "/mcp", data=listing, headers=asked).status_code
+
+    kept = opened(tokens["rw"])
+    flood = [opened(tokens["ro"]) for _ in range(mcp_http.MAX_SESSIONS_PER_TOKEN + 2)]
+    assert status(tokens["rw"], kept) == 200
+    assert [status(tokens["ro"], s) for s in flood[:2]] == [404, 404]
+    assert status(tokens["ro"], flood[2]) == 200 and status(tokens["ro"], flood[-1]) == 200

@@ -85,3 +85,22 @@ def test_a_sign_in_drops_the_sessions_that_ended(location):
         assert len(sessions) == 1 and sessions.find(kept).name == "b"
     finally:
         service.close()
+
+
+def test_a_token_past_its_own_cap_ends_its_own_least_recently_used(location):
+    """One token signing in again and again ends only its own sessions: every other token's
+    stays, whatever the count."""
+    clock = Clock()
+    service = MemoryService(open_store(location), clock=clock)
+    try:
+        sessions = Sessions(service, cap=100, per_token=3)
+        others = [sessions.open(name, name[0] * 64) for name in ("alice", "bob")]
+        mine = []
+        for _ in range(10):
+            clock.advance(SEEN_EVERY_SECS)
+            mine.append(sessions.open("mallory", "m" * 64))
+        assert [sessions.find(s) is not None for s in others] == [True, True]
+        assert [sessions.find(s) is not None for s in mine] == [False] * 7 + [True] * 3
+        assert len(sessions) == 5
+    finally:
+        service.close()

@@ -17,6 +17,7 @@ from agent_memory.service.core import MemoryService
 from agent_memory.service.tokens import DAY_SECS, Grant, Tokens, Unauthorized
 from agent_memory.service.validate import MAX_LABEL_CHARS
 from agent_memory.storage import open_store
+from tests.support.clock import Clock
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 
@@ -178,3 +179,75 @@ def test_what_a_token_writes_carries_its_name(service):
     Granted(service, Grant("editor")).update({"id": local_id, "content": "changed by editor"})
     changed = service.get({"id": local_id})
     assert (changed["created_by"], changed["updated_by"]) == ("local", "editor")
+
+
+@pytest.mark.parametrize("name", ["local", "LOCAL", "Local"])
+def test_the_name_local_is_refused(tokens, name):
+    """`local` names the writes made without a token: a token of that name (in any case)
+    would make its writes look like those."""
+    with pytest.raises(InvalidArgument, match="name must not be 'local'"):
+        tokens.create(name)
+    assert tokens.list() == []
+    assert tokens.create("locals").startswith("amt_locals.")
+
+
+class RacingClock(Clock):
+    """A clock that, asked the time once ``during`` is set, runs it first: what another
+    process does between a check's read of the token and its write of the token's use."""
+
+    during = None
+
+    def __call__(self) -> float:
+        during, self.during = self.during, None
+        if during is not None:
+            during()
+        return super().__call__()
+
+
+def test_a_revoke_during_a_check_is_never_undone(location):
+    """The check's write of "last used" cannot bring back a token revoked meanwhile, nor
+    give a token made again under its name the old secret."""
+    clock = RacingClock()
+    daemon = MemoryService(open_store(location), clock=clock)
+    terminal = MemoryService(open_store(location), clock=Clock())
+    try:
+        old = Tokens(daemon).create("ci")
+        clock.during = lambda: Tokens(terminal).revoke("ci")
+        Tokens(daemon).check(old)  # read before the revoke: this request passes
+        assert Tokens(terminal).list() == []
+        with pytest.raises(Unauthorized):
+            Tokens(daemon).check(old)
+
+        old = Tokens(terminal).create("ci")
+        made = {}
+
+        def again() -> None:
+            Tokens(terminal).revoke("ci")
+            made["new"] = Tokens(terminal).create("ci")
+
+        clock.advance(3600)
+        clock.during = again
+        Tokens(daemon).check(old)
+        with pytest.raises(Unauthorized):
+            Tokens(daemon).check(old)
+        assert Tokens(daemon).check(made["new"]) == Grant("ci")
+    finally:
+        daemon.close()
+        terminal.close()
+
+
+def test_a_database_that_had_tokens_keeps_requiring_one(tokens, service):
+    """Revoking the last token does not open the daemon again; only the explicit reopening
+    does, and not while a token exists."""
+    assert not tokens.required()
+    tokens.create("ci")
+    tokens.create("bot")
+    assert tokens.revoke("ci") and tokens.revoke("bot")
+    assert tokens.list() == [] and tokens.required()
+    assert Tokens(MemoryService(service.db)).required()  # what any process reads
+    tokens.create("again")
+    assert tokens.reopen() == ["again"]  # nothing done while a token exists
+    assert tokens.required()
+    tokens.revoke("again")
+    assert tokens.reopen() == []
+    assert not tokens.required()

@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.daemon import Gate
+from agent_memory.service import access
 from agent_memory.service.sessions import SEEN_EVERY_SECS
-from agent_memory.service.tokens import Tokens
+from agent_memory.service.tokens import FULL, Grant, Tokens
 from agent_memory.transports.rest import signin
 from agent_memory.transports.rest.app import create_app
 from tests.support.rest_client import BASE
@@ -84,7 +85,9 @@ def test_an_open_loopback_daemon_asks_for_no_sign_in(service):
         "read_only": False,
         "scope": None,
         "via": "open",
+        "may": access.may(FULL),
     }
+    assert all(access.may(FULL).values())
     stored = call(client, "POST", "/api/memories", json={"content": "c", "type": "TODO"})
     assert stored.status_code == 201  # no header needed: nobody signs in
     assert sign_in(client, "amt_nobody.secret").status_code == 401
@@ -95,7 +98,13 @@ def test_signing_in_opens_the_api_to_the_page(client, tokens):
     assert call(client, "GET", "/api/session").status_code == 401
     signed = sign_in(client, tokens["rw"])
     assert signed.status_code == 200
-    assert signed.get_json() == {"name": "rw", "read_only": False, "scope": None, "via": "session"}
+    assert signed.get_json() == {
+        "name": "rw",
+        "read_only": False,
+        "scope": None,
+        "via": "session",
+        "may": access.may(Grant("rw")),
+    }
     assert signed.headers["Cache-Control"] == "no-store"
     cookie = cookie_of(signed)
     assert cookie["name"] == "agent_memory_session" and len(cookie["value"]) >= 43

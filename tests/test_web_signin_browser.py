@@ -30,7 +30,8 @@ def seed(service: MemoryService) -> dict[str, str]:
     service.store({"content": "alpha plan for the parser", "type": "DECISION", "scope": "alpha"})
     service.store({"content": "beta plan for the lexer", "type": "DECISION", "scope": "beta"})
     tokens = Tokens(service)
-    return {name: tokens.create(name, scope=scope) for name, scope in TOKENS.items()}
+    made = {name: tokens.create(name, scope=scope) for name, scope in TOKENS.items()}
+    return {**made, "reader": tokens.create("reader", read_only=True)}
 
 
 TOKENS = {"rw": None, "alpha": "alpha", "doomed": None}
@@ -157,3 +158,39 @@ def test_an_open_loopback_daemon_shows_no_sign_in(chromium, tmp_path):
         finally:
             context.close()
         assert daemon.stop() == 0
+
+
+WRITES = ["#e-save", "#link-form button[type=submit]", "#d-related .unlink", "#d-forget"]
+
+
+def test_a_read_only_session_offers_no_write_and_says_why(tab, team):
+    """The page knows its token's rights: Save, Link, Unlink and Forget are not offered to a
+    read-only token, and the page says why, before anything is clicked."""
+    daemon, tokens = team
+    edge = {"from_id": 1, "to_id": 2, "kind": "relates_to"}
+    assert daemon.request("POST", "/api/links", json=edge, headers=bearer(tokens["rw"])).ok
+    sign_in(tab, tokens["reader"])
+    expect_shown(tab, [2, 1])
+    assert tab.inner_text("#who-name") == "Signed in as reader (read-only)"
+    tab.goto(daemon.url + "/#/m/1")
+    tab.wait_for_selector("#d-title:text('DECISION #1')")
+    tab.wait_for_selector("#d-related a.rel")  # the relation is shown, its Unlink is not
+    tab.wait_for_selector("#d-rights", state="visible")
+    assert [tab.is_visible(selector) for selector in WRITES] == [False] * 4
+    assert tab.inner_text("#d-rights") == (
+        "The token reader is read-only: it may browse and search, so Save, Link, Unlink "
+        "and Forget are not offered."
+    )
+
+
+def test_a_writing_session_is_offered_every_write(tab, team):
+    daemon, tokens = team
+    sign_in(tab, tokens["alpha"])
+    expect_shown(tab, [1])
+    tab.goto(daemon.url + "/#/m/1")
+    tab.wait_for_selector("#d-title:text('DECISION #1')")
+    tab.wait_for_selector("#e-save", state="visible")
+    assert [tab.is_visible(selector) for selector in WRITES if "unlink" not in selector] == [
+        True
+    ] * 3
+    assert tab.is_hidden("#d-rights")

@@ -204,7 +204,7 @@ class MemoryService:
             supersedes=older,
         )
         hints = similar.find(self.db, fields["content"], fields["scope"], embedding, now)
-        with self.storage("store"), supersede.refused():
+        with self.storage("store"), supersede.refused(older):
             memory_id, duplicate = self.db.insert_unique(memory, embedding)
         return similar.stored(duplicates.stored(memory_id, duplicate, redacted), hints)
 
@@ -343,9 +343,7 @@ class MemoryService:
 
     def update(self, args: Any, *, path_id: Any = None) -> dict[str, Any]:
         """A JSON merge-patch: omitted fields stay, null clears where clearing is legal.
-
-        ``path_id`` is the id taken from a URL (REST); the patch then carries no id field.
-        """
+        ``path_id`` is the id taken from a URL (REST); the patch then carries no id field."""
         if path_id is None:
             args = self._arguments("update", args)
             memory_id = validate.memory_id(args)
@@ -360,6 +358,8 @@ class MemoryService:
             if argument.name in args and argument.check != fields_table.TTL
         }
         ttl = validate.ttl(args)
+        if actor.hidden(memory_id) is not None:
+            return _not_found(memory_id, "updated")
         redacted = self._redacted(changes)
         embedding = self._embed_document(changes["content"]) if "content" in changes else None
         now = self.now()
@@ -389,7 +389,7 @@ class MemoryService:
     def forget(self, args: Any) -> dict[str, Any]:
         memory_id = validate.memory_id(self._arguments("forget", args))
         with self.storage("forget"):
-            deleted = self.db.delete(memory_id)
+            deleted = actor.hidden(memory_id) is None and self.db.delete(memory_id)
         return {"id": memory_id, "deleted": True} if deleted else _not_found(memory_id, "deleted")
 
     def link(self, args: Any) -> dict[str, Any]:
@@ -398,7 +398,8 @@ class MemoryService:
             raise InvalidArgument(f"from_id and to_id must differ (got {from_id})")
         echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
         with self.storage("link"):
-            missing = self.db.link(a, b, kind, self.now(), ids=(from_id, to_id))
+            hidden = actor.hidden(from_id, to_id)  # answered as a missing id
+            missing = hidden or self.db.link(a, b, kind, self.now(), ids=(from_id, to_id))
         if missing is not None:
             return {**echo, "linked": False, "reason": "not_found", "missing_id": missing}
         return {**echo, "linked": True}
@@ -408,7 +409,7 @@ class MemoryService:
         from_id, to_id, kind, a, b = validate.edge(self._arguments("unlink", args))
         echo = {"from_id": from_id, "to_id": to_id, "kind": kind}
         with self.storage("unlink"):
-            removed = self.db.unlink(a, b, kind)
+            removed = actor.hidden(from_id, to_id) is None and self.db.unlink(a, b, kind)
         if removed:
             return {**echo, "unlinked": True}
         return {**echo, "unlinked": False, "reason": "not_found"}

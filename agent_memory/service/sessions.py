@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 # A session ends after this long unused, and this long after sign-in whatever its use.
 SESSION_IDLE_SECS = 12 * 3600
 SESSION_MAX_AGE_SECS = 7 * 86_400
-# Sessions kept at most; past it the least recently used is dropped (its page signs in again).
+# Sessions kept at most, of one token and of all; past a token's cap its own least recently
+# used session is dropped (its page signs in again), so that one token signing in again and
+# again ends no one else's; past the whole cap (many tokens' worth), the least recently used.
+MAX_SESSIONS_PER_TOKEN = 20
 MAX_SESSIONS = 1000
 SESSION_ID_BYTES = 32
 # A session's "last seen" is written at most this often: a write per page request would be
@@ -47,10 +50,12 @@ class Sessions:
         idle_secs: float = SESSION_IDLE_SECS,
         max_age_secs: float = SESSION_MAX_AGE_SECS,
         cap: int = MAX_SESSIONS,
+        per_token: int = MAX_SESSIONS_PER_TOKEN,
     ) -> None:
         self._service = service
         self._db = service.db
         self.idle_secs, self.max_age_secs, self.cap = idle_secs, max_age_secs, cap
+        self.per_token = per_token
 
     def __len__(self) -> int:
         with self._service.storage("sign-in"):
@@ -58,7 +63,8 @@ class Sessions:
 
     def open(self, name: str, digest: str) -> str:
         """A new session of the token ``name``: its id, for the cookie. Ended sessions are
-        dropped, and the least recently used past the cap."""
+        dropped, then the token's own least recently used past its cap, then the least
+        recently used of all past the whole cap."""
         session_id = secrets.token_urlsafe(SESSION_ID_BYTES)
         now = self._service.now()
         row = {"name": name, "digest": digest, "created": now, "seen": now}
@@ -66,13 +72,18 @@ class Sessions:
         with self._service.storage("sign-in"):
             self._db.put_session(new, row)
             live: list[tuple[bool, float, str]] = []
+            own: list[tuple[bool, float, str]] = []
             ended: list[str] = []
             for key, other in self._db.sessions():
                 if self._ended(other, now):
                     ended.append(key)
                 else:
-                    live.append((key == new, other["seen"], key))
-            live.sort(reverse=True)  # the new one, then the most recently used
+                    (own if other["name"] == name else live).append(
+                        (key == new, other["seen"], key)
+                    )
+            own.sort(reverse=True)  # the new one, then the most recently used
+            ended += [key for *_, key in own[self.per_token :]]
+            live = sorted(live + own[: self.per_token], reverse=True)
             ended += [key for *_, key in live[self.cap :]]
             self._db.delete_sessions(ended)
         return session_id

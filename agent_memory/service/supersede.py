@@ -17,7 +17,7 @@ from typing import Any
 from agent_memory.contract.errors import InvalidArgument, InvalidType
 from agent_memory.contract.models import Filters
 from agent_memory.contract.vocabulary import MAX_SUPERSEDES, SQLITE_INT_MAX
-from agent_memory.service import validate
+from agent_memory.service import actor, validate
 from agent_memory.storage import superseded
 from agent_memory.storage.base import MissingMemory, Store
 
@@ -60,9 +60,14 @@ def listed(
 
 
 @contextmanager
-def refused() -> Iterator[None]:
-    """A store naming a memory that is not there, in ``supersedes``: refused, as bad input."""
+def refused(older: tuple[int, ...]) -> Iterator[None]:
+    """A store naming a memory that is not there, in ``supersedes``: refused, as bad input;
+    and so is one the caller may not name (service.actor), first (the store finds missing
+    ones in the same order)."""
     try:
+        missing = actor.hidden(*older)
+        if missing is not None:
+            raise MissingMemory(missing)
         yield
     except MissingMemory as exc:
         raise InvalidArgument(

@@ -76,6 +76,11 @@ class Tokens:
                 "name must be 1 to 64 letters, digits, '_' or '-', starting with a letter or "
                 f"digit (got {validate.shown(name)})"
             )
+        if name.lower() == LOCAL:
+            raise InvalidArgument(
+                f"name must not be {LOCAL!r}, in any case: it names what is written without a "
+                f"token, and this token's writes would look the same (got {name!r})"
+            )
         if scope is not None:
             scope = validate.label({"scope": scope}, "scope")
         if days is not None and not 1 <= days <= MAX_EXPIRES_DAYS:
@@ -111,6 +116,21 @@ class Tokens:
         with self._service.storage("token check"):
             return self._db.any_token()
 
+    def required(self) -> bool:
+        """Whether a daemon must ask for a token, on loopback too: once a token has been
+        created, until :meth:`reopen` (revoking the last one opens nothing)."""
+        with self._service.storage("token check"):
+            return self._db.tokens_required()
+
+    def reopen(self) -> list[str]:
+        """Loopback daemons serve without a token again (every local process, full rights),
+        unless a token exists: then nothing changes, and the answer names the tokens that
+        must be revoked first."""
+        with self._service.storage("token reopen"):
+            if self._db.reopen_tokens():
+                return []
+            return [name for name, _row in self._db.tokens()]
+
     def check(self, token: str) -> Grant:
         """The grant of ``token``; Unauthorized when it is wrong, expired or revoked."""
         return self.check_key(*key(token))
@@ -124,14 +144,14 @@ class Tokens:
             row = self._db.token(name)
         # compared even when there is no row, so that a wrong name costs what a wrong secret does
         expected = row["hash"] if row else _digest("")
-        if not hmac.compare_digest(digest, expected) or row is None:
+        if not hmac.compare_digest(digest, expected) or row is None or name.lower() == LOCAL:
             raise Unauthorized("the token is wrong or was revoked")
         now = self._service.now()
         if row["expires_at"] is not None and now >= row["expires_at"]:
             raise Unauthorized("the token has expired")
         if row["last_used_at"] is None or now - row["last_used_at"] >= LAST_USED_EVERY_SECS:
             with self._service.storage("token check"):
-                self._db.put_token(name, {**row, "last_used_at": now})
+                self._db.touch_token(name, row, {**row, "last_used_at": now})
         return Grant(name, bool(row["read_only"]), row["scope"])
 
 

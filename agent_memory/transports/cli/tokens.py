@@ -84,6 +84,32 @@ def revoke(settings: Any, name: str) -> None:
     click.echo(f"token {name!r} revoked", err=True)
 
 
+@token.command("open-loopback")
+@click.pass_obj
+def open_loopback(settings: Any) -> None:
+    """Let loopback daemons serve without a token again, once none exists.
+
+    A database that has had a token keeps requiring one after the last is revoked; this
+    undoes that, on purpose: every process on this machine that reaches the port then reads,
+    changes and forgets every memory, with full rights."""
+    from agent_memory.service.tokens import Tokens
+
+    service = open_service(settings, EXISTING)
+    with answering(service):
+        remaining = Tokens(service).reopen()
+    if remaining:
+        them = "it" if len(remaining) == 1 else "them"
+        raise click.ClickException(
+            f"tokens exist ({', '.join(remaining)}): revoke {them} first; nothing was changed"
+        )
+    click.echo(
+        "a daemon on loopback now serves every request without a token, with full rights: "
+        "any process on this machine that reaches its port can read, change and forget every "
+        "memory. `agent-memory token create NAME` requires tokens again.",
+        err=True,
+    )
+
+
 def _when(seconds: int | None) -> str:
     return "-" if seconds is None else time.strftime("%Y-%m-%d %H:%M", time.gmtime(seconds))
 

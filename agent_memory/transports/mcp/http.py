@@ -20,6 +20,7 @@ every route), so the SDK's own copy of that check is off here.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -36,10 +37,55 @@ if TYPE_CHECKING:
 # to end a session. GET would open a stream for messages this server never sends.
 PATH = "/mcp"
 METHODS = ("POST", "DELETE")
-# Open sessions at most: past it, a new client gets 503 until one ends or expires.
+# Open sessions at most, of one token and of all. Past a token's cap, its new session ends
+# that token's own least recently used idle one (never another token's; 503 when every one of
+# its sessions is busy); past the whole cap (many tokens' worth), a new client gets 503 until
+# one ends or expires.
+MAX_SESSIONS_PER_TOKEN = 50
 MAX_SESSIONS = 1000
 # A session with no request for this long is closed (its client initializes again).
 SESSION_IDLE_SECS = 30 * 60
+
+
+class TokenSessions(StreamableHTTPSessionManager):
+    """The SDK's manager with its 2025-era sessions capped per token (the credential that
+    opened a session owns it). An open daemon's requests carry no token: every local process
+    has full rights there, and only the daemon-wide cap applies."""
+
+    def __init__(self, *args: Any, per_token: int = MAX_SESSIONS_PER_TOKEN, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.per_token = per_token
+
+    def _admit_session(self, requestor: Any) -> Any:
+        """The SDK's admission, once the token has room: past its cap its least recently used
+        idle session ends (its client initializes again); None (503) when none is idle."""
+        if requestor is not None and not self._room_for(requestor):
+            return None
+        return super()._admit_session(requestor)
+
+    def _room_for(self, requestor: Any) -> bool:
+        """Whether ``requestor`` may open a session, once its oldest idle one is ended if it
+        is at its cap. An idle session's scope is due to end at its last request plus the
+        idle timeout; a busy one's never is."""
+        owners = self._session_owners
+        own = [
+            (t, sid) for sid, t in self._server_instances.items() if owners.get(sid) == requestor
+        ]
+        if len(own) < self.per_token:
+            return True
+        idle = [
+            (t.idle_scope.deadline, sid)
+            for t, sid in own
+            if t.idle_scope is not None and math.isfinite(t.idle_scope.deadline)
+        ]
+        if not idle:
+            return False
+        oldest = min(idle)[1]
+        transport = self._server_instances.pop(oldest)
+        owners.pop(oldest, None)
+        assert transport.idle_scope is not None
+        transport.idle_scope.cancel()  # its server task ends it, as at its idle timeout
+        return True
 
 
 def session_manager(
@@ -56,7 +102,7 @@ def session_manager(
     server = build_server(
         service, outlook=outlook, run=anyio.to_thread.run_sync, service_for=service_for
     )
-    return StreamableHTTPSessionManager(
+    return TokenSessions(
         server,
         json_response=True,
         stateless=stateless,

@@ -168,10 +168,16 @@ _IDENTITY = schemas.obj(
             "type": "string",
             "enum": ["session", "bearer", "open"],
             "description": "a session cookie, an Authorization header, or neither (loopback, "
-            "no token created: nothing to sign in to)",
+            "on a database that requires no token: nothing to sign in to)",
+        },
+        "may": {
+            "type": "object",
+            "additionalProperties": {"type": "boolean"},
+            "description": "for each operation a token can reach (docs/http.md's table), "
+            "whether this one may call it: the page offers only those",
         },
     },
-    *("name", "read_only", "scope", "via"),
+    *("name", "read_only", "scope", "via", "may"),
 )
 # How a request names its token (docs/http.md): the header, or the page's session cookie.
 SECURITY_SCHEMES = {

@@ -29,6 +29,7 @@ from flask import Blueprint, Response, current_app, jsonify, request
 from werkzeug.http import dump_cookie, parse_cookie
 
 from agent_memory.contract import wire
+from agent_memory.service import access
 from agent_memory.service.core import MemoryService
 from agent_memory.service.sessions import SESSION_IDLE_SECS as SESSION_IDLE_SECS
 from agent_memory.service.sessions import SESSION_MAX_AGE_SECS as SESSION_MAX_AGE_SECS
@@ -168,7 +169,10 @@ def _page_only() -> SignIn:
 
 
 def _identity(grant: Grant, via: str) -> dict[str, Any]:
-    return {"name": grant.name, "read_only": grant.read_only, "scope": grant.scope, "via": via}
+    """Who the request is, and which operations its token may call (``may``, from the rules
+    of service.access): the page offers only those."""
+    identity = {"name": grant.name, "read_only": grant.read_only, "scope": grant.scope}
+    return {**identity, "via": via, "may": access.may(grant)}
 
 
 @routes.get(PATH)

@@ -29,7 +29,43 @@ const state = {
   controller: null,
   edited: null, // the box whose typing made the current history entry (more typing replaces it)
   explain: false, // "Why these results?": searches ask for explain, each result says why
+  identity: null, // who this page is (GET /api/session), with what its token may do
 };
+
+// -- what this page's token may do ------------------------------------------------------
+// The daemon says which operations the token may call (`may`, from its rules); a write the
+// token may not make is not offered, and the detail pane says why. Until the daemon has
+// said, nothing that writes is offered.
+
+const WRITES = [["update", "Save"], ["link", "Link"], ["unlink", "Unlink"], ["forget", "Forget"]];
+
+function may(operation) {
+  return state.identity !== null && state.identity.may[operation] !== false;
+}
+
+function listed(words) {
+  return words.length < 2 ? words.join("") : `${words.slice(0, -1).join(", ")} and ${words.at(-1)}`;
+}
+
+function showRights() {
+  $("edit-form").hidden = !may("update");
+  $("link-form").hidden = !may("link");
+  $("d-forget").closest(".danger-zone").hidden = !may("forget");
+  for (const button of $("d-related").querySelectorAll(".unlink")) button.hidden = !may("unlink");
+  const refused = state.identity === null ? [] : WRITES.filter(([op]) => !may(op)).map(([, label]) => label);
+  $("d-rights").hidden = refused.length === 0;
+  if (refused.length === 0) return;
+  const { name } = state.identity;
+  const why = state.identity.read_only
+    ? `The token ${name} is read-only: it may browse and search`
+    : `The token ${name} may not change memories this way`;
+  setText($("d-rights"), `${why}, so ${listed(refused)} ${refused.length === 1 ? "is" : "are"} not offered.`);
+}
+
+function rightsKnown(identity) {
+  state.identity = identity;
+  showRights();
+}
 
 // -- formatting -------------------------------------------------------------------------
 
@@ -386,6 +422,7 @@ function renderRelated(memory) {
     const button = li.querySelector(".unlink");
     button.setAttribute("aria-label", `Unlink: ${KIND_READS[related.kind]} #${related.id}`);
     button.addEventListener("click", () => unlink(memory, related));
+    button.hidden = !may("unlink");
     return li;
   });
   if (!items.length) items.push(setText(document.createElement("li"), "none"));
@@ -731,7 +768,8 @@ function start() {
     refresh();
     loadStats();
     route();
-  });
+  }, rightsKnown);
+  showRights();
   fromAddress();
   refresh();
   loadStats();

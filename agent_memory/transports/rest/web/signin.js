@@ -8,6 +8,7 @@ import { api, onUnauthorized } from "./api.js";
 
 const $ = (id) => document.getElementById(id);
 let loadAgain = () => {};
+let rightsKnown = () => {};
 
 // The form in place of the memories: nothing read before stays on screen.
 function showForm() {
@@ -20,6 +21,7 @@ function showForm() {
 }
 
 function showIdentity(identity) {
+  rightsKnown(identity);
   // Only a session can be signed out of: a daemon open on loopback has nobody to name.
   $("who").hidden = identity.via !== "session";
   const rights = [identity.read_only ? "read-only" : "", identity.scope === null ? "" : `scope ${identity.scope}`]
@@ -67,9 +69,11 @@ async function signOut() {
   location.reload();
 }
 
-// ``again``: what loads the memories once signed in.
-export function startSignIn(again) {
+// ``again``: what loads the memories once signed in; ``rights``: who is told the identity
+// (with what its token may do) once the daemon says it.
+export function startSignIn(again, rights) {
   loadAgain = again;
+  rightsKnown = rights;
   onUnauthorized(showForm);
   $("signin-form").addEventListener("submit", submit);
   $("sign-out").addEventListener("click", signOut);
