@@ -5,15 +5,17 @@ every export and every team database would then hold them. The service calls
 :func:`redact` on every text field of a memory (store, update, both imports) after
 validating it and before embedding or writing it. Only shapes that are secrets with high
 confidence are touched, so that prose, code and hashes stay as written: vendor prefixes
-with their lengths, PEM private key blocks, JWTs, HTTP credentials, URL passwords, and the
-values of keys named for a secret (``password=``, ``api_key:``) that look like one.
+with their lengths, our own access tokens, PEM private key blocks, JWTs, HTTP
+credentials, URL passwords, and the values of keys named for a secret (``password=``,
+``api_key:``) that look like one.
 
 Linear time, whatever the text. A rule's pattern starts only where the run of characters
 it consumes begins (never inside a run another start of it would consume), consumes runs
 possessively (no backtracking into them), and leaves every judgment that needs more than
 a character class (lengths, mixed case, what a value looks like) to Python on what it
 matched. So a start fails within its own run, or matches; a match is judged once, and the
-scan resumes after what its judge read. Stdlib only: imported on every server's start.
+scan resumes after what its judge read. Light imports only (the stdlib, and the shape of
+our own tokens from tokens.py): imported on every server's start.
 
 This module is the engine; the rules are the table of redact_rules.py, and what the value
 after a key named for a secret is, redact_values.py.
