@@ -9,7 +9,7 @@ argument of every operation: it follows the call into threads that copy the cont
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -43,8 +43,3 @@ def stamp(record: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         if record.get(name) is None:
             record[name] = current()
     return record
-
-
-def stamped(redact: Callable[[Any], list[str]]) -> Callable[[Any], list[str]]:
-    """An import's per-record step ``redact``, run once the record is stamped."""
-    return lambda record: redact(stamp(record))

@@ -15,6 +15,7 @@ results' use is recorded (the only write).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -53,6 +54,7 @@ from agent_memory.service.embedding_jobs import (
     no_progress,
 )
 from agent_memory.service.redact import redact as redact_secrets
+from agent_memory.service.redact import redact_fields
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.transfer import gsd, jsonl, portable
 
@@ -68,10 +70,12 @@ STATS_SCOPES = 50
 # query is bounded first, in query.cost): far past an ordinary question's time at 100,000
 # memories (docs/performance.md), and a REST worker is free again within this.
 SEARCH_BUDGET_SECS = 2.0
-# The text fields of a memory, all redacted before a write. A tag and a scope are also what
-# filters match, so the tag and scope of a filter are redacted the same way: a filter
-# written as the memory was sent finds it.
-REDACTED_FIELDS = tuple(f.name for f in fields_table.FIELDS if f.redacted)
+# The text fields of a memory, all redacted before a write. A tag, a scope and a writer are
+# also what filters match, so a filter's are redacted the same way: a filter written as the
+# memory was sent finds it.
+REDACTED_FIELDS = fields_table.redacted_names()
+# An earlier version's (an import's version records), by the fields of a memory they hold.
+VERSION_REDACTED_FIELDS = fields_table.redacted_names(version=True)
 # What stats adds when search by meaning is off: the waiting memories are then no backlog.
 EMBEDDING_OFF = (
     "off (--embedder none): no memory gets a vector while agent-memory runs without an "
@@ -79,10 +83,21 @@ EMBEDDING_OFF = (
 )
 
 
-def _without_secrets(text: str, found: list[str]) -> str:
-    redacted, kinds = redact_secrets(text)
-    found += kinds
-    return redacted
+def import_step(redact: bool) -> portable.Redact:
+    """What an import does to each record before it is written, and what its dry run shows
+    (so the two cannot differ): a memory's writers stamped (the file's, else whoever
+    imports), then, unless ``redact`` is off, the secrets of every text field of a memory
+    or of a version replaced. The step answers the kinds replaced."""
+
+    def step(record: dict[str, Any]) -> list[str]:
+        if record.get("record") == "version":
+            names = VERSION_REDACTED_FIELDS
+        else:
+            actor.stamp(record)
+            names = REDACTED_FIELDS
+        return redact_fields(record, names) if redact else []
+
+    return step
 
 
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
@@ -140,26 +155,19 @@ class MemoryService:
         source, each tag, scope; those present) by markers, unless redact is off; the kinds
         replaced, field by field. Called after validation: the limits are on what was sent.
         """
-        found: list[str] = []
-        if not self.redact:
-            return found
-        for name in REDACTED_FIELDS:
-            value = fields.get(name)
-            if isinstance(value, str):
-                fields[name] = _without_secrets(value, found)
-            elif isinstance(value, list):
-                fields[name] = [_without_secrets(item, found) for item in value]
-        return found
+        return redact_fields(fields, REDACTED_FIELDS) if self.redact else []
 
     def _filters(self, args: Mapping[str, Any]) -> Filters:
-        """A search's or a list's filters, their tag and scope redacted as stored ones are."""
+        """A search's or a list's filters, their tag, scope and writer redacted as stored
+        ones are."""
         filters = validate.filters(args)
         if not self.redact:
             return filters
-        tag, scope = (
-            None if v is None else redact_secrets(v)[0] for v in (filters.tag, filters.scope)
+        tag, scope, by = (
+            None if v is None else redact_secrets(v)[0]
+            for v in (filters.tag, filters.scope, filters.by)
         )
-        return Filters(filters.memory_type, tag, scope, filters.by)
+        return dataclasses.replace(filters, tag=tag, scope=scope, by=by)
 
     # -- operations -----------------------------------------------------------------------
 
@@ -482,7 +490,7 @@ class MemoryService:
                 self.db,
                 reader,
                 now=self.now(),
-                redact=actor.stamped(self._redacted),
+                redact=import_step(self.redact),
                 progress=progress,
             )
 
@@ -495,5 +503,5 @@ class MemoryService:
                 malformed,
                 scope,
                 now=self.now(),
-                redact=actor.stamped(self._redacted),
+                redact=import_step(self.redact),
             )

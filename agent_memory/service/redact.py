@@ -23,9 +23,12 @@ after a key named for a secret is, redact_values.py.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, MutableMapping
+from typing import Any
+
 from agent_memory.service.redact_rules import RULES, Rule
 
-__all__ = ["MARKER", "RULES", "Rule", "redact"]
+__all__ = ["MARKER", "RULES", "Rule", "redact", "redact_fields"]
 
 MARKER = "[redacted:{}]"
 
@@ -39,6 +42,25 @@ def redact(text: str) -> tuple[str, list[str]]:
         if any(hint in folded for hint in rule.hints):
             text = _apply(rule, text, found)
     return text, found
+
+
+def redact_fields(values: MutableMapping[str, Any], names: Iterable[str]) -> list[str]:
+    """Replace, in ``values``, the secrets of the text fields ``names`` (a string, or each
+    string of a list; those present); the kinds replaced, field by field."""
+    found: list[str] = []
+    for name in names:
+        value = values.get(name)
+        if isinstance(value, str):
+            values[name], kinds = redact(value)
+            found += kinds
+        elif isinstance(value, list):
+            items = []
+            for item in value:
+                text, kinds = redact(item)
+                items.append(text)
+                found += kinds
+            values[name] = items
+    return found
 
 
 def _apply(rule: Rule, text: str, found: list[str]) -> str:
