@@ -42,10 +42,11 @@ def versions(answer: dict[str, Any], now: int) -> Iterator[str]:
             head += f"  replaced {display.when(version['replaced_at'], now)} by {by}"
             if version["change"] == "duplicate":
                 source = version["change_source"]
-                head += f" (duplicate store{'' if source is None else ' from ' + source})"
+                came = "" if source is None else " from " + display.printable(source)
+                head += f" (duplicate store{came})"
         yield head
         scope = version["scope"]
-        tags = ", ".join(version["tags"]) or "-"
+        tags = display.printable(", ".join(version["tags"])) or "-"
         yield f"  scope {display.printable(scope) if scope else 'global'}; tags {tags}"
         expires = version["expires_at"]
         yield f"  expires {'never' if expires is None else display.when(expires, now)}"

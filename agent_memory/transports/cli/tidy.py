@@ -13,6 +13,7 @@ import click
 
 from agent_memory.contract.vocabulary import count
 from agent_memory.storage.base import EXISTING, READ
+from agent_memory.transports.cli import display
 from agent_memory.transports.cli.command_support import (
     EXIT_FAILED,
     EXIT_USAGE,
@@ -94,14 +95,18 @@ def _confirmed(clusters: int) -> bool:
 
 
 def _shown(memory: dict[str, Any]) -> str:
-    return f"#{memory['id']} {memory['type']} {memory['snippet']!r}"
+    return f"#{memory['id']} {memory['type']} '{display.printable(memory['snippet'])}'"
+
+
+def _tags(tags: list[str]) -> str:
+    return display.printable(", ".join(tags)) or "none"
 
 
 def report_lines(report: dict[str, Any], now: int) -> list[str]:
     """The report for a person: the clusters, the superseded, the unused."""
     signal = "cosine similarity" if report["signal"] == "cosine" else "keyword overlap"
     why = f"; {report['signal_note']}" if "signal_note" in report else ""
-    where = "" if report["scope"] is None else f" in scope {report['scope']!r}"
+    where = "" if report["scope"] is None else f" in scope '{display.printable(report['scope'])}'"
     lines = [
         f"near-duplicates by {signal} (>= {report['threshold']}{why}): "
         f"{count(len(report['clusters']), 'cluster')} among "
@@ -115,7 +120,7 @@ def report_lines(report: dict[str, Any], now: int) -> list[str]:
     for cluster in report["clusters"]:
         lines.append(f"  keep {_shown(cluster['keep'])}")
         lines += [f"    merge {_shown(m)} (similarity {m['similarity']})" for m in cluster["merge"]]
-        lines.append(f"    tags after: {', '.join(cluster['tags']) or 'none'}")
+        lines.append(f"    tags after: {_tags(cluster['tags'])}")
     lines.append(f"superseded but still treated as current: {len(report['superseded'])}")
     for memory in report["superseded"]:
         by = ", ".join(f"#{i}" for i in memory["superseded_by"])
