@@ -39,6 +39,7 @@ from agent_memory.service import (
     actor,
     duplicates,
     history,
+    redact,
     similar,
     status,
     supersede,
@@ -53,8 +54,8 @@ from agent_memory.service.embedding_jobs import (
     Progress,
     no_progress,
 )
+from agent_memory.service.redact import import_step, redact_fields
 from agent_memory.service.redact import redact as redact_secrets
-from agent_memory.service.redact import redact_fields
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.transfer import gsd, jsonl, portable
 
@@ -73,31 +74,12 @@ SEARCH_BUDGET_SECS = 2.0
 # The text fields of a memory, all redacted before a write. A tag, a scope and a writer are
 # also what filters match, so a filter's are redacted the same way: a filter written as the
 # memory was sent finds it.
-REDACTED_FIELDS = fields_table.redacted_names()
-# An earlier version's (an import's version records), by the fields of a memory they hold.
-VERSION_REDACTED_FIELDS = fields_table.redacted_names(version=True)
+REDACTED_FIELDS = redact.MEMORY_FIELDS
 # What stats adds when search by meaning is off: the waiting memories are then no backlog.
 EMBEDDING_OFF = (
     "off (--embedder none): no memory gets a vector while agent-memory runs without an "
     "embedder, so the memories waiting for a vector keep waiting; search is by keyword only"
 )
-
-
-def import_step(redact: bool) -> portable.Redact:
-    """What an import does to each record before it is written, and what its dry run shows
-    (so the two cannot differ): a memory's writers stamped (the file's, else whoever
-    imports), then, unless ``redact`` is off, the secrets of every text field of a memory
-    or of a version replaced. The step answers the kinds replaced."""
-
-    def step(record: dict[str, Any]) -> list[str]:
-        if record.get("record") == "version":
-            names = VERSION_REDACTED_FIELDS
-        else:
-            actor.stamp(record)
-            names = REDACTED_FIELDS
-        return redact_fields(record, names) if redact else []
-
-    return step
 
 
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
@@ -393,6 +375,14 @@ class MemoryService:
         memory_id = validate.memory_id(self._arguments("history", args))
         with self.storage("history"):
             return history.versions(self.db, memory_id)
+
+    def purge_history(self, args: Any) -> dict[str, Any]:
+        """Drop every earlier version of a memory, keeping the current one, so that what an
+        update removed (a secret) is gone from its history and from later exports. It takes
+        what ``history`` takes."""
+        memory_id = validate.memory_id(self._arguments("history", args))
+        with self.storage("purge history"):
+            return history.purge(self.db, memory_id)
 
     def forget(self, args: Any) -> dict[str, Any]:
         memory_id = validate.memory_id(self._arguments("forget", args))

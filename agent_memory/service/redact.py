@@ -23,14 +23,20 @@ after a key named for a secret is, redact_values.py.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
+from agent_memory.contract import fields
+from agent_memory.service import actor
 from agent_memory.service.redact_rules import RULES, Rule
 
-__all__ = ["MARKER", "RULES", "Rule", "redact", "redact_fields"]
+__all__ = ["MARKER", "RULES", "Rule", "import_step", "redact", "redact_fields"]
 
 MARKER = "[redacted:{}]"
+# The text fields of a memory, and of an earlier version (by the fields of a memory it
+# holds), whose secrets are replaced before a write: the fields table marks them.
+MEMORY_FIELDS = fields.redacted_names()
+VERSION_FIELDS = fields.redacted_names(version=True)
 
 
 def redact(text: str) -> tuple[str, list[str]]:
@@ -61,6 +67,23 @@ def redact_fields(values: MutableMapping[str, Any], names: Iterable[str]) -> lis
                 found += kinds
             values[name] = items
     return found
+
+
+def import_step(on: bool) -> Callable[[dict[str, Any]], list[str]]:
+    """What an import does to each record before it is written, and what its dry run shows
+    (so the two cannot differ): a memory's writers stamped (the file's, else whoever
+    imports), then, unless redaction is off (``on``), the secrets of every text field of a
+    memory or of a version replaced. The step answers the kinds replaced."""
+
+    def step(record: dict[str, Any]) -> list[str]:
+        if record.get("record") == "version":
+            names = VERSION_FIELDS
+        else:
+            actor.stamp(record)
+            names = MEMORY_FIELDS
+        return redact_fields(record, names) if on else []
+
+    return step
 
 
 def _apply(rule: Rule, text: str, found: list[str]) -> str:

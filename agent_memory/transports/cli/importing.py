@@ -3,7 +3,7 @@ whole before the database is opened (a wrong file is one line and exit 1, nothin
 then written as a JSONL import is: atomic, deduplicated, redacted, never embedded here.
 
 ``--dry-run`` prints what would be written, a line a memory, and opens no database: each
-record goes through the import's own step (service.core.import_step), so secrets show as
+record goes through the import's own step (service.redact.import_step), so secrets show as
 the markers that would be stored, and the preview says how many.
 """
 
@@ -60,7 +60,7 @@ def import_from(
 def _dry_run(records: Records, skipped: dict[str, int], redact: bool) -> None:
     """Each memory as the import would write it (escaped for the terminal), then the
     counts, and how many secrets would be replaced."""
-    from agent_memory.service.core import import_step
+    from agent_memory.service.redact import import_step
 
     step = import_step(redact)
     assert records.header is not None
