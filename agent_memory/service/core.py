@@ -39,7 +39,6 @@ from agent_memory.service import (
     actor,
     duplicates,
     history,
-    redact,
     similar,
     status,
     supersede,
@@ -54,7 +53,7 @@ from agent_memory.service.embedding_jobs import (
     Progress,
     no_progress,
 )
-from agent_memory.service.redact import import_step, redact_fields
+from agent_memory.service.redact import MEMORY_FIELDS, import_step, redact_fields
 from agent_memory.service.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.transfer import gsd, jsonl, portable
@@ -74,7 +73,7 @@ SEARCH_BUDGET_SECS = 2.0
 # The text fields of a memory, all redacted before a write. A tag, a scope and a writer are
 # also what filters match, so a filter's are redacted the same way: a filter written as the
 # memory was sent finds it.
-REDACTED_FIELDS = redact.MEMORY_FIELDS
+REDACTED_FIELDS = MEMORY_FIELDS
 # What stats adds when search by meaning is off: the waiting memories are then no backlog.
 EMBEDDING_OFF = (
     "off (--embedder none): no memory gets a vector while agent-memory runs without an "

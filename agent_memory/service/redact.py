@@ -14,8 +14,8 @@ it consumes begins (never inside a run another start of it would consume), consu
 possessively (no backtracking into them), and leaves every judgment that needs more than
 a character class (lengths, mixed case, what a value looks like) to Python on what it
 matched. So a start fails within its own run, or matches; a match is judged once, and the
-scan resumes after what its judge read. Light imports only (the stdlib, and the shape of
-our own tokens from tokens.py): imported on every server's start.
+scan resumes after what its judge read. Light imports only (the stdlib, the fields table,
+who acts, and our tokens' shape): imported on every server's start.
 
 This module is the engine; the rules are the table of redact_rules.py, and what the value
 after a key named for a secret is, redact_values.py.
@@ -60,12 +60,9 @@ def redact_fields(values: MutableMapping[str, Any], names: Iterable[str]) -> lis
             values[name], kinds = redact(value)
             found += kinds
         elif isinstance(value, list):
-            items = []
-            for item in value:
-                text, kinds = redact(item)
-                items.append(text)
-                found += kinds
-            values[name] = items
+            pairs = [redact(item) for item in value]
+            values[name] = [text for text, _ in pairs]
+            found += [kind for _, kinds in pairs for kind in kinds]
     return found
 
 
