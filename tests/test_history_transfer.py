@@ -157,3 +157,41 @@ def test_an_imported_duplicate_that_changes_a_memory_keeps_a_version(svc, clock,
     assert first["replaced_at"] == START + 10 and current["tags"] == ["api", "timeouts"]
     imported(svc, path)  # again: nothing changes, so no version either
     assert len(svc.history({"id": memory_id})["versions"]) == 2
+
+
+GITHUB = "ghp_" + "k3Jx9QmZ2vT8wLp4Rn6Yb1Hc7Fd5Gs0AeUoI"
+SEALED = "[redacted:github-token]"
+
+
+def test_an_import_redacts_every_text_field_of_every_version(svc, tmp_path):
+    header = {
+        "record": "header", "format": "agent-memory-export", "version": 2, "exported_at": START,
+        "embedding_model": "", "embedding_dim": 0, "schema_version": 14,
+        "agent_memory_version": "0.1.0", "exported_rows": 1, "exported_links": 0,
+        "exported_versions": 1,
+    }  # fmt: skip
+    memory = {
+        "record": "memory", "key": 3, "type": "PATTERN", "content": "deploy with the CI key",
+        "tags": [], "source": None, "scope": None, "created_at": START, "last_accessed": START,
+        "access_count": 0, "expires_at": None, "created_by": GITHUB, "updated_by": "ci",
+    }  # fmt: skip
+    version = {
+        "record": "version", "key": 3, "content": f"deploy with {GITHUB}",
+        "tags": [f"token={GITHUB}"], "scope": f"https://{GITHUB}@github.com/o/r.git",
+        "expires_at": None, "written_by": GITHUB, "written_at": START,
+        "replaced_at": START + 1, "replaced_by": GITHUB, "change": "duplicate",
+        "change_source": f"https://x-access-token:{GITHUB}@github.com/o/r.git",
+    }  # fmt: skip
+    path = tmp_path / "in.jsonl"
+    write(path, [header, memory, version])
+    report = imported(svc, path)
+    assert (report["secrets redacted"], report["memories redacted"]) == (7, 1)
+    (kept, _current) = svc.history({"id": 1})["versions"]
+    assert kept["content"] == f"deploy with {SEALED}"
+    assert kept["tags"] == [f"token={SEALED}"]
+    assert kept["scope"] == f"https://{SEALED}@github.com/o/r.git"
+    assert kept["change_source"] == f"https://x-access-token:{SEALED}@github.com/o/r.git"
+    assert (kept["written_by"], kept["replaced_by"]) == (SEALED, SEALED)
+    assert svc.get({"id": 1})["created_by"] == SEALED
+    assert [m["id"] for m in svc.list({"by": GITHUB})] == [1]  # a filter as the file wrote it
+    assert GITHUB not in json.dumps(exported(svc))

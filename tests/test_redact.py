@@ -17,6 +17,7 @@ from mcp import Client
 
 from agent_memory.service.core import MemoryService
 from agent_memory.service.redact import RULES, redact
+from agent_memory.service.tokens import Tokens
 from agent_memory.storage import open_store
 from agent_memory.transfer import gsd, jsonl
 from agent_memory.transfer.portable import jsonl_reader
@@ -178,6 +179,11 @@ SECRETS += [
     ('{"auths": {"ghcr.io": {"auth": "' + BASIC + '"}}}', "basic-auth"),
     ("curl -u deploy:" + fake(ALNUM, 16, _MORE) + " https://api.example.com", "password"),
 ]
+# Our own tokens (service/tokens.py), from a generator of their own. The first secret reads
+# as a dotted name (``ci.Kk1X...``) to the rule of a key named ``token``.
+AMT = "amt_ci.Kk1X9yB29o3A1bKoXIY_AvoIsophYSX4gA1SEjYAvEq"
+AMT_DASHED = "amt_deploy-bot." + fake(URLSAFE, 42, random.Random(48)) + "-"
+SECRETS += [(AMT, "agent-memory-token"), (AMT_DASHED, "agent-memory-token")]
 
 
 def marker(kind: str) -> str:
@@ -219,6 +225,49 @@ def test_assignments_keep_the_key_and_replace_the_value(text, expected):
 @pytest.mark.parametrize("text", LOOK_ALIKES)
 def test_look_alikes_stay_untouched(text):
     assert redact(text) == (text, [])
+
+
+@pytest.mark.parametrize(
+    ("text", "stored"),
+    [
+        (f"the CI token is {AMT}", "the CI token is [redacted:agent-memory-token]"),
+        (f"AGENT_MEMORY_TOKEN={AMT}", "AGENT_MEMORY_TOKEN=[redacted:agent-memory-token]"),
+        (
+            f"export AGENT_MEMORY_TOKEN='{AMT}'",
+            "export AGENT_MEMORY_TOKEN='[redacted:agent-memory-token]'",
+        ),
+        (f"token: {AMT}", "token: [redacted:agent-memory-token]"),
+        (f'{{"token": "{AMT_DASHED}"}}', '{"token": "[redacted:agent-memory-token]"}'),
+        (
+            f"Authorization: Bearer {AMT_DASHED}",
+            "Authorization: Bearer [redacted:agent-memory-token]",
+        ),
+    ],
+)
+def test_our_own_tokens_are_redacted_wherever_written(text, stored):
+    assert redact(text) == (stored, ["agent-memory-token"])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "amt_ is the prefix of our tokens: amt_NAME.SECRET",
+        "amt_ci.short",
+        f"x{AMT}",  # inside a longer word
+        AMT + "x",  # a longer secret than ours
+    ],
+)
+def test_what_only_looks_like_our_token_is_kept(text):
+    assert redact(text) == (text, [])
+
+
+def test_a_token_the_daemon_issues_is_redacted_in_what_is_stored(service):
+    issued = Tokens(service).create("ci", read_only=False)
+    for text in (f"token is {issued}", f"AGENT_MEMORY_TOKEN={issued}"):
+        answer = service.store({"content": text, "type": "PATTERN"})
+        assert answer["redacted"] == ["agent-memory-token"]
+    stored = " ".join(m["content"] for m in service.list({}))
+    assert issued.split(".")[1] not in stored
 
 
 def test_several_secrets_are_each_counted():

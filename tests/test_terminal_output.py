@@ -79,6 +79,22 @@ def test_json_escapes_them_too_and_means_the_same(hostile, service, args):
         assert json.loads(result.stdout) == service.get({"id": 1})
 
 
+@pytest.mark.parametrize("args", [["tidy"], ["history", "1"]], ids=["tidy", "history"])
+def test_tidy_and_history_escape_them_too(hostile, service, args):
+    near = {**HOSTILE, "content": HOSTILE["content"] + " once more", "tags": ["\x1b]0;t\x07"]}
+    service.store(near)  # a near-duplicate: tidy's cluster, its tags merged
+    service.store({**HOSTILE, "source": "again\x1b[1m"})  # a version with this change_source
+    service.update({"id": 1, "tags": ["a\x1b[8mb"]})
+    result = am(hostile, *args)
+    assert result.exit_code == 0, result.output
+    assert not RAW_CONTROL.findall(result.stdout)
+    if args[0] == "history":
+        assert "(duplicate store from again\\x1b[1m)" in result.stdout
+    else:
+        (tags,) = [line for line in result.stdout.splitlines() if "tags after:" in line]
+        assert "a\\x1b[8mb" in tags and "\\x1b]0;t\\x07" in tags
+
+
 def test_the_brief_escapes_them_too(hostile):
     result = am(hostile, "context", "--scope", "kore\x1b]0;x\x07")
     assert result.exit_code == 0 and "hostile note" in result.stdout

@@ -174,15 +174,40 @@ FIELDS: tuple[Field, ...] = (
         imported=True,
     ),
     # Who stored it and who last changed it (service.actor): set by the service, never
-    # by an argument; an import keeps the file's.
-    Field("created_by", _BY, export=10, initial=LOCAL, imported=True, omittable=True),
-    Field("updated_by", _BY, export=11, initial=LOCAL, imported=True, omittable=True),
+    # by an argument; an import keeps the file's, redacted as every text it writes.
+    Field(
+        "created_by", _BY, redacted=True, export=10, initial=LOCAL, imported=True, omittable=True
+    ),
+    Field(
+        "updated_by", _BY, redacted=True, export=11, initial=LOCAL, imported=True, omittable=True
+    ),
 )
+
+# An earlier version of a memory (memory_history; an export's ``version`` record): each of
+# its text fields, and the field of a memory whose value it holds. A version's field is
+# redacted where that field is, so every version that enters the database is redacted as a
+# memory is.
+VERSION_TEXT = {
+    "content": "content",
+    "tags": "tags",
+    "scope": "scope",
+    "written_by": "updated_by",
+    "replaced_by": "updated_by",
+    "change_source": "source",  # the source a duplicate store sent
+}
 
 
 def field(name: str) -> Field:
     """The row named ``name``."""
     return next(f for f in FIELDS if f.name == name)
+
+
+def redacted_names(*, version: bool = False) -> tuple[str, ...]:
+    """The text fields of a memory (``version``: of an earlier version) whose secrets are
+    replaced before a write."""
+    if version:
+        return tuple(name for name, held in VERSION_TEXT.items() if field(held).redacted)
+    return tuple(f.name for f in FIELDS if f.redacted)
 
 
 def read_names() -> tuple[str, ...]:

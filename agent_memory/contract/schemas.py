@@ -348,6 +348,19 @@ VERSION = obj(
 HISTORY = obj(
     {"id": {"type": "integer"}, "versions": {"type": "array", "items": VERSION}}, "id", "versions"
 )
+PURGED = obj(
+    {
+        "id": {"type": "integer"},
+        "purged": {
+            "type": "integer",
+            "minimum": 0,
+            "description": "How many earlier versions were dropped (0: it had none); the "
+            "current version is kept.",
+        },
+    },
+    "id",
+    "purged",
+)
 OUTPUT: dict[str, Schema] = {
     "store": obj(
         {

@@ -270,6 +270,7 @@ RULES: dict[str, Rule] = {
     "link": Rule(READ_WRITE, "both ends in its scope; an end elsewhere is not found"),
     "unlink": Rule(READ_WRITE, "both ends in its scope; an edge elsewhere is not found"),
     "tidy_merge": FULL,
+    "purge_history": FULL,
     # the terminal's and the process's own
     "waiting_for_vectors": TERMINAL,
     "doctor": TERMINAL,

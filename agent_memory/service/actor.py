@@ -14,7 +14,7 @@ its arguments are checked, and answers a hidden id exactly as one that does not 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Iterator, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
@@ -59,8 +59,3 @@ def stamp(record: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
         if record.get(name) is None:
             record[name] = current()
     return record
-
-
-def stamped(redact: Callable[[Any], list[str]]) -> Callable[[Any], list[str]]:
-    """An import's per-record step ``redact``, run once the record is stamped."""
-    return lambda record: redact(stamp(record))

@@ -15,6 +15,7 @@ results' use is recorded (the only write).
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -52,6 +53,7 @@ from agent_memory.service.embedding_jobs import (
     Progress,
     no_progress,
 )
+from agent_memory.service.redact import MEMORY_FIELDS, import_step, redact_fields
 from agent_memory.service.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.transfer import gsd, jsonl, portable
@@ -68,21 +70,15 @@ STATS_SCOPES = 50
 # query is bounded first, in query.cost): far past an ordinary question's time on a large
 # database, and a REST worker is free again within this.
 SEARCH_BUDGET_SECS = 2.0
-# The text fields of a memory, all redacted before a write. A tag and a scope are also what
-# filters match, so the tag and scope of a filter are redacted the same way: a filter
-# written as the memory was sent finds it.
-REDACTED_FIELDS = tuple(f.name for f in fields_table.FIELDS if f.redacted)
+# The text fields of a memory, all redacted before a write. A tag, a scope and a writer are
+# also what filters match, so a filter's are redacted the same way: a filter written as the
+# memory was sent finds it.
+REDACTED_FIELDS = MEMORY_FIELDS
 # What stats adds when search by meaning is off: the waiting memories are then no backlog.
 EMBEDDING_OFF = (
     "off (--embedder none): no memory gets a vector while agent-memory runs without an "
     "embedder, so the memories waiting for a vector keep waiting; search is by keyword only"
 )
-
-
-def _without_secrets(text: str, found: list[str]) -> str:
-    redacted, kinds = redact_secrets(text)
-    found += kinds
-    return redacted
 
 
 def _not_found(memory_id: int, flag: str) -> dict[str, Any]:
@@ -140,26 +136,19 @@ class MemoryService:
         source, each tag, scope; those present) by markers, unless redact is off; the kinds
         replaced, field by field. Called after validation: the limits are on what was sent.
         """
-        found: list[str] = []
-        if not self.redact:
-            return found
-        for name in REDACTED_FIELDS:
-            value = fields.get(name)
-            if isinstance(value, str):
-                fields[name] = _without_secrets(value, found)
-            elif isinstance(value, list):
-                fields[name] = [_without_secrets(item, found) for item in value]
-        return found
+        return redact_fields(fields, REDACTED_FIELDS) if self.redact else []
 
     def _filters(self, args: Mapping[str, Any]) -> Filters:
-        """A search's or a list's filters, their tag and scope redacted as stored ones are."""
+        """A search's or a list's filters, their tag, scope and writer redacted as stored
+        ones are."""
         filters = validate.filters(args)
         if not self.redact:
             return filters
-        tag, scope = (
-            None if v is None else redact_secrets(v)[0] for v in (filters.tag, filters.scope)
+        tag, scope, by = (
+            None if v is None else redact_secrets(v)[0]
+            for v in (filters.tag, filters.scope, filters.by)
         )
-        return Filters(filters.memory_type, tag, scope, filters.by)
+        return dataclasses.replace(filters, tag=tag, scope=scope, by=by)
 
     # -- operations -----------------------------------------------------------------------
 
@@ -386,6 +375,14 @@ class MemoryService:
         with self.storage("history"):
             return history.versions(self.db, memory_id)
 
+    def purge_history(self, args: Any) -> dict[str, Any]:
+        """Drop every earlier version of a memory, keeping the current one, so that what an
+        update removed (a secret) is gone from its history and from later exports. It takes
+        what ``history`` takes."""
+        memory_id = validate.memory_id(self._arguments("history", args))
+        with self.storage("purge history"):
+            return history.purge(self.db, memory_id)
+
     def forget(self, args: Any) -> dict[str, Any]:
         memory_id = validate.memory_id(self._arguments("forget", args))
         with self.storage("forget"):
@@ -483,7 +480,7 @@ class MemoryService:
                 self.db,
                 reader,
                 now=self.now(),
-                redact=actor.stamped(self._redacted),
+                redact=import_step(self.redact),
                 progress=progress,
             )
 
@@ -496,5 +493,5 @@ class MemoryService:
                 malformed,
                 scope,
                 now=self.now(),
-                redact=actor.stamped(self._redacted),
+                redact=import_step(self.redact),
             )

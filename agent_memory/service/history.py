@@ -104,6 +104,15 @@ def versions(store: Store, memory_id: int) -> dict[str, Any]:
     return {"id": memory_id, "versions": numbered}
 
 
+def purge(store: Store, memory_id: int) -> dict[str, Any]:
+    """Every earlier version of a memory dropped, the current one kept: how many (0 when it
+    had none); or not found."""
+    purged = store.purge_history(memory_id)
+    if purged is None:
+        return {"id": memory_id, "found": False, "reason": "not_found"}
+    return {"id": memory_id, "purged": purged}
+
+
 def passes(memory: Mapping[str, Any], filters: Filters) -> bool:
     """Whether a memory, as it stood, passes a search's or a list's filters."""
     if filters.memory_type is not None and memory["type"] != filters.memory_type:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
+from agent_memory.service import tokens
 from agent_memory.service.redact_values import (
     CONTEXT_CHARS,
     Span,
@@ -230,6 +231,15 @@ RULES: tuple[Rule, ...] = (
         ("sk-",),
         re.compile(rf"sk-{_began(3, _URLSAFE)}[{_URLSAFE}]++"),
         _openai,
+    ),
+    Rule(
+        "agent-memory-token",
+        (tokens.PREFIX,),
+        re.compile(
+            rf"{tokens.PREFIX}{_began(len(tokens.PREFIX))}(?>{tokens.NAME_PATTERN})"
+            rf"\.[{_URLSAFE}]{{{tokens.SECRET_CHARS}}}(?![{_URLSAFE}])"
+        ),
+        _whole,
     ),
     Rule(
         "jwt",

@@ -204,6 +204,10 @@ class Store(Protocol):
     def import_versions(self, versions: Sequence[dict[str, Any]]) -> int:
         """Insert export records' versions (memory_id set) in one transaction."""
 
+    def purge_history(self, memory_id: int) -> int | None:
+        """Delete every earlier version of the memory, the row itself kept, in one
+        transaction: how many; None if no such row."""
+
     def bump(self, uses: Mapping[int, tuple[int, int]]) -> None:
         """The recency bump of search results, {id: (uses, at)} in one transaction:
         last_accessed = the later of its own and ``at``, access_count + uses (saturating at

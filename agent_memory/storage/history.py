@@ -78,6 +78,8 @@ _EXPORT = text(
     " ORDER BY memory_id, replaced_at, id"
 )
 _COUNT = text("SELECT count(*) FROM memory_history")
+_EXISTS = text("SELECT id FROM memories WHERE id = :memory_id")
+_PURGE = text("DELETE FROM memory_history WHERE memory_id = :memory_id")
 
 
 @dataclass(frozen=True)
@@ -151,9 +153,12 @@ def _stood(conn: sqlalchemy.Connection, ids: Sequence[int], at: int) -> dict[int
 
 
 class HistoryRows:
-    """The Store's history methods, for CommonStore (which supplies ``_read``)."""
+    """The Store's history methods, for CommonStore (which supplies ``_read``, ``_write``
+    and ``_lock_row``)."""
 
     _read: Any
+    _write: Any
+    _lock_row: Any
 
     @guarded
     def history(self, memory_id: int) -> list[dict[str, Any]] | None:
@@ -197,6 +202,16 @@ class HistoryRows:
             for old, new in links:
                 superseded.setdefault(int(old), []).append(int(new))
         return AsOf(memories, more, superseded)
+
+    @guarded
+    def purge_history(self, memory_id: int) -> int | None:
+        """Delete the memory's earlier versions, the row kept: how many; None when there is
+        no such memory (one transaction; an update waiting on the row keeps its version)."""
+        with self._write() as conn:
+            self._lock_row(conn, memory_id)
+            if conn.execute(_EXISTS, {"memory_id": memory_id}).first() is None:
+                return None
+            return int(conn.execute(_PURGE, {"memory_id": memory_id}).rowcount)
 
     @guarded
     def links_at(self, memory_id: int, at: int) -> set[tuple[int, int, str]]:

@@ -45,7 +45,8 @@ IMPORT_OUTCOME = {
 }
 
 Progress = Callable[[int, int], None]
-# Replaces, in a record, the secrets of its text fields; the kinds of secret replaced
+# Makes a record (a memory's or a version's) what is written: its secrets replaced; the
+# kinds of secret replaced
 Redact = Callable[[dict[str, Any]], list[str]]
 
 
@@ -97,7 +98,8 @@ class _Import:
         self.progress = progress
         self.report = dict.fromkeys(IMPORT_COUNTS, 0)
         self.done = 0
-        self.secrets = self.redacted = 0  # counted over the rows written
+        self.secrets = 0  # counted over the rows and versions written
+        self.redacted: set[int] = set()  # the memories written with a secret replaced
         self.ids: dict[int, int | None] = {}
         self.inserted: list[tuple[int, int]] = []  # (first id, last id) of each batch's new rows
         self.between_old: list[tuple[int, int, str]] = []  # new edges between rows not inserted
@@ -120,7 +122,7 @@ class _Import:
             self.report[IMPORT_OUTCOME[outcome]] += 1
             if secrets and outcome == "imported":
                 self.secrets += secrets
-                self.redacted += 1
+                self.redacted.add(memory_id)
         self._advance(len(batch))
         return outcomes
 
@@ -141,7 +143,10 @@ class _Import:
             self.report[VERSION_COUNTS[1]] += 1
             self._advance(1)
             return
-        self.redact(record)
+        secrets = len(self.redact(record))
+        if secrets:
+            self.secrets += secrets
+            self.redacted.add(memory_id)
         self.versions.append({**record, "memory_id": memory_id})
         if len(self.versions) >= IMPORT_BATCH_ROWS:
             self.flush_versions()
@@ -162,7 +167,7 @@ class _Import:
             return self.report
         return {
             **self.report,
-            **dict(zip(REDACTION_COUNTS, (self.secrets, self.redacted), strict=True)),
+            **dict(zip(REDACTION_COUNTS, (self.secrets, len(self.redacted)), strict=True)),
         }
 
     def take_out(self) -> None:

@@ -26,6 +26,8 @@ ADVERSARIAL = [
     "auth:",
     "-ghp_a",
     "github_pat_",
+    "amt_a.",
+    "amt_a",
     "glpat-",
     "xoxb-1-",
     "xoxe.xoxb-",

@@ -13,6 +13,7 @@ import click
 
 from agent_memory.contract.vocabulary import count
 from agent_memory.storage.base import EXISTING, READ
+from agent_memory.transports.cli import display
 from agent_memory.transports.cli.command_support import (
     EXIT_FAILED,
     EXIT_USAGE,
@@ -112,14 +113,18 @@ def _confirmed(clusters: int) -> bool:
 
 
 def _shown(memory: dict[str, Any]) -> str:
-    return f"#{memory['id']} {memory['type']} {memory['snippet']!r}"
+    return f"#{memory['id']} {memory['type']} '{display.printable(memory['snippet'])}'"
+
+
+def _tags(tags: list[str]) -> str:
+    return display.printable(", ".join(tags)) or "none"
 
 
 def report_lines(report: dict[str, Any], now: int) -> list[str]:
     """The report for a person: the clusters, the superseded, the unused."""
     signal = "cosine similarity" if report["signal"] == "cosine" else "keyword overlap"
     why = f"; {report['signal_note']}" if "signal_note" in report else ""
-    where = "" if report["scope"] is None else f" in scope {report['scope']!r}"
+    where = "" if report["scope"] is None else f" in scope '{display.printable(report['scope'])}'"
     lines = [
         f"near-duplicates by {signal} (>= {report['threshold']}{why}): "
         f"{count(len(report['clusters']), 'cluster')} among "
@@ -165,7 +170,7 @@ def _cluster_lines(cluster: dict[str, Any]) -> list[str]:
     if reason is None:
         lines = [
             "  no member holds every word of the others (merged only with --keep ID):",
-            f"    #{keep['id']} {keep['type']} {keep['snippet']!r}",
+            f"    {_shown(keep)}",
         ]
         role = ""
     else:
@@ -175,10 +180,10 @@ def _cluster_lines(cluster: dict[str, Any]) -> list[str]:
     for member in cluster["merge"]:
         said = f"similarity {member['similarity']}"
         if member["missing_words"]:
-            said += f"; #{keep['id']} lacks: {', '.join(member['missing_words'])}"
+            said += f"; #{keep['id']} lacks: {_tags(member['missing_words'])}"
         lines.append(f"    {role}{_shown(member)} ({said})")
     if reason is not None:
-        lines.append(f"    tags after: {', '.join(cluster['tags']) or 'none'}")
+        lines.append(f"    tags after: {_tags(cluster['tags'])}")
     return lines
 
 

@@ -194,6 +194,12 @@ def history(id: str) -> tuple[Response, int]:
     return _found(_service().history(_with_query({"id": _integer(id)})), "found")
 
 
+@api.delete("/api/memories/<id>/history")
+def purge_history(id: str) -> tuple[Response, int]:
+    """Every earlier version dropped, the current one kept (full tokens only)."""
+    return _found(_service().purge_history(_with_query({"id": _integer(id)})), "found")
+
+
 @api.get("/api/stats")
 def stats() -> Response:
     return jsonify(_service().stats(_with_query({})))

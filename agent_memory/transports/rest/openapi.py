@@ -227,6 +227,7 @@ def components() -> dict[str, Schema]:
         "FullMemory": _with_related_ref(schemas.FULL_MEMORY),
         "GetNotFound": schemas.not_found("found"),
         "History": schemas.HISTORY,
+        "Purged": schemas.PURGED,
         "Stats": _STATS,
         "Tidy": TIDY,
         "Why": schemas.WHY,

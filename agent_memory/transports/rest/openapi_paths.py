@@ -191,6 +191,19 @@ def _history() -> Schema:
                 "404": _answer(_NO_MEMORY, "GetNotFound"),
             },
         ),
+        "delete": _operation(
+            "Purge a memory's history: every earlier version dropped for good, the current "
+            "one kept (a full token only)",
+            "purgeHistory",
+            {
+                "200": _answer("how many versions were dropped (0: it had none)", "Purged"),
+                "400": _error(BAD_SEGMENT),
+                "404": _answer(_NO_MEMORY, "GetNotFound"),
+            },
+            description="What an update removed (a secret) is then gone from the memory's "
+            "history, from `as_of` answers and from later exports; exports made before keep "
+            "it. A read-only or scope-bound token is refused.",
+        ),
     }
 
 
