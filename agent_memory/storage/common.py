@@ -29,6 +29,7 @@ from agent_memory.storage.base import MissingMemory, NewMemory
 from agent_memory.storage.faults import guarded
 from agent_memory.storage.history import HistoryRows
 from agent_memory.storage.neighbours import neighbour_edges
+from agent_memory.storage.oauth import OAuthRows
 from agent_memory.storage.sessions import SessionRows
 from agent_memory.storage.sweep import SweepRows
 from agent_memory.storage.tidy import TidyRows
@@ -97,7 +98,7 @@ class Leg:
 Connect = Callable[[], AbstractContextManager[sqlalchemy.Connection]]
 
 
-class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
+class CommonStore(TokenRows, SessionRows, OAuthRows, SweepRows, HistoryRows, TidyRows):
     """The Store methods that are the same on every engine (storage.base.Store says what
     each promises). A subclass supplies:
 
