@@ -394,3 +394,70 @@ def test_a_grant_has_exactly_its_tokens_rights_and_ends_with_it(team, location):
     revoke(location, "rw")  # revoking the token ends the grant at its next request
     assert mcp_answers(daemon, by_code) == 401
     assert grants(location) == []
+
+
+def everything_stored(location: str) -> str:
+    """Every OAuth row of the database, as text."""
+    tables = ("oauth_clients", "oauth_codes", "oauth_grants")
+    if location.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(location) as conn:
+            rows = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in tables]
+    else:
+        import sqlean
+
+        conn = sqlean.connect(location)
+        rows = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in tables]
+        conn.close()
+    return repr(rows)
+
+
+def test_secrets_are_kept_hashed_and_the_sweep_deletes_what_expired(svc, clock, location):
+    from agent_memory.service import oauth as oauth_rules
+    from agent_memory.service.lifecycle import sweep
+
+    token = Tokens(svc).create("alice")
+    oauth = OAuth(svc)
+    oauth.register("kept", {"client_id": "kept", "redirect_uris": [CALLBACK]})
+    oauth.register("idle", {"client_id": "idle", "redirect_uris": [CALLBACK]})
+    request = Request(CALLBACK, True, pkce()[1], "http://127.0.0.1:1/mcp", [], "s")
+    waiting = oauth.open_request("kept", request)
+    consent, _, _ = oauth.sign_in(oauth.open_request("kept", request), token)
+    _, code = oauth.decide(consent, True)
+    _, unused_code = oauth.decide(
+        oauth.sign_in(oauth.open_request("kept", request), token)[0], True
+    )
+    issued = oauth.exchange(code, "kept")
+    approval = oauth.approval("alice")
+    stored = everything_stored(location)
+    for secret in (waiting, consent, code, unused_code, issued.access_token, issued.refresh_token):
+        assert secret.removeprefix("amoa_").removeprefix("amor_") not in stored
+    assert approval.replace("-", "") not in stored and token.split(".")[1] not in stored
+
+    assert sweep(svc)["oauth"] == 0  # nothing has expired yet
+    clock.advance(oauth_rules.SIGN_IN_SECS)  # requests, consents, codes and approvals
+    assert sweep(svc)["oauth"] == 3
+    assert oauth.waiting(waiting) is None and oauth.code(unused_code) is None
+    assert oauth.check(issued.access_token, request.resource).grant.name == "alice"
+    clock.advance(oauth_rules.REFRESH_TOKEN_SECS)  # a grant never refreshed; clients stay
+    assert sweep(svc)["oauth"] == 1
+    assert oauth.grants() == [] and oauth.client("kept") is not None
+    clock.advance(oauth_rules.CLIENT_IDLE_SECS - oauth_rules.REFRESH_TOKEN_SECS)
+    assert sweep(svc)["oauth"] == 2  # the clients, unused for so long
+    assert everything_stored(location) == repr([[], [], []])
+
+
+def test_open_registration_keeps_at_most_the_cap(svc, clock, monkeypatch):
+    from agent_memory.service import oauth as oauth_rules
+
+    monkeypatch.setattr(oauth_rules, "MAX_CLIENTS", 2)
+    oauth = OAuth(svc)
+    for name in ("first", "second", "third"):
+        oauth.register(name, {"client_id": name})
+        clock.advance(1)
+    assert [oauth.client(n) is not None for n in ("first", "second", "third")] == [
+        False,
+        True,
+        True,
+    ]

@@ -60,9 +60,11 @@ APPROVAL_ALPHABET = "ABCDEFGHJKMNPQRSTUVWXYZ23456789"
 APPROVAL_GROUPS = 3
 APPROVAL_GROUP_LETTERS = 4
 # Registration is open to anyone: at most this many clients are kept (the least recently
-# used without a grant go first), and one without a grant goes after this long unused.
+# used without a grant go first), and one without a grant goes after this long unused (its
+# last authorization, grant or refresh): longer than a refresh token lives, so that a client
+# whose grant expired can still ask a person again under the id it keeps.
 MAX_CLIENTS = 1000
-CLIENT_IDLE_SECS = 30 * DAY_SECS
+CLIENT_IDLE_SECS = 90 * DAY_SECS
 # Authorization requests waiting for a person, at most (the oldest go first).
 MAX_WAITING = 1000
 

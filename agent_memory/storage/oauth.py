@@ -36,14 +36,21 @@ _ADD_CLIENT = text(
     "INSERT INTO oauth_clients (client_id, client, created_at, used_at)"
     " VALUES (:client_id, :client, :now, :now)"
 )
-# The least recently used clients past the cap, among those that hold no grant.
+# The least recently used clients past the cap, among those that hold no grant, never the
+# one just registered.
 _TRIM_CLIENTS = text(
-    "DELETE FROM oauth_clients WHERE client_id NOT IN"
-    " (SELECT client_id FROM oauth_clients ORDER BY used_at DESC, client_id LIMIT :cap)"
+    "DELETE FROM oauth_clients WHERE client_id <> :client_id AND client_id NOT IN"
+    " (SELECT client_id FROM oauth_clients WHERE client_id <> :client_id"
+    " ORDER BY used_at DESC, created_at DESC, client_id LIMIT :cap - 1)"
     " AND NOT EXISTS (SELECT 1 FROM oauth_grants AS g WHERE g.client_id = oauth_clients.client_id)"
 )
 _CLIENT = text("SELECT client, used_at FROM oauth_clients WHERE client_id = :client_id")
 _TOUCH_CLIENT = text("UPDATE oauth_clients SET used_at = :now WHERE client_id = :client_id")
+# A grant made or refreshed is its client's use: a client is swept only long after its last.
+_TOUCH_GRANTS_CLIENT = text(
+    "UPDATE oauth_clients SET used_at = :now"
+    " WHERE client_id = (SELECT client_id FROM oauth_grants WHERE id = :id)"
+)
 _ADD_CODE = text(
     f"INSERT INTO oauth_codes (key, {', '.join(CODE_COLUMNS)})"
     " VALUES (:key, :stage, :client_id, :request, :token_name, :token_digest, :expires_at)"
@@ -118,7 +125,7 @@ class OAuthRows:
         go."""
         with self._write() as conn:
             conn.execute(_ADD_CLIENT, {"client_id": client_id, "client": client, "now": now})
-            conn.execute(_TRIM_CLIENTS, {"cap": cap})
+            conn.execute(_TRIM_CLIENTS, {"client_id": client_id, "cap": cap})
 
     @guarded
     def oauth_client(self, client_id: str) -> dict[str, Any] | None:
@@ -171,6 +178,7 @@ class OAuthRows:
             if row is None:
                 return None
             grant_id = conn.execute(_ADD_GRANT, dict(grant)).scalar_one()
+            conn.execute(_TOUCH_GRANTS_CLIENT, {"id": grant_id, "now": grant["created_at"]})
         return dict(row), int(grant_id)
 
     @guarded
@@ -191,6 +199,7 @@ class OAuthRows:
                 _ROTATE,
                 {"id": grant_id, "old_refresh_key": old_refresh_key, "now": now, **tokens},
             )
+            conn.execute(_TOUCH_GRANTS_CLIENT, {"id": grant_id, "now": now})
         return bool(done.rowcount)
 
     @guarded
