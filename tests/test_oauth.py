@@ -6,7 +6,6 @@ under it and ends with it."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import anyio
@@ -25,6 +24,7 @@ from tests.support.oauth import (
     authorize_url,
     code_for,
     consent_in,
+    mcp_answers,
     oauth_client,
     oauth_provider,
     person,
@@ -32,25 +32,13 @@ from tests.support.oauth import (
     redirect_query,
     register,
     token_request,
+    tokens_for,
 )
 from tests.support.rest_daemon import RestDaemon
 from tests.support.spawned import run_agent_memory
 from tests.support.team import ACCEPT, MODES, bearer, make_tokens, mcp_client, revoke
 
 pytest_plugins = ["tests.support.pg_fixtures"]
-
-MODERN = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
-DISCOVER = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "server/discover",
-    "params": {
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }
-    },
-}
 
 
 @pytest.fixture
@@ -71,29 +59,6 @@ def with_service(location: str, work, clock=time.time):
 
 def grants(location: str) -> list[dict]:
     return with_service(location, lambda service: OAuth(service).grants())
-
-
-def mcp_answers(daemon: RestDaemon, access: str, host: str | None = None) -> int:
-    """The status of a 2026-era request to /mcp with this access token (at ``host``)."""
-    headers = {"Content-Type": "application/json", "Accept": ACCEPT, **MODERN, **bearer(access)}
-    if host is not None:
-        headers["Host"] = host
-    return daemon.request("POST", "/mcp", data=json.dumps(DISCOVER), headers=headers).status_code
-
-
-def tokens_for(daemon: RestDaemon, client_id: str, credential: str) -> dict:
-    code, verifier = code_for(daemon, client_id, credential)
-    answer = token_request(
-        daemon,
-        grant_type="authorization_code",
-        code=code,
-        code_verifier=verifier,
-        client_id=client_id,
-        redirect_uri=CALLBACK,
-        resource=daemon.url + "/mcp",
-    )
-    assert answer.status_code == 200, answer.text
-    return answer.json()
 
 
 def refreshed(daemon: RestDaemon, client_id: str, refresh_token: str):

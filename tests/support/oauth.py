@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import re
 import secrets
 from collections.abc import Callable
@@ -27,7 +28,20 @@ from mcp.shared.auth import (
 
 from agent_memory.transports.mcp.oauth_pages import CONSENT_PATH
 from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon
+from tests.support.team import ACCEPT, bearer
 
+MODERN = {"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "server/discover"}
+DISCOVER = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "server/discover",
+    "params": {
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        }
+    },
+}
 CALLBACK = "http://127.0.0.1:9/callback"  # nothing listens: the code is read off the redirect
 _HIDDEN = re.compile(r'name="(request|consent)" value="([^"]+)"')
 
@@ -165,3 +179,36 @@ def code_for(daemon: RestDaemon, client_id: str, credential: str, **extra: str) 
 
 def token_request(daemon: RestDaemon, **form: str) -> requests.Response:
     return daemon.request("POST", "/token", data=form)
+
+
+def mcp_answers(
+    daemon: RestDaemon,
+    access: str,
+    host: str | None = None,
+    http: requests.Session | None = None,
+) -> int:
+    """The status of a 2026-era request to /mcp with this access token (at ``host``; on
+    ``http``'s connection when given)."""
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT, **MODERN, **bearer(access)}
+    if host is not None:
+        headers["Host"] = host
+    caller = http or daemon.session
+    answer = caller.post(
+        daemon.url + "/mcp", data=json.dumps(DISCOVER), headers=headers, timeout=START_TIMEOUT_SECS
+    )
+    return answer.status_code
+
+
+def tokens_for(daemon: RestDaemon, client_id: str, credential: str) -> dict:
+    code, verifier = code_for(daemon, client_id, credential)
+    answer = token_request(
+        daemon,
+        grant_type="authorization_code",
+        code=code,
+        code_verifier=verifier,
+        client_id=client_id,
+        redirect_uri=CALLBACK,
+        resource=daemon.url + "/mcp",
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.json()
