@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import http.server
 import json
+import queue
 import re
 import secrets
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -110,7 +113,10 @@ class Memory:
 
 
 def oauth_provider(
-    server_url: str, act: Callable[[str], dict[str, str]], storage: Memory | None = None
+    server_url: str,
+    act: Callable[[str], dict[str, str]],
+    storage: Memory | None = None,
+    redirect_uri: str = CALLBACK,
 ) -> OAuthClientProvider:
     """The SDK's OAuth for ``server_url``: discovery, registration, the authorization code
     with PKCE (``act`` plays the person at the URL it is sent to), tokens and refresh."""
@@ -127,7 +133,7 @@ def oauth_provider(
 
     metadata = OAuthClientMetadata(
         client_name="Test connector",
-        redirect_uris=[CALLBACK],
+        redirect_uris=[redirect_uri],
         grant_types=["authorization_code", "refresh_token"],
     )
     return OAuthClientProvider(server_url, metadata, storage, redirect, callback)
@@ -212,3 +218,39 @@ def tokens_for(daemon: RestDaemon, client_id: str, credential: str) -> dict:
     )
     assert answer.status_code == 200, answer.text
     return answer.json()
+
+
+class Callback:
+    """A native client's loopback redirect URI: a small HTTP server on a free port that
+    answers every request and keeps each one's query (for a browser that follows the
+    redirect to it)."""
+
+    def __init__(self) -> None:
+        queries: queue.Queue[dict[str, str]] = queue.Queue()
+
+        class Answer(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                query = parse_qs(urlsplit(self.path).query)
+                queries.put({k: v[0] for k, v in query.items()})
+                body = b"connected"
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.queries = queries
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Answer)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/callback"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def __enter__(self) -> Callback:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
