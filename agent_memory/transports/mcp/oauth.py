@@ -67,7 +67,7 @@ from mcp.shared.auth_utils import resource_url_from_server_url
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
-from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route, request_response
 
 from agent_memory.service import oauth as service_oauth
@@ -332,7 +332,7 @@ class Revocation:
                 error="unauthorized_client", error_description=exc.message
             )
             return PydanticJSONResponse(refusal, status_code=401)
-        token = _text(await request.form(), "token")
+        token = pages.form_text(await request.form(), "token")
         if not token:
             refusal = RevocationErrorResponse(
                 error="invalid_request", error_description="token: required"
@@ -363,64 +363,6 @@ def metadata(issuer: str) -> OAuthMetadata:
     )
 
 
-class Pages:
-    """The sign-in and consent pages of one issuer."""
-
-    def __init__(self, oauth: OAuth) -> None:
-        self.oauth = oauth
-
-    async def sign_in(self, request: Request) -> Response:
-        if request.method == "GET":
-            request_id = request.query_params.get("request", "")
-            flight = await anyio.to_thread.run_sync(self.oauth.waiting, request_id)
-            if flight is None:
-                return pages.ended("This sign-in has expired or was used already")
-            return pages.sign_in(flight.client, flight.request.redirect_uri, request_id)
-        form = await request.form()
-        request_id, credential = _text(form, "request"), _text(form, "credential")
-        try:
-            consent_id, flight, grant = await anyio.to_thread.run_sync(
-                self.oauth.sign_in, request_id, credential
-            )
-        except service_oauth.Ended:
-            return pages.ended("This sign-in has expired or was used already")
-        except Unauthorized:
-            flight = await anyio.to_thread.run_sync(self.oauth.waiting, request_id)
-            if flight is None:
-                return pages.ended("This sign-in has expired or was used already")
-            wrong = "That token or code is wrong, expired or revoked."
-            return pages.sign_in(flight.client, flight.request.redirect_uri, request_id, wrong, 401)
-        return pages.consent(flight.client, flight.request.redirect_uri, grant, consent_id)
-
-    async def consent(self, request: Request) -> Response:
-        form = await request.form()
-        allow = _text(form, "decision") == "allow"
-        try:
-            flight, code = await anyio.to_thread.run_sync(
-                self.oauth.decide, _text(form, "consent"), allow
-            )
-        except service_oauth.Ended:
-            return pages.ended("This sign-in has expired or was used already")
-        except Unauthorized:
-            return pages.ended("The token you signed in with was revoked meanwhile", 401)
-        state = flight.request.state
-        if code is None:
-            target = construct_redirect_uri(
-                flight.request.redirect_uri,
-                error="access_denied",
-                error_description="the person denied access",
-                state=state,
-            )
-        else:
-            target = construct_redirect_uri(flight.request.redirect_uri, code=code, state=state)
-        return RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
-
-
-def _text(form: Any, name: str) -> str:
-    value = form.get(name)
-    return value if isinstance(value, str) else ""
-
-
 def server(oauth: OAuth, issuer: str) -> Starlette:
     """The authorization server of ``issuer``: the SDK's handlers and ours, on one app."""
     provider = Provider(oauth, issuer)
@@ -430,7 +372,7 @@ def server(oauth: OAuth, issuer: str) -> Starlette:
         authorization_servers=[issuer],
         resource_name="agent-memory",
     )
-    page = Pages(oauth)
+    page = pages.Pages(oauth)
 
     def posted(handler: Callable[..., Any]) -> Any:
         """A POST endpoint other sites' scripts may call (CORS), its body bounded."""

@@ -1,7 +1,8 @@
-"""The pages a person sees while an MCP client asks for access (transports.mcp.oauth): the
-sign-in (an access token, or a one-time code from ``agent-memory token approve``), the
-consent (the client's name, where its codes go, and what it will be allowed: exactly the
-token's rights), and the page of a sign-in that has ended.
+"""The pages a person sees while an MCP client asks for access (transports.mcp.oauth), and
+their routes (:class:`Pages`, over service.oauth): the sign-in (an access token, or a
+one-time code from ``agent-memory token approve``), the consent (the client's name, where
+its codes go, and what it will be allowed: exactly the token's rights), and the page of a
+sign-in that has ended.
 
 Plain HTML with no script. Every text a client chose (its name) or a person typed is
 escaped. The answers carry headers that keep a browser from doing anything else: a
@@ -20,9 +21,14 @@ import html
 from typing import Any
 from urllib.parse import urlsplit
 
-from starlette.responses import HTMLResponse
+import anyio.to_thread
+from mcp.server.auth.provider import construct_redirect_uri
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, RedirectResponse, Response
 
-from agent_memory.service.tokens import Grant
+from agent_memory.service import oauth as service_oauth
+from agent_memory.service.oauth import OAuth
+from agent_memory.service.tokens import Grant, Unauthorized
 
 SIGN_IN_PATH = "/authorize/sign-in"
 CONSENT_PATH = "/authorize/consent"
@@ -131,3 +137,62 @@ def ended(message: str, status: int = 400) -> HTMLResponse:
         f"{html.escape(message)}. Start again from your MCP client.</p>"
     )
     return _page("Sign-in ended", body, status)
+
+
+class Pages:
+    """The sign-in and consent pages of one issuer."""
+
+    def __init__(self, oauth: OAuth) -> None:
+        self.oauth = oauth
+
+    async def sign_in(self, request: Request) -> Response:
+        if request.method == "GET":
+            request_id = request.query_params.get("request", "")
+            flight = await anyio.to_thread.run_sync(self.oauth.waiting, request_id)
+            if flight is None:
+                return ended("This sign-in has expired or was used already")
+            return sign_in(flight.client, flight.request.redirect_uri, request_id)
+        form = await request.form()
+        request_id, credential = form_text(form, "request"), form_text(form, "credential")
+        try:
+            consent_id, flight, grant = await anyio.to_thread.run_sync(
+                self.oauth.sign_in, request_id, credential
+            )
+        except service_oauth.Ended:
+            return ended("This sign-in has expired or was used already")
+        except Unauthorized:
+            flight = await anyio.to_thread.run_sync(self.oauth.waiting, request_id)
+            if flight is None:
+                return ended("This sign-in has expired or was used already")
+            wrong = "That token or code is wrong, expired or revoked."
+            return sign_in(flight.client, flight.request.redirect_uri, request_id, wrong, 401)
+        return consent(flight.client, flight.request.redirect_uri, grant, consent_id)
+
+    async def consent(self, request: Request) -> Response:
+        form = await request.form()
+        allow = form_text(form, "decision") == "allow"
+        try:
+            flight, code = await anyio.to_thread.run_sync(
+                self.oauth.decide, form_text(form, "consent"), allow
+            )
+        except service_oauth.Ended:
+            return ended("This sign-in has expired or was used already")
+        except Unauthorized:
+            return ended("The token you signed in with was revoked meanwhile", 401)
+        state = flight.request.state
+        if code is None:
+            target = construct_redirect_uri(
+                flight.request.redirect_uri,
+                error="access_denied",
+                error_description="the person denied access",
+                state=state,
+            )
+        else:
+            target = construct_redirect_uri(flight.request.redirect_uri, code=code, state=state)
+        return RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
+
+
+def form_text(form: Any, name: str) -> str:
+    """A posted form's text field (empty when missing, or a file)."""
+    value = form.get(name)
+    return value if isinstance(value, str) else ""
