@@ -323,11 +323,11 @@ class OAuth:
             return None
         return _held(row)
 
-    def refresh(self, held: Held, refresh_token: str) -> Issued:
+    def refresh(self, grant_id: int, refresh_token: str) -> Issued:
         """New access and refresh tokens for the grant (the old ones stop at once);
         Refused when another refresh took it first or its token was revoked."""
         with self._service.storage("oauth token"):
-            row = self._db.oauth_grant("id", held.id)
+            row = self._db.oauth_grant("id", grant_id)
         if row is None:
             raise Refused("invalid_grant", "the refresh token was revoked")
         try:
@@ -338,10 +338,10 @@ class OAuth:
         access, refresh = _secret(ACCESS_PREFIX), _secret(REFRESH_PREFIX)
         tokens = self._fresh(access, refresh, now)
         with self._service.storage("oauth token"):
-            rotated = self._db.rotate_oauth_grant(held.id, _key(refresh_token), tokens, now)
+            rotated = self._db.rotate_oauth_grant(grant_id, _key(refresh_token), tokens, now)
         if not rotated:
             raise Refused("invalid_grant", "the refresh token was used already")
-        return Issued(access, refresh, ACCESS_TOKEN_SECS, held.scopes)
+        return Issued(access, refresh, ACCESS_TOKEN_SECS, json.loads(row["scopes"]))
 
     def holding(self, access_token: str) -> Held | None:
         """The grant of an access token, expired or not (None: unknown)."""

@@ -251,16 +251,10 @@ class Provider:
     ) -> OAuthToken:
         if refresh_token.resource != self.resource:
             raise TokenError("invalid_grant", "the refresh token is for another resource")
-        held = service_oauth.Held(
-            refresh_token.grant_id,
-            refresh_token.client_id,
-            refresh_token.resource,
-            refresh_token.scopes,
-            0,
-            refresh_token.expires_at or 0,
-        )
         try:
-            issued = await self._run(self.oauth.refresh, held, refresh_token.token)
+            issued = await self._run(
+                self.oauth.refresh, refresh_token.grant_id, refresh_token.token
+            )
         except service_oauth.Refused as exc:
             raise TokenError(exc.error, str(exc)) from None  # type: ignore[arg-type]
         return _answer(issued)
