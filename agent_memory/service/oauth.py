@@ -11,7 +11,7 @@ revoked or expired token ends its grants at their next request in every process,
 token made again under the name has another secret, so the old grants stay ended.
 
 Every secret (request ids, consent ids, codes, access and refresh tokens, approval codes)
-is 32 random bytes, or 60 bits for the approval code a person types, and only its SHA-256
+is 32 random bytes (the approval code a person types: 12 letters), and only its SHA-256
 is kept. Each is single-use where the protocol wants it: a row in flight is taken by the
 request that uses it, a code becomes a grant once, and a refresh rotates both tokens. A code
 or a replaced refresh token presented again revokes the grant it led to (someone else holds
