@@ -6,11 +6,13 @@ REST transport's waitress server (:mod:`rest.daemon`), with its header-time guar
 every route; ``/mcp`` is the SDK's Streamable HTTP app (:mod:`mcp.http`), run in one event
 loop thread that waitress's workers hand each request to (:mod:`rest.asgi`).
 
-In front of both stands the token gate (:class:`Gate`): once a token exists, every request
-but the page's files and /health must carry ``Authorization: Bearer <token>``, or (API routes
-only) the session cookie of a page signed in with a token (rest.signin), and is served by
-the service as that token may use it (service.access). On loopback with no token, every
-request is served without one, as ``local``.
+In front of both stands the token gate (:class:`Gate`): once the database requires tokens,
+every request but the page's files and /health must carry ``Authorization: Bearer <token>``,
+or (API routes only) the session cookie of a page signed in with a token (rest.signin), or
+(/mcp only) an OAuth access token a token approved (mcp.oauth, whose endpoints the gate lets
+through), and is served by the service as that token may use it (service.access). A 401 from
+/mcp names the resource metadata that starts a client's OAuth flow. On loopback, on a
+database that never had a token, every request is served without one, as ``local``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ from mcp.server.auth.provider import AccessToken
 from agent_memory.contract.errors import StorageError
 from agent_memory.service.access import Granted
 from agent_memory.service.core import MemoryService
+from agent_memory.service.oauth import ACCESS_PREFIX
 from agent_memory.service.tokens import FULL, Grant, Tokens, Unauthorized
 from agent_memory.transports.mcp import http as mcp_http
+from agent_memory.transports.mcp import oauth
 from agent_memory.transports.rest.asgi import AsgiMount
 from agent_memory.transports.rest.daemon import (
     GRANT,
@@ -49,6 +53,8 @@ log = logging.getLogger(__name__)
 OPEN_PATHS = frozenset({"/", "/health", "/openapi.json"})
 OPEN_PREFIXES = ("/assets/",)
 REALM = "agent-memory"
+# environ key: who an MCP session is bound to, when not the token's name (an OAuth grant).
+PRINCIPAL = "agent_memory.principal"
 
 
 class Gate:
@@ -64,6 +70,7 @@ class Gate:
         *,
         open_: bool,
         sign_in: SignIn | None = None,
+        authorization: oauth.Authorization | None = None,
     ) -> None:
         self.app = app
         self.service = service
@@ -72,16 +79,21 @@ class Gate:
         # or was reopened: a database that has had one keeps requiring one)
         self.open = open_
         self.sign_in = sign_in
+        self.authorization = authorization
 
     def __call__(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
         path = environ.get("PATH_INFO", "")
         if path in OPEN_PATHS or path.startswith(OPEN_PREFIXES) or _signs_in(environ):
             return self.app(environ, start_response)
+        if self.authorization is not None and path in oauth.PATHS:
+            return self.app(environ, start_response)  # OAuth's endpoints: each checks its own
         try:
             grant = self.grant(environ)
         except Unauthorized as exc:
             invalid = environ.get("HTTP_AUTHORIZATION") is not None
             challenge = f'Bearer realm="{REALM}"' + (', error="invalid_token"' if invalid else "")
+            if self.authorization is not None:
+                challenge += self.authorization.challenge(environ)
             return _json(start_response, 401, f"unauthorized: {exc}", challenge)
         except CrossSite as exc:
             return _json(start_response, 403, str(exc))
@@ -97,7 +109,7 @@ class Gate:
         none on an open daemon."""
         header = environ.get("HTTP_AUTHORIZATION")
         if header is not None:
-            return self.bearer(header)
+            return self.bearer(header, environ)
         ended: Unauthorized | None = None
         try:
             found = self.sign_in.grant(environ) if self.sign_in is not None else None
@@ -112,10 +124,14 @@ class Gate:
         page = ", or sign in on the page" if on_page else ""
         raise ended or Unauthorized(f"a token is required (Authorization: Bearer <token>{page})")
 
-    def bearer(self, header: str) -> Grant:
+    def bearer(self, header: str, environ: dict[str, Any]) -> Grant:
         scheme, _, value = header.strip().partition(" ")
         if scheme.lower() != "bearer" or not value.strip():
             raise Unauthorized("expected the header Authorization: Bearer <token>")
+        if self.authorization is not None and value.strip().startswith(ACCESS_PREFIX):
+            access = self.authorization.check(value.strip(), environ)
+            environ[PRINCIPAL] = f"oauth:{access.id}"  # its MCP sessions are the grant's own
+            return access.grant
         return self.tokens.check(value.strip())
 
 
@@ -145,7 +161,7 @@ def _who(scope: dict[str, Any], environ: dict[str, Any]) -> None:
     grant = environ.get(GRANT, FULL)
     scope[SERVICE] = environ.get(SERVICE)
     if grant is not FULL:
-        token = AccessToken(token="", client_id=grant.name, scopes=[])
+        token = AccessToken(token="", client_id=environ.get(PRINCIPAL, grant.name), scopes=[])
         scope["user"] = AuthenticatedUser(token)
 
 
@@ -202,12 +218,16 @@ def serving(
             portal.wrap_async_context_manager(manager.run()),
         ):
             mount = AsgiMount(manager.handle_request, portal, mcp_http.METHODS, _who)
-            server.mount({mcp_http.PATH: mount})
+            hosts = oauth.issuers(server.guard.hosts, server.guard.public)
+            authorization = oauth.Authorization(service, hosts)
+            issued = AsgiMount(authorization, portal, oauth.METHODS, authorization.scope_issuer)
+            server.mount({mcp_http.PATH: mount, **dict.fromkeys(oauth.PATHS, issued)})
             server.application = Gate(
                 server.application,
                 service,
                 open_=open_,
                 sign_in=server.sign_in,
+                authorization=authorization,
             )
             yield server
     finally:

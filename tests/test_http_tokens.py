@@ -1,9 +1,9 @@
 """End to end: the real daemon once tokens exist, on SQLite and on PostgreSQL. REST, the page
 and MCP (both eras, the SDK's client) take ``Authorization: Bearer``; a missing, wrong,
-expired or revoked token is 401 with WWW-Authenticate on every surface, a read-only token
-writing is 403 (an ``isError`` result over MCP) and changes nothing; a scope-bound token sees
-its scope only (tests/test_http_scopes.py has every read path); a revoked token stops at its
-next request."""
+expired or revoked token is 401 with WWW-Authenticate on every surface (on /mcp it names the
+OAuth resource metadata too: tests/test_oauth.py), a read-only token writing is 403 (an
+``isError`` result over MCP) and changes nothing; a scope-bound token sees its scope only
+(tests/test_http_scopes.py has every read path); a revoked token stops at its next request."""
 
 from __future__ import annotations
 
@@ -176,11 +176,13 @@ def test_every_refusal_is_401_with_a_challenge_on_rest_and_mcp(team, why):
         daemon.request("POST", "/mcp", data=json.dumps(INITIALIZE), headers=mcp),
         daemon.request("POST", "/mcp", data=json.dumps(DISCOVER), headers=modern),
     ]
+    metadata = f'resource_metadata="{daemon.url}/.well-known/oauth-protected-resource/mcp"'
     for k, answer in enumerate(answers):
         assert answer.status_code == 401, answer.text
-        assert answer.headers["WWW-Authenticate"] == (
-            challenge or f'{REALM}, error="invalid_token"'
-        )
+        expected = challenge or f'{REALM}, error="invalid_token"'
+        if k >= 4:  # /mcp points a client at the OAuth flow too
+            expected += f", {metadata}"
+        assert answer.headers["WWW-Authenticate"] == expected
         if why == "missing" and k < 4:  # the page's routes also take a session
             message = "a token is required (Authorization: Bearer <token>, or sign in on the page)"
         elif why == "missing":

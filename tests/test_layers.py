@@ -49,6 +49,7 @@ SERVERS = {
     "agent_memory.transports.mcp.server",
     "agent_memory.transports.rest.daemon",
     "agent_memory.transports.mcp.http",
+    "agent_memory.transports.mcp.oauth",
     "agent_memory.transports.rest.asgi",
 }
 

@@ -48,6 +48,7 @@ def test_sweep_materializes_the_formula(service, clock, db_path, memory_type, ag
         "expired": 0,
         "decayed": 1,
         "merged": 0,
+        "oauth": 0,
         "embedded": 0,
         "longest_hold_ms": ANY,
     }

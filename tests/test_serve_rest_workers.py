@@ -1,7 +1,8 @@
 """End to end: ``serve-rest --workers 2``, real processes and real HTTP. Both workers answer
 (each /health names its worker), over fresh connections so that consecutive requests reach
-either: both MCP eras with the SDK's client, REST, and the page's sign-in and sign-out;
-SIGTERM stops every worker with no answered write lost; a killed worker is replaced."""
+either: both MCP eras with the SDK's client, REST, the page's sign-in and sign-out, an OAuth
+grant ended in every worker by its token's revocation; SIGTERM stops every worker with no
+answered write lost; a killed worker is replaced."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from agent_memory.service.tokens import Tokens
 from agent_memory.storage import open_store
 from agent_memory.transports.rest import signin
 from tests.support.mcp_frames import INITIALIZE
+from tests.support.oauth import mcp_answers, register, tokens_for
 from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon
 from tests.support.spawned import executable, server_env
 
@@ -185,6 +187,28 @@ def test_rest_and_the_page_sign_in_across_workers(location):
                 break
         held.close()
         assert ended == {1, 2}
+
+
+def test_an_oauth_grant_ends_in_every_worker_when_its_token_is_revoked(daemon, db_path):
+    """Signed in and consented across workers (the flow's requests reach either); the
+    access token opens /mcp on both; revoking the token that approved it ends it on both at
+    their next request."""
+    service = MemoryService(open_store(db_path))
+    try:
+        token = Tokens(service).create("connector")
+    finally:
+        service.close()
+    access = tokens_for(daemon, register(daemon), token)["access_token"]
+    with ExitStack() as held:
+        sessions = sessions_on_every_worker(daemon, held)
+        assert [mcp_answers(daemon, access, http=s) for s in sessions.values()] == [200, 200]
+        service = MemoryService(open_store(db_path))
+        try:
+            assert Tokens(service).revoke("connector")
+        finally:
+            service.close()
+        assert [mcp_answers(daemon, access, http=s) for s in sessions.values()] == [401, 401]
+        assert sorted(worker_of(daemon, s) for s in sessions.values()) == [1, 2]
 
 
 def test_sigterm_stops_every_worker_and_loses_no_answered_write(daemon, db_path):

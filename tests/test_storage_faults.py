@@ -49,6 +49,7 @@ def test_sweep_logs_each_failing_step_and_goes_on(broken, caplog):
         "expired": 0,
         "decayed": 0,
         "merged": 0,
+        "oauth": 0,
         "embedded": 0,
         "longest_hold_ms": ANY,
     }

@@ -14,7 +14,7 @@ its arguments are checked, and answers a hidden id exactly as one that does not 
 
 from __future__ import annotations
 
-from collections.abc import Iterator, MutableMapping
+from collections.abc import Callable, Iterator, MutableMapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any

@@ -1,5 +1,5 @@
-"""The lifecycle sweep: TTL expiry, decay refresh, the keyword index's merging, then a batch
-of embedding backfill.
+"""The lifecycle sweep: TTL expiry, decay refresh, the keyword index's merging, OAuth's
+expired rows, then a batch of embedding backfill.
 
 ``sweep`` is one pass, in that order; a failing step is logged and skipped, and the next
 step and the next pass still run. The store runs each step in batches that hold its write
@@ -11,11 +11,13 @@ whether the embedder is there.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.contract.errors import StorageError
+from agent_memory.service.oauth import CLIENT_IDLE_SECS
 
 if TYPE_CHECKING:
     from agent_memory.service.core import MemoryService
@@ -35,8 +37,8 @@ SWEEP_PAUSE_SECS = 0.025
 def sweep(
     service: MemoryService, pause: Pause | None = None, decay_every: int | None = None
 ) -> dict[str, Any]:
-    """One pass: TTL expiry, decay refresh, merging the keyword index, then a batch of
-    backfill.
+    """One pass: TTL expiry, decay refresh, merging the keyword index, OAuth's expired rows
+    (sign-ins, codes, grants, idle clients), then a batch of backfill.
 
     ``longest_hold_ms`` is the longest any of the pass's transactions held the write lock;
     ``pause`` runs between two of them and returns True to stop the pass. With
@@ -44,13 +46,16 @@ def sweep(
     them less than that many seconds ago: every server starting on a large file would
     otherwise rewrite every row.
     """
-    report: dict[str, Any] = {"expired": 0, "decayed": 0, "merged": 0, "embedded": 0}
+    report: dict[str, Any] = {"expired": 0, "decayed": 0, "merged": 0, "oauth": 0, "embedded": 0}
     longest = 0.0
     now = service.now()
     steps = [("expired", service.db.delete_expired)]
     if decay_every is None or not _decay_is_recent(service, now, decay_every):
         steps.append(("decayed", service.db.refresh_decay))
     steps.append(("merged", service.db.merge_index))
+    steps.append(
+        ("oauth", functools.partial(service.db.sweep_oauth, client_idle_secs=CLIENT_IDLE_SECS))
+    )
     stopped = False
 
     def paused() -> bool:  # remembers a stop, so that the remaining steps are skipped
@@ -131,7 +136,7 @@ class Sweeper:
         else:
             log.info(
                 "sweep: %(expired)d expired, %(decayed)d decay scores refreshed, "
-                "%(merged)d index merge steps, %(embedded)d embedded "
+                "%(merged)d index merge steps, %(oauth)d OAuth rows expired, %(embedded)d embedded "
                 "(longest write lock held %(longest_hold_ms).1f ms)",
                 report,
             )

@@ -23,7 +23,7 @@ from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 from agent_memory.search import ParsedQuery, ranking
 from agent_memory.search import read as read_query
-from agent_memory.storage import duplicates, history, near
+from agent_memory.storage import duplicates, history, near, oauth
 from agent_memory.storage import superseded as superseded_rows
 from agent_memory.storage.base import MissingMemory, NewMemory
 from agent_memory.storage.faults import guarded
@@ -97,7 +97,7 @@ class Leg:
 Connect = Callable[[], AbstractContextManager[sqlalchemy.Connection]]
 
 
-class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
+class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRows, TidyRows):
     """The Store methods that are the same on every engine (storage.base.Store says what
     each promises). A subclass supplies:
 

@@ -17,6 +17,7 @@ from typing import Any
 
 from sqlalchemy import text
 
+from agent_memory.storage import oauth
 from agent_memory.storage.faults import guarded
 
 PREFIX = "token:"
@@ -95,6 +96,8 @@ class TokenRows:
 
     @guarded
     def delete_token(self, name: str) -> bool:
+        """Revokes the token ``name``, and with it the OAuth grants it approved."""
         with self._write() as conn:
             done = conn.execute(_DELETE, {"key": PREFIX + name})
+            oauth.forget_token(conn, name)
         return bool(done.rowcount)

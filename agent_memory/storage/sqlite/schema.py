@@ -88,3 +88,49 @@ memory_history = Table(
     Column("change", Text, nullable=False),
     Column("change_source", Text),
 )
+
+# OAuth's clients, rows in flight and grants (migration 0013; storage.oauth reads and writes them).
+oauth_clients = Table(
+    "oauth_clients",
+    metadata,
+    Column("client_id", Text, primary_key=True),
+    Column("client", Text, nullable=False),
+    Column("created_at", Integer, nullable=False),
+    Column("used_at", Integer, nullable=False),
+)
+
+oauth_codes = Table(
+    "oauth_codes",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("stage", Text, nullable=False),
+    Column("client_id", Text, ForeignKey("oauth_clients.client_id", ondelete="CASCADE")),
+    Column("request", Text, nullable=False),
+    Column("token_name", Text),
+    Column("token_digest", Text),
+    Column("expires_at", Integer, nullable=False),
+)
+
+oauth_grants = Table(
+    "oauth_grants",
+    metadata,
+    Column("id", Integer, primary_key=True),
+    Column(
+        "client_id",
+        Text,
+        ForeignKey("oauth_clients.client_id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("token_name", Text, nullable=False),
+    Column("token_digest", Text, nullable=False),
+    Column("resource", Text, nullable=False),
+    Column("scopes", Text, nullable=False),
+    Column("code_key", Text, nullable=False),
+    Column("access_key", Text, nullable=False, unique=True),
+    Column("access_expires_at", Integer, nullable=False),
+    Column("refresh_key", Text, nullable=False, unique=True),
+    Column("refresh_expires_at", Integer, nullable=False),
+    Column("previous_refresh_key", Text),
+    Column("created_at", Integer, nullable=False),
+    Column("used_at", Integer, nullable=False),
+)

@@ -1,6 +1,9 @@
-"""``agent-memory token``: the access tokens of the HTTP daemon (service.tokens).
+"""``agent-memory token``: the access tokens of the HTTP daemon (service.tokens), and the
+OAuth grants they approved (service.oauth).
 
-A token is printed once, when created; the database keeps only its hash.
+A token is printed once, when created; the database keeps only its hash. ``approve`` prints
+a one-time code that signs in as a token on an MCP client's OAuth sign-in page; ``list``
+shows each token's OAuth grants under it; ``revoke`` ends them with it.
 """
 
 from __future__ import annotations
@@ -40,7 +43,25 @@ def create(settings: Any, name: str, read_only: bool, scope: str | None, days: i
     click.echo(secret)
     click.echo(
         f"token {name!r} created; it is shown only now. Clients send it as the header "
-        "'Authorization: Bearer <token>'.",
+        "'Authorization: Bearer <token>', or sign in with it when they connect with OAuth.",
+        err=True,
+    )
+
+
+@token.command("approve")
+@click.argument("name")
+@click.pass_obj
+def approve(settings: Any, name: str) -> None:
+    """Print a one-time code that signs in as the token NAME on an OAuth sign-in page."""
+    from agent_memory.service.oauth import APPROVAL_SECS, OAuth
+
+    service = open_service(settings, EXISTING)
+    with answering(service):
+        code = OAuth(service).approval(name)
+    click.echo(code)
+    click.echo(
+        f"a one-time code for the token {name!r}, good for {APPROVAL_SECS // 60} minutes: type "
+        "it on the sign-in page an MCP client opens, instead of the token.",
         err=True,
     )
 
@@ -50,12 +71,18 @@ def create(settings: Any, name: str, read_only: bool, scope: str | None, days: i
 @click.pass_obj
 @quiet_below(logging.WARNING)
 def list_tokens(settings: Any, as_json: bool) -> None:
-    """The tokens: name, rights, scope, created, expires and last used (never the token)."""
+    """The tokens: name, rights, scope, created, expires and last used (never the token),
+    each with the OAuth grants it approved under it (their client, and where it answers)."""
+    from agent_memory.service.oauth import OAuth
     from agent_memory.service.tokens import Tokens
 
     service = open_service(settings, EXISTING)
     with answering(service):
         rows = Tokens(service).list()
+        grants = OAuth(service).grants()
+    for row in rows:
+        mine = [g for g in grants if g["token"] == row["name"]]
+        row["oauth_grants"] = [{k: v for k, v in g.items() if k != "token"} for g in mine]
     if as_json:
         print_json(rows)
         return
@@ -66,6 +93,12 @@ def list_tokens(settings: Any, as_json: bool) -> None:
         cells = [_when(row[k]) for k in ("created_at", "expires_at", "last_used_at")]
         scope = row["scope"] if row["scope"] is not None else "(all)"
         click.echo(_line((row["name"], rights, scope, *cells)))
+        for grant in row["oauth_grants"]:  # the token's rights, through a client
+            dates = [_when(grant[k]) for k in ("created_at", "expires_at", "last_used_at")]
+            client = grant["client_name"] or grant["client_id"]
+            where = ", ".join(grant["redirect_uris"])
+            name = f"  oauth {grant['id']}"
+            click.echo(_line((name, rights, scope, *dates)) + f" {client} -> {where}")
 
 
 @token.command("revoke")

@@ -1,0 +1,428 @@
+"""OAuth 2.1 on the daemon, end to end on SQLite and PostgreSQL: the SDK's OAuth client
+connects with no header (discovery from a 401, registration, authorization with PKCE, token,
+MCP calls in both eras, refresh, revocation); every bad request of the protocol is refused
+with its RFC's error and grants nothing; a grant has exactly its token's rights, is listed
+under it and ends with it."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+import requests
+
+from agent_memory.service.core import MemoryService
+from agent_memory.service.oauth import OAuth, Request
+from agent_memory.service.tokens import DAY_SECS, Tokens
+from agent_memory.storage import open_store
+from tests.support.clock import Clock
+from tests.support.mcp_frames import INITIALIZE
+from tests.support.oauth import (
+    CALLBACK,
+    Memory,
+    authorize_url,
+    code_for,
+    consent_in,
+    mcp_answers,
+    oauth_client,
+    oauth_provider,
+    person,
+    pkce,
+    redirect_query,
+    register,
+    token_request,
+    tokens_for,
+)
+from tests.support.rest_daemon import RestDaemon
+from tests.support.spawned import run_agent_memory
+from tests.support.team import ACCEPT, MODES, bearer, make_tokens, mcp_client, revoke
+
+pytest_plugins = ["tests.support.pg_fixtures"]
+
+
+@pytest.fixture
+def team(location):
+    tokens = make_tokens(location)
+    with RestDaemon(location) as daemon:
+        daemon.drain_stderr()
+        yield daemon, tokens
+
+
+def with_service(location: str, work, clock=time.time):
+    service = MemoryService(open_store(location), clock=clock)
+    try:
+        return work(service)
+    finally:
+        service.close()
+
+
+def grants(location: str) -> list[dict]:
+    return with_service(location, lambda service: OAuth(service).grants())
+
+
+def refreshed(daemon: RestDaemon, client_id: str, refresh_token: str):
+    return token_request(
+        daemon,
+        grant_type="refresh_token",
+        refresh_token=refresh_token,
+        client_id=client_id,
+        resource=daemon.url + "/mcp",
+    )
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_client_connects_with_oauth_alone_in_each_era(team, location, mode):
+    daemon, tokens = team
+    server = daemon.url + "/mcp"
+    refused = daemon.request("POST", "/mcp", json=INITIALIZE, headers={"Accept": ACCEPT})
+    metadata = f"{daemon.url}/.well-known/oauth-protected-resource/mcp"
+    assert refused.status_code == 401
+    assert refused.headers["WWW-Authenticate"] == (
+        f'Bearer realm="agent-memory", resource_metadata="{metadata}"'
+    )
+    storage = Memory()
+    provider = oauth_provider(server, person(tokens["alpha"]), storage)
+
+    async def main():
+        async with oauth_client(server, provider, mode) as mcp:
+            listed = await mcp.call_tool("memory_list", {})
+            stored = await mcp.call_tool("memory_store", {"content": "by OAuth", "type": "TODO"})
+            first = storage.tokens
+            provider.context.token_expiry_time = time.time() - 1  # its hour is over: refresh
+            again = await mcp.call_tool("memory_list", {})
+            return listed, stored, first, again
+
+    listed, stored, first, again = anyio.run(main)
+    (url,) = storage.urls  # one authorization: the refresh needed no person
+    assert url.startswith(daemon.url + "/authorize?") and "code_challenge_method=S256" in url
+    assert "resource=http%3A%2F%2F127.0.0.1" in url
+    assert [m["id"] for m in listed.structured_content["memories"]] == [1]  # scope alpha's only
+    (mine,) = [m for m in again.structured_content["memories"] if m["content"] == "by OAuth"]
+    assert (mine["id"], mine["scope"], mine["created_by"]) == (
+        stored.structured_content["id"],
+        "alpha",
+        "alpha",
+    )
+    current = storage.tokens
+    assert current.access_token != first.access_token
+    assert current.refresh_token != first.refresh_token
+    assert mcp_answers(daemon, first.access_token) == 401  # rotated: the old one stops at once
+    assert mcp_answers(daemon, current.access_token) == 200
+    assert daemon.request("GET", "/api/memories", headers=bearer(current.access_token)).json()[
+        "error"
+    ] == ("unauthorized: an OAuth access token opens only /mcp at the address it names")
+
+    # what an administrator sees: the grant under the token that approved it
+    listing = run_agent_memory("--db", location, "token", "list").stdout.splitlines()
+    under = listing[[line.split()[0] for line in listing].index("alpha") + 1]
+    assert under.split()[:4] == ["oauth", "1", "read-write", "alpha"]
+    assert under.endswith(f"Test connector -> {CALLBACK}")
+    (grant,) = grants(location)
+    assert (grant["token"], grant["client_name"]) == ("alpha", "Test connector")
+
+    client_id = storage.client.client_id
+    revoked = daemon.request(
+        "POST", "/revoke", data={"token": current.access_token, "client_id": client_id}
+    )
+    assert revoked.status_code == 200
+    assert mcp_answers(daemon, current.access_token) == 401
+    assert refreshed(daemon, client_id, current.refresh_token).json()["error"] == "invalid_grant"
+    assert grants(location) == []
+
+
+def test_discovery_documents_name_this_server(team):
+    daemon, _ = team
+    resource = daemon.request("GET", "/.well-known/oauth-protected-resource/mcp").json()
+    assert resource["resource"] == daemon.url + "/mcp"
+    assert resource["authorization_servers"] == [daemon.url]
+    server = daemon.request("GET", "/.well-known/oauth-authorization-server").json()
+    assert server["issuer"] == daemon.url
+    assert server["code_challenge_methods_supported"] == ["S256"]
+    assert server["grant_types_supported"] == ["authorization_code", "refresh_token"]
+    assert server["token_endpoint_auth_methods_supported"] == ["none"]
+    registered = daemon.request(
+        "POST",
+        "/register",
+        json={
+            "redirect_uris": [CALLBACK],
+            "client_name": "Confidential?",
+            "token_endpoint_auth_method": "client_secret_post",
+        },
+    ).json()
+    assert registered["token_endpoint_auth_method"] == "none"  # public: no secret kept
+    assert "client_secret" not in registered
+
+
+def test_codes_refused_with_the_rfc_errors_grant_nothing(team, location):
+    daemon, tokens = team
+    client_id = register(daemon)
+    other = register(daemon, name="Other")
+    code, verifier = code_for(daemon, client_id, tokens["rw"])
+    common = {"grant_type": "authorization_code", "code": code, "redirect_uri": CALLBACK}
+    refusals = {
+        "wrong verifier": (
+            {**common, "client_id": client_id, "code_verifier": pkce()[0]},
+            "invalid_grant",
+        ),
+        "no verifier": ({**common, "client_id": client_id}, "invalid_request"),
+        "another client": (
+            {**common, "client_id": other, "code_verifier": verifier},
+            "invalid_grant",
+        ),
+        "another resource": (
+            {
+                **common,
+                "client_id": client_id,
+                "code_verifier": verifier,
+                "resource": daemon.url + "/api",
+            },
+            "invalid_target",
+        ),
+        "another redirect": (
+            {
+                **common,
+                "client_id": client_id,
+                "code_verifier": verifier,
+                "redirect_uri": CALLBACK + "2",
+            },
+            "invalid_request",
+        ),
+    }
+    for why, (form, error) in refusals.items():
+        answer = token_request(daemon, **form)
+        assert (answer.status_code, answer.json()["error"]) == (400, error), why
+    assert grants(location) == []
+    # a code issued at one address is not redeemed at another (another issuer and resource)
+    elsewhere = daemon.request(
+        "POST",
+        "/token",
+        data={**common, "client_id": client_id, "code_verifier": verifier},
+        headers={"Host": f"localhost:{daemon.port}"},
+    )
+    assert (elsewhere.status_code, elsewhere.json()["error"]) == (400, "invalid_grant")
+
+    # the code is still good after those refusals; used twice, it ends the grant it made
+    good = {**common, "client_id": client_id, "code_verifier": verifier}
+    issued = token_request(daemon, **good)
+    assert issued.status_code == 200, issued.text
+    assert mcp_answers(daemon, issued.json()["access_token"]) == 200
+    reused = token_request(daemon, **good)
+    assert (reused.status_code, reused.json()["error"]) == (400, "invalid_grant")
+    assert mcp_answers(daemon, issued.json()["access_token"]) == 401
+    assert grants(location) == []
+
+    # a code that expired before it was exchanged
+    def expired_code(service: MemoryService) -> str:
+        oauth = OAuth(service)
+        request = Request(CALLBACK, True, pkce()[1], daemon.url + "/mcp", [], "xyz")
+        consent, _, _ = oauth.sign_in(oauth.open_request(client_id, request), tokens["rw"])
+        return oauth.decide(consent, True)[1]
+
+    old = with_service(location, expired_code, Clock(int(time.time()) - DAY_SECS))
+    answer = token_request(daemon, **{**good, "code": old})
+    assert answer.json() == {
+        "error": "invalid_grant",
+        "error_description": "authorization code has expired",
+    }
+    assert grants(location) == []
+
+
+def test_authorization_requests_refused_never_redirect_elsewhere(team, location):
+    daemon, tokens = team
+    client_id = register(daemon)
+    _, challenge = pkce()
+
+    def authorize(**extra):
+        return daemon.request(
+            "GET",
+            "/authorize",
+            params=_params(daemon, client_id, challenge, **extra),
+            allow_redirects=False,
+        )
+
+    # not registered, or no client: a 400 page, never a redirect to where the request says
+    for params in (
+        {"redirect_uri": "https://evil.example/cb"},
+        {"redirect_uri": CALLBACK + "/more"},
+        {"client_id": "nobody", "redirect_uri": "https://evil.example/cb"},
+    ):
+        answer = authorize(**params)
+        assert answer.status_code == 400 and "Location" not in answer.headers, params
+        assert answer.json()["error"] == "invalid_request"
+    # a registered client and redirect: the error goes back to it, with its state
+    for params, error in (
+        ({"resource": "https://elsewhere.example/mcp"}, "invalid_target"),
+        ({"code_challenge_method": "plain"}, "invalid_request"),
+        ({"code_challenge": None}, "invalid_request"),
+        ({"response_type": "token"}, "unsupported_response_type"),
+    ):
+        answer = redirect_query(authorize(**params))
+        assert (answer["error"], answer["state"]) == (error, "xyz"), params
+    # redirect URIs that could run or leak something are never registered
+    for uri in ("javascript:alert(1)", "http://evil.example/cb", "https://x.example/cb#frag"):
+        answer = daemon.request("POST", "/register", json={"redirect_uris": [uri]})
+        assert (answer.status_code, answer.json()["error"]) == (400, "invalid_redirect_uri"), uri
+    # a person who denies: the client hears access_denied
+    denied = person(tokens["rw"], "deny")(authorize_url(daemon, client_id, challenge))
+    assert (denied["error"], denied["state"]) == ("access_denied", "xyz")
+    # a wrong token: the sign-in page again, 401, nothing granted
+    with requests.Session() as http:
+        wrong = consent_in(http, authorize_url(daemon, client_id, challenge), "amt_rw.wrong")
+    assert wrong.status_code == 401 and "wrong, expired or revoked" in wrong.text
+    assert grants(location) == []
+
+
+def _params(daemon: RestDaemon, client: str, challenge: str, **extra) -> dict:
+    params = {
+        "response_type": "code",
+        "client_id": client,
+        "redirect_uri": CALLBACK,
+        "code_challenge": challenge,
+        "code_challenge_method": "S256",
+        "state": "xyz",
+        "resource": daemon.url + "/mcp",
+        **extra,
+    }
+    return {k: v for k, v in params.items() if v is not None}
+
+
+def test_tokens_refused_elsewhere_and_refresh_tokens_once(team, location):
+    daemon, tokens = team
+    client_id = register(daemon)
+    issued = tokens_for(daemon, client_id, tokens["rw"])
+    access = issued["access_token"]
+    assert issued["token_type"] == "Bearer" and issued["expires_in"] == 3600
+    assert mcp_answers(daemon, access) == 200
+    # another audience: the same daemon reached at another name is another resource
+    assert mcp_answers(daemon, access, host=f"localhost:{daemon.port}") == 401
+    for path in ("/api/memories", "/api/stats"):
+        assert daemon.request("GET", path, headers=bearer(access)).status_code == 401
+    # the refresh token names another resource, or another client: refused, nothing changes
+    other = register(daemon, name="Other")
+    wrong = token_request(
+        daemon,
+        grant_type="refresh_token",
+        refresh_token=issued["refresh_token"],
+        client_id=client_id,
+        resource="https://elsewhere.example/mcp",
+    )
+    assert wrong.json()["error"] == "invalid_target"
+    assert refreshed(daemon, other, issued["refresh_token"]).json()["error"] == "invalid_grant"
+    assert mcp_answers(daemon, access) == 200
+
+    rotated = refreshed(daemon, client_id, issued["refresh_token"])
+    assert rotated.status_code == 200, rotated.text
+    fresh = rotated.json()
+    assert mcp_answers(daemon, fresh["access_token"]) == 200
+    # the replaced refresh token again: refused, and the grant ends (someone holds a copy)
+    reused = refreshed(daemon, client_id, issued["refresh_token"])
+    assert (reused.status_code, reused.json()["error"]) == (400, "invalid_grant")
+    assert mcp_answers(daemon, fresh["access_token"]) == 401
+    assert refreshed(daemon, client_id, fresh["refresh_token"]).json()["error"] == "invalid_grant"
+    assert grants(location) == []
+
+
+def test_a_grant_has_exactly_its_tokens_rights_and_ends_with_it(team, location):
+    daemon, tokens = team
+    client_id = register(daemon)
+    reader = tokens_for(daemon, client_id, tokens["ro"])["access_token"]
+
+    async def store(mode: str):
+        async with mcp_client(daemon, reader, mode) as mcp:  # the access token as a header
+            return await mcp.call_tool("memory_store", {"content": "ro?", "type": "TODO"})
+
+    for mode in MODES:
+        result = anyio.run(store, mode)
+        assert result.is_error
+        assert result.content[0].text == "forbidden: the token 'ro' is read-only and cannot store"
+
+    # made again under its name as a full token: the old grant stays ended, never upgraded
+    revoke(location, "ro")
+    assert mcp_answers(daemon, reader) == 401
+    with_service(location, lambda service: Tokens(service).create("ro"))
+    assert mcp_answers(daemon, reader) == 401
+    assert [g["token"] for g in grants(location)] == []
+
+    # a one-time code from `token approve` signs in as the token, once
+    made = run_agent_memory("--db", location, "token", "approve", "rw")
+    assert made.returncode == 0, made.stderr
+    code = made.stdout.strip()
+    assert len(code) == 14 and code.count("-") == 2
+    by_code = tokens_for(daemon, client_id, code.lower())["access_token"]
+    assert mcp_answers(daemon, by_code) == 200
+    _, challenge = pkce()
+    with requests.Session() as http:
+        again = consent_in(http, authorize_url(daemon, client_id, challenge), code)
+    assert again.status_code == 401
+    assert [g["token"] for g in grants(location)] == ["rw"]
+    revoke(location, "rw")  # revoking the token ends the grant at its next request
+    assert mcp_answers(daemon, by_code) == 401
+    assert grants(location) == []
+
+
+def everything_stored(location: str) -> str:
+    """Every OAuth row of the database, as text."""
+    tables = ("oauth_clients", "oauth_codes", "oauth_grants")
+    if location.startswith("postgresql"):
+        import psycopg
+
+        with psycopg.connect(location) as conn:
+            rows = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in tables]
+    else:
+        import sqlean
+
+        conn = sqlean.connect(location)
+        rows = [conn.execute(f"SELECT * FROM {t}").fetchall() for t in tables]
+        conn.close()
+    return repr(rows)
+
+
+def test_secrets_are_kept_hashed_and_the_sweep_deletes_what_expired(svc, clock, location):
+    from agent_memory.service import oauth as oauth_rules
+    from agent_memory.service.lifecycle import sweep
+
+    token = Tokens(svc).create("alice")
+    oauth = OAuth(svc)
+    oauth.register("kept", {"client_id": "kept", "redirect_uris": [CALLBACK]})
+    oauth.register("idle", {"client_id": "idle", "redirect_uris": [CALLBACK]})
+    request = Request(CALLBACK, True, pkce()[1], "http://127.0.0.1:1/mcp", [], "s")
+    waiting = oauth.open_request("kept", request)
+    consent, _, _ = oauth.sign_in(oauth.open_request("kept", request), token)
+    _, code = oauth.decide(consent, True)
+    _, unused_code = oauth.decide(
+        oauth.sign_in(oauth.open_request("kept", request), token)[0], True
+    )
+    issued = oauth.exchange(code, "kept")
+    approval = oauth.approval("alice")
+    stored = everything_stored(location)
+    for secret in (waiting, consent, code, unused_code, issued.access_token, issued.refresh_token):
+        assert secret.removeprefix("amoa_").removeprefix("amor_") not in stored
+    assert approval.replace("-", "") not in stored and token.split(".")[1] not in stored
+
+    assert sweep(svc)["oauth"] == 0  # nothing has expired yet
+    clock.advance(oauth_rules.SIGN_IN_SECS)  # requests, consents, codes and approvals
+    assert sweep(svc)["oauth"] == 3
+    assert oauth.waiting(waiting) is None and oauth.code(unused_code) is None
+    assert oauth.check(issued.access_token, request.resource).grant.name == "alice"
+    clock.advance(oauth_rules.REFRESH_TOKEN_SECS)  # a grant never refreshed; clients stay
+    assert sweep(svc)["oauth"] == 1
+    assert oauth.grants() == [] and oauth.client("kept") is not None
+    clock.advance(oauth_rules.CLIENT_IDLE_SECS - oauth_rules.REFRESH_TOKEN_SECS)
+    assert sweep(svc)["oauth"] == 2  # the clients, unused for so long
+    assert everything_stored(location) == repr([[], [], []])
+
+
+def test_open_registration_keeps_at_most_the_cap(svc, clock, monkeypatch):
+    from agent_memory.service import oauth as oauth_rules
+
+    monkeypatch.setattr(oauth_rules, "MAX_CLIENTS", 2)
+    oauth = OAuth(svc)
+    for name in ("first", "second", "third"):
+        oauth.register(name, {"client_id": name})
+        clock.advance(1)
+    assert [oauth.client(n) is not None for n in ("first", "second", "third")] == [
+        False,
+        True,
+        True,
+    ]
