@@ -10,6 +10,7 @@ the shape of a related memory (``related``), which the service and the session b
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import struct
 from dataclasses import dataclass, field
@@ -89,6 +90,31 @@ class SearchPage:
     other_pin: Pin | None = None
     why: dict[int, dict[str, Any]] = field(default_factory=dict)
     explain: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Budget:
+    """The characters an answer may spend on memories (``max_chars``). Memories are offered
+    best first; each is taken whole when it fits in what is left, and left out (counted in
+    ``more``) when it does not, so a long one never stops shorter ones after it. A memory is
+    never cut. memory_search and the session brief spend theirs by this one rule."""
+
+    left: int
+    more: int = 0
+
+    def take(self, cost: int) -> bool:
+        """Whether a memory of ``cost`` characters fits; if so, its characters are spent."""
+        if cost > self.left:
+            self.more += 1
+            return False
+        self.left -= cost
+        return True
+
+
+def json_chars(value: Any) -> int:
+    """The characters ``value`` takes as JSON text, non-ASCII written as itself: what a
+    memory costs in memory_search's text content, which an agent reads."""
+    return len(json.dumps(value, ensure_ascii=False))
 
 
 @dataclass(frozen=True)
