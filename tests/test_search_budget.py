@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_memory.contract.errors import InvalidArgument, UnknownField
-from agent_memory.contract.models import json_chars
+from agent_memory.contract.models import Budget, json_chars
 from agent_memory.transports.cli.main import cli
 from agent_memory.transports.rest.app import create_app
 from tests.support.files import dump
@@ -41,6 +41,16 @@ def fill(service, clock) -> dict[str, int]:
 
 def used(service, clock) -> set[int]:
     return {m["id"] for m in service.list({}) if m["last_accessed"] == clock.now}
+
+
+def test_a_memory_whose_content_is_past_the_budget_is_not_measured():
+    def unmeasurable() -> int:
+        raise AssertionError("measured")
+
+    budget = Budget(10)
+    assert not budget.take("x" * 11, unmeasurable)
+    assert budget.take("x" * 5, lambda: 10) and not budget.take("", lambda: 1)
+    assert (budget.left, budget.more) == (0, 2)
 
 
 def test_the_best_results_that_fit_whole_and_how_many_more(svc, clock):

@@ -13,6 +13,7 @@ import hashlib
 import json
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,12 +103,14 @@ class Budget:
     left: int
     more: int = 0
 
-    def take(self, cost: int) -> bool:
-        """Whether a memory of ``cost`` characters fits; if so, its characters are spent."""
-        if cost > self.left:
+    def take(self, content: str, cost: Callable[[], int]) -> bool:
+        """Whether a memory fits; if so, its ``cost()`` characters are spent. No way of
+        showing a memory is shorter than its ``content``, so one whose content alone is past
+        what is left is refused without being measured."""
+        if len(content) > self.left or (spent := cost()) > self.left:
             self.more += 1
             return False
-        self.left -= cost
+        self.left -= spent
         return True
 
 

@@ -10,6 +10,7 @@ page's results were left out, so the agent knows to ask again with more room.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from agent_memory.contract.models import Budget, SearchPage, json_chars
@@ -23,7 +24,9 @@ def answer(page: SearchPage, explain: bool, max_chars: int | None) -> dict[str, 
     shaped: dict[str, Any] = {"search_mode": page.mode, "results": page.results}
     if max_chars is not None:
         budget = Budget(max_chars)
-        shaped["results"] = [r for r in page.results if budget.take(json_chars(r))]
+        shaped["results"] = [
+            r for r in page.results if budget.take(r["content"], functools.partial(json_chars, r))
+        ]
         shaped["more"] = budget.more
     if explain:
         shaped["explain"] = page.explain

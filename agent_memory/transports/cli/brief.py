@@ -26,6 +26,7 @@ written as its escape).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -186,6 +187,12 @@ def header(scope: str | None, query: str | None) -> str:
     )
 
 
+def cost(section: Section, memory: dict[str, Any]) -> int:
+    """The characters ``memory`` takes in the brief: its item, and the section's heading
+    when it is the section's first."""
+    return len(item(section, memory)) + (0 if section.chosen else len(heading(section)))
+
+
 def choose(sections: Sequence[Section], budget: Budget) -> bool:
     """Fill each section's ``chosen`` within ``budget``, a memory from each section in turn;
     one that does not fit is left out (``budget.more`` counts it) and the section's next is
@@ -198,8 +205,7 @@ def choose(sections: Sequence[Section], budget: Budget) -> bool:
             if memory is None:
                 offered.remove(entry)
                 continue
-            cost = len(item(section, memory)) + (0 if section.chosen else len(heading(section)))
-            if budget.take(cost):
+            if budget.take(memory["content"].strip(), functools.partial(cost, section, memory)):
                 section.chosen.append(memory)
     return budget.more > 0 or any(len(s.candidates) == SECTION_ROWS for s in sections)
 
