@@ -27,11 +27,12 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from agent_memory.embedders.local import Local, unavailable_reason
+from agent_memory.embedders.local import Local
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench._common import log, machine, table
 from tests.support import everyday_set, project_set, semantic_set
+from tests.support.local_model import REASON
 from tests.support.quality import MODES, Figures, QualitySet, load_set, measure, stored
 
 T0 = 1_767_225_600
@@ -81,9 +82,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     modes = [m for m in args.modes.split(",") if m]
     if set(modes) - set(MODES):
         parser.error(f"--modes takes {','.join(MODES)}")
-    reason = unavailable_reason()
-    if reason is not None:
-        print(f"local model unavailable: {reason}", file=sys.stderr)
+    if REASON is not None:
+        print(f"local model unavailable: {REASON}", file=sys.stderr)
         return 2
     sets = committed()
     held = {path.stem: load_set(path) for path in args.sets}
