@@ -11,7 +11,15 @@ from agent_memory.contract.vocabulary import MEMORY_TYPES
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from tests.support import project_set
-from tests.support.quality import KEYWORD, MODES, QualitySet, load_set, measure, stored
+from tests.support.quality import (
+    KEYWORD,
+    MODES,
+    QualitySet,
+    load_set,
+    measure,
+    stored,
+    zero_scored,
+)
 from tests.support.semantic_set import Memory, Query
 
 T0 = 1_767_225_600
@@ -112,3 +120,11 @@ def test_a_mode_by_meaning_needs_an_embedder(keyword_service):
                 measure(keyword_service, qset, mode)
     with pytest.raises(ValueError, match="unknown mode"):
         measure(keyword_service, qset, "nonsense")
+
+
+def test_a_zero_score_is_seen_and_a_missing_one_is_loud():
+    assert zero_scored({"why": {"fused": 0.0, "score": 0.0}})
+    assert not zero_scored({"why": {"fused": 0.2, "score": 0.1}})
+    assert not zero_scored({"why": {"keyword": {"rank": 1}, "score": 3.5}})  # a keyword page
+    with pytest.raises(KeyError):
+        zero_scored({"why": {"relevance": 0.0}})

@@ -182,11 +182,11 @@ def fusion_of(mode: str) -> str | None:
 
 
 def zero_scored(result: dict[str, Any]) -> bool:
-    """Whether an explained result was returned with nothing for it: a fused score of 0
-    (a keyword page's results all matched the query)."""
-    why = result.get("why") or {}
-    fused = why.get("fused")
-    return fused is not None and fused <= 0
+    """Whether an explained result was returned with nothing for it: a fused score (a hybrid
+    page's; else the result's score) of 0 or less. A ``why`` with neither fails loudly, so a
+    renamed field cannot make every page look clean."""
+    why = result["why"]
+    return (why["fused"] if "fused" in why else why["score"]) <= 0
 
 
 def searcher(svc: MemoryService, mode: str) -> MemoryService:
