@@ -35,7 +35,6 @@ minutes on 2 cores).
 from __future__ import annotations
 
 import argparse
-import contextlib
 import hashlib
 import json
 import os
@@ -45,7 +44,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +53,7 @@ from agent_memory.search import ranking
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench._common import pct
+from tests.support.quality import fusion_of, fusion_set
 
 DEFAULT_DATA = Path("/work/data/locomo10.json")
 DEFAULT_CACHE = Path("/work/data/retrieval-cache")
@@ -175,11 +175,6 @@ def search_service(svc: MemoryService, q: Question) -> list[dict[str, Any]]:
     return svc.search(search_args(q), record_use=False)["results"]
 
 
-def fusion_of(mode: str) -> str | None:
-    """The AGENT_MEMORY_FUSION a mode sets (None: the default)."""
-    return mode if mode in ranking.FUSIONS and mode != ranking.FUSION else None
-
-
 @dataclass
 class Result:
     mode: str
@@ -229,20 +224,6 @@ def scored(
         embedder,
         pages,
     )
-
-
-@contextlib.contextmanager
-def fusion_set(name: str | None) -> Iterator[None]:
-    """AGENT_MEMORY_FUSION set to ``name`` (unset for None) meanwhile, in this process."""
-    before = os.environ.pop(ranking.FUSION_ENV, None)
-    if name is not None:
-        os.environ[ranking.FUSION_ENV] = name
-    try:
-        yield
-    finally:
-        os.environ.pop(ranking.FUSION_ENV, None)
-        if before is not None:
-            os.environ[ranking.FUSION_ENV] = before
 
 
 def run_mode(mode: str, svc: MemoryService, questions: list[Question]) -> Result:

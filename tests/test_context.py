@@ -94,12 +94,13 @@ def test_the_brief_is_a_read_that_writes_nothing(project, service):
 
 def test_the_json_brief_holds_the_same_memories_whole(project):
     found = json.loads(context(project, "--scope", "kore", "--json").stdout)
-    assert (found["scope"], found["query"], found["max_chars"], found["left_out"]) == (
-        "kore",
-        None,
-        brief.DEFAULT_MAX_CHARS,
-        False,
-    )
+    assert (
+        found["scope"],
+        found["query"],
+        found["max_chars"],
+        found["left_out"],
+        found["more"],
+    ) == ("kore", None, brief.DEFAULT_MAX_CHARS, False, 0)
     assert [(s["title"], [m["id"] for m in s["memories"]]) for s in found["sections"]] == [
         ("`kore`: decisions, constraints and architecture", [4, 3, 2]),
         ("`kore`: patterns", [5]),
@@ -166,10 +167,22 @@ def test_the_brief_keeps_within_its_budget(service, clock, db_path, limit):
             assert f"- #{newest} " in out
 
 
-def test_a_long_memory_is_cut(service, db_path):
-    service.store({"content": "x" * 5_000, "type": "DECISION", "scope": "kore"})
-    out = context(db_path, "--scope", "kore").stdout
-    assert "- #1 DECISION 2026-01-01: " + "x" * (brief.ITEM_CHARS - 1) + "…\n" in out
+def test_a_memory_is_shown_whole_or_left_out_never_cut(service, clock, db_path):
+    service.store({"content": "short and older", "type": "DECISION", "scope": "kore"})
+    clock.advance(60)
+    service.store({"content": "x" * 5_000, "type": "DECISION", "scope": "kore"})  # newest
+    out = context(db_path, "--scope", "kore", "--max-chars", "6000").stdout
+    assert "- #2 DECISION 2026-01-01: " + "x" * 5_000 + "\n" in out
+    out = context(db_path, "--scope", "kore").stdout  # 8,000 by default
+    assert "- #2 DECISION 2026-01-01: " + "x" * 5_000 + "\n" in out
+    # within a budget it does not fit: left out whole, and the one after it still shown
+    out = context(db_path, "--scope", "kore", "--max-chars", "2000").stdout
+    assert "#2" not in out and "x" * 10 not in out
+    assert "- #1 DECISION 2026-01-01: short and older\n" in out
+    assert out.endswith(f"\n{brief.LEFT_OUT}\n") and len(out) <= 2_000
+    found = json.loads(context(db_path, "--scope", "kore", "--max-chars", "2000", "--json").stdout)
+    assert (found["left_out"], found["more"]) == (True, 1)
+    assert [m["id"] for m in found["sections"][0]["memories"]] == [1]
 
 
 def test_the_budget_has_a_floor(db_path, service):

@@ -10,8 +10,10 @@ the shape of a related memory (``related``), which the service and the session b
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import struct
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,6 +91,33 @@ class SearchPage:
     other_pin: Pin | None = None
     why: dict[int, dict[str, Any]] = field(default_factory=dict)
     explain: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Budget:
+    """The characters an answer may spend on memories (``max_chars``). Memories are offered
+    best first; each is taken whole when it fits in what is left, and left out (counted in
+    ``more``) when it does not, so a long one never stops shorter ones after it. A memory is
+    never cut. memory_search and the session brief spend theirs by this one rule."""
+
+    left: int
+    more: int = 0
+
+    def take(self, content: str, cost: Callable[[], int]) -> bool:
+        """Whether a memory fits; if so, its ``cost()`` characters are spent. No way of
+        showing a memory is shorter than its ``content``, so one whose content alone is past
+        what is left is refused without being measured."""
+        if len(content) > self.left or (spent := cost()) > self.left:
+            self.more += 1
+            return False
+        self.left -= spent
+        return True
+
+
+def json_chars(value: Any) -> int:
+    """The characters ``value`` takes as JSON text, non-ASCII written as itself: what a
+    memory costs in memory_search's text content, which an agent reads."""
+    return len(json.dumps(value, ensure_ascii=False))
 
 
 @dataclass(frozen=True)

@@ -28,8 +28,10 @@ from agent_memory.contract.vocabulary import (
     LINK_KINDS,
     MAX_EXPANDED_LINKS,
     MAX_LIMIT,
+    MAX_MAX_CHARS,
     MAX_SUPERSEDES,
     MEMORY_TYPES,
+    MIN_MAX_CHARS,
     SNIPPET_CHARS,
 )
 
@@ -268,6 +270,15 @@ _SEARCH_PROPERTIES = {
     "explain": _EXPLAIN,
     "include_superseded": _SUPERSEDED,
     "as_of": AS_OF,
+    "max_chars": {
+        "type": "integer",
+        "minimum": MIN_MAX_CHARS,
+        "maximum": MAX_MAX_CHARS,
+        "description": "A budget for the results, in characters: the best results that fit "
+        "whole, each counted as its JSON text (with why and related when asked); a result "
+        "is never cut. The answer's more says how many others answered but did not fit. "
+        "Only the results returned count as used. Default: no budget.",
+    },
 }
 
 INPUT: dict[str, Schema] = {
@@ -312,6 +323,11 @@ SEARCH_RESULT = obj(
         "results": {
             "type": "array",
             "items": {**MEMORY, "properties": {**MEMORY["properties"], "why": WHY}},
+        },
+        "more": {
+            "type": "integer",
+            "description": "Only with max_chars: how many more results answered the query "
+            "but did not fit in the budget.",
         },
         "explain": {"type": "object", "description": "Only with explain: true."},
     },

@@ -30,6 +30,7 @@ ARGUMENTS: dict[str, tuple[str, ...]] = {
         "explain",
         "include_superseded",
         "as_of",
+        "max_chars",
     ),
     "list": (
         *("type", "tag", "scope", "by", "limit", "before", "expand_links"),
@@ -56,6 +57,11 @@ MAX_LIMIT = 200
 # memory_store's supersedes names at most this many older memories.
 MAX_SUPERSEDES = 50
 DEFAULT_SEARCH_LIMIT = 50
+# A page's budget in characters (memory_search's max_chars, the session brief's --max-chars):
+# at least enough for one short memory, at most far past any page of MAX_LIMIT memories an
+# agent would read.
+MIN_MAX_CHARS = 400
+MAX_MAX_CHARS = 10_000_000
 MAX_TTL_SECS = fields.MAX_TTL_SECS
 # Characters of a related memory's content shown by expand_links.
 SNIPPET_CHARS = 160

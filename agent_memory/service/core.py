@@ -39,6 +39,7 @@ from agent_memory.service import (
     actor,
     duplicates,
     history,
+    pages,
     similar,
     status,
     supersede,
@@ -202,7 +203,8 @@ class MemoryService:
     ) -> dict[str, Any]:
         """``record_use=False``: a pure read (the session brief); the results are not
         bumped. A read-only store is never bumped. ``fields``: the arguments this transport
-        takes, when not the tool's (REST's add ``record_use``, which turns the bump off too)."""
+        takes, when not the tool's (REST's add ``record_use``, which turns the bump off too).
+        What ``max_chars`` leaves out (service/pages.py) is not used."""
         args = self._arguments("search", args, fields)
         query = validate.required_string(args, "query")
         parsed = read_query(query, bounded=True)  # the text is read here, once
@@ -214,6 +216,7 @@ class MemoryService:
         record_use = validate.flag(args, "record_use", default=True) and record_use
         how = supersede.how(args)
         at = history.moment(args, self.now())
+        max_chars = validate.max_chars(args)
         embedding = None if self.embedder is None else self.embedder.embed_query(query)
         unrelated = None if embedding is None else self.embedder.unrelated(embedding)
         now = self.now()
@@ -242,14 +245,12 @@ class MemoryService:
                 self.embeddings.log_mismatch(page.other_pin, embedding.pin)
             if expand:
                 self._expand(page.results)
-        # The results only, not neighbours; last, so that a search out of time writes nothing.
+        answer = pages.answer(page, explain, max_chars)
+        # What is returned only (not neighbours, nor what the budget left out); last, so
+        # that a search out of time writes nothing.
         if record_use and at is None and not self.db.read_only:
-            self.uses.record([r["id"] for r in page.results], now)
-        if not explain:
-            return {"search_mode": page.mode, "results": page.results}
-        for result in page.results:
-            result["why"] = page.why[result["id"]]
-        return {"search_mode": page.mode, "results": page.results, "explain": page.explain}
+            self.uses.record([r["id"] for r in answer["results"]], now)
+        return answer
 
     def _expand(self, results: list[dict[str, Any]]) -> None:
         """Attach each result's 1-hop relations (one query for the whole page; a pure read)."""

@@ -20,8 +20,10 @@ from agent_memory.contract.models import Filters
 from agent_memory.contract.vocabulary import (
     LINK_KINDS,
     MAX_LIMIT,
+    MAX_MAX_CHARS,
     MAX_TTL_SECS,
     MEMORY_TYPES,
+    MIN_MAX_CHARS,
     SQLITE_INT_MAX,
     SQLITE_INT_MIN,
 )
@@ -179,6 +181,11 @@ def memory_id(args: Mapping[str, Any], name: str = "id") -> int:
 def limit(args: Mapping[str, Any], default: int | None) -> int | None:
     value = integer(args, "limit", 1, MAX_LIMIT)
     return default if value is None else value
+
+
+def max_chars(args: Mapping[str, Any]) -> int | None:
+    """A search's budget in characters; None: no budget."""
+    return integer(args, "max_chars", MIN_MAX_CHARS, MAX_MAX_CHARS)
 
 
 def ttl(args: Mapping[str, Any]) -> int | None:

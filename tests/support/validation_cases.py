@@ -41,6 +41,18 @@ AS_OF_CASES = [
     ),
 ]
 
+MAX_CHARS_RANGE = "invalid argument: max_chars must be between 400 and 10000000"
+MAX_CHARS_CASES = [
+    ({"max_chars": 399}, f"{MAX_CHARS_RANGE} (got 399)"),
+    ({"max_chars": 0}, f"{MAX_CHARS_RANGE} (got 0)"),
+    ({"max_chars": -400}, f"{MAX_CHARS_RANGE} (got -400)"),
+    ({"max_chars": 10_000_001}, f"{MAX_CHARS_RANGE} (got 10000001)"),
+    ({"max_chars": LONG}, f"{MAX_CHARS_RANGE} {COUNTED}"),
+    ({"max_chars": "1000"}, 'invalid argument: max_chars must be an integer (got "1000")'),
+    ({"max_chars": 1000.0}, "invalid argument: max_chars must be an integer (got 1000.0)"),
+    ({"max_chars": True}, "invalid argument: max_chars must be an integer (got true)"),
+]
+
 STORE_CASES = [
     ({"type": "TODO"}, "invalid argument: content is required"),
     ({"content": None, "type": "TODO"}, "invalid argument: content is required"),
@@ -136,6 +148,7 @@ SEARCH_CASES = [
     ({"query": "x", "limit": HUGE}, f"invalid argument: limit must be between 1 and 200 {COUNTED}"),
     ({"query": "x", "limit": LONG}, f"invalid argument: limit must be between 1 and 200 {COUNTED}"),
     *(({"query": "x", **args}, message) for args, message in AS_OF_CASES),
+    *(({"query": "x", **args}, message) for args, message in MAX_CHARS_CASES),
 ]
 
 LIST_CASES = [

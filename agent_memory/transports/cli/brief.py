@@ -11,9 +11,10 @@ With a query, two sections instead, the scope's and the global memories that mat
 relevance.
 
 The budget is filled a memory at a time from each section in turn, so that every section
-gets its best memories before any section gets more; a memory's content is cut to
-ITEM_CHARS. Reading is a pure read: nothing counts as used. Free of heavy imports: it
-runs at every agent's start.
+gets its best memories before any section gets more, by memory_search's rule for max_chars
+(contract.models.Budget): a memory is shown whole or not at all, and one that does not fit
+in what is left is skipped for the next. Reading is a pure read: nothing counts as used.
+Free of heavy imports: it runs at every agent's start.
 
 The brief goes into an agent's context, so a memory must not be able to pass for the brief
 itself: every line at column 0 (the header, the headings, a memory's first line) and every
@@ -25,11 +26,13 @@ written as its escape).
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agent_memory.contract.models import Budget
 from agent_memory.contract.models import related as shaped
 from agent_memory.contract.vocabulary import MAX_LIMIT
 from agent_memory.storage.base import Reader
@@ -38,9 +41,6 @@ from agent_memory.transports.cli.display import printable, printable_lines
 # Claude Code caps what a hook adds to the context at 10,000 characters (longer output is
 # replaced by a preview); 8,000 fits within that with room to spare, about 2,000 tokens.
 DEFAULT_MAX_CHARS = 8_000
-MIN_MAX_CHARS = 400  # the header, the note and one short memory
-# A memory's content is cut here (with …), so that one long memory cannot take the budget.
-ITEM_CHARS = 600
 # Candidates read per section: more than any budget up to about 50,000 characters shows.
 SECTION_ROWS = 50
 # Each section ranks the RECENT_WINDOW newest memories of its kind by last use: an older one
@@ -52,7 +52,6 @@ RECENT_WINDOW = 2_000
 # Memories linked to an ERROR shown under it, newest relation first.
 RELATED_PER_ERROR = 3
 RELATED_CHARS = 160
-TAGS_CHARS = 120
 SCOPE_SHOWN_CHARS = 60
 # The lines of a memory's content after its first: deeper than a relation's "  - ", so that
 # no content line reads as one of the brief's own.
@@ -158,9 +157,9 @@ def _cut(text: str, limit: int) -> str:
 def item(section: Section, memory: dict[str, Any]) -> str:
     """One memory as a Markdown list item (with its linked memories, for an ERROR)."""
     kind = f"{memory['type']} " if section.mixed else ""
-    tags = printable(_cut(", ".join(memory["tags"]), TAGS_CHARS))
+    tags = printable(", ".join(memory["tags"]))
     tagged = f" [{tags}]" if memory["tags"] else ""
-    content = printable_lines(_cut(memory["content"].strip(), ITEM_CHARS))
+    content = printable_lines(memory["content"].strip())
     text = f"\n{CONTENT_INDENT}".join(content)
     lines = [f"- #{memory['id']} {kind}{_date(memory['created_at'])}{tagged}: {text}\n"]
     for r in memory.get("related", []):
@@ -188,38 +187,44 @@ def header(scope: str | None, query: str | None) -> str:
     )
 
 
-def choose(sections: Sequence[Section], budget: int) -> bool:
-    """Fill each section's ``chosen`` within ``budget`` characters, a memory from each
-    section in turn; a section stops at its first memory that does not fit. Returns
-    whether anything was left out."""
-    active = [s for s in sections if s.candidates]
-    while active:
-        for section in list(active):
-            memory = section.candidates[len(section.chosen)]
-            cost = len(item(section, memory)) + (0 if section.chosen else len(heading(section)))
-            if cost > budget:
-                active.remove(section)
+def cost(section: Section, memory: dict[str, Any]) -> int:
+    """The characters ``memory`` takes in the brief: its item, and the section's heading
+    when it is the section's first."""
+    return len(item(section, memory)) + (0 if section.chosen else len(heading(section)))
+
+
+def choose(sections: Sequence[Section], budget: Budget) -> bool:
+    """Fill each section's ``chosen`` within ``budget``, a memory from each section in turn;
+    one that does not fit is left out (``budget.more`` counts it) and the section's next is
+    offered in the next round. Returns whether anything was left out."""
+    offered = [(s, iter(s.candidates)) for s in sections if s.candidates]
+    while offered:
+        for entry in list(offered):
+            section, rest = entry
+            memory = next(rest, None)
+            if memory is None:
+                offered.remove(entry)
                 continue
-            section.chosen.append(memory)
-            budget -= cost
-            if len(section.chosen) == len(section.candidates):
-                active.remove(section)
-    return any(
-        len(s.chosen) < len(s.candidates) or len(s.candidates) == SECTION_ROWS for s in sections
-    )
+            if budget.take(memory["content"].strip(), functools.partial(cost, section, memory)):
+                section.chosen.append(memory)
+    return budget.more > 0 or any(len(s.candidates) == SECTION_ROWS for s in sections)
 
 
 _NOTE = f"\n{LEFT_OUT}\n"
 
 
-def _fill(sections: Sequence[Section], scope: str | None, query: str | None, limit: int) -> bool:
-    """choose() within what a brief of ``limit`` characters leaves for memories."""
-    return choose(sections, limit - len(header(scope, query)) - len(_NOTE))
+def _fill(
+    sections: Sequence[Section], scope: str | None, query: str | None, limit: int
+) -> tuple[bool, int]:
+    """choose() within what a brief of ``limit`` characters leaves for memories: whether
+    anything was left out, and how many of the memories offered did not fit."""
+    budget = Budget(limit - len(header(scope, query)) - len(_NOTE))
+    return choose(sections, budget), budget.more
 
 
 def markdown(sections: Sequence[Section], scope: str | None, query: str | None, limit: int) -> str:
     """The brief in at most ``limit`` characters (``sections`` get their ``chosen``)."""
-    left_out = _fill(sections, scope, query, limit)
+    left_out, _ = _fill(sections, scope, query, limit)
     body = "".join(heading(s) + "".join(item(s, m) for m in s.chosen) for s in sections if s.chosen)
     if not body and not left_out:
         body = f"\n{NOTHING if query is None else NO_MATCH}\n"
@@ -229,13 +234,15 @@ def markdown(sections: Sequence[Section], scope: str | None, query: str | None, 
 def as_json(
     sections: Sequence[Section], scope: str | None, query: str | None, limit: int
 ) -> dict[str, Any]:
-    """The memories the Markdown brief of ``limit`` characters shows, whole, as data."""
-    left_out = _fill(sections, scope, query, limit)
+    """The memories the Markdown brief of ``limit`` characters shows, as data; ``more``:
+    how many of those it read did not fit."""
+    left_out, more = _fill(sections, scope, query, limit)
     return {
         "scope": scope,
         "query": query,
         "max_chars": limit,
         "left_out": left_out,
+        "more": more,
         "sections": [
             {"title": s.title, "scope": s.scope, "types": list(s.types), "memories": s.chosen}
             for s in sections

@@ -31,7 +31,9 @@ from agent_memory.contract.vocabulary import (
     DEFAULT_SEARCH_LIMIT,
     LINK_KINDS,
     MAX_LIMIT,
+    MAX_MAX_CHARS,
     MAX_TTL_SECS,
+    MIN_MAX_CHARS,
     count,
 )
 from agent_memory.service import project
@@ -81,6 +83,12 @@ log = logging.getLogger(__name__)
     help="Say under each result why it is there, and after them how the page was made.",
 )
 @as_of_option
+@click.option(
+    "--max-chars",
+    metavar="N",
+    help=f"The best results that fit whole in N characters of JSON ({MIN_MAX_CHARS}-"
+    f"{MAX_MAX_CHARS:,}); default: no budget.",
+)
 @json_option
 @click.pass_obj
 @quiet
@@ -91,12 +99,13 @@ def search(
     expand: bool,
     explain: bool,
     as_of: str | None,
+    max_chars: str | None,
     as_json: bool,
     **filters: Any,
 ) -> None:
     """Search memories, best first (memory_search).
 
-    QUERY is words, a question or FTS5 syntax. The memories found count as used."""
+    QUERY is words, a question or FTS5 syntax. The memories shown count as used."""
     args = arguments(
         query=query,
         **filters,
@@ -104,6 +113,7 @@ def search(
         expand_links=expand or None,
         explain=explain or None,
         as_of=as_of,
+        max_chars=number(max_chars),
     )
     service = open_service(settings, READ, embedding=True)
     off = service.embedding_off
@@ -116,7 +126,9 @@ def search(
     shown = print_table(answer["results"], related=expand)
     if explain:
         click.echo(f"explain: {display.explanation(answer['explain'])}")
-    click.echo(f"{shown} found ({_search_mode(answer['search_mode'], waiting, off)})", err=True)
+    more = f"; {answer['more']} more did not fit in --max-chars" if answer.get("more") else ""
+    mode = _search_mode(answer["search_mode"], waiting, off)
+    click.echo(f"{shown} found ({mode}){more}", err=True)
 
 
 def _search_mode(mode: str, pending: int, off: bool) -> str:
@@ -385,10 +397,10 @@ unlink = _edge_command(
 @click.option("--query", metavar="TEXT", help="Rank by relevance to TEXT instead.")
 @click.option(
     "--max-chars",
-    type=Integer(min=brief.MIN_MAX_CHARS, max=10_000_000),
+    type=Integer(min=MIN_MAX_CHARS, max=MAX_MAX_CHARS),
     default=brief.DEFAULT_MAX_CHARS,
     show_default=True,
-    help="The brief's length, at most (characters).",
+    help="The brief's length, at most (characters): the memories that fit whole.",
 )
 @click.option("--missing-ok", is_flag=True, help="No database yet: print nothing, exit 0.")
 @click.option("--json", "as_json", is_flag=True, help="The same memories as JSON, whole.")
@@ -408,10 +420,10 @@ def context(
 
     In Markdown: the project's pinned decisions, constraints and architecture, its
     patterns, its recent errors (with what is linked to them) and open todos, then the
-    global ones; the most recently used first, each with its id, within --max-chars. A
-    read: nothing counts as used. For an agent runtime's session-start hook: a database
-    another process keeps locked for more than a second gets no brief (one line on stderr,
-    exit 0)."""
+    global ones; the most recently used first, each with its id, within --max-chars
+    (a memory is shown whole or left out). A read: nothing counts as used. For an agent
+    runtime's session-start hook: a database another process keeps locked for more than a
+    second gets no brief (one line on stderr, exit 0)."""
     from agent_memory import storage
 
     now = int(time.time())

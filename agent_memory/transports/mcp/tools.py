@@ -61,7 +61,9 @@ TOOLS = [
         "otherwise by keyword (search_mode keyword). Both are weighted by recency decay. "
         "Plain questions work (punctuation is fine) and so does FTS5 syntax "
         '(sqlite AND vec, "exact phrase", vec*). Returns {search_mode, results}; each '
-        "result carries a freshly computed decay_score. Returned memories count as used.",
+        "result carries a freshly computed decay_score. Returned memories count as used. "
+        "max_chars bounds what the results cost you: the best that fit whole, and more: how "
+        "many others answered.",
         # Reads only; the recency bump of what it returns is bookkeeping, not a change.
         read_only=True,
     ),

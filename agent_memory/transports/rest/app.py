@@ -56,7 +56,9 @@ STREAM_CHUNK_CHARS = 256 * 1024
 _BOOLEANS = {"true": True, "false": False}
 # Query parameters read as integers or booleans when they are well formed (else handed on
 # as text).
-_INTEGER_ARGS = frozenset({"limit", "id", "from_id", "to_id", "ttl_secs", "unused_days", "keep"})
+_INTEGER_ARGS = frozenset(
+    {"limit", "id", "from_id", "to_id", "ttl_secs", "unused_days", "keep", "max_chars"}
+)
 _BOOLEAN_ARGS = frozenset({"expand_links", "explain", "record_use", "include_superseded"})
 
 api = Blueprint("api", __name__)
