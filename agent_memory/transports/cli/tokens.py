@@ -52,6 +52,7 @@ def create(settings: Any, name: str, read_only: bool, scope: str | None, days: i
 @token.command("approve")
 @click.argument("name")
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def approve(settings: Any, name: str) -> None:
     """Print a one-time code that signs in as the token NAME on an OAuth sign-in page."""
     from agent_memory.service.oauth import APPROVAL_SECS, OAuth
@@ -121,6 +122,7 @@ def revoke(settings: Any, name: str) -> None:
 
 @token.command("open-loopback")
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def open_loopback(settings: Any) -> None:
     """Let loopback daemons serve without a token again, once none exists.
 
