@@ -11,12 +11,14 @@ import types
 import pytest
 from click.testing import CliRunner
 
-from agent_memory.contract.errors import InvalidArgument, UnknownField
+from agent_memory.contract.errors import Forbidden, InvalidArgument, UnknownField
+from agent_memory.service.access import Granted
 from agent_memory.service.core import MemoryService
+from agent_memory.service.tokens import Grant
 from agent_memory.storage import open_store
 from agent_memory.transports.cli import history as history_command
 from agent_memory.transports.cli.main import cli
-from agent_memory.transports.rest.app import create_app
+from agent_memory.transports.rest.app import SERVICE, create_app
 from tests.support.clock import START
 from tests.support.rest_client import Client
 
@@ -147,3 +149,23 @@ def test_rest_purges_and_answers_404_for_an_unknown_id(svc, clock):
     assert (status, body) == (404, {"id": 999, "found": False, "reason": "not_found"})
     status, _ = client("DELETE", "/api/memories/abc/history")
     assert status == 400
+
+
+@pytest.mark.parametrize(
+    "grant", [Grant("ci", read_only=True), Grant("web", scope="web"), Grant("r", True, "web")]
+)
+def test_only_a_full_token_may_purge(svc, clock, grant):
+    """A purge drops what no other operation can bring back: a read-only or a scope-bound
+    token is refused (403 over REST) before the id is even looked at, and nothing goes."""
+    memory_id = with_a_removed_secret(svc, clock)
+    granted = Granted(svc, grant)
+    with pytest.raises(Forbidden, match="only a full token may"):
+        granted.purge_history({"id": memory_id})
+    http = create_app(svc).test_client()
+    for target in (memory_id, 999):
+        answer = http.delete(
+            f"/api/memories/{target}/history", environ_overrides={SERVICE: granted}
+        )
+        assert answer.status_code == 403, answer.get_json()
+    assert len(svc.history({"id": memory_id})["versions"]) == 3
+    assert Granted(svc, Grant("rw")).purge_history({"id": memory_id})["purged"] == 2

@@ -14,6 +14,7 @@ import pytest
 
 from agent_memory.transports.mcp import http as mcp_http
 from tests.support.mcp_frames import INITIALIZE
+from tests.support.oauth import register, tokens_for
 from tests.support.rest_daemon import RestDaemon
 from tests.support.spawned import run_agent_memory
 from tests.support.team import ACCEPT, MODES, bearer, make_tokens, mcp_client, revoke
@@ -262,27 +263,48 @@ def test_revoking_the_last_token_leaves_a_loopback_daemon_closed(team, location)
     assert listed.status_code == 200 and len(listed.json()) == 2
 
 
+SESSION_HEADERS = {"Content-Type": "application/json", "Accept": ACCEPT}
+LISTING = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+
+
+def opened(daemon: RestDaemon, token: str) -> str:
+    """A 2025-era session opened with ``token``: its id."""
+    answer = daemon.request(
+        "POST", "/mcp", data=json.dumps(INITIALIZE), headers={**SESSION_HEADERS, **bearer(token)}
+    )
+    assert answer.status_code == 200, answer.text
+    return answer.headers["Mcp-Session-Id"]
+
+
+def status(daemon: RestDaemon, token: str, session: str) -> int:
+    """The status of a request in ``session`` sent with ``token``."""
+    asked = {**SESSION_HEADERS, **bearer(token), "Mcp-Session-Id": session}
+    asked["MCP-Protocol-Version"] = "2025-06-18"
+    return daemon.request("POST", "/mcp", data=LISTING, headers=asked).status_code
+
+
 def test_a_token_past_its_session_cap_ends_only_its_own_oldest_idle_session(team):
     """The 2025 era's sessions are capped per token: a read-only token opening session
     after session ends its own least recently used idle one, never another token's."""
     daemon, tokens = team
-    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
-    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+    kept = opened(daemon, tokens["rw"])
+    flood = [opened(daemon, tokens["ro"]) for _ in range(mcp_http.MAX_SESSIONS_PER_TOKEN + 2)]
+    assert status(daemon, tokens["rw"], kept) == 200
+    assert [status(daemon, tokens["ro"], s) for s in flood[:2]] == [404, 404]
+    assert status(daemon, tokens["ro"], flood[2]) == 200
+    assert status(daemon, tokens["ro"], flood[-1]) == 200
 
-    def opened(token: str) -> str:
-        answer = daemon.request(
-            "POST", "/mcp", data=json.dumps(INITIALIZE), headers={**headers, **bearer(token)}
-        )
-        assert answer.status_code == 200, answer.text
-        return answer.headers["Mcp-Session-Id"]
 
-    def status(token: str, session: str) -> int:
-        asked = {**headers, **bearer(token), "Mcp-Session-Id": session}
-        asked["MCP-Protocol-Version"] = "2025-06-18"
-        return daemon.request("POST", "/mcp", data=listing, headers=asked).status_code
-
-    kept = opened(tokens["rw"])
-    flood = [opened(tokens["ro"]) for _ in range(mcp_http.MAX_SESSIONS_PER_TOKEN + 2)]
-    assert status(tokens["rw"], kept) == 200
-    assert [status(tokens["ro"], s) for s in flood[:2]] == [404, 404]
-    assert status(tokens["ro"], flood[2]) == 200 and status(tokens["ro"], flood[-1]) == 200
+def test_the_oauth_grants_of_a_token_share_its_session_cap(team):
+    """A token cannot multiply its sessions by approving OAuth grant after grant (each its
+    own client, in a second each): the cap counts the sessions of every grant a token
+    approved, while each session stays bound to the grant that opened it."""
+    daemon, tokens = team
+    first, second = (
+        tokens_for(daemon, register(daemon), tokens["ro"])["access_token"] for _ in range(2)
+    )
+    flood = [opened(daemon, first) for _ in range(mcp_http.MAX_SESSIONS_PER_TOKEN)]
+    late = [opened(daemon, second) for _ in range(2)]
+    assert [status(daemon, first, s) for s in flood[:3]] == [404, 404, 200]
+    assert [status(daemon, second, s) for s in late] == [200, 200]
+    assert status(daemon, second, flood[2]) == 404  # another grant's session: unknown

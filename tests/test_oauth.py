@@ -426,3 +426,19 @@ def test_open_registration_keeps_at_most_the_cap(svc, clock, monkeypatch):
         True,
         True,
     ]
+
+
+def test_token_list_shows_what_a_client_registered_as_text(svc, location):
+    """A client names itself when it registers, which anyone may: `token list` shows its
+    name and where it answers as text, never as sequences that act on the terminal."""
+    token = Tokens(svc).create("alice")
+    oauth = OAuth(svc)
+    name = "\x1b]0;pwned\x07Evil\x1b[2J\u202e"
+    oauth.register("c", {"client_id": "c", "client_name": name, "redirect_uris": [CALLBACK]})
+    request = Request(CALLBACK, True, pkce()[1], "http://127.0.0.1:1/mcp", [], "s")
+    consent, _, _ = oauth.sign_in(oauth.open_request("c", request), token)
+    oauth.exchange(oauth.decide(consent, True)[1], "c")
+    listed = run_agent_memory("--db", location, "token", "list")
+    assert listed.returncode == 0, listed.stderr
+    assert "\x1b" not in listed.stdout and "\u202e" not in listed.stdout
+    assert "\\x1b]0;pwned\\x07Evil\\x1b[2J\\u202e -> " + CALLBACK in listed.stdout

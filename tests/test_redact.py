@@ -184,6 +184,16 @@ SECRETS += [
 AMT = "amt_ci.Kk1X9yB29o3A1bKoXIY_AvoIsophYSX4gA1SEjYAvEq"
 AMT_DASHED = "amt_deploy-bot." + fake(URLSAFE, 42, random.Random(48)) + "-"
 SECRETS += [(AMT, "agent-memory-token"), (AMT_DASHED, "agent-memory-token")]
+# OAuth's bearer secrets (service/oauth.py): an access token, a refresh token, and the
+# one-time code `token approve` prints, which signs in as its token.
+OAUTH_ACCESS = "amoa_" + fake(URLSAFE, 43, random.Random(49))
+OAUTH_REFRESH = "amor_" + fake(URLSAFE, 43, random.Random(50))
+APPROVAL = "K7QP-M3XZ-9HTB"
+SECRETS += [
+    (OAUTH_ACCESS, "agent-memory-token"),
+    (OAUTH_REFRESH, "agent-memory-token"),
+    (APPROVAL, "agent-memory-approval-code"),
+]
 
 
 def marker(kind: str) -> str:
@@ -259,6 +269,48 @@ def test_our_own_tokens_are_redacted_wherever_written(text, stored):
 )
 def test_what_only_looks_like_our_token_is_kept(text):
     assert redact(text) == (text, [])
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "amoa_ and amor_ begin OAuth's tokens",
+        f"x{OAUTH_ACCESS}",  # inside a longer word
+        OAUTH_REFRESH + "x",  # a longer secret than ours
+        "make-sure-that the flag is set",  # words of four letters, in lower case
+        "DEAD-BEEF",  # two groups
+        f"{APPROVAL}-ABCD",  # a longer key than the code
+        f"X{APPROVAL}",
+        "ABCD-EF1H-JKMN",  # 1 is not among the code's letters
+        str(uuid.UUID(int=0x2A3B4C5D6E7F8A9B2C3D4E5F6A7B8C9D)).upper(),
+    ],
+)
+def test_what_only_looks_like_an_oauth_secret_is_kept(text):
+    assert redact(text) == (text, [])
+
+
+def test_the_oauth_secrets_the_daemon_issues_are_redacted_in_what_is_stored(service):
+    """Each is a bearer secret: whoever reads it acts as the token that approved it, so a
+    read-only token must not find a full token's in a memory."""
+    from agent_memory.service.oauth import OAuth, Request
+
+    token = Tokens(service).create("alice")
+    oauth = OAuth(service)
+    oauth.register("c", {"client_id": "c", "redirect_uris": ["http://127.0.0.1:9/cb"]})
+    request = Request("http://127.0.0.1:9/cb", True, "x" * 43, "http://127.0.0.1:1/mcp", [], "s")
+    consent, _, _ = oauth.sign_in(oauth.open_request("c", request), token)
+    issued = oauth.exchange(oauth.decide(consent, True)[1], "c")
+    approval = oauth.approval("alice")
+    for secret, kind in (
+        (issued.access_token, "agent-memory-token"),
+        (issued.refresh_token, "agent-memory-token"),
+        (approval, "agent-memory-approval-code"),
+    ):
+        answer = service.store({"content": f"connect with {secret} today", "type": "PATTERN"})
+        assert answer["redacted"] == [kind]
+    stored = " ".join(m["content"] for m in service.list({}))
+    for secret in (issued.access_token, issued.refresh_token, approval):
+        assert secret not in stored
 
 
 def test_a_token_the_daemon_issues_is_redacted_in_what_is_stored(service):

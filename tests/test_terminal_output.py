@@ -136,14 +136,22 @@ def test_stats_says_its_counts_include_superseded_memories(service, db_path):
 
 
 @pytest.mark.parametrize(
-    "args", [("token", "create", "bob"), ("token", "list"), ("token", "revoke", "alice")]
+    "commands",
+    [
+        [("token", "create", "bob")],
+        [("token", "list")],
+        [("token", "revoke", "alice")],
+        [("token", "approve", "alice")],
+        [("token", "revoke", "alice"), ("token", "open-loopback")],
+    ],
 )
-def test_token_commands_print_no_info_log_line(db_path, args):
+def test_token_commands_print_no_info_log_line(db_path, commands):
     """As no other terminal command does (a person reads the answer, not the log)."""
     assert am(db_path, "token", "create", "alice").exit_code == 0
-    result = am(db_path, *args)
-    assert result.exit_code == 0, result.output
-    assert " INFO " not in result.stderr, result.stderr
+    for args in commands:
+        result = am(db_path, *args)
+        assert result.exit_code == 0, result.output
+        assert " INFO " not in result.stderr, result.stderr
 
 
 def test_update_without_a_change_names_the_commands_options(service, db_path):

@@ -46,6 +46,10 @@ log = logging.getLogger(__name__)
 ACCESS_PREFIX = "amoa_"
 REFRESH_PREFIX = "amor_"
 SECRET_BYTES = 32
+# A secret as written: SECRET_BYTES in URL-safe base64, unpadded. Redaction knows an access
+# or refresh token by its prefix and this length, and an approval code by its alphabet and
+# groups (service/redact_rules.py).
+SECRET_CHARS = -(-SECRET_BYTES * 4 // 3)
 # A person has this long to sign in and consent once a client asked.
 SIGN_IN_SECS = 10 * 60
 # A code must be exchanged this soon after consent (OAuth 2.1 advises at most 10 minutes).

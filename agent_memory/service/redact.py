@@ -15,7 +15,7 @@ possessively (no backtracking into them), and leaves every judgment that needs m
 a character class (lengths, mixed case, what a value looks like) to Python on what it
 matched. So a start fails within its own run, or matches; a match is judged once, and the
 scan resumes after what its judge read. Light imports only (the stdlib, the fields table,
-who acts, and our tokens' shape): imported on every server's start.
+who acts, and the shapes of our tokens and OAuth secrets): imported on every server's start.
 
 This module is the engine; the rules are the table of redact_rules.py, and what the value
 after a key named for a secret is, redact_values.py.

@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import NamedTuple
 
-from agent_memory.service import tokens
+from agent_memory.service import oauth, tokens
 from agent_memory.service.redact_values import (
     CONTEXT_CHARS,
     Span,
@@ -48,6 +48,9 @@ def _began(width: int, chars: str = r"\w") -> str:
 
 
 _URLSAFE = "A-Za-z0-9_-"
+_WORD_DASH = r"\w-"
+_APPROVAL = oauth.APPROVAL_ALPHABET
+_GROUP = oauth.APPROVAL_GROUP_LETTERS
 _WORD_DOT = r"\w."
 _NOT_SPACE = r"\S"
 
@@ -238,6 +241,25 @@ RULES: tuple[Rule, ...] = (
         re.compile(
             rf"{tokens.PREFIX}{_began(len(tokens.PREFIX))}(?>{tokens.NAME_PATTERN})"
             rf"\.[{_URLSAFE}]{{{tokens.SECRET_CHARS}}}(?![{_URLSAFE}])"
+        ),
+        _whole,
+    ),
+    Rule(
+        "agent-memory-token",
+        (oauth.ACCESS_PREFIX, oauth.REFRESH_PREFIX),
+        re.compile(
+            rf"(?:{oauth.ACCESS_PREFIX}|{oauth.REFRESH_PREFIX}){_began(len(oauth.ACCESS_PREFIX))}"
+            rf"[{_URLSAFE}]{{{oauth.SECRET_CHARS}}}(?![{_URLSAFE}])"
+        ),
+        _whole,
+    ),
+    Rule(
+        "agent-memory-approval-code",
+        ("-",),
+        # as `token approve` prints it: groups of its letters in upper case, joined by '-'
+        re.compile(
+            rf"[{_APPROVAL}]{_began(1, _WORD_DASH)}[{_APPROVAL}]{{{_GROUP - 1}}}"
+            rf"(?:-[{_APPROVAL}]{{{_GROUP}}}){{{oauth.APPROVAL_GROUPS - 1}}}(?![{_WORD_DASH}])"
         ),
         _whole,
     ),

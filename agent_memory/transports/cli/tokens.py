@@ -16,6 +16,7 @@ import click
 
 from agent_memory.storage.base import CREATE, EXISTING
 from agent_memory.transports.cli.command_support import answering, open_service, print_json
+from agent_memory.transports.cli.display import printable
 from agent_memory.transports.cli.terminal import quiet_below
 
 
@@ -51,6 +52,7 @@ def create(settings: Any, name: str, read_only: bool, scope: str | None, days: i
 @token.command("approve")
 @click.argument("name")
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def approve(settings: Any, name: str) -> None:
     """Print a one-time code that signs in as the token NAME on an OAuth sign-in page."""
     from agent_memory.service.oauth import APPROVAL_SECS, OAuth
@@ -95,8 +97,9 @@ def list_tokens(settings: Any, as_json: bool) -> None:
         click.echo(_line((row["name"], rights, scope, *cells)))
         for grant in row["oauth_grants"]:  # the token's rights, through a client
             dates = [_when(grant[k]) for k in ("created_at", "expires_at", "last_used_at")]
-            client = grant["client_name"] or grant["client_id"]
-            where = ", ".join(grant["redirect_uris"])
+            # what a client registered (anyone may): as text, never acting on the terminal
+            client = printable(grant["client_name"] or grant["client_id"])
+            where = printable(", ".join(grant["redirect_uris"]))
             name = f"  oauth {grant['id']}"
             click.echo(_line((name, rights, scope, *dates)) + f" {client} -> {where}")
 
@@ -119,6 +122,7 @@ def revoke(settings: Any, name: str) -> None:
 
 @token.command("open-loopback")
 @click.pass_obj
+@quiet_below(logging.WARNING)
 def open_loopback(settings: Any) -> None:
     """Let loopback daemons serve without a token again, once none exists.
 
