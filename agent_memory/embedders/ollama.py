@@ -19,12 +19,11 @@ from agent_memory.embedders.base import (
     Embedder,
     EmbedFailed,
 )
+from agent_memory.settings import DEFAULT_EMBED_MODEL, DEFAULT_OLLAMA_URL
 
 if TYPE_CHECKING:
     import requests
 
-DEFAULT_URL = "http://localhost:11434"
-DEFAULT_MODEL = "nomic-embed-text"
 CONNECT_TIMEOUT_SECS = 1.0
 READ_TIMEOUT_SECS = 10.0
 # Task prefixes, by scheme: nomic-embed-text is trained to see them, and vectors made with
@@ -51,8 +50,8 @@ class Ollama(Embedder):
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
-        model: str = DEFAULT_MODEL,
+        url: str = DEFAULT_OLLAMA_URL,
+        model: str = DEFAULT_EMBED_MODEL,
         *,
         connect_timeout: float = CONNECT_TIMEOUT_SECS,
         read_timeout: float = READ_TIMEOUT_SECS,

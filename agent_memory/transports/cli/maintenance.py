@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agent_memory import app as wiring
-from agent_memory.app import Settings, fail
+from agent_memory.app import fail
 from agent_memory.contract.errors import (
     EmbedderUnavailable,
     EmbeddingOff,
@@ -29,6 +29,7 @@ from agent_memory.contract.errors import (
 )
 from agent_memory.contract.models import Pin
 from agent_memory.contract.vocabulary import count
+from agent_memory.settings import Settings
 from agent_memory.storage import files
 from agent_memory.storage.base import CREATE, EXISTING, READ
 from agent_memory.transfer.sources import SOURCES

@@ -18,7 +18,8 @@ from typing import Any
 import click
 
 from agent_memory import app as wiring
-from agent_memory.app import Settings, fail
+from agent_memory.app import fail
+from agent_memory.settings import Settings
 from agent_memory.transports.cli.terminal import is_loopback
 
 log = logging.getLogger("agent_memory")
