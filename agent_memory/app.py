@@ -96,9 +96,7 @@ def choose_embedder(settings: Settings, store: Any) -> Embedder | None:
     except StorageFault as exc:  # the service reports the fault at its first use
         log.error("cannot read the embedding pin: %s", exc.detail)
         pin = None
-    return embedders.choose(
-        settings.embedder, pin, ollama_url=settings.ollama_url, ollama_model=settings.embed_model
-    )
+    return embedders.choose(settings.embedder, pin, settings)
 
 
 def build_service(

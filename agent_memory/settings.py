@@ -15,8 +15,9 @@ from typing import Any
 
 # Where each kind of value comes from on the command line (cli/options.py maps a kind to its
 # click type): free text; a whole number at least ``minimum``; one of ``choices``; a file or
-# an engine's URL; an on/off flag; HOST:PORT; N or auto.
-TEXT, INTEGER, CHOICE, LOCATION, FLAG, ADDRESS, WORKERS = (
+# an engine's URL; an on/off flag; HOST:PORT; N or auto; auto, none or a registered
+# embedding provider's name.
+TEXT, INTEGER, CHOICE, LOCATION, FLAG, ADDRESS, WORKERS, EMBEDDER = (
     "text",
     "integer",
     "choice",
@@ -24,11 +25,11 @@ TEXT, INTEGER, CHOICE, LOCATION, FLAG, ADDRESS, WORKERS = (
     "flag",
     "address",
     "workers",
+    "embedder",
 )
 GLOBAL = None  # an option of every command, given before or after its name
 DB_ENV = "AGENT_MEMORY_DB"
 LOG_LEVELS = ("debug", "info", "warning", "error")
-EMBEDDER_MODES = ("auto", "ollama", "local", "none")
 DEFAULT_OLLAMA_URL = "http://localhost:11434"
 DEFAULT_EMBED_MODEL = "nomic-embed-text"
 DEFAULT_REST_PORT = 7437
@@ -69,8 +70,7 @@ SETTINGS: tuple[Option, ...] = (
         "when it answers, else the local model when installed), ollama, local, or none "
         "(keyword search only).",
         env="AGENT_MEMORY_EMBEDDER",
-        kind=CHOICE,
-        choices=EMBEDDER_MODES,
+        kind=EMBEDDER,
     ),
     Option(
         "ollama_url",

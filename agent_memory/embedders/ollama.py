@@ -18,8 +18,9 @@ from agent_memory.embedders.base import (
     UNREACHABLE,
     Embedder,
     EmbedFailed,
+    Provider,
 )
-from agent_memory.settings import DEFAULT_EMBED_MODEL, DEFAULT_OLLAMA_URL
+from agent_memory.settings import DEFAULT_EMBED_MODEL, DEFAULT_OLLAMA_URL, Settings
 
 if TYPE_CHECKING:
     import requests
@@ -143,3 +144,14 @@ def _finite_numbers(values: Any) -> bool:
         and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
         and all(math.isfinite(v) for v in values)
     )
+
+
+def _make(settings: Settings, model: str | None) -> Ollama:
+    return Ollama(settings.ollama_url, model or settings.embed_model)
+
+
+def _outlook(settings: Settings, model: str | None) -> str:
+    return f"Ollama's {model or settings.embed_model}"
+
+
+PROVIDER = Provider(OLLAMA, _make, _outlook, auto_rank=10, needs_server=True)

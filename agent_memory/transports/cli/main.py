@@ -113,7 +113,7 @@ def serve(settings: Settings) -> None:
         pin = storage.quick_pin(settings.db)
     except (DatabaseOpenError, SchemaTooNew) as exc:
         fail(str(exc))
-    outlook = embedders.outlook(settings.embedder, pin, ollama_model=settings.embed_model)
+    outlook = embedders.outlook(settings.embedder, pin, settings)
     answered = threading.Event()
     if at_head:
         service = wiring.opening_service(settings, answered)

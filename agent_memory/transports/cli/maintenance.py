@@ -187,9 +187,8 @@ def export(settings: Settings, output: Path | None) -> None:
     "source_format",
     type=click.Choice(["jsonl", "gsd-state", *PEERS]),
     help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md; "
-    "server-memory, mcp-memory-service, basic-memory, claude-md, engram: another memory "
-    "server's file or folder (docs/importing.md). Default: told by PATH's name (*.jsonl, STATE.md, "
-    "CLAUDE.md, AGENTS.md).",
+    f"{', '.join(PEERS)}: another memory server's file or folder (docs/importing.md). "
+    "Default: told by PATH's name (*.jsonl, STATE.md, CLAUDE.md, AGENTS.md).",
 )
 @click.option(
     "--scope",

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from agent_memory import embedders
 from agent_memory import settings as table
 from agent_memory.app import Location
 from agent_memory.transports.cli.terminal import Integer, parse_addr, parse_workers
@@ -22,6 +23,7 @@ _TYPES: dict[str, Callable[[table.Option], dict[str, Any]]] = {
     table.FLAG: lambda option: {"is_flag": True},
     table.ADDRESS: lambda option: {"callback": parse_addr},
     table.WORKERS: lambda option: {"callback": parse_workers},
+    table.EMBEDDER: lambda option: {"type": click.Choice(embedders.MODES, case_sensitive=False)},
 }
 
 
