@@ -28,19 +28,13 @@ from agent_memory.contract.errors import (
     SchemaTooNew,
 )
 from agent_memory.settings import GLOBAL, Settings
+from agent_memory.transports.cli import serving
 from agent_memory.transports.cli.options import options
 from agent_memory.transports.cli.terminal import (
-    PAGE_ASKS_FOR_A_TOKEN,
     Subcommand,
-    is_loopback,
 )
 
 COMMAND = "agent-memory"
-# Both servers hand the GIL between threads on every request (waitress's I/O thread and
-# workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
-# Python's default switch interval is ten times this, and a request waits for it at each
-# hand-over between those threads.
-SWITCH_INTERVAL_SECS = 0.0005
 # numpy's OpenBLAS runs each matrix product on a thread per core. A search's products are
 # small (one query against the vector index's rows), and waking the threads costs more than
 # they share. Set before numpy is imported, unless the user set it.
@@ -123,7 +117,7 @@ def serve(settings: Settings) -> None:
 
     sweeper = Sweeper(service, settings.sweep_interval, answered)
     sweeper.start()
-    sys.setswitchinterval(SWITCH_INTERVAL_SECS)
+    sys.setswitchinterval(serving.SWITCH_INTERVAL_SECS)
     _leave_on_signals(service)
     try:
         mcp_server.serve_stdio(service, answered, outlook)
@@ -217,76 +211,7 @@ def serve_rest(
 ) -> None:
     """Run the HTTP daemon: the REST API, the web page and MCP at /mcp (loopback only
     unless a token exists: see `agent-memory token`)."""
-    host, port = addr
-    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    if workers > 1:
-        from agent_memory.transports.cli import pool
-
-        sys.exit(pool.serve(settings, host, port, allow_remote, public_hosts, workers))
-    service = wiring.open_service(settings, serving=True)
-    from agent_memory import daemon
-    from agent_memory.service.tokens import Tokens
-
-    loopback = is_loopback(host)
-    try:
-        tokens = Tokens(service).exist()
-        if not loopback and not tokens:
-            fail(
-                f"refusing to bind non-loopback address {shown}: no access token exists; "
-                "create one with `agent-memory token create NAME` first"
-            )
-        with daemon.serving(
-            service,
-            host,
-            port,
-            allow_remote=allow_remote,
-            open_=loopback,
-            extra_hosts=public_hosts,
-        ) as server:
-            _run_daemon(settings, service, server, host, loopback, tokens)
-    except OSError as exc:
-        fail(f"cannot listen on {shown}: {exc.strerror or exc}")
-    finally:
-        service.close()
-
-
-def _run_daemon(
-    settings: Settings, service: Any, server: Any, host: str, loopback: bool, tokens: bool
-) -> None:
-    from agent_memory.service.lifecycle import Sweeper
-
-    sweeper = Sweeper(service, settings.sweep_interval)
-    sweeper.start()
-    # Both finish the requests in flight, then exit 0. SIGINT is set too: a daemon started
-    # in the background by a script inherits it ignored, and Python then leaves it so.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, signal.default_int_handler)
-    sys.setswitchinterval(SWITCH_INTERVAL_SECS)
-    announce(host, server.effective_port, loopback, tokens)
-    try:
-        server.run()  # returns after KeyboardInterrupt, once workers are done
-    finally:
-        sweeper.stop()
-
-
-def announce(host: str, port: int, loopback: bool, tokens: bool) -> None:
-    """Where the daemon listens (stderr): REST, MCP and the page, which asks for a token when
-    ``tokens`` exist; and the warning of plain HTTP off loopback."""
-    bound = f"[{host}]" if ":" in host else host
-    if not loopback:
-        log.warning(
-            "serving plain HTTP on %s:%s: tokens and memories cross the network unencrypted; "
-            "put a TLS proxy in front (docs/http.md shows Caddy) and bind the daemon to "
-            "127.0.0.1 behind it",
-            bound,
-            port,
-        )
-    click.echo(f"MCP (Streamable HTTP) at http://{bound}:{port}/mcp", err=True)
-    click.echo(f"web page at http://{bound}:{port}/", err=True)
-    if tokens:
-        click.echo(PAGE_ASKS_FOR_A_TOKEN, err=True)
-    # Last: scripts (and ui) take this line for "ready", and a stop may follow at once.
-    click.echo(f"REST listening on {bound}:{port}", err=True)
+    sys.exit(serving.serve_rest(settings, addr, allow_remote, public_hosts, workers))
 
 
 def one_blas_thread(environ: Any = os.environ) -> None:
