@@ -8,7 +8,6 @@ from __future__ import annotations
 import logging
 import sys
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, cast
 
@@ -22,6 +21,7 @@ from agent_memory.contract.errors import (
     SchemaTooNew,
     StorageError,
 )
+from agent_memory.settings import Settings
 from agent_memory.storage import engines
 from agent_memory.storage.base import CREATE
 
@@ -32,7 +32,6 @@ if TYPE_CHECKING:  # the service (and SQLAlchemy) load when a command opens it
 
 # serve opens its service this long after its first answer (see OpeningService).
 OPEN_AFTER_ANSWER_SECS = 0.1
-LOG_LEVELS = ("debug", "info", "warning", "error")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 # Libraries' loggers shown only from this level up, unless --log-level debug. waitress's
 # queue logger warns "Task queue depth is N" each time a request waits for one of the
@@ -43,17 +42,6 @@ LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 QUIET_LOGGERS = {"alembic": logging.WARNING, "waitress.queue": logging.ERROR}
 
 log = logging.getLogger("agent_memory")
-
-
-@dataclass(frozen=True)
-class Settings:
-    db: Path | str | None  # a file, or a postgresql:// URL (kept as written)
-    ollama_url: str
-    embed_model: str
-    sweep_interval: int
-    max_content_bytes: int
-    redact: bool = True
-    embedder: str = embedders.AUTO
 
 
 class Location(click.ParamType):
@@ -108,9 +96,7 @@ def choose_embedder(settings: Settings, store: Any) -> Embedder | None:
     except StorageFault as exc:  # the service reports the fault at its first use
         log.error("cannot read the embedding pin: %s", exc.detail)
         pin = None
-    return embedders.choose(
-        settings.embedder, pin, ollama_url=settings.ollama_url, ollama_model=settings.embed_model
-    )
+    return embedders.choose(settings.embedder, pin, settings)
 
 
 def build_service(
@@ -205,12 +191,4 @@ def opening_service(settings: Settings, answered: threading.Event) -> MemoryServ
 def settings(options: dict[str, Any]) -> Settings:
     """The global options' values as Settings; logging is configured from them."""
     configure_logging(options["log_level"])
-    return Settings(
-        db=options["db"],
-        embedder=options["embedder"].lower(),
-        ollama_url=options["ollama_url"],
-        embed_model=options["embed_model"],
-        sweep_interval=options["sweep_interval"],
-        max_content_bytes=options["max_content_bytes"],
-        redact=options["redact"].lower() == "on",
-    )
+    return Settings.of(options)

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_memory import app as wiring
+from agent_memory.settings import Settings
 from agent_memory.transports.cli.main import cli, terminal_notice
 from tests.support.spawned import NO_OLLAMA_URL, executable, run_agent_memory, server_env
 
@@ -72,7 +73,7 @@ def test_global_options_go_before_or_after_the_subcommand(opened, tmp_path, comm
     result = CliRunner().invoke(cli, args, catch_exceptions=False)
     assert result.exit_code == 0, result.output
     settings = opened["settings"]
-    assert settings == wiring.Settings(
+    assert settings == Settings(
         db=tmp_path / "m.db",
         ollama_url="http://127.0.0.1:9",
         embed_model="other",
@@ -80,6 +81,7 @@ def test_global_options_go_before_or_after_the_subcommand(opened, tmp_path, comm
         max_content_bytes=100,
         redact=False,
         embedder="ollama",
+        log_level="debug",
     )
     assert opened["level"] == logging.DEBUG
 

@@ -9,6 +9,7 @@ from agent_memory.contract.models import Pin
 from agent_memory.embedders import local
 from agent_memory.embedders.local import Local
 from agent_memory.embedders.ollama import Ollama
+from agent_memory.settings import Settings
 from tests.support.spawned import NO_OLLAMA_URL
 
 LOCAL_PIN = Pin(local.MODEL_NAME, 384, "e5", "local")
@@ -16,7 +17,7 @@ MXBAI = Pin("mxbai-embed-large", 1024, "none", "ollama")
 
 
 def chosen(mode, stored, url=NO_OLLAMA_URL, model="nomic-embed-text"):
-    return embedders.choose(mode, stored, ollama_url=url, ollama_model=model)
+    return embedders.choose(mode, stored, Settings(None, ollama_url=url, embed_model=model))
 
 
 @pytest.mark.parametrize("stored", [None, LOCAL_PIN, MXBAI])

@@ -30,7 +30,7 @@ HTTP_CLIENT_MODULES = {"agent_memory.embedders.ollama", "agent_memory.transports
 # share a layer may import each other (an import circle is caught on its own).
 LAYERS = [
     {"agent_memory", "agent_memory.transports"},  # the name and version; a folder
-    {"agent_memory.contract"},
+    {"agent_memory.contract", "agent_memory.settings"},
     {"agent_memory.search", "agent_memory.embedders"},
     {"agent_memory.storage"},
     {"agent_memory.service", "agent_memory.transfer", "agent_memory.transfer.sources"},

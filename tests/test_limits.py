@@ -12,7 +12,7 @@ import stat
 import pytest
 from click.testing import CliRunner
 
-from agent_memory.app import Settings, open_service
+from agent_memory.app import open_service
 from agent_memory.contract.errors import InvalidArgument
 from agent_memory.service.core import MemoryService
 from agent_memory.service.validate import (
@@ -21,6 +21,7 @@ from agent_memory.service.validate import (
     MAX_TAG_CHARS,
     MAX_TAGS,
 )
+from agent_memory.settings import Settings
 from agent_memory.storage import open_store
 from agent_memory.transports.cli.main import cli
 from agent_memory.transports.rest.app import MAX_BODY_BYTES, create_app

@@ -19,6 +19,7 @@ from mcp.types import INTERNAL_ERROR
 from agent_memory import app as wiring
 from agent_memory.contract.errors import DatabaseOpenError, StorageError
 from agent_memory.service import lifecycle
+from agent_memory.settings import Settings
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import probe
 from agent_memory.transports.cli import main as cli
@@ -49,8 +50,8 @@ cli.cli(sys.argv[1:], prog_name="agent-memory")
 """
 
 
-def settings(db_path) -> wiring.Settings:
-    return wiring.Settings(
+def settings(db_path) -> Settings:
+    return Settings(
         db=db_path,
         ollama_url=NO_OLLAMA_URL,
         embed_model="nomic-embed-text",
@@ -85,6 +86,7 @@ def test_the_engine_is_built_after_the_first_answer(db_path):
 WATCH = """
 import sys
 from agent_memory import app as wiring
+from agent_memory.settings import Settings
 from agent_memory.transports.cli import main as cli
 
 class Watched:

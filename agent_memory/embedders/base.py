@@ -1,10 +1,10 @@
 """The embedder seam: texts in, vectors of one pinned model out, or None; never an exception.
 
 One abstract batch method, as llm's ``EmbeddingModel`` has: a provider implements
-``_vectors`` (and its status and advice); this base turns a failure into None with one log
-line, leaves a failing provider alone for a while (so that stores and searches do not each
-wait for it), and keeps the vectors of repeated queries. The service calls an embedder
-before it takes a store's write lock, never while holding it.
+``_vectors`` (and may say more of its status and advice); this base turns a failure into
+None with one log line, leaves a failing provider alone for a while (so that stores and
+searches do not each wait for it), and keeps the vectors of repeated queries. The service
+calls an embedder before it takes a store's write lock, never while holding it.
 """
 
 from __future__ import annotations
@@ -14,10 +14,12 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from agent_memory.contract.models import Embedding, Noise, Pin
 from agent_memory.embedders.calibration import UNRELATED
+from agent_memory.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -66,21 +68,23 @@ class Embedder(ABC):
     def _vectors(self, texts: list[str], *, query: bool) -> list[Embedding]:
         """One vector per text, in order, made with this embedder's pin; EmbedFailed if not."""
 
-    @abstractmethod
+    # -- what a provider may say of itself (these defaults fit one that needs no server) ---
+
     def status(self) -> str:
         """READY, MODEL_MISSING or UNREACHABLE, asked now."""
+        return READY
 
-    @abstractmethod
     def describe(self) -> str:
         """Which model, where: for logs and messages."""
+        return self.model
 
-    @abstractmethod
     def advice(self, status: str) -> str:
         """What a person can do when the embedder is not READY (a clause, no full stop)."""
+        return f"see the log for why {self.describe()} failed"
 
-    @abstractmethod
     def reembed_command(self) -> str:
         """The command that moves a database to this embedder's vectors."""
+        return f"agent-memory --embedder {self.provider} reembed"
 
     def close(self) -> None:  # noqa: B027 - providers with nothing to release keep this
         """Release what the provider holds (a session, a model)."""
@@ -185,3 +189,22 @@ class Embedder(ABC):
                 self.advice(status),
             )
         return status
+
+
+@dataclass(frozen=True)
+class Provider:
+    """How ``--embedder NAME`` makes an embedder, and how ``auto`` weighs it.
+
+    ``make(settings, model)``: the embedder of ``model`` (a pinned database's), or of the
+    configured one when None. ``blocked()``: why it cannot run on this machine, or None;
+    cheap (no network, no model loaded). ``auto_rank``: ``auto`` asks the lower first and
+    takes the first that is ready. ``outlook(settings, model)``: how searches run with it,
+    a phrase for an agent ("the local model ... (in process)").
+    """
+
+    name: str
+    make: Callable[[Settings, str | None], Embedder]
+    outlook: Callable[[Settings, str | None], str]
+    blocked: Callable[[], str | None] = lambda: None
+    auto_rank: int = 100
+    needs_server: bool = False  # searches by meaning wait for a server to answer

@@ -37,7 +37,8 @@ from typing import TYPE_CHECKING, Any
 
 from agent_memory import DISTRIBUTION
 from agent_memory.contract.models import LOCAL, Embedding, Pin
-from agent_memory.embedders.base import MODEL_MISSING, READY, Embedder, EmbedFailed
+from agent_memory.embedders.base import MODEL_MISSING, READY, Embedder, EmbedFailed, Provider
+from agent_memory.settings import Settings
 
 if TYPE_CHECKING:
     import numpy as np
@@ -302,3 +303,14 @@ class Local(Embedder):
         except LocalModelUnavailable as exc:
             raise EmbedFailed(exc.reason) from exc
         return [Embedding(self._pin, row.astype("<f4").tobytes()) for row in matrix]
+
+
+def _make(_settings: Settings, _model: str | None) -> Local:
+    return Local()
+
+
+def _outlook(_settings: Settings, _model: str | None) -> str:
+    return f"the local model {MODEL_NAME} ({DIMENSION} dimensions, in process)"
+
+
+PROVIDER = Provider(LOCAL, _make, _outlook, blocked=lambda: unavailable_reason(), auto_rank=20)

@@ -18,13 +18,13 @@ from agent_memory.embedders.base import (
     UNREACHABLE,
     Embedder,
     EmbedFailed,
+    Provider,
 )
+from agent_memory.settings import DEFAULT_EMBED_MODEL, DEFAULT_OLLAMA_URL, Settings
 
 if TYPE_CHECKING:
     import requests
 
-DEFAULT_URL = "http://localhost:11434"
-DEFAULT_MODEL = "nomic-embed-text"
 CONNECT_TIMEOUT_SECS = 1.0
 READ_TIMEOUT_SECS = 10.0
 # Task prefixes, by scheme: nomic-embed-text is trained to see them, and vectors made with
@@ -51,8 +51,8 @@ class Ollama(Embedder):
 
     def __init__(
         self,
-        url: str = DEFAULT_URL,
-        model: str = DEFAULT_MODEL,
+        url: str = DEFAULT_OLLAMA_URL,
+        model: str = DEFAULT_EMBED_MODEL,
         *,
         connect_timeout: float = CONNECT_TIMEOUT_SECS,
         read_timeout: float = READ_TIMEOUT_SECS,
@@ -144,3 +144,14 @@ def _finite_numbers(values: Any) -> bool:
         and all(isinstance(v, int | float) and not isinstance(v, bool) for v in values)
         and all(math.isfinite(v) for v in values)
     )
+
+
+def _make(settings: Settings, model: str | None) -> Ollama:
+    return Ollama(settings.ollama_url, model or settings.embed_model)
+
+
+def _outlook(settings: Settings, model: str | None) -> str:
+    return f"Ollama's {model or settings.embed_model}"
+
+
+PROVIDER = Provider(OLLAMA, _make, _outlook, auto_rank=10, needs_server=True)

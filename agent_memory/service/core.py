@@ -15,7 +15,6 @@ results' use is recorded (the only write).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable, Generator, Iterator, Mapping
@@ -40,6 +39,7 @@ from agent_memory.service import (
     duplicates,
     history,
     pages,
+    redact,
     similar,
     status,
     supersede,
@@ -55,7 +55,6 @@ from agent_memory.service.embedding_jobs import (
     no_progress,
 )
 from agent_memory.service.redact import MEMORY_FIELDS, import_step, redact_fields
-from agent_memory.service.redact import redact as redact_secrets
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.transfer import gsd, jsonl, portable
 
@@ -142,14 +141,7 @@ class MemoryService:
     def _filters(self, args: Mapping[str, Any]) -> Filters:
         """A search's or a list's filters, their tag, scope and writer redacted as stored
         ones are."""
-        filters = validate.filters(args)
-        if not self.redact:
-            return filters
-        tag, scope, by = (
-            None if v is None else redact_secrets(v)[0]
-            for v in (filters.tag, filters.scope, filters.by)
-        )
-        return dataclasses.replace(filters, tag=tag, scope=scope, by=by)
+        return redact.filters(self.redact, validate.filters(args))
 
     # -- operations -----------------------------------------------------------------------
 

@@ -4,23 +4,21 @@ run with the embedder (health, doctor).
 
 Each job reads the service's store and embedder when it runs (a test or a transport may
 swap the embedder), and maps a store's fault as every service call does
-(MemoryService.storage). The embedder is never asked while a lock is held.
+(Context.storage). The embedder is never asked while a lock is held.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_memory import DISTRIBUTION
 from agent_memory.contract.errors import EmbedderUnavailable, EmbeddingOff, PinMismatch
 from agent_memory.contract.models import Pin
 from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
 from agent_memory.search.ranking import SEARCH_MODE_HYBRID, SEARCH_MODE_KEYWORD
-
-if TYPE_CHECKING:
-    from agent_memory.service.core import MemoryService
+from agent_memory.service.context import Context
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +59,7 @@ def search_outlook(embedder: Embedder | None, status: str, pin: Pin | None) -> d
 class EmbeddingJobs:
     """The jobs of one service (``service.embeddings``)."""
 
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: Context) -> None:
         self._service = service
         self._mismatch_logged = False
 

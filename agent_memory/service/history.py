@@ -29,8 +29,7 @@ from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import MAX_LIMIT, SQLITE_INT_MAX
 from agent_memory.service import validate
 from agent_memory.storage import superseded as superseded_rows
-from agent_memory.storage.base import Store
-from agent_memory.storage.history import AsOf
+from agent_memory.storage.base import AsOf, Store
 
 # A search as of T asks its ranking for FIRST_ROOM more results than its limit, to make up
 # for those stored after T, expired or superseded by then, and for ROOM_GROWTH times as many

@@ -23,14 +23,16 @@ after a key named for a secret is, redact_values.py.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterable, MutableMapping
 from typing import Any
 
 from agent_memory.contract import fields
+from agent_memory.contract.models import Filters
 from agent_memory.service import actor
 from agent_memory.service.redact_rules import RULES, Rule
 
-__all__ = ["MARKER", "RULES", "Rule", "import_step", "redact", "redact_fields"]
+__all__ = ["MARKER", "RULES", "Rule", "filters", "import_step", "redact", "redact_fields"]
 
 MARKER = "[redacted:{}]"
 # The text fields of a memory, and of an earlier version (by the fields of a memory it
@@ -101,3 +103,14 @@ def _apply(rule: Rule, text: str, found: list[str]) -> str:
         return text
     pieces.append(text[copied:])
     return "".join(pieces)
+
+
+def filters(on: bool, given: Filters) -> Filters:
+    """A search's or a list's filters with their tag, scope and writer redacted as stored
+    ones are (``on``: redaction is on), so that a filter naming a secret finds its memory."""
+    if not on:
+        return given
+    tag, scope, by = (
+        None if v is None else redact(v)[0] for v in (given.tag, given.scope, given.by)
+    )
+    return dataclasses.replace(given, tag=tag, scope=scope, by=by)

@@ -4,21 +4,17 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_memory import __version__
 from agent_memory.contract import identity
 from agent_memory.embedders.base import UNREACHABLE
 from agent_memory.service import validate
+from agent_memory.service.context import Context
 from agent_memory.service.embedding_jobs import search_outlook
 
-if TYPE_CHECKING:
-    from agent_memory.service.core import MemoryService
 
-
-def health(
-    service: MemoryService, challenge: str | None = None, address: str = ""
-) -> dict[str, Any]:
+def health(service: Context, challenge: str | None = None, address: str = "") -> dict[str, Any]:
     """Liveness (the store answers a read), the embedder's status, and how searches run
     now: ``search_mode`` with the ``embedding`` serving it, or why search is by keyword
     only and what would change that (``search_hint``). Given a ``challenge``, the proof
@@ -43,7 +39,7 @@ def health(
     return answer
 
 
-def doctor(service: MemoryService, *, repair: bool = False) -> dict[str, Any]:
+def doctor(service: Context, *, repair: bool = False) -> dict[str, Any]:
     """``agent-memory doctor``: the store's checks (Store.check); with ``repair``, what
     Store.repair rebuilt and the checks run again. Then the pin, the memories waiting
     for a vector, and how searches would run with the configured embedder (as health

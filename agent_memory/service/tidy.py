@@ -34,12 +34,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from agent_memory.contract.errors import InvalidArgument, InvalidType
-from agent_memory.service import actor, clusters, similar, validate
+from agent_memory.service import actor, clusters, redact, similar, validate
+from agent_memory.service.context import Context
 from agent_memory.storage.base import ChangedMemory, MissingMemory
 
 if TYPE_CHECKING:
     from agent_memory.contract.models import Pin
-    from agent_memory.service.core import MemoryService
     from agent_memory.storage.tidy import TidyRead
 
 ARGUMENTS = ("scope", "unused_days", "keep")
@@ -61,11 +61,13 @@ HOLDS_THE_REST, NAMED = "holds_the_rest", "named"
 KEEP_REASONS = (HOLDS_THE_REST, NAMED, None)
 
 
-def report(service: MemoryService, args: Mapping[str, Any]) -> dict[str, Any]:
+def report(service: Context, args: Mapping[str, Any]) -> dict[str, Any]:
     """The dry run: what tidy finds, writing nothing (see the module)."""
     days = validate.integer(args, "unused_days", 1, MAX_UNUSED_DAYS)
     days = DEFAULT_UNUSED_DAYS if days is None else days
-    scope = service._filters({"scope": validate.label(args, "scope")}).scope
+    scope = redact.filters(
+        service.redact, validate.filters({"scope": validate.label(args, "scope")})
+    ).scope
     named = _named(args)
     now = service.now()
     with service.storage("tidy"):
@@ -91,7 +93,7 @@ def _alive(expires_at: int | None, now: int) -> bool:
     return expires_at is None or expires_at > now
 
 
-def _signal(service: MemoryService, pin: Pin | None) -> tuple[str, float, str | None]:
+def _signal(service: Context, pin: Pin | None) -> tuple[str, float, str | None]:
     """("cosine" | "keyword", its threshold, why not the cosine)."""
     keyword = similar.KEYWORD_THRESHOLD
     if service.embedding_off:
@@ -313,7 +315,7 @@ def _unused(current: list[dict[str, Any]], since: int) -> dict[str, Any]:
 
 
 def merge(
-    service: MemoryService, found: Sequence[Mapping[str, Any]], scope: str | None = None
+    service: Context, found: Sequence[Mapping[str, Any]], scope: str | None = None
 ) -> list[dict[str, Any]]:
     """Merge each cluster of a report of ``scope`` (None: of all; ``keep``, ``keep_reason``
     and ``merge``, as ``report`` lists them), one transaction each: the kept memory

@@ -14,13 +14,11 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_memory.contract.errors import InvalidArgument
 from agent_memory.service import validate
-
-if TYPE_CHECKING:
-    from agent_memory.service.core import MemoryService
+from agent_memory.service.context import Context
 
 PREFIX = "amt_"
 NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
@@ -62,7 +60,7 @@ def _digest(secret: str) -> str:
 class Tokens:
     """Create, list, revoke and check the tokens of ``service``'s database."""
 
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: Context) -> None:
         self._service = service
         self._db = service.db
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from agent_memory.contract import fields
@@ -21,7 +21,6 @@ from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 
 if TYPE_CHECKING:
     from agent_memory.search import ParsedQuery
-    from agent_memory.storage.history import AsOf
     from agent_memory.storage.near import NearWords
 
 # A memory as every read answers it, in this order (rows become dicts by these names), and
@@ -141,6 +140,18 @@ class Reader(Protocol):
         """As Store.neighbours."""
 
     def close(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class AsOf:
+    """The store as of one time, read in one snapshot: ``memories`` the asked ids that
+    stood then, as they stood; ``changed`` the memories changed since, not asked, each as
+    {id, content, tags} of its text then (whether it stood then is not known yet);
+    ``superseded`` the supersedes relations made by then, {older id: [newer ids]}."""
+
+    memories: dict[int, dict[str, Any]] = field(default_factory=dict)
+    changed: list[dict[str, Any]] = field(default_factory=list)
+    superseded: dict[int, list[int]] = field(default_factory=dict)
 
 
 class Store(Protocol):

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from agent_memory.contract.models import Pin
+from agent_memory.settings import DB_ENV
 from agent_memory.storage.base import Reader, Store
 
 Location = str | os.PathLike[str] | None
 # Where an open_store location comes from when none is given (it may hold a URL).
-DB_ENV = "AGENT_MEMORY_DB"
 
 
 class EngineEntry(Protocol):

@@ -13,13 +13,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import sqlalchemy
 from sqlalchemy import bindparam, text
 
-from agent_memory.storage.base import MEMORY_COLUMNS
+from agent_memory.storage.base import MEMORY_COLUMNS, AsOf
 from agent_memory.storage.faults import guarded
 
 UPDATE, DUPLICATE = "update", "duplicate"
@@ -80,18 +79,6 @@ _EXPORT = text(
 _COUNT = text("SELECT count(*) FROM memory_history")
 _EXISTS = text("SELECT id FROM memories WHERE id = :memory_id")
 _PURGE = text("DELETE FROM memory_history WHERE memory_id = :memory_id")
-
-
-@dataclass(frozen=True)
-class AsOf:
-    """The store as of one time, read in one snapshot: ``memories`` the asked ids that
-    stood then, as they stood; ``changed`` the memories changed since, not asked, each as
-    {id, content, tags} of its text then (whether it stood then is not known yet);
-    ``superseded`` the supersedes relations made by then, {older id: [newer ids]}."""
-
-    memories: dict[int, dict[str, Any]] = field(default_factory=dict)
-    changed: list[dict[str, Any]] = field(default_factory=list)
-    superseded: dict[int, list[int]] = field(default_factory=dict)
 
 
 def tag_list(tags: Any) -> list[str]:

@@ -31,6 +31,7 @@ from agent_memory.contract.errors import (
     DatabaseOpenError,
     SchemaTooNew,
 )
+from agent_memory.settings import DB_ENV
 from agent_memory.storage.base import CREATE, IDENTITY_KEY, READ
 from agent_memory.storage.revisions import head_of, migrations_dir
 from agent_memory.storage.sqlite import BUSY_TIMEOUT_MS, backups
@@ -43,7 +44,6 @@ log = logging.getLogger(__name__)
 
 APP_NAME = "agent-memory"
 DB_FILENAME = "memory.db"
-DB_ENV = "AGENT_MEMORY_DB"
 # The inline checkpoint on commit is a backstop; the repository checkpoints in the background.
 WAL_AUTOCHECKPOINT_PAGES = 4_000
 

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING
 import click
 
 from agent_memory import app as wiring
-from agent_memory.app import Settings, fail
+from agent_memory.app import fail
 from agent_memory.contract.errors import StorageError
 from agent_memory.contract.vocabulary import count
+from agent_memory.settings import Settings
 from agent_memory.transports.cli import display
 
 if TYPE_CHECKING:

@@ -22,40 +22,24 @@ import click
 
 from agent_memory import __version__, embedders
 from agent_memory import app as wiring
-from agent_memory.app import (
-    LOG_LEVELS,
-    Settings,
-    fail,
-)
+from agent_memory.app import fail
 from agent_memory.contract.errors import (
     DatabaseOpenError,
     SchemaTooNew,
 )
-from agent_memory.embedders import ollama
+from agent_memory.settings import GLOBAL, Settings
+from agent_memory.transports.cli import serving
+from agent_memory.transports.cli.options import options
 from agent_memory.transports.cli.terminal import (
-    PAGE_ASKS_FOR_A_TOKEN,
-    Integer,
     Subcommand,
-    is_loopback,
-    parse_addr,
-    parse_workers,
 )
 
 COMMAND = "agent-memory"
-DEFAULT_REST_PORT = 7437
-# Both servers hand the GIL between threads on every request (waitress's I/O thread and
-# workers; the MCP SDK's stdio reader and the event loop; our checkpoint and sweep threads).
-# Python's default switch interval is ten times this, and a request waits for it at each
-# hand-over between those threads.
-SWITCH_INTERVAL_SECS = 0.0005
 # numpy's OpenBLAS runs each matrix product on a thread per core. A search's products are
 # small (one query against the vector index's rows), and waking the threads costs more than
 # they share. Set before numpy is imported, unless the user set it.
 BLAS_THREADS_ENV = "OPENBLAS_NUM_THREADS"
 BLAS_THREADS = "1"
-# serve-rest --workers, when not given (1: one process).
-WORKERS_ENV = "AGENT_MEMORY_WORKERS"
-DEFAULT_WORKERS = "1"
 
 log = logging.getLogger("agent_memory")
 
@@ -94,78 +78,7 @@ class Group(click.Group):
 @click.version_option(
     __version__, "--version", prog_name="agent-memory", message="%(prog)s %(version)s"
 )
-@click.option(
-    "--db",
-    type=wiring.Location(),
-    help="Database file, or a postgresql://user@host/dbname URL (needs the postgres extra). "
-    "Default: $AGENT_MEMORY_DB, else memory.db in your user data directory.",
-)
-@click.option(
-    "--embedder",
-    type=click.Choice(embedders.MODES, case_sensitive=False),
-    envvar="AGENT_MEMORY_EMBEDDER",
-    default=embedders.AUTO,
-    show_default=True,
-    show_envvar=True,
-    help="Who makes the vectors of search by meaning: auto (the database's own, else Ollama "
-    "when it answers, else the local model when installed), ollama, local, or none "
-    "(keyword search only).",
-)
-@click.option(
-    "--ollama-url",
-    envvar="AGENT_MEMORY_OLLAMA_URL",
-    default=ollama.DEFAULT_URL,
-    show_default=True,
-    show_envvar=True,
-    help="Ollama base URL for embeddings (hybrid search).",
-)
-@click.option(
-    "--embed-model",
-    envvar="AGENT_MEMORY_EMBED_MODEL",
-    default=ollama.DEFAULT_MODEL,
-    show_default=True,
-    show_envvar=True,
-    help="Ollama embedding model.",
-)
-@click.option(
-    "--sweep-interval",
-    type=Integer(min=1),
-    envvar="AGENT_MEMORY_SWEEP_INTERVAL",
-    default=3600,
-    show_default=True,
-    show_envvar=True,
-    metavar="SECONDS",
-    help="Seconds between lifecycle sweeps (TTL expiry, decay refresh).",
-)
-@click.option(
-    "--max-content-bytes",
-    type=Integer(min=1),
-    envvar="AGENT_MEMORY_MAX_CONTENT_BYTES",
-    default=1024 * 1024,
-    show_default=True,
-    show_envvar=True,
-    metavar="BYTES",
-    help="Largest memory content accepted (UTF-8 bytes); bigger stores and updates are refused.",
-)
-@click.option(
-    "--redact",
-    type=click.Choice(["on", "off"], case_sensitive=False),
-    envvar="AGENT_MEMORY_REDACT",
-    default="on",
-    show_default=True,
-    show_envvar=True,
-    help="Replace secrets (private keys, cloud and API keys, tokens, JWTs, passwords) "
-    "in what is stored and imported by [redacted:KIND] markers.",
-)
-@click.option(
-    "--log-level",
-    type=click.Choice(LOG_LEVELS, case_sensitive=False),
-    envvar="AGENT_MEMORY_LOG",
-    default="info",
-    show_default=True,
-    show_envvar=True,
-    help="Log verbosity (logs always go to stderr).",
-)
+@options(GLOBAL)
 @click.pass_context
 def cli(ctx: click.Context, **_options: Any) -> None:
     """Persistent, typed, local memory for AI agents, in one SQLite file.
@@ -194,7 +107,7 @@ def serve(settings: Settings) -> None:
         pin = storage.quick_pin(settings.db)
     except (DatabaseOpenError, SchemaTooNew) as exc:
         fail(str(exc))
-    outlook = embedders.outlook(settings.embedder, pin, ollama_model=settings.embed_model)
+    outlook = embedders.outlook(settings.embedder, pin, settings)
     answered = threading.Event()
     if at_head:
         service = wiring.opening_service(settings, answered)
@@ -204,7 +117,7 @@ def serve(settings: Settings) -> None:
 
     sweeper = Sweeper(service, settings.sweep_interval, answered)
     sweeper.start()
-    sys.setswitchinterval(SWITCH_INTERVAL_SECS)
+    sys.setswitchinterval(serving.SWITCH_INTERVAL_SECS)
     _leave_on_signals(service)
     try:
         mcp_server.serve_stdio(service, answered, outlook)
@@ -287,38 +200,7 @@ def _running_script() -> Path | None:
 
 
 @cli.command("serve-rest")
-@click.option(
-    "--addr",
-    default=f"127.0.0.1:{DEFAULT_REST_PORT}",
-    show_default=True,
-    metavar="HOST:PORT",
-    callback=parse_addr,
-    help="Address to bind; [::1]:PORT for IPv6. Port 0 picks a free port.",
-)
-@click.option(
-    "--allow-remote",
-    is_flag=True,
-    help="Accept any Host and Origin header (no DNS-rebinding check); prefer --public-host.",
-)
-@click.option(
-    "--public-host",
-    "public_hosts",
-    multiple=True,
-    metavar="NAME[:PORT]",
-    help="Also accept this Host header (and Origin http(s)://NAME), e.g. the name a TLS "
-    "proxy in front of the daemon is reached by. Repeatable.",
-)
-@click.option(
-    "--workers",
-    envvar=WORKERS_ENV,
-    default=DEFAULT_WORKERS,
-    show_default=True,
-    show_envvar=True,
-    metavar="N|auto",
-    callback=parse_workers,
-    help="Processes serving the port (auto: one per core). More answer more searches at "
-    "once, on more cores; each holds its own embedder and vector index.",
-)
+@options("serve-rest")
 @click.pass_obj
 def serve_rest(
     settings: Settings,
@@ -329,76 +211,7 @@ def serve_rest(
 ) -> None:
     """Run the HTTP daemon: the REST API, the web page and MCP at /mcp (loopback only
     unless a token exists: see `agent-memory token`)."""
-    host, port = addr
-    shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
-    if workers > 1:
-        from agent_memory.transports.cli import pool
-
-        sys.exit(pool.serve(settings, host, port, allow_remote, public_hosts, workers))
-    service = wiring.open_service(settings, serving=True)
-    from agent_memory import daemon
-    from agent_memory.service.tokens import Tokens
-
-    loopback = is_loopback(host)
-    try:
-        tokens = Tokens(service).exist()
-        if not loopback and not tokens:
-            fail(
-                f"refusing to bind non-loopback address {shown}: no access token exists; "
-                "create one with `agent-memory token create NAME` first"
-            )
-        with daemon.serving(
-            service,
-            host,
-            port,
-            allow_remote=allow_remote,
-            open_=loopback,
-            extra_hosts=public_hosts,
-        ) as server:
-            _run_daemon(settings, service, server, host, loopback, tokens)
-    except OSError as exc:
-        fail(f"cannot listen on {shown}: {exc.strerror or exc}")
-    finally:
-        service.close()
-
-
-def _run_daemon(
-    settings: Settings, service: Any, server: Any, host: str, loopback: bool, tokens: bool
-) -> None:
-    from agent_memory.service.lifecycle import Sweeper
-
-    sweeper = Sweeper(service, settings.sweep_interval)
-    sweeper.start()
-    # Both finish the requests in flight, then exit 0. SIGINT is set too: a daemon started
-    # in the background by a script inherits it ignored, and Python then leaves it so.
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, signal.default_int_handler)
-    sys.setswitchinterval(SWITCH_INTERVAL_SECS)
-    announce(host, server.effective_port, loopback, tokens)
-    try:
-        server.run()  # returns after KeyboardInterrupt, once workers are done
-    finally:
-        sweeper.stop()
-
-
-def announce(host: str, port: int, loopback: bool, tokens: bool) -> None:
-    """Where the daemon listens (stderr): REST, MCP and the page, which asks for a token when
-    ``tokens`` exist; and the warning of plain HTTP off loopback."""
-    bound = f"[{host}]" if ":" in host else host
-    if not loopback:
-        log.warning(
-            "serving plain HTTP on %s:%s: tokens and memories cross the network unencrypted; "
-            "put a TLS proxy in front (docs/http.md shows Caddy) and bind the daemon to "
-            "127.0.0.1 behind it",
-            bound,
-            port,
-        )
-    click.echo(f"MCP (Streamable HTTP) at http://{bound}:{port}/mcp", err=True)
-    click.echo(f"web page at http://{bound}:{port}/", err=True)
-    if tokens:
-        click.echo(PAGE_ASKS_FOR_A_TOKEN, err=True)
-    # Last: scripts (and ui) take this line for "ready", and a stop may follow at once.
-    click.echo(f"REST listening on {bound}:{port}", err=True)
+    sys.exit(serving.serve_rest(settings, addr, allow_remote, public_hosts, workers))
 
 
 def one_blas_thread(environ: Any = os.environ) -> None:

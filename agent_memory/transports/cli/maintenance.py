@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from agent_memory import app as wiring
-from agent_memory.app import Settings, fail
+from agent_memory.app import fail
 from agent_memory.contract.errors import (
     EmbedderUnavailable,
     EmbeddingOff,
@@ -29,6 +29,7 @@ from agent_memory.contract.errors import (
 )
 from agent_memory.contract.models import Pin
 from agent_memory.contract.vocabulary import count
+from agent_memory.settings import Settings
 from agent_memory.storage import files
 from agent_memory.storage.base import CREATE, EXISTING, READ
 from agent_memory.transfer.sources import SOURCES
@@ -186,9 +187,8 @@ def export(settings: Settings, output: Path | None) -> None:
     "source_format",
     type=click.Choice(["jsonl", "gsd-state", *PEERS]),
     help="jsonl: a file written by `agent-memory export`; gsd-state: a GSD .planning/STATE.md; "
-    "server-memory, mcp-memory-service, basic-memory, claude-md, engram: another memory "
-    "server's file or folder (docs/importing.md). Default: told by PATH's name (*.jsonl, STATE.md, "
-    "CLAUDE.md, AGENTS.md).",
+    f"{', '.join(PEERS)}: another memory server's file or folder (docs/importing.md). "
+    "Default: told by PATH's name (*.jsonl, STATE.md, CLAUDE.md, AGENTS.md).",
 )
 @click.option(
     "--scope",

@@ -30,9 +30,10 @@ from typing import Any
 import click
 from click.core import ParameterSource
 
+from agent_memory.settings import OPTIONS
 from agent_memory.transports.cli.terminal import GIVEN_AFTER, PAGE_ASKS_FOR_A_TOKEN, Subcommand
 
-DEFAULT_ADDR = "127.0.0.1:7437"  # serve-rest's default (cli.DEFAULT_REST_PORT)
+DEFAULT_ADDR = OPTIONS["addr"].default  # serve-rest's
 # A daemon answers /health in milliseconds; a program that accepts the connection and never
 # answers is not one, and ui then starts its own elsewhere.
 PROBE_TIMEOUT_SECS = 2.0

@@ -15,6 +15,7 @@ from typing import Any
 from agent_memory import __version__
 from agent_memory.contract import fields, schemas
 from agent_memory.contract.vocabulary import REST_ARGUMENTS
+from agent_memory.settings import OPTIONS
 from agent_memory.transports.rest import signin
 from agent_memory.transports.rest.openapi_paths import paths
 from agent_memory.transports.rest.openapi_tidy import TIDY
@@ -22,8 +23,8 @@ from agent_memory.transports.rest.openapi_tidy import TIDY
 Schema = dict[str, Any]
 
 REF = "#/components/schemas/"
-# The address the daemon listens on unless told otherwise (cli.DEFAULT_REST_PORT).
-SERVER = "http://127.0.0.1:7437"
+# The address the daemon listens on unless told otherwise.
+SERVER = f"http://{OPTIONS['addr'].default}"
 _NULL = {"type": "null"}
 
 
