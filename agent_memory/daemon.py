@@ -221,7 +221,8 @@ def serving(
             hosts = oauth.issuers(server.guard.hosts, server.guard.public)
             authorization = oauth.Authorization(service, hosts)
             issued = AsgiMount(authorization, portal, oauth.METHODS, authorization.scope_issuer)
-            server.mount({mcp_http.PATH: mount, **dict.fromkeys(oauth.PATHS, issued)})
+            mounts = {mcp_http.PATH: mount, **dict.fromkeys(oauth.PATHS, issued)}
+            server.mount(mounts, any_origin=oauth.CROSS_ORIGIN_PATHS)
             server.application = Gate(
                 server.application,
                 service,

@@ -154,6 +154,49 @@ def test_discovery_documents_name_this_server(team):
     assert "client_secret" not in registered
 
 
+def test_a_browser_client_runs_the_flow_from_its_own_origin(team):
+    """A client that runs in a web page (the MCP Inspector) fetches the metadata, registers
+    and exchanges its code from its own origin: those endpoints answer another site (CORS),
+    as the SDK means them to; the person's pages and /mcp keep refusing one."""
+    daemon, tokens = team
+    site = {"Origin": "http://localhost:6274"}
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+    ):
+        answer = daemon.request("GET", path, headers=site)
+        assert answer.status_code == 200, (path, answer.text)
+        assert answer.headers["Access-Control-Allow-Origin"] == "*"
+    asked = {**site, "Access-Control-Request-Method": "POST"}
+    preflight = daemon.request(
+        "OPTIONS", "/register", headers={**asked, "Access-Control-Request-Headers": "content-type"}
+    )
+    assert preflight.status_code == 200, preflight.text
+    registered = daemon.request(
+        "POST",
+        "/register",
+        json={"redirect_uris": [CALLBACK], "client_name": "In a page"},
+        headers=site,
+    )
+    assert registered.status_code == 201, registered.text
+    client_id = registered.json()["client_id"]
+    code, verifier = code_for(daemon, client_id, tokens["rw"])
+    form = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier}
+    form |= {"client_id": client_id, "redirect_uri": CALLBACK}
+    issued = daemon.request("POST", "/token", data=form, headers=site)
+    assert issued.status_code == 200, issued.text
+    assert issued.headers["Access-Control-Allow-Origin"] == "*"
+    # the person's pages and the MCP endpoint still refuse another site
+    for method, path in (
+        ("POST", "/authorize/sign-in"),
+        ("POST", "/authorize/consent"),
+        ("POST", "/mcp"),
+    ):
+        refused = daemon.request(method, path, data={}, headers=site)
+        assert refused.status_code == 403, (path, refused.text)
+        assert "cross-site request from Origin" in refused.json()["error"]
+
+
 def test_codes_refused_with_the_rfc_errors_grant_nothing(team, location):
     daemon, tokens = team
     client_id = register(daemon)

@@ -94,6 +94,18 @@ PATHS = frozenset(
         pages.CONSENT_PATH,
     }
 )
+# The endpoints a client calls itself, from its own web page when it runs in one (the MCP
+# Inspector): they answer any Origin (CORS, no cookie read). /authorize and the sign-in and
+# consent pages are the person's, and keep the daemon's Origin rule.
+CROSS_ORIGIN_PATHS = frozenset(
+    {
+        AUTHORIZATION_SERVER_METADATA,
+        RESOURCE_METADATA,
+        TOKEN_PATH,
+        REGISTRATION_PATH,
+        REVOCATION_PATH,
+    }
+)
 METHODS = ("GET", "POST", "OPTIONS")
 # The largest body an OAuth request may have (a registration is the longest).
 MAX_BODY_BYTES = 64 * 1024
