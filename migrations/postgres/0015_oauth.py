@@ -1,4 +1,4 @@
-"""PostgreSQL, OAuth 2.1 on the daemon (issue 51): oauth_clients, oauth_codes and
+"""PostgreSQL, OAuth 2.1 on the daemon: oauth_clients, oauth_codes and
 oauth_grants, as SQLite's 0013 (migrations/versions/0013_oauth.py says what a row holds).
 
 Revision ID: 0015

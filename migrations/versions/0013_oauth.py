@@ -1,4 +1,4 @@
-"""OAuth 2.1 on the daemon (issue 51): the clients that registered, the sign-ins and codes in
+"""OAuth 2.1 on the daemon: the clients that registered, the sign-ins and codes in
 flight, and the grants an access token approved.
 
 Revision ID: 0013
