@@ -29,7 +29,6 @@ from tests.support.oauth import (
     oauth_provider,
     person,
     pkce,
-    redirect_query,
     register,
     token_request,
     tokens_for,
@@ -293,15 +292,30 @@ def test_authorization_requests_refused_never_redirect_elsewhere(team, location)
         answer = authorize(**params)
         assert answer.status_code == 400 and "Location" not in answer.headers, params
         assert answer.json()["error"] == "invalid_request"
-    # a registered client and redirect: the error goes back to it, with its state
+    # a registered client and redirect: the error is answered here, with its state, never
+    # redirected before a person signed in (anyone may register a redirect URI, and would
+    # send bad requests on purpose to be redirected to it)
     for params, error in (
         ({"resource": "https://elsewhere.example/mcp"}, "invalid_target"),
         ({"code_challenge_method": "plain"}, "invalid_request"),
         ({"code_challenge": None}, "invalid_request"),
         ({"response_type": "token"}, "unsupported_response_type"),
+        ({"scope": "admin"}, "invalid_scope"),
     ):
-        answer = redirect_query(authorize(**params))
-        assert (answer["error"], answer["state"]) == (error, "xyz"), params
+        answer = authorize(**params)
+        assert answer.status_code == 400 and "Location" not in answer.headers, params
+        assert (answer.json()["error"], answer.json()["state"]) == (error, "xyz"), params
+    # a registered redirect URI with a query of its own: still no redirect
+    own_query = register(daemon, redirect_uri=CALLBACK + "?error=none")
+    answer = daemon.request(
+        "GET",
+        "/authorize",
+        params=_params(daemon, own_query, challenge, redirect_uri=CALLBACK + "?error=none")
+        | {"response_type": "token"},
+        allow_redirects=False,
+    )
+    assert answer.status_code == 400 and "Location" not in answer.headers
+    assert answer.json()["error"] == "unsupported_response_type"
     # redirect URIs that could run or leak something are never registered
     for uri in ("javascript:alert(1)", "http://evil.example/cb", "https://x.example/cb#frag"):
         answer = daemon.request("POST", "/register", json={"redirect_uris": [uri]})

@@ -28,10 +28,10 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import anyio.to_thread
-from mcp.server.auth.handlers.authorize import AuthorizationHandler
+from mcp.server.auth.handlers.authorize import AuthorizationErrorResponse, AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
 from mcp.server.auth.handlers.revoke import RevocationErrorResponse
@@ -302,6 +302,31 @@ def _answer(issued: service_oauth.Issued) -> OAuthToken:
 
 
 @dataclass
+class SignInFirst(AuthorizationHandler):
+    """The SDK's authorization endpoint, except that it never sends the browser to a client
+    before a person signed in: a request it refuses is answered here (400, the RFC's error
+    and the state) instead of redirected. Registration is open, so whoever registers a
+    redirect URI could send bad requests on purpose to make this server redirect a person
+    to it (the OAuth security BCP, RFC 9700, forbids such an open redirector)."""
+
+    sign_in: str = ""  # the sign-in page's URL, where an accepted request is sent
+
+    async def handle(self, request: Request) -> Response:
+        answer = await super().handle(request)
+        target = answer.headers.get("location")
+        if target is None or target.startswith(self.sign_in + "?request="):
+            return answer
+        # the SDK appends its fields after the redirect URI's own query: the last are its
+        fields = {k: v[-1] for k, v in parse_qs(urlsplit(target).query).items()}
+        refusal = AuthorizationErrorResponse(
+            error=fields.get("error", "server_error"),  # type: ignore[arg-type]
+            error_description=fields.get("error_description"),
+            state=fields.get("state"),
+        )
+        return PydanticJSONResponse(refusal, status_code=400, headers={"Cache-Control": "no-store"})
+
+
+@dataclass
 class ResourceBoundTokens(TokenHandler):
     """The SDK's token endpoint, refusing a request that names another resource than this
     server's (RFC 8707: ``invalid_target``); the SDK's own handler does not compare it."""
@@ -401,7 +426,7 @@ def server(oauth: OAuth, issuer: str) -> Starlette:
         ),
         Route(
             AUTHORIZATION_PATH,
-            AuthorizationHandler(provider).handle,  # type: ignore[arg-type]
+            SignInFirst(provider, sign_in=issuer + pages.SIGN_IN_PATH).handle,  # type: ignore[arg-type]
             methods=["GET", "POST"],
         ),
         Route(TOKEN_PATH, posted(tokens.handle), methods=["POST", "OPTIONS"]),
