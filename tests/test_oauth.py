@@ -131,7 +131,7 @@ def test_a_client_connects_with_oauth_alone_in_each_era(team, location, mode):
 
 
 def test_discovery_documents_name_this_server(team):
-    daemon, _ = team
+    daemon, tokens = team
     resource = daemon.request("GET", "/.well-known/oauth-protected-resource/mcp").json()
     assert resource["resource"] == daemon.url + "/mcp"
     assert resource["authorization_servers"] == [daemon.url]
@@ -140,6 +140,13 @@ def test_discovery_documents_name_this_server(team):
     assert server["code_challenge_methods_supported"] == ["S256"]
     assert server["grant_types_supported"] == ["authorization_code", "refresh_token"]
     assert server["token_endpoint_auth_methods_supported"] == ["none"]
+    # every redirect to a client names the issuer (RFC 9207), so that a client talking to
+    # several servers can tell which one answered
+    assert server["authorization_response_iss_parameter_supported"] is True
+    client_id = register(daemon)
+    for decision in ("allow", "deny"):
+        answer = person(tokens["rw"], decision)(authorize_url(daemon, client_id, pkce()[1]))
+        assert answer["iss"] == daemon.url, decision
     registered = daemon.request(
         "POST",
         "/register",

@@ -379,7 +379,8 @@ class Revocation:
 
 def metadata(issuer: str) -> OAuthMetadata:
     """This authorization server's metadata (RFC 8414): code flow with PKCE S256, refresh
-    tokens, open registration of public clients, revocation."""
+    tokens, open registration of public clients, revocation, and the issuer named in every
+    redirect to a client (RFC 9207)."""
     return OAuthMetadata(
         issuer=issuer,
         authorization_endpoint=issuer + AUTHORIZATION_PATH,
@@ -391,6 +392,7 @@ def metadata(issuer: str) -> OAuthMetadata:
         token_endpoint_auth_methods_supported=["none"],
         revocation_endpoint_auth_methods_supported=["none"],
         code_challenge_methods_supported=["S256"],
+        authorization_response_iss_parameter_supported=True,
     )
 
 
@@ -403,7 +405,7 @@ def server(oauth: OAuth, issuer: str) -> Starlette:
         authorization_servers=[issuer],
         resource_name="agent-memory",
     )
-    page = pages.Pages(oauth)
+    page = pages.Pages(oauth, issuer)
 
     def posted(handler: Callable[..., Any]) -> Any:
         """A POST endpoint other sites' scripts may call (CORS), its body bounded."""
