@@ -156,12 +156,15 @@ def _json(start_response: Callable[..., Any], status: int, message: str, challen
 
 
 def _who(scope: dict[str, Any], environ: dict[str, Any]) -> None:
-    """The MCP request's service and its sender: a session is bound to the token that
-    opened it (the SDK answers another token's request for it as for an unknown session)."""
+    """The MCP request's service and its sender: a session is bound to the credential that
+    opened it, the token or one of its OAuth grants (the SDK answers another's request for
+    it as for an unknown session); its subject, the token, is whose session cap it counts
+    against."""
     grant = environ.get(GRANT, FULL)
     scope[SERVICE] = environ.get(SERVICE)
     if grant is not FULL:
-        token = AccessToken(token="", client_id=environ.get(PRINCIPAL, grant.name), scopes=[])
+        principal = environ.get(PRINCIPAL, grant.name)
+        token = AccessToken(token="", client_id=principal, scopes=[], subject=grant.name)
         scope["user"] = AuthenticatedUser(token)
 
 

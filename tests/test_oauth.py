@@ -6,6 +6,7 @@ under it and ends with it."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import anyio
@@ -16,6 +17,7 @@ from agent_memory.service.core import MemoryService
 from agent_memory.service.oauth import OAuth, Request
 from agent_memory.service.tokens import DAY_SECS, Tokens
 from agent_memory.storage import open_store
+from agent_memory.transports.mcp import http as mcp_http
 from tests.support.clock import Clock
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.oauth import (
@@ -423,6 +425,40 @@ def test_a_grant_has_exactly_its_tokens_rights_and_ends_with_it(team, location):
     revoke(location, "rw")  # revoking the token ends the grant at its next request
     assert mcp_answers(daemon, by_code) == 401
     assert grants(location) == []
+
+
+def test_a_tokens_grants_share_its_session_cap(team):
+    """The 2025 era's sessions are capped per token, its OAuth grants' included: a token
+    cannot open more by approving more grants. Past the cap, the token's least recently used
+    idle session ends, whichever of its credentials opened it; each session stays bound to
+    the credential that opened it."""
+    daemon, tokens = team
+    client_id = register(daemon)
+    grants = [tokens_for(daemon, client_id, tokens["ro"])["access_token"] for _ in range(2)]
+    credentials = [tokens["ro"], *grants]
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+
+    def opened(credential: str) -> str:
+        answer = daemon.request(
+            "POST", "/mcp", data=json.dumps(INITIALIZE), headers={**headers, **bearer(credential)}
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.headers["Mcp-Session-Id"]
+
+    def status(credential: str, session: str) -> int:
+        asked = {**headers, **bearer(credential), "Mcp-Session-Id": session}
+        asked["MCP-Protocol-Version"] = "2025-06-18"
+        return daemon.request("POST", "/mcp", data=listing, headers=asked).status_code
+
+    kept = opened(tokens["rw"])
+    count = mcp_http.MAX_SESSIONS_PER_TOKEN + 2
+    flood = [(credentials[k % 3], opened(credentials[k % 3])) for k in range(count)]
+    assert [status(*pair) for pair in flood[:2]] == [404, 404]
+    assert [status(*pair) for pair in flood[2:5]] == [200, 200, 200]
+    assert status(tokens["rw"], kept) == 200
+    # bound to its credential: the token's own session is not its grant's, nor the reverse
+    assert status(grants[0], flood[3][1]) == 404 and status(tokens["ro"], flood[4][1]) == 404
 
 
 def everything_stored(location: str) -> str:

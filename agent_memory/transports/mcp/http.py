@@ -48,9 +48,11 @@ SESSION_IDLE_SECS = 30 * 60
 
 
 class TokenSessions(StreamableHTTPSessionManager):
-    """The SDK's manager with its 2025-era sessions capped per token (the credential that
-    opened a session owns it). An open daemon's requests carry no token: every local process
-    has full rights there, and only the daemon-wide cap applies."""
+    """The SDK's manager with its 2025-era sessions capped per token: the credential that
+    opened a session owns it (the token, or one of its OAuth grants), and the sessions of
+    every credential of a token (the owner's subject) count against that token's cap. An
+    open daemon's requests carry no token: every local process has full rights there, and
+    only the daemon-wide cap applies."""
 
     def __init__(self, *args: Any, per_token: int = MAX_SESSIONS_PER_TOKEN, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -68,8 +70,11 @@ class TokenSessions(StreamableHTTPSessionManager):
         is at its cap. An idle session's scope is due to end at its last request plus the
         idle timeout; a busy one's never is."""
         owners = self._session_owners
+        token = _token_of(requestor)
         own = [
-            (t, sid) for sid, t in self._server_instances.items() if owners.get(sid) == requestor
+            (t, sid)
+            for sid, t in self._server_instances.items()
+            if sid in owners and _token_of(owners[sid]) == token
         ]
         if len(own) < self.per_token:
             return True
@@ -86,6 +91,11 @@ class TokenSessions(StreamableHTTPSessionManager):
         assert transport.idle_scope is not None
         transport.idle_scope.cancel()  # its server task ends it, as at its idle timeout
         return True
+
+
+def _token_of(owner: Any) -> str:
+    """The token a session's owner acts as: its subject, else (no subject given) itself."""
+    return owner["subject"] or owner["client_id"]
 
 
 def session_manager(
