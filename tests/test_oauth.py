@@ -326,7 +326,14 @@ def test_authorization_requests_refused_never_redirect_elsewhere(team, location)
     assert answer.status_code == 400 and "Location" not in answer.headers
     assert answer.json()["error"] == "unsupported_response_type"
     # redirect URIs that could run or leak something are never registered
-    for uri in ("javascript:alert(1)", "http://evil.example/cb", "https://x.example/cb#frag"):
+    # nor one whose host a person would misread: the consent page shows where codes go
+    for uri in (
+        "javascript:alert(1)",
+        "http://evil.example/cb",
+        "https://x.example/cb#frag",
+        "https://claude.ai@evil.example/cb",
+        "http://127.0.0.1:1@evil.example/cb",
+    ):
         answer = daemon.request("POST", "/register", json={"redirect_uris": [uri]})
         assert (answer.status_code, answer.json()["error"]) == (400, "invalid_redirect_uri"), uri
     # a person who denies: the client hears access_denied

@@ -144,6 +144,8 @@ def refusal_of(uri: str) -> str | None:
     scheme = parts.scheme.lower()
     if parts.fragment:
         return f"redirect URI {uri!r} has a fragment"
+    if "@" in parts.netloc:  # the consent page names the host: a user part would disguise it
+        return f"redirect URI {uri!r} has a user name before its host"
     if scheme in FORBIDDEN_SCHEMES:
         return f"redirect URI {uri!r} uses the scheme {scheme!r}"
     if scheme == "http" and (parts.hostname or "") not in {"localhost", "127.0.0.1", "::1"}:
