@@ -37,6 +37,7 @@ from agent_memory.service.tokens import (
     Unauthorized,
     key,
 )
+from agent_memory.storage.oauth import REPLACED
 
 if TYPE_CHECKING:
     from agent_memory.service.core import MemoryService
@@ -300,7 +301,6 @@ class OAuth:
             "resource": flight.request.resource,
             "scopes": json.dumps(flight.request.scopes),
             "code_key": _key(code),
-            "previous_refresh_key": None,
             "created_at": now,
             "used_at": now,
             **self._fresh(access, refresh, now),
@@ -312,14 +312,12 @@ class OAuth:
         return Issued(access, refresh, ACCESS_TOKEN_SECS, flight.request.scopes)
 
     def refreshable(self, refresh_token: str) -> Held | None:
-        """The grant of a refresh token (None: unknown). A refresh token replaced already
-        revokes its grant: whoever presents it again holds a copy."""
+        """The grant of a refresh token (None: unknown). Any refresh token the grant replaced
+        revokes it: whoever presents one again holds a copy."""
         with self._service.storage("oauth token"):
             row = self._db.oauth_grant("refresh_key", _key(refresh_token))
         if row is None:
-            self._revoke_by(
-                "previous_refresh_key", _key(refresh_token), "a refresh token was used twice"
-            )
+            self._revoke_by(REPLACED, _key(refresh_token), "a refresh token was used twice")
             return None
         return _held(row)
 
@@ -338,7 +336,8 @@ class OAuth:
         access, refresh = _secret(ACCESS_PREFIX), _secret(REFRESH_PREFIX)
         tokens = self._fresh(access, refresh, now)
         with self._service.storage("oauth token"):
-            rotated = self._db.rotate_oauth_grant(grant_id, _key(refresh_token), tokens, now)
+            old = (_key(refresh_token), int(row["refresh_expires_at"]))
+            rotated = self._db.rotate_oauth_grant(grant_id, old, tokens, now)
         if not rotated:
             raise Refused("invalid_grant", "the refresh token was used already")
         return Issued(access, refresh, ACCESS_TOKEN_SECS, json.loads(row["scopes"]))
