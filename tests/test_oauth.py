@@ -205,6 +205,60 @@ def test_a_browser_client_runs_the_flow_from_its_own_origin(team):
         assert "cross-site request from Origin" in refused.json()["error"]
 
 
+def test_a_public_host_is_an_https_issuer_and_other_names_offer_no_oauth(tmp_path):
+    """Behind a TLS proxy, ``--public-host NAME`` is the issuer ``https://NAME`` (never
+    http); a loopback name is ``http://``; any other name the daemon answers (here through
+    --allow-remote) offers no OAuth: no metadata, no pointer in a 401, no sign-in."""
+    db_path = str(tmp_path / "memory.db")
+    tokens = make_tokens(db_path)
+    public = {"Host": "memory.example.com"}
+    with RestDaemon(db_path, "--public-host", "memory.example.com", "--allow-remote") as daemon:
+        daemon.drain_stderr()
+        resource = daemon.request(
+            "GET", "/.well-known/oauth-protected-resource/mcp", headers=public
+        ).json()
+        assert resource["resource"] == "https://memory.example.com/mcp"
+        assert resource["authorization_servers"] == ["https://memory.example.com"]
+        server = daemon.request(
+            "GET", "/.well-known/oauth-authorization-server", headers=public
+        ).json()
+        assert server["issuer"] == "https://memory.example.com"
+        assert server["token_endpoint"] == "https://memory.example.com/token"
+        refused = daemon.request(
+            "POST", "/mcp", json=INITIALIZE, headers={**public, "Accept": ACCEPT}
+        )
+        assert refused.headers["WWW-Authenticate"].endswith(
+            'resource_metadata="https://memory.example.com/.well-known/oauth-protected-resource/mcp"'
+        )
+        # issued at the loopback address: not an access token for the public name
+        access = tokens_for(daemon, register(daemon), tokens["rw"])["access_token"]
+        assert mcp_answers(daemon, access) == 200
+        assert mcp_answers(daemon, access, host="memory.example.com") == 401
+
+        elsewhere = {"Host": f"lan.example:{daemon.port}"}
+        for path in ("/.well-known/oauth-authorization-server", "/register", "/authorize"):
+            assert daemon.request("GET", path, headers=elsewhere).status_code == 404, path
+        refused = daemon.request(
+            "POST", "/mcp", json=INITIALIZE, headers={**elsewhere, "Accept": ACCEPT}
+        )
+        assert refused.headers["WWW-Authenticate"] == 'Bearer realm="agent-memory"'
+        assert mcp_answers(daemon, access, host=elsewhere["Host"]) == 401
+
+
+@pytest.mark.parametrize(
+    "name", ["https://memory.example.com", "memory.example.com/mcp", "memory.example.com:99999"]
+)
+def test_a_public_host_is_a_name_not_a_url(tmp_path, name):
+    """The proxy serves a public host over https: the option takes its name (and port),
+    and a URL, a path or a bad port is refused before anything starts."""
+    made = run_agent_memory(
+        "--db", str(tmp_path / "memory.db"), "serve-rest", "--public-host", name, timeout=30
+    )
+    assert made.returncode == 2, made.stderr
+    assert "--public-host" in made.stderr and "NAME[:PORT]" in made.stderr
+    assert repr(name) in made.stderr
+
+
 def test_codes_refused_with_the_rfc_errors_grant_nothing(team, location):
     daemon, tokens = team
     client_id = register(daemon)

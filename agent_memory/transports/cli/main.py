@@ -38,6 +38,7 @@ from agent_memory.transports.cli.terminal import (
     Subcommand,
     is_loopback,
     parse_addr,
+    parse_public_hosts,
     parse_workers,
 )
 
@@ -305,6 +306,7 @@ def _running_script() -> Path | None:
     "public_hosts",
     multiple=True,
     metavar="NAME[:PORT]",
+    callback=parse_public_hosts,
     help="Also accept this Host header (and Origin http(s)://NAME), e.g. the name a TLS "
     "proxy in front of the daemon is reached by. Repeatable.",
 )
