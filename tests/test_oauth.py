@@ -400,6 +400,43 @@ def test_authorization_requests_refused_never_redirect_elsewhere(team, location)
     assert grants(location) == []
 
 
+def test_a_loopback_redirect_uri_may_name_any_port(team, location):
+    """A native client listens on the port the system gives it at the time (VS Code when its
+    usual one is taken): a loopback redirect URI it registered matches at any port (RFC 8252),
+    and the code goes to that port; anything else must match exactly."""
+    daemon, tokens = team
+    client_id = register(daemon)  # http://127.0.0.1:9/callback
+    elsewhere = "http://127.0.0.1:4567/callback"
+    verifier, challenge = pkce()
+    answer = person(tokens["rw"])(
+        authorize_url(daemon, client_id, challenge, redirect_uri=elsewhere)
+    )
+    issued = token_request(
+        daemon,
+        grant_type="authorization_code",
+        code=answer["code"],
+        code_verifier=verifier,
+        client_id=client_id,
+        redirect_uri=elsewhere,
+    )
+    assert issued.status_code == 200, issued.text
+    web = register(daemon, redirect_uri="https://app.example/cb")
+    for client, uri in (
+        (client_id, "http://127.0.0.1:4567/other"),
+        (client_id, "http://localhost:4567/callback"),
+        (client_id, "http://127.0.0.1:4567/callback?x=1"),
+        (web, "https://app.example:8443/cb"),
+    ):
+        refused = daemon.request(
+            "GET",
+            "/authorize",
+            params=_params(daemon, client, challenge, redirect_uri=uri),
+            allow_redirects=False,
+        )
+        assert refused.status_code == 400 and "Location" not in refused.headers, uri
+    assert [g["client_id"] for g in grants(location)] == [client_id]
+
+
 def _params(daemon: RestDaemon, client: str, challenge: str, **extra) -> dict:
     params = {
         "response_type": "code",

@@ -64,6 +64,7 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 from mcp.shared.auth_utils import resource_url_from_server_url
+from pydantic import AnyUrl
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -110,6 +111,8 @@ METHODS = ("GET", "POST", "OPTIONS")
 # The largest body an OAuth request may have (a registration is the longest).
 MAX_BODY_BYTES = 64 * 1024
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
+# The same, as a URL's hostname reads them.
+LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 # Schemes never taken as a redirect URI: they would run or read something in the browser.
 FORBIDDEN_SCHEMES = frozenset(
     {"javascript", "data", "vbscript", "file", "about", "blob", "filesystem"}
@@ -148,11 +151,34 @@ def refusal_of(uri: str) -> str | None:
         return f"redirect URI {uri!r} has a user name before its host"
     if scheme in FORBIDDEN_SCHEMES:
         return f"redirect URI {uri!r} uses the scheme {scheme!r}"
-    if scheme == "http" and (parts.hostname or "") not in {"localhost", "127.0.0.1", "::1"}:
+    if scheme == "http" and (parts.hostname or "") not in LOOPBACK_HOSTS:
         return f"redirect URI {uri!r} is plain http off loopback (use https)"
     if scheme in ("http", "https") and not parts.hostname:
         return f"redirect URI {uri!r} has no host"
     return None
+
+
+def loopback_at_any_port(uri: str) -> str | None:
+    """A loopback redirect URI with its port left out (None: not one): what two such URIs
+    must share to match (RFC 8252 lets a native client listen on any port)."""
+    parts = urlsplit(uri)
+    host = parts.hostname or ""
+    if parts.scheme != "http" or host not in LOOPBACK_HOSTS:
+        return None
+    return parts._replace(netloc=f"[{host}]" if ":" in host else host).geturl()
+
+
+class Registered(OAuthClientInformationFull):
+    """A client as /authorize checks its redirect URI: one it registered, exactly, but for
+    the port of a loopback one, which may be any (the client takes the port the system
+    gives it at the time; the code still goes to that machine only, and PKCE binds it)."""
+
+    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
+        asked = None if redirect_uri is None else loopback_at_any_port(str(redirect_uri))
+        registered = {loopback_at_any_port(str(uri)) for uri in self.redirect_uris or []}
+        if asked is not None and asked in registered:
+            return redirect_uri  # type: ignore[return-value]
+        return super().validate_redirect_uri(redirect_uri)
 
 
 class Code(AuthorizationCode):
@@ -184,7 +210,7 @@ class Provider:
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         found = await self._run(self.oauth.client, client_id)
-        return None if found is None else OAuthClientInformationFull.model_validate(found)
+        return None if found is None else Registered.model_validate(found)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         for uri in client_info.redirect_uris or []:
