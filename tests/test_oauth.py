@@ -175,11 +175,12 @@ def test_a_browser_client_runs_the_flow_from_its_own_origin(team):
         answer = daemon.request("GET", path, headers=site)
         assert answer.status_code == 200, (path, answer.text)
         assert answer.headers["Access-Control-Allow-Origin"] == "*"
+    # the headers a client may add, the MCP protocol version's included, as on the SDK's own
     asked = {**site, "Access-Control-Request-Method": "POST"}
-    preflight = daemon.request(
-        "OPTIONS", "/register", headers={**asked, "Access-Control-Request-Headers": "content-type"}
-    )
-    assert preflight.status_code == 200, preflight.text
+    asked["Access-Control-Request-Headers"] = "content-type, mcp-protocol-version"
+    for path in ("/register", "/token", "/revoke"):
+        preflight = daemon.request("OPTIONS", path, headers=asked)
+        assert preflight.status_code == 200, (path, preflight.text)
     registered = daemon.request(
         "POST",
         "/register",

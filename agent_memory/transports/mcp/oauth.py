@@ -64,6 +64,7 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 from mcp.shared.auth_utils import resource_url_from_server_url
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from pydantic import AnyUrl
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
@@ -436,9 +437,15 @@ def server(oauth: OAuth, issuer: str) -> Starlette:
     page = pages.Pages(oauth, issuer)
 
     def posted(handler: Callable[..., Any]) -> Any:
-        """A POST endpoint other sites' scripts may call (CORS), its body bounded."""
+        """A POST endpoint other sites' scripts may call (CORS, with the headers the SDK's
+        own allow), its body bounded."""
         limited = RequestBodyLimitMiddleware(request_response(handler), MAX_BODY_BYTES)
-        return CORSMiddleware(limited, allow_origins="*", allow_methods=["POST", "OPTIONS"])
+        return CORSMiddleware(
+            limited,
+            allow_origins="*",
+            allow_methods=["POST", "OPTIONS"],
+            allow_headers=[MCP_PROTOCOL_VERSION_HEADER],
+        )
 
     tokens = ResourceBoundTokens(provider, clients, resource=provider.resource)  # type: ignore[arg-type]
     registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True))  # type: ignore[arg-type]
