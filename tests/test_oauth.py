@@ -648,6 +648,25 @@ def test_every_replaced_refresh_token_presented_again_ends_its_grant(svc, clock,
     assert len(oauth.grants()) == 1
 
 
+def test_a_code_exchanged_twice_at_once_ends_the_grant_it_made(svc):
+    """Two token requests with one code, both past the check that it is there: the one that
+    finds it taken is refused and ends the grant the other made, as a later reuse does."""
+    from agent_memory.service.oauth import Refused
+
+    token = Tokens(svc).create("alice")
+    oauth = OAuth(svc)
+    oauth.register("c", {"client_id": "c", "redirect_uris": [CALLBACK]})
+    request = Request(CALLBACK, True, pkce()[1], "http://127.0.0.1:1/mcp", [], "s")
+    consent, _, _ = oauth.sign_in(oauth.open_request("c", request), token)
+    _, code = oauth.decide(consent, True)
+    assert oauth.code(code) is not None  # each request found it
+    issued = oauth.exchange(code, "c")
+    with pytest.raises(Refused) as refused:
+        oauth.exchange(code, "c")
+    assert refused.value.error == "invalid_grant"
+    assert oauth.holding(issued.access_token) is None and oauth.grants() == []
+
+
 def test_the_refresh_token_a_grant_replaced_before_the_upgrade_still_ends_it(location):
     """A database of SQLite's 0013 or PostgreSQL's 0015 kept one replaced refresh token per
     grant: the upgrade keeps it among the replaced ones, so presenting it still ends its

@@ -279,15 +279,16 @@ class OAuth:
         it led to: whoever presents it again holds a copy."""
         found = self._flight(code, "code", expired_too=True)
         if found is None:
-            self._revoke_by("code_key", _key(code), "an authorization code was used twice")
+            self._reused(code)
         return found
 
     def exchange(self, code: str, client_id: str) -> Issued:
         """Tokens for a code the token endpoint checked (client, redirect, PKCE, expiry);
-        Refused when another request took it first or its token was revoked meanwhile."""
+        Refused when another request took it first (which ends the grant it made, as any
+        reuse does) or its token was revoked meanwhile."""
         flight = self._flight(code, "code", expired_too=True)
         if flight is None or flight.token_name is None or flight.token_digest is None:
-            raise Refused("invalid_grant", "the authorization code was used already")
+            raise self._reused(code)
         try:
             self._tokens.check_key(flight.token_name, flight.token_digest)
         except Unauthorized:
@@ -308,8 +309,14 @@ class OAuth:
         with self._service.storage("oauth token"):
             done = self._db.exchange_oauth_code(_key(code), grant)
         if done is None:
-            raise Refused("invalid_grant", "the authorization code was used already")
+            raise self._reused(code)
         return Issued(access, refresh, ACCESS_TOKEN_SECS, flight.request.scopes)
+
+    def _reused(self, code: str) -> Refused:
+        """A code presented once it was used: the grant it made ends (whoever presents it
+        again holds a copy); the refusal to answer with."""
+        self._revoke_by("code_key", _key(code), "an authorization code was used twice")
+        return Refused("invalid_grant", "the authorization code was used already")
 
     def refreshable(self, refresh_token: str) -> Held | None:
         """The grant of a refresh token (None: unknown). Any refresh token the grant replaced
