@@ -488,6 +488,23 @@ def test_tokens_refused_elsewhere_and_refresh_tokens_once(team, location):
     assert grants(location) == []
 
 
+def test_revocation_answers_with_the_rfc_errors_and_ends_only_the_clients_own(team, location):
+    """RFC 7009 answers with RFC 6749's token errors: a client that is not one is
+    ``invalid_client`` (401), a request without a token ``invalid_request``; another
+    client's token is answered 200, as an unknown one, and stays good."""
+    daemon, tokens = team
+    client_id, other = register(daemon), register(daemon, name="Other")
+    access = tokens_for(daemon, client_id, tokens["rw"])["access_token"]
+    for form in ({"token": access}, {"token": access, "client_id": "nobody"}):
+        answer = daemon.request("POST", "/revoke", data=form)
+        assert (answer.status_code, answer.json()["error"]) == (401, "invalid_client"), form
+    answer = daemon.request("POST", "/revoke", data={"client_id": client_id})
+    assert (answer.status_code, answer.json()["error"]) == (400, "invalid_request")
+    answer = daemon.request("POST", "/revoke", data={"token": access, "client_id": other})
+    assert answer.status_code == 200
+    assert mcp_answers(daemon, access) == 200 and len(grants(location)) == 1
+
+
 def test_a_grant_has_exactly_its_tokens_rights_and_ends_with_it(team, location):
     daemon, tokens = team
     client_id = register(daemon)

@@ -34,7 +34,6 @@ import anyio.to_thread
 from mcp.server.auth.handlers.authorize import AuthorizationErrorResponse, AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.revoke import RevocationErrorResponse
 from mcp.server.auth.handlers.token import TokenErrorResponse, TokenHandler
 from mcp.server.auth.json_response import PydanticJSONResponse
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
@@ -379,7 +378,9 @@ class Revocation:
     """Token revocation (RFC 7009) for public clients: the client names itself, and a token
     it holds (access or refresh) ends its grant; anything else is answered 200 all the same.
     The SDK's handler would want a ``client_secret`` field, which a public client has none
-    of; its client authentication and the provider's loaders are used as they are."""
+    of, and answers a client that is not one with ``unauthorized_client``, where RFC 7009
+    means RFC 6749's ``invalid_client``; its client authentication and the provider's
+    loaders are used as they are."""
 
     provider: Provider
     clients: ClientAuthenticator
@@ -388,13 +389,11 @@ class Revocation:
         try:
             client = await self.clients.authenticate_request(request)
         except AuthenticationError as exc:
-            refusal = RevocationErrorResponse(
-                error="unauthorized_client", error_description=exc.message
-            )
+            refusal = TokenErrorResponse(error="invalid_client", error_description=exc.message)
             return PydanticJSONResponse(refusal, status_code=401)
         token = pages.form_text(await request.form(), "token")
         if not token:
-            refusal = RevocationErrorResponse(
+            refusal = TokenErrorResponse(
                 error="invalid_request", error_description="token: required"
             )
             return PydanticJSONResponse(refusal, status_code=400)
