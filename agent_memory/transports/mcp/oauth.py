@@ -19,7 +19,8 @@ token opens /mcp at the address it was issued for, and nothing else.
 Registration is open to anyone, as MCP clients expect; a client is registered as public
 (``token_endpoint_auth_method`` ``none``, no secret to keep: RFC 7591 lets the server
 replace what a client asked for), since PKCE binds its code to it, and its redirect URIs
-must be https, http on loopback, or an app's own scheme (RFC 8252), never a script.
+follow oauth_redirects' rules. /authorize sends the browser to a client only once a person
+signed in (oauth_pages), and every such redirect names its issuer (RFC 9207).
 """
 
 from __future__ import annotations
@@ -64,7 +65,6 @@ from mcp.shared.auth import (
 )
 from mcp.shared.auth_utils import resource_url_from_server_url
 from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
-from pydantic import AnyUrl
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -77,6 +77,7 @@ from agent_memory.service.oauth import OAuth
 from agent_memory.service.tokens import Unauthorized
 from agent_memory.transports.mcp import oauth_pages as pages
 from agent_memory.transports.mcp.http import PATH as MCP_PATH
+from agent_memory.transports.mcp.oauth_redirects import Registered, refusal_of
 
 log = logging.getLogger(__name__)
 
@@ -98,25 +99,11 @@ PATHS = frozenset(
 # The endpoints a client calls itself, from its own web page when it runs in one (the MCP
 # Inspector): they answer any Origin (CORS, no cookie read). /authorize and the sign-in and
 # consent pages are the person's, and keep the daemon's Origin rule.
-CROSS_ORIGIN_PATHS = frozenset(
-    {
-        AUTHORIZATION_SERVER_METADATA,
-        RESOURCE_METADATA,
-        TOKEN_PATH,
-        REGISTRATION_PATH,
-        REVOCATION_PATH,
-    }
-)
+CROSS_ORIGIN_PATHS = PATHS - {AUTHORIZATION_PATH, pages.SIGN_IN_PATH, pages.CONSENT_PATH}
 METHODS = ("GET", "POST", "OPTIONS")
 # The largest body an OAuth request may have (a registration is the longest).
 MAX_BODY_BYTES = 64 * 1024
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
-# The same, as a URL's hostname reads them.
-LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
-# Schemes never taken as a redirect URI: they would run or read something in the browser.
-FORBIDDEN_SCHEMES = frozenset(
-    {"javascript", "data", "vbscript", "file", "about", "blob", "filesystem"}
-)
 # scope key (ASGI) of the issuer a request reached
 ISSUER = "agent_memory.issuer"
 
@@ -139,46 +126,6 @@ def canonical(url: str) -> str:
     """A resource URL as compared (RFC 8707): scheme and host in lower case, no fragment, no
     final slash."""
     return resource_url_from_server_url(url).rstrip("/")
-
-
-def refusal_of(uri: str) -> str | None:
-    """Why a redirect URI cannot be registered (None: it can)."""
-    parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    if parts.fragment:
-        return f"redirect URI {uri!r} has a fragment"
-    if "@" in parts.netloc:  # the consent page names the host: a user part would disguise it
-        return f"redirect URI {uri!r} has a user name before its host"
-    if scheme in FORBIDDEN_SCHEMES:
-        return f"redirect URI {uri!r} uses the scheme {scheme!r}"
-    if scheme == "http" and (parts.hostname or "") not in LOOPBACK_HOSTS:
-        return f"redirect URI {uri!r} is plain http off loopback (use https)"
-    if scheme in ("http", "https") and not parts.hostname:
-        return f"redirect URI {uri!r} has no host"
-    return None
-
-
-def loopback_at_any_port(uri: str) -> str | None:
-    """A loopback redirect URI with its port left out (None: not one): what two such URIs
-    must share to match (RFC 8252 lets a native client listen on any port)."""
-    parts = urlsplit(uri)
-    host = parts.hostname or ""
-    if parts.scheme != "http" or host not in LOOPBACK_HOSTS:
-        return None
-    return parts._replace(netloc=f"[{host}]" if ":" in host else host).geturl()
-
-
-class Registered(OAuthClientInformationFull):
-    """A client as /authorize checks its redirect URI: one it registered, exactly, but for
-    the port of a loopback one, which may be any (the client takes the port the system
-    gives it at the time; the code still goes to that machine only, and PKCE binds it)."""
-
-    def validate_redirect_uri(self, redirect_uri: AnyUrl | None) -> AnyUrl:
-        asked = None if redirect_uri is None else loopback_at_any_port(str(redirect_uri))
-        registered = {loopback_at_any_port(str(uri)) for uri in self.redirect_uris or []}
-        if asked is not None and asked in registered:
-            return redirect_uri  # type: ignore[return-value]
-        return super().validate_redirect_uri(redirect_uri)
 
 
 class Code(AuthorizationCode):
