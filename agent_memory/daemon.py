@@ -157,8 +157,9 @@ def _json(start_response: Callable[..., Any], status: int, message: str, challen
 
 def _who(scope: dict[str, Any], environ: dict[str, Any]) -> None:
     """The MCP request's service and its sender: a session is bound to the credential that
-    opened it, a token or an OAuth grant (the SDK answers another's request for it as for an
-    unknown session), and counts toward the cap of the token behind it (its subject)."""
+    opened it, the token or one of its OAuth grants (the SDK answers another's request for
+    it as for an unknown session); its subject, the token, is whose session cap it counts
+    against."""
     grant = environ.get(GRANT, FULL)
     scope[SERVICE] = environ.get(SERVICE)
     if grant is not FULL:
@@ -223,7 +224,8 @@ def serving(
             hosts = oauth.issuers(server.guard.hosts, server.guard.public)
             authorization = oauth.Authorization(service, hosts)
             issued = AsgiMount(authorization, portal, oauth.METHODS, authorization.scope_issuer)
-            server.mount({mcp_http.PATH: mount, **dict.fromkeys(oauth.PATHS, issued)})
+            mounts = {mcp_http.PATH: mount, **dict.fromkeys(oauth.PATHS, issued)}
+            server.mount(mounts, any_origin=oauth.CROSS_ORIGIN_PATHS)
             server.application = Gate(
                 server.application,
                 service,

@@ -15,15 +15,16 @@ from typing import Any
 
 # Where each kind of value comes from on the command line (cli/options.py maps a kind to its
 # click type): free text; a whole number at least ``minimum``; one of ``choices``; a file or
-# an engine's URL; an on/off flag; HOST:PORT; N or auto; auto, none or a registered
+# an engine's URL; an on/off flag; HOST:PORT; NAME[:PORT]; N or auto; auto, none or a registered
 # embedding provider's name.
-TEXT, INTEGER, CHOICE, LOCATION, FLAG, ADDRESS, WORKERS, EMBEDDER = (
+TEXT, INTEGER, CHOICE, LOCATION, FLAG, ADDRESS, HOST, WORKERS, EMBEDDER = (
     "text",
     "integer",
     "choice",
     "location",
     "flag",
     "address",
+    "host",
     "workers",
     "embedder",
 )
@@ -149,6 +150,7 @@ SETTINGS: tuple[Option, ...] = (
         "Also accept this Host header (and Origin http(s)://NAME), e.g. the name a TLS "
         "proxy in front of the daemon is reached by; OAuth's issuer is https://NAME. "
         "Repeatable.",
+        kind=HOST,
         metavar="NAME[:PORT]",
         command="serve-rest",
         multiple=True,

@@ -6,6 +6,7 @@ under it and ends with it."""
 
 from __future__ import annotations
 
+import json
 import time
 
 import anyio
@@ -16,6 +17,7 @@ from agent_memory.service.core import MemoryService
 from agent_memory.service.oauth import OAuth, Request
 from agent_memory.service.tokens import DAY_SECS, Tokens
 from agent_memory.storage import open_store
+from agent_memory.transports.mcp import http as mcp_http
 from tests.support.clock import Clock
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.oauth import (
@@ -29,7 +31,6 @@ from tests.support.oauth import (
     oauth_provider,
     person,
     pkce,
-    redirect_query,
     register,
     token_request,
     tokens_for,
@@ -132,7 +133,7 @@ def test_a_client_connects_with_oauth_alone_in_each_era(team, location, mode):
 
 
 def test_discovery_documents_name_this_server(team):
-    daemon, _ = team
+    daemon, tokens = team
     resource = daemon.request("GET", "/.well-known/oauth-protected-resource/mcp").json()
     assert resource["resource"] == daemon.url + "/mcp"
     assert resource["authorization_servers"] == [daemon.url]
@@ -141,6 +142,13 @@ def test_discovery_documents_name_this_server(team):
     assert server["code_challenge_methods_supported"] == ["S256"]
     assert server["grant_types_supported"] == ["authorization_code", "refresh_token"]
     assert server["token_endpoint_auth_methods_supported"] == ["none"]
+    # every redirect to a client names the issuer (RFC 9207), so that a client talking to
+    # several servers can tell which one answered
+    assert server["authorization_response_iss_parameter_supported"] is True
+    client_id = register(daemon)
+    for decision in ("allow", "deny"):
+        answer = person(tokens["rw"], decision)(authorize_url(daemon, client_id, pkce()[1]))
+        assert answer["iss"] == daemon.url, decision
     registered = daemon.request(
         "POST",
         "/register",
@@ -152,6 +160,104 @@ def test_discovery_documents_name_this_server(team):
     ).json()
     assert registered["token_endpoint_auth_method"] == "none"  # public: no secret kept
     assert "client_secret" not in registered
+
+
+def test_a_browser_client_runs_the_flow_from_its_own_origin(team):
+    """A client that runs in a web page (the MCP Inspector) fetches the metadata, registers
+    and exchanges its code from its own origin: those endpoints answer another site (CORS),
+    as the SDK means them to; the person's pages and /mcp keep refusing one."""
+    daemon, tokens = team
+    site = {"Origin": "http://localhost:6274"}
+    for path in (
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-authorization-server",
+    ):
+        answer = daemon.request("GET", path, headers=site)
+        assert answer.status_code == 200, (path, answer.text)
+        assert answer.headers["Access-Control-Allow-Origin"] == "*"
+    # the headers a client may add, the MCP protocol version's included, as on the SDK's own
+    asked = {**site, "Access-Control-Request-Method": "POST"}
+    asked["Access-Control-Request-Headers"] = "content-type, mcp-protocol-version"
+    for path in ("/register", "/token", "/revoke"):
+        preflight = daemon.request("OPTIONS", path, headers=asked)
+        assert preflight.status_code == 200, (path, preflight.text)
+    registered = daemon.request(
+        "POST",
+        "/register",
+        json={"redirect_uris": [CALLBACK], "client_name": "In a page"},
+        headers=site,
+    )
+    assert registered.status_code == 201, registered.text
+    client_id = registered.json()["client_id"]
+    code, verifier = code_for(daemon, client_id, tokens["rw"])
+    form = {"grant_type": "authorization_code", "code": code, "code_verifier": verifier}
+    form |= {"client_id": client_id, "redirect_uri": CALLBACK}
+    issued = daemon.request("POST", "/token", data=form, headers=site)
+    assert issued.status_code == 200, issued.text
+    assert issued.headers["Access-Control-Allow-Origin"] == "*"
+    # the person's pages and the MCP endpoint still refuse another site
+    for method, path in (
+        ("POST", "/authorize/sign-in"),
+        ("POST", "/authorize/consent"),
+        ("POST", "/mcp"),
+    ):
+        refused = daemon.request(method, path, data={}, headers=site)
+        assert refused.status_code == 403, (path, refused.text)
+        assert "cross-site request from Origin" in refused.json()["error"]
+
+
+def test_a_public_host_is_an_https_issuer_and_other_names_offer_no_oauth(tmp_path):
+    """Behind a TLS proxy, ``--public-host NAME`` is the issuer ``https://NAME`` (never
+    http); a loopback name is ``http://``; any other name the daemon answers (here through
+    --allow-remote) offers no OAuth: no metadata, no pointer in a 401, no sign-in."""
+    db_path = str(tmp_path / "memory.db")
+    tokens = make_tokens(db_path)
+    public = {"Host": "memory.example.com"}
+    with RestDaemon(db_path, "--public-host", "memory.example.com", "--allow-remote") as daemon:
+        daemon.drain_stderr()
+        resource = daemon.request(
+            "GET", "/.well-known/oauth-protected-resource/mcp", headers=public
+        ).json()
+        assert resource["resource"] == "https://memory.example.com/mcp"
+        assert resource["authorization_servers"] == ["https://memory.example.com"]
+        server = daemon.request(
+            "GET", "/.well-known/oauth-authorization-server", headers=public
+        ).json()
+        assert server["issuer"] == "https://memory.example.com"
+        assert server["token_endpoint"] == "https://memory.example.com/token"
+        refused = daemon.request(
+            "POST", "/mcp", json=INITIALIZE, headers={**public, "Accept": ACCEPT}
+        )
+        assert refused.headers["WWW-Authenticate"].endswith(
+            'resource_metadata="https://memory.example.com/.well-known/oauth-protected-resource/mcp"'
+        )
+        # issued at the loopback address: not an access token for the public name
+        access = tokens_for(daemon, register(daemon), tokens["rw"])["access_token"]
+        assert mcp_answers(daemon, access) == 200
+        assert mcp_answers(daemon, access, host="memory.example.com") == 401
+
+        elsewhere = {"Host": f"lan.example:{daemon.port}"}
+        for path in ("/.well-known/oauth-authorization-server", "/register", "/authorize"):
+            assert daemon.request("GET", path, headers=elsewhere).status_code == 404, path
+        refused = daemon.request(
+            "POST", "/mcp", json=INITIALIZE, headers={**elsewhere, "Accept": ACCEPT}
+        )
+        assert refused.headers["WWW-Authenticate"] == 'Bearer realm="agent-memory"'
+        assert mcp_answers(daemon, access, host=elsewhere["Host"]) == 401
+
+
+@pytest.mark.parametrize(
+    "name", ["https://memory.example.com", "memory.example.com/mcp", "memory.example.com:99999"]
+)
+def test_a_public_host_is_a_name_not_a_url(tmp_path, name):
+    """The proxy serves a public host over https: the option takes its name (and port),
+    and a URL, a path or a bad port is refused before anything starts."""
+    made = run_agent_memory(
+        "--db", str(tmp_path / "memory.db"), "serve-rest", "--public-host", name, timeout=30
+    )
+    assert made.returncode == 2, made.stderr
+    assert "--public-host" in made.stderr and "NAME[:PORT]" in made.stderr
+    assert repr(name) in made.stderr
 
 
 def test_codes_refused_with_the_rfc_errors_grant_nothing(team, location):
@@ -250,17 +356,39 @@ def test_authorization_requests_refused_never_redirect_elsewhere(team, location)
         answer = authorize(**params)
         assert answer.status_code == 400 and "Location" not in answer.headers, params
         assert answer.json()["error"] == "invalid_request"
-    # a registered client and redirect: the error goes back to it, with its state
+    # a registered client and redirect: the error is answered here, with its state, never
+    # redirected before a person signed in (anyone may register a redirect URI, and would
+    # send bad requests on purpose to be redirected to it)
     for params, error in (
         ({"resource": "https://elsewhere.example/mcp"}, "invalid_target"),
         ({"code_challenge_method": "plain"}, "invalid_request"),
         ({"code_challenge": None}, "invalid_request"),
         ({"response_type": "token"}, "unsupported_response_type"),
+        ({"scope": "admin"}, "invalid_scope"),
     ):
-        answer = redirect_query(authorize(**params))
-        assert (answer["error"], answer["state"]) == (error, "xyz"), params
+        answer = authorize(**params)
+        assert answer.status_code == 400 and "Location" not in answer.headers, params
+        assert (answer.json()["error"], answer.json()["state"]) == (error, "xyz"), params
+    # a registered redirect URI with a query of its own: still no redirect
+    own_query = register(daemon, redirect_uri=CALLBACK + "?error=none")
+    answer = daemon.request(
+        "GET",
+        "/authorize",
+        params=_params(daemon, own_query, challenge, redirect_uri=CALLBACK + "?error=none")
+        | {"response_type": "token"},
+        allow_redirects=False,
+    )
+    assert answer.status_code == 400 and "Location" not in answer.headers
+    assert answer.json()["error"] == "unsupported_response_type"
     # redirect URIs that could run or leak something are never registered
-    for uri in ("javascript:alert(1)", "http://evil.example/cb", "https://x.example/cb#frag"):
+    # nor one whose host a person would misread: the consent page shows where codes go
+    for uri in (
+        "javascript:alert(1)",
+        "http://evil.example/cb",
+        "https://x.example/cb#frag",
+        "https://claude.ai@evil.example/cb",
+        "http://127.0.0.1:1@evil.example/cb",
+    ):
         answer = daemon.request("POST", "/register", json={"redirect_uris": [uri]})
         assert (answer.status_code, answer.json()["error"]) == (400, "invalid_redirect_uri"), uri
     # a person who denies: the client hears access_denied
@@ -271,6 +399,43 @@ def test_authorization_requests_refused_never_redirect_elsewhere(team, location)
         wrong = consent_in(http, authorize_url(daemon, client_id, challenge), "amt_rw.wrong")
     assert wrong.status_code == 401 and "wrong, expired or revoked" in wrong.text
     assert grants(location) == []
+
+
+def test_a_loopback_redirect_uri_may_name_any_port(team, location):
+    """A native client listens on the port the system gives it at the time (VS Code when its
+    usual one is taken): a loopback redirect URI it registered matches at any port (RFC 8252),
+    and the code goes to that port; anything else must match exactly."""
+    daemon, tokens = team
+    client_id = register(daemon)  # http://127.0.0.1:9/callback
+    elsewhere = "http://127.0.0.1:4567/callback"
+    verifier, challenge = pkce()
+    answer = person(tokens["rw"])(
+        authorize_url(daemon, client_id, challenge, redirect_uri=elsewhere)
+    )
+    issued = token_request(
+        daemon,
+        grant_type="authorization_code",
+        code=answer["code"],
+        code_verifier=verifier,
+        client_id=client_id,
+        redirect_uri=elsewhere,
+    )
+    assert issued.status_code == 200, issued.text
+    web = register(daemon, redirect_uri="https://app.example/cb")
+    for client, uri in (
+        (client_id, "http://127.0.0.1:4567/other"),
+        (client_id, "http://localhost:4567/callback"),
+        (client_id, "http://127.0.0.1:4567/callback?x=1"),
+        (web, "https://app.example:8443/cb"),
+    ):
+        refused = daemon.request(
+            "GET",
+            "/authorize",
+            params=_params(daemon, client, challenge, redirect_uri=uri),
+            allow_redirects=False,
+        )
+        assert refused.status_code == 400 and "Location" not in refused.headers, uri
+    assert [g["client_id"] for g in grants(location)] == [client_id]
 
 
 def _params(daemon: RestDaemon, client: str, challenge: str, **extra) -> dict:
@@ -323,6 +488,23 @@ def test_tokens_refused_elsewhere_and_refresh_tokens_once(team, location):
     assert grants(location) == []
 
 
+def test_revocation_answers_with_the_rfc_errors_and_ends_only_the_clients_own(team, location):
+    """RFC 7009 answers with RFC 6749's token errors: a client that is not one is
+    ``invalid_client`` (401), a request without a token ``invalid_request``; another
+    client's token is answered 200, as an unknown one, and stays good."""
+    daemon, tokens = team
+    client_id, other = register(daemon), register(daemon, name="Other")
+    access = tokens_for(daemon, client_id, tokens["rw"])["access_token"]
+    for form in ({"token": access}, {"token": access, "client_id": "nobody"}):
+        answer = daemon.request("POST", "/revoke", data=form)
+        assert (answer.status_code, answer.json()["error"]) == (401, "invalid_client"), form
+    answer = daemon.request("POST", "/revoke", data={"client_id": client_id})
+    assert (answer.status_code, answer.json()["error"]) == (400, "invalid_request")
+    answer = daemon.request("POST", "/revoke", data={"token": access, "client_id": other})
+    assert answer.status_code == 200
+    assert mcp_answers(daemon, access) == 200 and len(grants(location)) == 1
+
+
 def test_a_grant_has_exactly_its_tokens_rights_and_ends_with_it(team, location):
     daemon, tokens = team
     client_id = register(daemon)
@@ -361,9 +543,43 @@ def test_a_grant_has_exactly_its_tokens_rights_and_ends_with_it(team, location):
     assert grants(location) == []
 
 
+def test_a_tokens_grants_share_its_session_cap(team):
+    """The 2025 era's sessions are capped per token, its OAuth grants' included: a token
+    cannot open more by approving more grants. Past the cap, the token's least recently used
+    idle session ends, whichever of its credentials opened it; each session stays bound to
+    the credential that opened it."""
+    daemon, tokens = team
+    client_id = register(daemon)
+    grants = [tokens_for(daemon, client_id, tokens["ro"])["access_token"] for _ in range(2)]
+    credentials = [tokens["ro"], *grants]
+    headers = {"Content-Type": "application/json", "Accept": ACCEPT}
+    listing = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+
+    def opened(credential: str) -> str:
+        answer = daemon.request(
+            "POST", "/mcp", data=json.dumps(INITIALIZE), headers={**headers, **bearer(credential)}
+        )
+        assert answer.status_code == 200, answer.text
+        return answer.headers["Mcp-Session-Id"]
+
+    def status(credential: str, session: str) -> int:
+        asked = {**headers, **bearer(credential), "Mcp-Session-Id": session}
+        asked["MCP-Protocol-Version"] = "2025-06-18"
+        return daemon.request("POST", "/mcp", data=listing, headers=asked).status_code
+
+    kept = opened(tokens["rw"])
+    count = mcp_http.MAX_SESSIONS_PER_TOKEN + 2
+    flood = [(credentials[k % 3], opened(credentials[k % 3])) for k in range(count)]
+    assert [status(*pair) for pair in flood[:2]] == [404, 404]
+    assert [status(*pair) for pair in flood[2:5]] == [200, 200, 200]
+    assert status(tokens["rw"], kept) == 200
+    # bound to its credential: the token's own session is not its grant's, nor the reverse
+    assert status(grants[0], flood[3][1]) == 404 and status(tokens["ro"], flood[4][1]) == 404
+
+
 def everything_stored(location: str) -> str:
     """Every OAuth row of the database, as text."""
-    tables = ("oauth_clients", "oauth_codes", "oauth_grants")
+    tables = ("oauth_clients", "oauth_codes", "oauth_grants", "oauth_replaced")
     if location.startswith("postgresql"):
         import psycopg
 
@@ -410,7 +626,111 @@ def test_secrets_are_kept_hashed_and_the_sweep_deletes_what_expired(svc, clock, 
     assert oauth.grants() == [] and oauth.client("kept") is not None
     clock.advance(oauth_rules.CLIENT_IDLE_SECS - oauth_rules.REFRESH_TOKEN_SECS)
     assert sweep(svc)["oauth"] == 2  # the clients, unused for so long
-    assert everything_stored(location) == repr([[], [], []])
+    assert everything_stored(location) == repr([[], [], [], []])
+
+
+def test_every_replaced_refresh_token_presented_again_ends_its_grant(svc, clock, location):
+    """Reuse is detected for every refresh token a grant had, not only the last replaced:
+    a thief who refreshes twice before the client does is found out all the same."""
+    from agent_memory.service import oauth as oauth_rules
+    from agent_memory.service.lifecycle import sweep
+
+    token = Tokens(svc).create("alice")
+    oauth = OAuth(svc)
+    oauth.register("c", {"client_id": "c", "redirect_uris": [CALLBACK]})
+    request = Request(CALLBACK, True, pkce()[1], "http://127.0.0.1:1/mcp", [], "s")
+
+    def granted() -> tuple[int, list]:
+        consent, _, _ = oauth.sign_in(oauth.open_request("c", request), token)
+        issued = [oauth.exchange(oauth.decide(consent, True)[1], "c")]
+        grant_id = oauth.refreshable(issued[0].refresh_token).id
+        for _ in range(3):
+            issued.append(oauth.refresh(grant_id, issued[-1].refresh_token))
+        return grant_id, issued
+
+    _, issued = granted()
+    assert oauth.check(issued[-1].access_token, request.resource).grant.name == "alice"
+    stored = everything_stored(location)  # the replaced ones too, as their SHA-256 only
+    assert not [t for t in issued if t.refresh_token.removeprefix("amor_") in stored]
+    assert oauth.refreshable(issued[0].refresh_token) is None  # replaced three times over
+    assert oauth.holding(issued[-1].access_token) is None  # its grant ended
+    assert oauth.grants() == []
+
+    # the replaced tokens are kept no longer than they would have lived
+    _, kept = granted()
+    clock.advance(oauth_rules.REFRESH_TOKEN_SECS - 1)
+    assert oauth.refresh(oauth.refreshable(kept[-1].refresh_token).id, kept[-1].refresh_token)
+    clock.advance(1)
+    assert sweep(svc)["oauth"] == 4  # the 4 tokens replaced before the last refresh
+    assert len(oauth.grants()) == 1
+
+
+def test_a_code_exchanged_twice_at_once_ends_the_grant_it_made(svc):
+    """Two token requests with one code, both past the check that it is there: the one that
+    finds it taken is refused and ends the grant the other made, as a later reuse does."""
+    from agent_memory.service.oauth import Refused
+
+    token = Tokens(svc).create("alice")
+    oauth = OAuth(svc)
+    oauth.register("c", {"client_id": "c", "redirect_uris": [CALLBACK]})
+    request = Request(CALLBACK, True, pkce()[1], "http://127.0.0.1:1/mcp", [], "s")
+    consent, _, _ = oauth.sign_in(oauth.open_request("c", request), token)
+    _, code = oauth.decide(consent, True)
+    assert oauth.code(code) is not None  # each request found it
+    issued = oauth.exchange(code, "c")
+    with pytest.raises(Refused) as refused:
+        oauth.exchange(code, "c")
+    assert refused.value.error == "invalid_grant"
+    assert oauth.holding(issued.access_token) is None and oauth.grants() == []
+
+
+def test_the_refresh_token_a_grant_replaced_before_the_upgrade_still_ends_it(location):
+    """A database of SQLite's 0013 or PostgreSQL's 0015 kept one replaced refresh token per
+    grant: the upgrade keeps it among the replaced ones, so presenting it still ends its
+    grant."""
+    from agent_memory.service import oauth as oauth_rules
+
+    now = int(time.time())
+    keys = [oauth_rules._key(t) for t in ("amoa_now", "amor_now", "amor_before")]
+    client = (now, now)
+    grant = (keys[0], now + 3600, keys[1], now + oauth_rules.REFRESH_TOKEN_SECS, keys[2], now, now)
+    add_client = "INSERT INTO oauth_clients VALUES ('c', '{}', ?, ?)"
+    add_grant = (
+        "INSERT INTO oauth_grants (client_id, token_name, token_digest, resource, scopes,"
+        " code_key, access_key, access_expires_at, refresh_key, refresh_expires_at,"
+        " previous_refresh_key, created_at, used_at)"
+        " VALUES ('c', 'alice', 'd', 'r', '[]', 'k', ?, ?, ?, ?, ?, ?, ?)"
+    )
+    if location.startswith("postgresql"):
+        import psycopg
+
+        from agent_memory.storage.postgres import database
+
+        engine = database.create_engine(location)
+        with engine.connect() as conn, conn.begin():
+            database._upgrade(conn, 15)
+        engine.dispose()
+        with psycopg.connect(location, autocommit=True) as conn:
+            conn.execute(add_client.replace("?", "%s"), client)
+            conn.execute(add_grant.replace("?", "%s"), grant)
+    else:
+        import shutil
+        from pathlib import Path
+
+        import sqlean
+
+        shutil.copyfile(Path(__file__).parent / "fixtures" / "memory-0013.db", location)
+        conn = sqlean.connect(location)
+        with conn:
+            conn.execute(add_client, client)
+            conn.execute(add_grant, grant)
+        conn.close()
+
+    def presented(service: MemoryService) -> tuple:
+        oauth = OAuth(service)
+        return oauth.refreshable("amor_before"), oauth.holding("amoa_now")
+
+    assert with_service(location, presented) == (None, None)
 
 
 def test_open_registration_keeps_at_most_the_cap(svc, clock, monkeypatch):

@@ -37,6 +37,7 @@ from agent_memory.service.tokens import (
     Unauthorized,
     key,
 )
+from agent_memory.storage.oauth import REPLACED
 
 if TYPE_CHECKING:
     from agent_memory.service.core import MemoryService
@@ -282,15 +283,16 @@ class OAuth:
         it led to: whoever presents it again holds a copy."""
         found = self._flight(code, "code", expired_too=True)
         if found is None:
-            self._revoke_by("code_key", _key(code), "an authorization code was used twice")
+            self._reused(code)
         return found
 
     def exchange(self, code: str, client_id: str) -> Issued:
         """Tokens for a code the token endpoint checked (client, redirect, PKCE, expiry);
-        Refused when another request took it first or its token was revoked meanwhile."""
+        Refused when another request took it first (which ends the grant it made, as any
+        reuse does) or its token was revoked meanwhile."""
         flight = self._flight(code, "code", expired_too=True)
         if flight is None or flight.token_name is None or flight.token_digest is None:
-            raise Refused("invalid_grant", "the authorization code was used already")
+            raise self._reused(code)
         try:
             self._tokens.check_key(flight.token_name, flight.token_digest)
         except Unauthorized:
@@ -304,7 +306,6 @@ class OAuth:
             "resource": flight.request.resource,
             "scopes": json.dumps(flight.request.scopes),
             "code_key": _key(code),
-            "previous_refresh_key": None,
             "created_at": now,
             "used_at": now,
             **self._fresh(access, refresh, now),
@@ -312,18 +313,22 @@ class OAuth:
         with self._service.storage("oauth token"):
             done = self._db.exchange_oauth_code(_key(code), grant)
         if done is None:
-            raise Refused("invalid_grant", "the authorization code was used already")
+            raise self._reused(code)
         return Issued(access, refresh, ACCESS_TOKEN_SECS, flight.request.scopes)
 
+    def _reused(self, code: str) -> Refused:
+        """A code presented once it was used: the grant it made ends (whoever presents it
+        again holds a copy); the refusal to answer with."""
+        self._revoke_by("code_key", _key(code), "an authorization code was used twice")
+        return Refused("invalid_grant", "the authorization code was used already")
+
     def refreshable(self, refresh_token: str) -> Held | None:
-        """The grant of a refresh token (None: unknown). A refresh token replaced already
-        revokes its grant: whoever presents it again holds a copy."""
+        """The grant of a refresh token (None: unknown). Any refresh token the grant replaced
+        revokes it: whoever presents one again holds a copy."""
         with self._service.storage("oauth token"):
             row = self._db.oauth_grant("refresh_key", _key(refresh_token))
         if row is None:
-            self._revoke_by(
-                "previous_refresh_key", _key(refresh_token), "a refresh token was used twice"
-            )
+            self._revoke_by(REPLACED, _key(refresh_token), "a refresh token was used twice")
             return None
         return _held(row)
 
@@ -342,7 +347,8 @@ class OAuth:
         access, refresh = _secret(ACCESS_PREFIX), _secret(REFRESH_PREFIX)
         tokens = self._fresh(access, refresh, now)
         with self._service.storage("oauth token"):
-            rotated = self._db.rotate_oauth_grant(grant_id, _key(refresh_token), tokens, now)
+            old = (_key(refresh_token), int(row["refresh_expires_at"]))
+            rotated = self._db.rotate_oauth_grant(grant_id, old, tokens, now)
         if not rotated:
             raise Refused("invalid_grant", "the refresh token was used already")
         return Issued(access, refresh, ACCESS_TOKEN_SECS, json.loads(row["scopes"]))

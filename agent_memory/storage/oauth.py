@@ -1,7 +1,8 @@
 """OAuth's rows (service.oauth says what they mean), in plain SQL both engines read alike:
 ``oauth_clients`` (a client's registration), ``oauth_codes`` (sign-ins, consents, codes and
-one-time approvals in flight, each under the SHA-256 of its secret) and ``oauth_grants``
-(what a consent gave a client, with the hashes of its current tokens).
+one-time approvals in flight, each under the SHA-256 of its secret), ``oauth_grants`` (what a
+consent gave a client, with the hashes of its current tokens) and ``oauth_replaced`` (the
+hashes of the refresh tokens a grant replaced, until they would have expired).
 
 Whatever must not happen twice is one statement or one transaction: a row in flight is
 taken (deleted and returned) by whoever uses it first, a code becomes a grant in the
@@ -25,10 +26,12 @@ CODE_COLUMNS = ("stage", "client_id", "request", "token_name", "token_digest", "
 GRANT_COLUMNS = (
     *("id", "client_id", "token_name", "token_digest", "resource", "scopes", "code_key"),
     *("access_key", "access_expires_at", "refresh_key", "refresh_expires_at"),
-    *("previous_refresh_key", "created_at", "used_at"),
+    *("created_at", "used_at"),
 )
 # The columns a grant is found by: each holds the SHA-256 of a secret (or the grant's id).
-GRANT_KEYS = ("id", "access_key", "refresh_key", "previous_refresh_key", "code_key")
+GRANT_KEYS = ("id", "access_key", "refresh_key", "code_key")
+# What else finds a grant: the SHA-256 of a refresh token it replaced.
+REPLACED = "replaced_refresh_key"
 # The stages that wait for a person (sign-in, consent): those the cap on rows in flight trims.
 WAITING = ("sign_in", "consent")
 
@@ -81,11 +84,19 @@ _ADD_GRANT = text(
 _GRANTS_BY = {
     column: text(f"SELECT {', '.join(GRANT_COLUMNS)} FROM oauth_grants WHERE {column} = :key")
     for column in GRANT_KEYS
+} | {
+    REPLACED: text(
+        f"SELECT {', '.join('g.' + c for c in GRANT_COLUMNS)} FROM oauth_grants AS g"
+        " JOIN oauth_replaced AS r ON r.grant_id = g.id WHERE r.key = :key"
+    )
 }
+_REPLACED = text(
+    "INSERT INTO oauth_replaced (key, grant_id, expires_at)"
+    " VALUES (:old_refresh_key, :id, :old_expires_at)"
+)
 _ROTATE = text(
     "UPDATE oauth_grants SET access_key = :access_key, access_expires_at = :access_expires_at,"
-    " refresh_key = :refresh_key, refresh_expires_at = :refresh_expires_at,"
-    " previous_refresh_key = refresh_key, used_at = :now"
+    " refresh_key = :refresh_key, refresh_expires_at = :refresh_expires_at, used_at = :now"
     " WHERE id = :id AND refresh_key = :old_refresh_key"
 )
 _TOUCH_GRANT = text("UPDATE oauth_grants SET used_at = :now WHERE id = :id")
@@ -100,6 +111,7 @@ _DELETE_TOKEN_CODES = text("DELETE FROM oauth_codes WHERE token_name = :name")
 _SWEEP = (
     text("DELETE FROM oauth_codes WHERE expires_at <= :now"),
     text("DELETE FROM oauth_grants WHERE refresh_expires_at <= :now"),
+    text("DELETE FROM oauth_replaced WHERE expires_at <= :now"),
     text(
         "DELETE FROM oauth_clients WHERE used_at <= :idle_before AND NOT EXISTS"
         " (SELECT 1 FROM oauth_grants AS g WHERE g.client_id = oauth_clients.client_id)"
@@ -183,24 +195,27 @@ class OAuthRows:
 
     @guarded
     def oauth_grant(self, column: str, key: str | int) -> dict[str, Any] | None:
-        """The grant whose ``column`` (one of GRANT_KEYS) holds ``key``."""
+        """The grant whose ``column`` (one of GRANT_KEYS) holds ``key``, or (REPLACED) that
+        replaced the refresh token of SHA-256 ``key``."""
         with self._read() as conn:
             row = conn.execute(_GRANTS_BY[column], {"key": key}).mappings().first()
         return None if row is None else dict(row)
 
     @guarded
     def rotate_oauth_grant(
-        self, grant_id: int, old_refresh_key: str, tokens: Mapping[str, Any], now: int
+        self, grant_id: int, old: tuple[str, int], tokens: Mapping[str, Any], now: int
     ) -> bool:
-        """New tokens for the grant, if ``old_refresh_key`` is still its refresh token's
-        (False: another refresh took it first, or the grant is gone)."""
+        """New tokens for the grant, if ``old`` (the SHA-256 of a refresh token and its
+        expiry) is still its refresh token (False: another refresh took it first, or the
+        grant is gone); the old one is kept among those it replaced, in that transaction."""
+        params = {"id": grant_id, "old_refresh_key": old[0], "old_expires_at": old[1]}
+        params |= {"now": now, **tokens}
         with self._write() as conn:
-            done = conn.execute(
-                _ROTATE,
-                {"id": grant_id, "old_refresh_key": old_refresh_key, "now": now, **tokens},
-            )
-            conn.execute(_TOUCH_GRANTS_CLIENT, {"id": grant_id, "now": now})
-        return bool(done.rowcount)
+            if not conn.execute(_ROTATE, params).rowcount:
+                return False
+            conn.execute(_REPLACED, params)
+            conn.execute(_TOUCH_GRANTS_CLIENT, params)
+        return True
 
     @guarded
     def touch_oauth_grant(self, grant_id: int, now: int) -> None:
@@ -223,9 +238,10 @@ class OAuthRows:
     def sweep_oauth(
         self, now: int, pause: Pause | None = None, *, client_idle_secs: int
     ) -> tuple[int, float]:
-        """Deletes what has expired: rows in flight, grants whose refresh token has, and
-        clients unused for ``client_idle_secs`` that hold no grant. How many rows went, and
-        how long the one transaction held the write lock."""
+        """Deletes what has expired: rows in flight, grants whose refresh token has, the
+        refresh tokens replaced that would have, and clients unused for
+        ``client_idle_secs`` that hold no grant. How many rows went, and how long the one
+        transaction held the write lock."""
         began = time.perf_counter()
         with self._write() as conn:
             params = {"now": now, "idle_before": now - client_idle_secs}

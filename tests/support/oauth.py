@@ -129,7 +129,9 @@ def oauth_provider(
 
     async def callback() -> AuthorizationCodeResult:
         answer = answers.pop()
-        return AuthorizationCodeResult(code=answer["code"], state=answer.get("state"))
+        return AuthorizationCodeResult(
+            code=answer["code"], state=answer.get("state"), iss=answer.get("iss")
+        )
 
     metadata = OAuthClientMetadata(
         client_name="Test connector",

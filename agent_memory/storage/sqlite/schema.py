@@ -130,7 +130,15 @@ oauth_grants = Table(
     Column("access_expires_at", Integer, nullable=False),
     Column("refresh_key", Text, nullable=False, unique=True),
     Column("refresh_expires_at", Integer, nullable=False),
-    Column("previous_refresh_key", Text),
     Column("created_at", Integer, nullable=False),
     Column("used_at", Integer, nullable=False),
+)
+
+# Every refresh token a grant replaced, until it would have expired (migration 0014).
+oauth_replaced = Table(
+    "oauth_replaced",
+    metadata,
+    Column("key", Text, primary_key=True),
+    Column("grant_id", Integer, ForeignKey("oauth_grants.id", ondelete="CASCADE"), nullable=False),
+    Column("expires_at", Integer, nullable=False),
 )

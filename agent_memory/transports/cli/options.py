@@ -12,7 +12,12 @@ import click
 from agent_memory import embedders
 from agent_memory import settings as table
 from agent_memory.app import Location
-from agent_memory.transports.cli.terminal import Integer, parse_addr, parse_workers
+from agent_memory.transports.cli.terminal import (
+    Integer,
+    parse_addr,
+    parse_public_hosts,
+    parse_workers,
+)
 
 # How each kind of value is read from the command line.
 _TYPES: dict[str, Callable[[table.Option], dict[str, Any]]] = {
@@ -22,6 +27,7 @@ _TYPES: dict[str, Callable[[table.Option], dict[str, Any]]] = {
     table.LOCATION: lambda option: {"type": Location()},
     table.FLAG: lambda option: {"is_flag": True},
     table.ADDRESS: lambda option: {"callback": parse_addr},
+    table.HOST: lambda option: {"callback": parse_public_hosts},
     table.WORKERS: lambda option: {"callback": parse_workers},
     table.EMBEDDER: lambda option: {"type": click.Choice(embedders.MODES, case_sensitive=False)},
 }

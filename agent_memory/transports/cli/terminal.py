@@ -104,6 +104,21 @@ def parse_addr(_ctx: click.Context, _param: click.Parameter, text: str) -> tuple
     return match.group(1) or match.group(3), port
 
 
+def parse_public_hosts(
+    _ctx: click.Context, _param: click.Parameter, names: tuple[str, ...]
+) -> tuple[str, ...]:
+    """Each ``NAME[:PORT]`` (a host name, an IPv4 address or ``[IPV6]``), as given; a usage
+    error for anything else, a URL first of all: the proxy serves the name over https, which
+    the daemon says for it (its OAuth issuer is ``https://NAME``)."""
+    for name in names:
+        match = re.fullmatch(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]+)(?::([0-9]{1,5}))?", name)
+        if not match or int(match.group(2) or 0) > 65535:
+            raise click.BadParameter(
+                f"expected NAME[:PORT], the name a proxy is reached by, not a URL (got {name!r})"
+            )
+    return names
+
+
 def parse_workers(_ctx: click.Context, _param: click.Parameter, text: str) -> int:
     """``N`` (1 to MAX_WORKERS) or ``auto`` (one per core) -> N; a usage error otherwise."""
     if text.strip().lower() == "auto":

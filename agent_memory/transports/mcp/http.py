@@ -49,10 +49,10 @@ SESSION_IDLE_SECS = 30 * 60
 
 class TokenSessions(StreamableHTTPSessionManager):
     """The SDK's manager with its 2025-era sessions capped per token: the credential that
-    opened a session owns it, and the sessions of every credential a token stands behind (the
-    token itself, each OAuth grant it approved: the owner's ``subject``) count toward that
-    token's cap. An open daemon's requests carry no token: every local process has full
-    rights there, and only the daemon-wide cap applies."""
+    opened a session owns it (the token, or one of its OAuth grants), and the sessions of
+    every credential of a token (the owner's subject) count against that token's cap. An
+    open daemon's requests carry no token: every local process has full rights there, and
+    only the daemon-wide cap applies."""
 
     def __init__(self, *args: Any, per_token: int = MAX_SESSIONS_PER_TOKEN, **kwargs: Any):
         super().__init__(*args, **kwargs)
@@ -93,10 +93,9 @@ class TokenSessions(StreamableHTTPSessionManager):
         return True
 
 
-def _token_of(owner: Any) -> Any:
-    """The token a session's owner stands for: its subject (the daemon names the token
-    there), else the owner itself."""
-    return owner.get("subject") or owner
+def _token_of(owner: Any) -> str:
+    """The token a session's owner acts as: its subject, else (no subject given) itself."""
+    return owner["subject"] or owner["client_id"]
 
 
 def session_manager(

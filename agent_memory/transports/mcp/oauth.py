@@ -19,7 +19,8 @@ token opens /mcp at the address it was issued for, and nothing else.
 Registration is open to anyone, as MCP clients expect; a client is registered as public
 (``token_endpoint_auth_method`` ``none``, no secret to keep: RFC 7591 lets the server
 replace what a client asked for), since PKCE binds its code to it, and its redirect URIs
-must be https, http on loopback, or an app's own scheme (RFC 8252), never a script.
+follow oauth_redirects' rules. /authorize sends the browser to a client only once a person
+signed in (oauth_pages), and every such redirect names its issuer (RFC 9207).
 """
 
 from __future__ import annotations
@@ -28,13 +29,12 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import parse_qs, urlsplit
 
 import anyio.to_thread
-from mcp.server.auth.handlers.authorize import AuthorizationHandler
+from mcp.server.auth.handlers.authorize import AuthorizationErrorResponse, AuthorizationHandler
 from mcp.server.auth.handlers.metadata import MetadataHandler, ProtectedResourceMetadataHandler
 from mcp.server.auth.handlers.register import RegistrationHandler
-from mcp.server.auth.handlers.revoke import RevocationErrorResponse
 from mcp.server.auth.handlers.token import TokenErrorResponse, TokenHandler
 from mcp.server.auth.json_response import PydanticJSONResponse
 from mcp.server.auth.middleware.client_auth import AuthenticationError, ClientAuthenticator
@@ -64,6 +64,7 @@ from mcp.shared.auth import (
     ProtectedResourceMetadata,
 )
 from mcp.shared.auth_utils import resource_url_from_server_url
+from mcp.shared.inbound import MCP_PROTOCOL_VERSION_HEADER
 from starlette.applications import Starlette
 from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
@@ -76,6 +77,7 @@ from agent_memory.service.oauth import OAuth
 from agent_memory.service.tokens import Unauthorized
 from agent_memory.transports.mcp import oauth_pages as pages
 from agent_memory.transports.mcp.http import PATH as MCP_PATH
+from agent_memory.transports.mcp.oauth_redirects import Registered, refusal_of
 
 log = logging.getLogger(__name__)
 
@@ -94,14 +96,14 @@ PATHS = frozenset(
         pages.CONSENT_PATH,
     }
 )
+# The endpoints a client calls itself, from its own web page when it runs in one (the MCP
+# Inspector): they answer any Origin (CORS, no cookie read). /authorize and the sign-in and
+# consent pages are the person's, and keep the daemon's Origin rule.
+CROSS_ORIGIN_PATHS = PATHS - {AUTHORIZATION_PATH, pages.SIGN_IN_PATH, pages.CONSENT_PATH}
 METHODS = ("GET", "POST", "OPTIONS")
 # The largest body an OAuth request may have (a registration is the longest).
 MAX_BODY_BYTES = 64 * 1024
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "[::1]"})
-# Schemes never taken as a redirect URI: they would run or read something in the browser.
-FORBIDDEN_SCHEMES = frozenset(
-    {"javascript", "data", "vbscript", "file", "about", "blob", "filesystem"}
-)
 # scope key (ASGI) of the issuer a request reached
 ISSUER = "agent_memory.issuer"
 
@@ -124,21 +126,6 @@ def canonical(url: str) -> str:
     """A resource URL as compared (RFC 8707): scheme and host in lower case, no fragment, no
     final slash."""
     return resource_url_from_server_url(url).rstrip("/")
-
-
-def refusal_of(uri: str) -> str | None:
-    """Why a redirect URI cannot be registered (None: it can)."""
-    parts = urlsplit(uri)
-    scheme = parts.scheme.lower()
-    if parts.fragment:
-        return f"redirect URI {uri!r} has a fragment"
-    if scheme in FORBIDDEN_SCHEMES:
-        return f"redirect URI {uri!r} uses the scheme {scheme!r}"
-    if scheme == "http" and (parts.hostname or "") not in {"localhost", "127.0.0.1", "::1"}:
-        return f"redirect URI {uri!r} is plain http off loopback (use https)"
-    if scheme in ("http", "https") and not parts.hostname:
-        return f"redirect URI {uri!r} has no host"
-    return None
 
 
 class Code(AuthorizationCode):
@@ -170,7 +157,7 @@ class Provider:
 
     async def get_client(self, client_id: str) -> OAuthClientInformationFull | None:
         found = await self._run(self.oauth.client, client_id)
-        return None if found is None else OAuthClientInformationFull.model_validate(found)
+        return None if found is None else Registered.model_validate(found)
 
     async def register_client(self, client_info: OAuthClientInformationFull) -> None:
         for uri in client_info.redirect_uris or []:
@@ -290,6 +277,31 @@ def _answer(issued: service_oauth.Issued) -> OAuthToken:
 
 
 @dataclass
+class SignInFirst(AuthorizationHandler):
+    """The SDK's authorization endpoint, except that it never sends the browser to a client
+    before a person signed in: a request it refuses is answered here (400, the RFC's error
+    and the state) instead of redirected. Registration is open, so whoever registers a
+    redirect URI could send bad requests on purpose to make this server redirect a person
+    to it (the OAuth security BCP, RFC 9700, forbids such an open redirector)."""
+
+    sign_in: str = ""  # the sign-in page's URL, where an accepted request is sent
+
+    async def handle(self, request: Request) -> Response:
+        answer = await super().handle(request)
+        target = answer.headers.get("location")
+        if target is None or target.startswith(self.sign_in + "?request="):
+            return answer
+        # the SDK appends its fields after the redirect URI's own query: the last are its
+        fields = {k: v[-1] for k, v in parse_qs(urlsplit(target).query).items()}
+        refusal = AuthorizationErrorResponse(
+            error=fields.get("error", "server_error"),  # type: ignore[arg-type]
+            error_description=fields.get("error_description"),
+            state=fields.get("state"),
+        )
+        return PydanticJSONResponse(refusal, status_code=400, headers={"Cache-Control": "no-store"})
+
+
+@dataclass
 class ResourceBoundTokens(TokenHandler):
     """The SDK's token endpoint, refusing a request that names another resource than this
     server's (RFC 8707: ``invalid_target``); the SDK's own handler does not compare it."""
@@ -313,7 +325,9 @@ class Revocation:
     """Token revocation (RFC 7009) for public clients: the client names itself, and a token
     it holds (access or refresh) ends its grant; anything else is answered 200 all the same.
     The SDK's handler would want a ``client_secret`` field, which a public client has none
-    of; its client authentication and the provider's loaders are used as they are."""
+    of, and answers a client that is not one with ``unauthorized_client``, where RFC 7009
+    means RFC 6749's ``invalid_client``; its client authentication and the provider's
+    loaders are used as they are."""
 
     provider: Provider
     clients: ClientAuthenticator
@@ -322,13 +336,11 @@ class Revocation:
         try:
             client = await self.clients.authenticate_request(request)
         except AuthenticationError as exc:
-            refusal = RevocationErrorResponse(
-                error="unauthorized_client", error_description=exc.message
-            )
+            refusal = TokenErrorResponse(error="invalid_client", error_description=exc.message)
             return PydanticJSONResponse(refusal, status_code=401)
         token = pages.form_text(await request.form(), "token")
         if not token:
-            refusal = RevocationErrorResponse(
+            refusal = TokenErrorResponse(
                 error="invalid_request", error_description="token: required"
             )
             return PydanticJSONResponse(refusal, status_code=400)
@@ -342,7 +354,8 @@ class Revocation:
 
 def metadata(issuer: str) -> OAuthMetadata:
     """This authorization server's metadata (RFC 8414): code flow with PKCE S256, refresh
-    tokens, open registration of public clients, revocation."""
+    tokens, open registration of public clients, revocation, and the issuer named in every
+    redirect to a client (RFC 9207)."""
     return OAuthMetadata(
         issuer=issuer,
         authorization_endpoint=issuer + AUTHORIZATION_PATH,
@@ -354,6 +367,7 @@ def metadata(issuer: str) -> OAuthMetadata:
         token_endpoint_auth_methods_supported=["none"],
         revocation_endpoint_auth_methods_supported=["none"],
         code_challenge_methods_supported=["S256"],
+        authorization_response_iss_parameter_supported=True,
     )
 
 
@@ -366,12 +380,18 @@ def server(oauth: OAuth, issuer: str) -> Starlette:
         authorization_servers=[issuer],
         resource_name="agent-memory",
     )
-    page = pages.Pages(oauth)
+    page = pages.Pages(oauth, issuer)
 
     def posted(handler: Callable[..., Any]) -> Any:
-        """A POST endpoint other sites' scripts may call (CORS), its body bounded."""
+        """A POST endpoint other sites' scripts may call (CORS, with the headers the SDK's
+        own allow), its body bounded."""
         limited = RequestBodyLimitMiddleware(request_response(handler), MAX_BODY_BYTES)
-        return CORSMiddleware(limited, allow_origins="*", allow_methods=["POST", "OPTIONS"])
+        return CORSMiddleware(
+            limited,
+            allow_origins="*",
+            allow_methods=["POST", "OPTIONS"],
+            allow_headers=[MCP_PROTOCOL_VERSION_HEADER],
+        )
 
     tokens = ResourceBoundTokens(provider, clients, resource=provider.resource)  # type: ignore[arg-type]
     registration = RegistrationHandler(provider, ClientRegistrationOptions(enabled=True))  # type: ignore[arg-type]
@@ -389,7 +409,7 @@ def server(oauth: OAuth, issuer: str) -> Starlette:
         ),
         Route(
             AUTHORIZATION_PATH,
-            AuthorizationHandler(provider).handle,  # type: ignore[arg-type]
+            SignInFirst(provider, sign_in=issuer + pages.SIGN_IN_PATH).handle,  # type: ignore[arg-type]
             methods=["GET", "POST"],
         ),
         Route(TOKEN_PATH, posted(tokens.handle), methods=["POST", "OPTIONS"]),

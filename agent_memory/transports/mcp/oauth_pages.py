@@ -142,8 +142,9 @@ def ended(message: str, status: int = 400) -> HTMLResponse:
 class Pages:
     """The sign-in and consent pages of one issuer."""
 
-    def __init__(self, oauth: OAuth) -> None:
+    def __init__(self, oauth: OAuth, issuer: str) -> None:
         self.oauth = oauth
+        self.issuer = issuer
 
     async def sign_in(self, request: Request) -> Response:
         if request.method == "GET":
@@ -179,16 +180,14 @@ class Pages:
             return ended("This sign-in has expired or was used already")
         except Unauthorized:
             return ended("The token you signed in with was revoked meanwhile", 401)
-        state = flight.request.state
+        # the answer names its issuer (RFC 9207): a client that talks to several servers
+        # knows which one answered, and cannot be made to send this code to another
+        answer = {"state": flight.request.state, "iss": self.issuer}
         if code is None:
-            target = construct_redirect_uri(
-                flight.request.redirect_uri,
-                error="access_denied",
-                error_description="the person denied access",
-                state=state,
-            )
+            answer |= {"error": "access_denied", "error_description": "the person denied access"}
         else:
-            target = construct_redirect_uri(flight.request.redirect_uri, code=code, state=state)
+            answer |= {"code": code}
+        target = construct_redirect_uri(flight.request.redirect_uri, **answer)
         return RedirectResponse(target, status_code=303, headers={"Cache-Control": "no-store"})
 
 

@@ -16,7 +16,7 @@ import logging
 import resource
 import socket
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from waitress.adjustments import Adjustments
@@ -92,7 +92,9 @@ class GuardedParser(HTTPRequestParser):
         on). A malformed request keeps waitress's own answer."""
         if self.empty or not (self.error is None or isinstance(self.error, RequestEntityTooLarge)):
             return None
-        reason = self.server.guard.refusal(self.headers.get("HOST"), self.headers.get("ORIGIN"))
+        cross_site = self.path.rstrip("/") in self.server.any_origin
+        origin = None if cross_site else self.headers.get("ORIGIN")
+        reason = self.server.guard.refusal(self.headers.get("HOST"), origin)
         if reason is not None:
             return Forbidden(reason)
         if self.content_length > self.server.max_body_bytes:
@@ -168,12 +170,16 @@ class DaemonServer(TcpWSGIServer):
         self.application = self.flask_app
         self.sign_in: SignIn = self.flask_app.extensions[signin.KEY]
         self.mounts: dict[str, WsgiApp] = {}
+        self.any_origin: frozenset[str] = frozenset()
 
-    def mount(self, mounts: Mapping[str, WsgiApp]) -> None:
+    def mount(self, mounts: Mapping[str, WsgiApp], any_origin: Iterable[str] = ()) -> None:
         """Serve each path (with or without a final slash) with its own WSGI app, the rest
         with the REST app. Behind the same parser: the Host/Origin rule and the body limit
-        hold for them too."""
+        hold for them too, but for the paths of ``any_origin``, which other sites' pages
+        call by design (CORS, no cookie read): the Host rule holds there, not the Origin
+        one."""
         self.mounts = {path.rstrip("/"): app for path, app in mounts.items()}
+        self.any_origin = frozenset(path.rstrip("/") for path in any_origin)
         self.application = self._dispatch
 
     def _dispatch(self, environ: dict[str, Any], start_response: Callable[..., Any]) -> Any:
