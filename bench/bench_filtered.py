@@ -32,8 +32,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import numpy as np
 
+from agent_memory import ranking
 from agent_memory.contract.models import Embedding, Filters, Pin
-from agent_memory.search import ranking
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vectors
 from bench._common import recall_at

@@ -29,7 +29,7 @@ from bench._common import export_header
 
 RUN = (
     "import resource, sys\n"
-    "from agent_memory.transports.cli.main import cli\n"
+    "from agent_memory.cli.main import cli\n"
     "try:\n"
     "    cli(sys.argv[1:], prog_name='agent-memory')\n"
     "except SystemExit as exc:\n"

@@ -32,8 +32,8 @@ from pathlib import Path
 import psycopg
 from psycopg import sql
 
+from agent_memory import ranking
 from agent_memory.contract.models import Embedding, Filters, Pin
-from agent_memory.search import ranking
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import vectors

@@ -35,8 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
+from agent_memory import ranking
 from agent_memory.contract.models import Embedding, Filters, Pin
-from agent_memory.search import ranking
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vector_codes, vector_index, vectors
 from bench._common import ROOT, module_cmd, pct, proc_mib, recall_at

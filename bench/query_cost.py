@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 from agent_memory.contract.errors import InvalidArgument
-from agent_memory.search import cost
+from agent_memory.query import cost
 from agent_memory.service import core as service_module
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
@@ -33,7 +33,7 @@ from bench._common import log, machine, pct, table, timed
 from bench.run import AgentMemory, AgentMemoryPostgres
 
 try:  # the code before issue 18 had no bounds; until issue 33 they were in fts.py
-    from agent_memory.search.cost import check as _check
+    from agent_memory.query.cost import check as _check
 
     BOUNDED = True
 except ImportError:

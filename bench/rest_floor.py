@@ -14,7 +14,7 @@ import sys
 from flask import Flask, jsonify, request
 from waitress.server import create_server
 
-from agent_memory.transports.rest.daemon import REST_THREADS
+from agent_memory.http.server import REST_THREADS
 
 app = Flask(__name__)
 

@@ -49,7 +49,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from agent_memory.search import ranking
+from agent_memory import ranking
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench._common import pct

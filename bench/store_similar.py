@@ -1,4 +1,4 @@
-"""What the near-duplicate check (service/similar.py) adds to a store, at 100,000 memories
+"""What the near-duplicate check (service/hygiene/similar.py) adds to a store, at 100,000 memories
 with the local model: store p50 with the check and without, side by side in one run (the
 two alternate store by store, so a load from other jobs falls on both alike), and the
 check alone (similar.find, the embedding already made).
@@ -26,8 +26,8 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 
 from agent_memory.embedders.local import Local, LocalModel
-from agent_memory.service import similar
 from agent_memory.service.core import MemoryService
+from agent_memory.service.hygiene import similar
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vector_codes, vector_index
 from bench import bench_vectors, corpus

@@ -1,4 +1,4 @@
-"""Regenerate agent_memory/search/unicode61.py:
+"""Regenerate agent_memory/query/unicode61.py:
 what FTS5's unicode61 tokenizer (remove_diacritics 2)
 does with every code point, asked of the SQLite that sqlean bundles.
 
@@ -7,7 +7,7 @@ unassigned in its tables are token characters; Greek accents stay; Cherokee does
 so guessing from unicodedata missed 411 folds and hundreds of token characters. The
 PostgreSQL backend needs FTS5's exact lexemes for bm25 parity, so the tables are measured.
 
-    .venv/bin/python -m scripts.unicode61_tables > agent_memory/search/unicode61.py
+    .venv/bin/python -m scripts.unicode61_tables > agent_memory/query/unicode61.py
 """
 
 from __future__ import annotations

@@ -89,7 +89,7 @@ def hybrid(db_path: Path, clock: Clock, ollama: FakeOllama):
 @pytest.fixture
 def no_floor(monkeypatch):
     """Hybrid pages without the relevance floor: for tests of what the legs find."""
-    from agent_memory.search import ranking
+    from agent_memory import ranking
 
     monkeypatch.setattr(ranking, "FLOOR", False)
 

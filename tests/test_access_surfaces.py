@@ -17,13 +17,13 @@ import pytest
 from mcp.shared.exceptions import MCPError
 from mcp.types import CompleteRequestParams, PromptReference, ResourceTemplateReference
 
+from agent_memory.http import rest as rest_app
+from agent_memory.http.web import ASSETS
+from agent_memory.mcp import catalog, server
+from agent_memory.mcp.tools import TOOLS
 from agent_memory.service import access
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.transports.mcp import catalog, server
-from agent_memory.transports.mcp.tools import TOOLS
-from agent_memory.transports.rest import app as rest_app
-from agent_memory.transports.rest.web import ASSETS
 
 ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "agent_memory" / "transports" / "rest" / "web"

@@ -1,9 +1,9 @@
 """Scripts written without spaces (Chinese, Japanese, Korean, ...): a word is found inside a
-sentence, by keyword and in hybrid search, on both engines (agent_memory/search/bigrams.py)."""
+sentence, by keyword and in hybrid search, on both engines (agent_memory/query/bigrams.py)."""
 
 from __future__ import annotations
 
-from agent_memory import search as query
+from agent_memory import query
 from tests.support.stores import T0, ids, new, record, search, vector
 
 pytest_plugins = ["tests.support.pg_fixtures"]

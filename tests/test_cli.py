@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from agent_memory import __version__
-from agent_memory.transports.cli.main import cli
+from agent_memory.cli.main import cli
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def test_the_serve_path_imports_nothing_it_does_not_need():
     import sys
 
     code = (
-        "import sys, agent_memory.transports.cli.main, agent_memory.transports.mcp.server, agent_memory.service.lifecycle; "
+        "import sys, agent_memory.cli.main, agent_memory.mcp.server, agent_memory.service.lifecycle; "
         "print(sorted(m for m in ('flask', 'waitress', 'alembic', 'requests') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -150,7 +150,7 @@ class _Terminal:
     ("tty", "total", "shown"), [(True, 5000, True), (False, 5000, False), (True, 10, False)]
 )
 def test_progress_shows_only_on_a_terminal_for_big_jobs(monkeypatch, tty, total, shown):
-    from agent_memory.transports.cli import terminal as terminal_module
+    from agent_memory.cli import terminal as terminal_module
 
     terminal = _Terminal(tty)
     monkeypatch.setattr(terminal_module.sys, "stderr", terminal)

@@ -18,8 +18,8 @@ import pytest
 from click.testing import CliRunner
 
 from agent_memory import app as wiring
+from agent_memory.cli.main import cli, terminal_notice
 from agent_memory.settings import Settings
-from agent_memory.transports.cli.main import cli, terminal_notice
 from tests.support.spawned import NO_OLLAMA_URL, executable, run_agent_memory, server_env
 
 GLOBALS = [

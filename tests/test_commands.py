@@ -9,10 +9,10 @@ import re
 
 import pytest
 
+from agent_memory.mcp import server as mcp_server
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import database
-from agent_memory.transports.mcp import server as mcp_server
 from tests.support.clock import START
 from tests.support.files import dump, file_hashes
 from tests.support.terminal import am

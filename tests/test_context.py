@@ -14,9 +14,9 @@ import pytest
 import sqlean
 from click.testing import CliRunner
 
+from agent_memory.cli import brief
+from agent_memory.cli.main import cli
 from agent_memory.storage.sqlite import database
-from agent_memory.transports.cli import brief
-from agent_memory.transports.cli.main import cli
 from tests.support.files import dump, file_hashes
 
 HEADER = (
@@ -249,7 +249,7 @@ def test_context_imports_nothing_it_does_not_need(project):
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from agent_memory.transports.cli.main import cli\n"
+        "from agent_memory.cli.main import cli\n"
         f"result = CliRunner().invoke(cli, ['--db', {str(project)!r}, 'context'])\n"
         "assert result.exit_code == 0, result.output\n"
         "heavy = ('mcp', 'flask', 'waitress', 'sqlalchemy', 'alembic', 'requests', 'secrets',"
@@ -266,7 +266,7 @@ def test_a_keyword_brief_by_query_does_not_load_numpy(project):
     code = (
         "import sys\n"
         "from click.testing import CliRunner\n"
-        "from agent_memory.transports.cli.main import cli\n"
+        "from agent_memory.cli.main import cli\n"
         f"args = ['--db', {str(project)!r}, '--embedder', 'none', 'context', '--query', 'wal']\n"
         "result = CliRunner().invoke(cli, args)\n"
         "assert result.exit_code == 0, result.output\n"

@@ -9,9 +9,9 @@ import pytest
 import sqlean
 from click.testing import CliRunner
 
+from agent_memory.cli.main import cli
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.transports.cli.main import cli
 from tests.support.fake_ollama import embedder_for
 
 pytest_plugins = ["tests.support.pg_fixtures"]

@@ -12,7 +12,7 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.types import ResourceTemplateReference
 
-from agent_memory.transports.mcp.catalog import TYPE_TEMPLATE
+from agent_memory.mcp.catalog import TYPE_TEMPLATE
 from tests.support.mcp_surface import CALLS, HINTS, undeclared
 from tests.support.spawned import NO_OLLAMA_URL, executable, server_env
 

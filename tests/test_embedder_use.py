@@ -13,10 +13,10 @@ import json
 import pytest
 
 from agent_memory import app as wiring
+from agent_memory.mcp import server as mcp_server
 from agent_memory.service.core import EMBEDDING_OFF, MemoryService
 from agent_memory.settings import Settings
 from agent_memory.storage import open_store
-from agent_memory.transports.mcp import server as mcp_server
 from tests.support.spawned import NO_OLLAMA_URL
 from tests.support.terminal import am_with_ollama
 

@@ -18,9 +18,9 @@ import pytest
 from click.testing import CliRunner
 
 from agent_memory import __version__
+from agent_memory.cli.main import cli
 from agent_memory.storage.files import EXPORT_SIGNALS
 from agent_memory.storage.sqlite.database import head_revision
-from agent_memory.transports.cli.main import cli
 from tests.support.clock import START
 from tests.support.spawned import executable, run_agent_memory, server_env
 
@@ -348,7 +348,7 @@ def test_sigterm_while_blocked_on_a_fifo_dies_of_it_promptly(service, db_path, t
 # exists, a part of it is written) and waits in a blocking read for the test's signal.
 PAUSED_EXPORT = """
 import os, sys
-from agent_memory.transports.cli import main as cli
+from agent_memory.cli import main as cli
 from agent_memory.transfer import jsonl
 ready, hold = int(sys.argv[1]), int(sys.argv[2])
 real, calls = jsonl.line, []

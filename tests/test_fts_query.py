@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.contract.errors import InvalidArgument
-from agent_memory.search import lexer
-from agent_memory.search import read as read_query
+from agent_memory.query import lexer
+from agent_memory.query import read as read_query
 from agent_memory.service import core as service_module
 from agent_memory.storage.sqlite import connections
 

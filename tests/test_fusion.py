@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from agent_memory import ranking
 from agent_memory.contract.models import KeywordScale, Noise
-from agent_memory.search import ranking
 
 
 def rows(*ids: int, decay: float = 1.0) -> dict[int, dict]:

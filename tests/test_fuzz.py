@@ -20,10 +20,10 @@ from hypothesis import strategies as st
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
+from agent_memory.cli.main import cli
 from agent_memory.contract.errors import AgentMemoryError
+from agent_memory.mcp import server as mcp_server
 from agent_memory.transfer.portable import jsonl_reader
-from agent_memory.transports.cli.main import cli
-from agent_memory.transports.mcp import server as mcp_server
 from tests.support.files import dump
 from tests.support.spawned import executable, server_env
 
@@ -313,7 +313,7 @@ def test_the_import_command_refuses_binary_and_deep_input_in_one_line(db_path, t
     ],
 )
 def test_rest_refuses_deeply_nested_bodies_with_400(service, db_path, method, path):
-    from agent_memory.transports.rest.app import create_app
+    from agent_memory.http.rest import create_app
 
     before = dump(db_path)
     body = '{"content": "x", "type": "TODO", "tags": ' + "[" * 100_000 + "]" * 100_000 + "}"

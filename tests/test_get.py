@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from agent_memory.contract.errors import InvalidArgument, UnknownField
+from agent_memory.http.rest import create_app
 from agent_memory.service.core import EMBEDDING_OFF
-from agent_memory.transports.rest.app import create_app
 from tests.support.clock import START
 
 

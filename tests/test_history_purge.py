@@ -11,14 +11,14 @@ import types
 import pytest
 from click.testing import CliRunner
 
+from agent_memory.cli import history as history_command
+from agent_memory.cli.main import cli
 from agent_memory.contract.errors import Forbidden, InvalidArgument, UnknownField
+from agent_memory.http.rest import SERVICE, create_app
 from agent_memory.service.access import Granted
 from agent_memory.service.core import MemoryService
 from agent_memory.service.tokens import Grant
 from agent_memory.storage import open_store
-from agent_memory.transports.cli import history as history_command
-from agent_memory.transports.cli.main import cli
-from agent_memory.transports.rest.app import SERVICE, create_app
 from tests.support.clock import START
 from tests.support.rest_client import Client
 

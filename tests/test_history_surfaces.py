@@ -7,8 +7,8 @@ import json
 
 from click.testing import CliRunner
 
-from agent_memory.transports.cli.main import cli
-from agent_memory.transports.rest.app import create_app
+from agent_memory.cli.main import cli
+from agent_memory.http.rest import create_app
 from tests.support.clock import START
 from tests.support.rest_client import Client
 

@@ -12,7 +12,7 @@ import json
 import anyio
 import pytest
 
-from agent_memory.transports.mcp import http as mcp_http
+from agent_memory.http import mcp as mcp_http
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.oauth import register, tokens_for
 from tests.support.rest_daemon import RestDaemon

@@ -7,11 +7,11 @@ import shutil
 
 import pytest
 
+from agent_memory import ranking
 from agent_memory.contract.models import Filters, Noise
 from agent_memory.contract.vocabulary import DEFAULT_SEARCH_LIMIT
 from agent_memory.embedders.calibration import UNRELATED
 from agent_memory.embedders.ollama import Ollama
-from agent_memory.search import ranking
 from agent_memory.service.core import MemoryService
 from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store

@@ -12,16 +12,17 @@ from click.testing import CliRunner
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
+from agent_memory.cli.main import cli
 from agent_memory.contract import models
 from agent_memory.contract.errors import StorageError
 from agent_memory.service.core import MemoryService
-from agent_memory.storage import duplicates, open_store
+from agent_memory.storage import open_store
+from agent_memory.storage.hygiene import duplicates
 from agent_memory.storage.sqlite import connections
 from agent_memory.storage.sqlite import portable as sqlite_portable
 from agent_memory.storage.sqlite import store as sqlite_store
 from agent_memory.transfer import portable
 from agent_memory.transfer.portable import jsonl_reader
-from agent_memory.transports.cli.main import cli
 from tests.support.clock import START, Clock
 from tests.support.files import check_consistent, dump
 

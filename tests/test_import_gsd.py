@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
+from agent_memory.cli.main import cli
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transfer import gsd
-from agent_memory.transports.cli.main import cli
 
 FRESH_TEMPLATE = """# Project State
 

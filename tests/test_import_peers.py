@@ -12,10 +12,10 @@ from contextlib import closing
 import pytest
 from click.testing import CliRunner
 
+from agent_memory.cli import display
+from agent_memory.cli.main import cli
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.transports.cli import display
-from agent_memory.transports.cli.main import cli
 from tests.support.peers import CASES, check_round_trip, found, run
 from tests.support.spawned import run_agent_memory
 

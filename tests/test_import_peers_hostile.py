@@ -15,13 +15,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from agent_memory.cli.main import cli
 from agent_memory.contract.errors import StorageError
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.transfer import portable, sources
-from agent_memory.transfer.sources import basic_memory
-from agent_memory.transfer.sources.common import Found, NotASource, Records
-from agent_memory.transports.cli.main import cli
+from agent_memory.transfer import importers as sources
+from agent_memory.transfer import portable
+from agent_memory.transfer.importers import basic_memory
+from agent_memory.transfer.importers.common import Found, NotASource, Records
 from tests.support.clock import Clock
 from tests.support.files import dump
 from tests.support.spawned import run_agent_memory

@@ -17,10 +17,10 @@ import warnings
 
 import pytest
 
+from agent_memory.mcp.tools import TOOLS
 from agent_memory.service.core import MemoryService
 from agent_memory.service.tokens import Tokens
 from agent_memory.storage import open_store
-from agent_memory.transports.mcp.tools import TOOLS
 from tests.support.rest_daemon import RestDaemon
 from tests.support.spawned import NO_OLLAMA_URL, executable
 

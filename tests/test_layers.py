@@ -1,12 +1,13 @@
 """The layers, as the imports show them (docs/design.md).
 
 Every module of the package is read with ``ast``. Requests flow down, answers flow up:
-transports → app → service → storage → search, embedders → contract. A module imports its
-own layer or a lower one; no transport imports another, no engine imports another; nothing
-forms an import circle. Database drivers live only under storage/, HTTP clients only in the
-Ollama embedder and the ``ui`` command. The command line, the entry point, starts the MCP
-and REST servers and imports nothing else of theirs. And a search is one read snapshot plus
-the recency bump.
+cli → app → http → mcp → service, transfer → storage → ranking → query, embedders →
+contract → settings. A module imports its own layer or a lower one (the stdio server's tools
+are what MCP over HTTP serves, so http/ may import mcp/, never the other way); no engine
+imports another; nothing forms an import circle, counting the imports made for type checking
+and inside functions. Database drivers live only under storage/, HTTP clients only in the
+Ollama embedder and the ``ui`` command. The command line, the entry point, starts the servers
+and imports nothing else of theirs. And a search is one read snapshot plus the recency bump.
 """
 
 from __future__ import annotations
@@ -25,32 +26,28 @@ DRIVERS = {"sqlalchemy", "sqlean", "sqlite_vec", "alembic", "psycopg", "pgvector
 HTTP_CLIENTS = {"requests", "httpx", "urllib3", "http.client", "urllib.request", "aiohttp"}
 # Who may speak HTTP: the Ollama embedder, and `ui` asking a local daemon's /health which
 # database it serves.
-HTTP_CLIENT_MODULES = {"agent_memory.embedders.ollama", "agent_memory.transports.cli.ui"}
+HTTP_CLIENT_MODULES = {"agent_memory.embedders.ollama", "agent_memory.cli.ui"}
 # Lowest first. A module may import its own layer and every layer below it; packages that
 # share a layer may import each other (an import circle is caught on its own).
 LAYERS = [
-    {"agent_memory", "agent_memory.transports"},  # the name and version; a folder
-    {"agent_memory.contract", "agent_memory.settings"},
-    {"agent_memory.search", "agent_memory.embedders"},
+    {"agent_memory", "agent_memory.settings"},  # the name, the version, the options
+    {"agent_memory.contract"},
+    {"agent_memory.query", "agent_memory.embedders"},
+    {"agent_memory.ranking"},
     {"agent_memory.storage"},
-    {"agent_memory.service", "agent_memory.transfer", "agent_memory.transfer.sources"},
-    {"agent_memory.transports.mcp", "agent_memory.transports.rest"},
-    # the wiring; and the daemon, which joins two transports on one port (REST's server, MCP's app),
-    # and its worker processes' supervisor (serve-rest --workers)
-    {"agent_memory.app", "agent_memory.daemon", "agent_memory.workers"},
-    {"agent_memory.transports.cli", "agent_memory.__main__"},
+    {"agent_memory.service", "agent_memory.transfer"},
+    {"agent_memory.mcp"},
+    {"agent_memory.http"},
+    {"agent_memory.app"},  # the wiring: a store and an embedder, handed to the service
+    {"agent_memory.cli", "agent_memory.__main__"},
 ]
-TRANSPORTS = {"agent_memory.transports.mcp", "agent_memory.transports.rest"}
 ENGINES = {"agent_memory.storage.sqlite", "agent_memory.storage.postgres"}
-# The command line is the entry point: its serve commands start the other transports'
-# servers, and that is all of them it may import. The daemon (agent_memory.daemon) serves
-# MCP's HTTP app from REST's server: those two entry points are servers too.
+SERVER_PACKAGES = ("agent_memory.mcp", "agent_memory.http")
+# What the command line may import of the servers: what starts them.
 SERVERS = {
-    "agent_memory.transports.mcp.server",
-    "agent_memory.transports.rest.daemon",
-    "agent_memory.transports.mcp.http",
-    "agent_memory.transports.mcp.oauth",
-    "agent_memory.transports.rest.asgi",
+    "agent_memory.mcp.server",
+    "agent_memory.http.daemon",
+    "agent_memory.http.workers",
 }
 
 
@@ -143,19 +140,24 @@ def violations(modules: dict[str, set[str]]) -> list[str]:
                 continue
             if level(theirs) > level(mine):
                 out.append(f"{module} imports {name} (requests flow down: a lower layer)")
-            elif theirs in TRANSPORTS and (mine in TRANSPORTS or not starts_a_server(name)):
-                out.append(f"{module} imports {name} (no transport imports another)")
+            elif (
+                mine == "agent_memory.cli"
+                and theirs in SERVER_PACKAGES
+                and not starts_a_server(name)
+            ):
+                out.append(f"{module} imports {name} (the command line only starts servers)")
             if under(module, "agent_memory.service") and under(name, *ENGINES):
                 out.append(f"{module} imports {name} (the service knows the Store seam only)")
     return out
 
 
 def circles() -> list[list[str]]:
-    """Every import circle among the modules that run on import, as its path."""
+    """Every import circle among the modules, as its path: imports for type checking and
+    inside functions count, since each still ties one module to the other."""
     known = known_modules()
     graph = {}
     for path in sorted(PACKAGE.rglob("*.py")):
-        wanted = imports_of(path, top_level_only=True)
+        wanted = imports_of(path)
         graph[module_name(path)] = {n for n in wanted if n in known} - {module_name(path)}
     found, state = [], {}
 
@@ -193,26 +195,19 @@ def test_no_import_circle():
         ("agent_memory.service.core", "sqlalchemy", "drivers only under storage/"),
         ("agent_memory.service.core", "requests", "HTTP clients only"),
         ("agent_memory.storage.sqlite.store", "agent_memory.service.core", "a lower layer"),
-        ("agent_memory.embedders.base", "agent_memory.transports.mcp.server", "a lower layer"),
-        ("agent_memory.contract.models", "agent_memory.search.ranking", "a lower layer"),
+        ("agent_memory.embedders.base", "agent_memory.mcp.server", "a lower layer"),
+        ("agent_memory.contract.models", "agent_memory.ranking", "a lower layer"),
         ("agent_memory.service.core", "agent_memory.app", "a lower layer"),
-        ("agent_memory.transports.mcp.server", "agent_memory.app", "a lower layer"),
-        (
-            "agent_memory.transports.rest.app",
-            "agent_memory.transports.mcp.server",
-            "no transport imports another",
-        ),
+        ("agent_memory.mcp.server", "agent_memory.app", "a lower layer"),
+        ("agent_memory.mcp.server", "agent_memory.http.rest", "a lower layer"),
+        ("agent_memory.query.bm25", "agent_memory.ranking", "a lower layer"),
         (
             "agent_memory.storage.postgres.store",
             "agent_memory.storage.sqlite.database",
             "no engine imports another",
         ),
         ("agent_memory.service.core", "agent_memory.storage.sqlite.store", "the Store seam only"),
-        (
-            "agent_memory.transports.cli.commands",
-            "agent_memory.transports.rest.app",
-            "no transport imports another",
-        ),
+        ("agent_memory.cli.commands", "agent_memory.http.rest", "only starts servers"),
     ],
 )
 def test_the_rule_catches_a_stray_import(module, extra, rule):
@@ -226,7 +221,7 @@ def test_the_rule_catches_a_stray_import(module, extra, rule):
 def test_a_search_is_one_read_snapshot_and_the_bump(service, clock, monkeypatch):
     """With its retry and every shortcut (here past the pruning threshold), a keyword search
     opens one read transaction; its only write is the recency bump."""
-    from agent_memory.search import bm25
+    from agent_memory.query import bm25
 
     monkeypatch.setattr(bm25, "PRUNE_MIN_ROWS", 1)
     monkeypatch.setattr(bm25, "PRUNE_EXACT_ROWS", 10)

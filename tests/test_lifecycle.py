@@ -8,7 +8,7 @@ from unittest.mock import ANY
 
 import pytest
 
-from agent_memory.search import ranking
+from agent_memory import ranking
 from agent_memory.service import lifecycle
 from agent_memory.service.core import MemoryService
 from agent_memory.service.lifecycle import Sweeper, sweep

@@ -13,7 +13,9 @@ import pytest
 from click.testing import CliRunner
 
 from agent_memory.app import open_service
+from agent_memory.cli.main import cli
 from agent_memory.contract.errors import InvalidArgument
+from agent_memory.http.rest import MAX_BODY_BYTES, create_app
 from agent_memory.service.core import MemoryService
 from agent_memory.service.validate import (
     DEFAULT_MAX_CONTENT_BYTES,
@@ -23,8 +25,6 @@ from agent_memory.service.validate import (
 )
 from agent_memory.settings import Settings
 from agent_memory.storage import open_store
-from agent_memory.transports.cli.main import cli
-from agent_memory.transports.rest.app import MAX_BODY_BYTES, create_app
 from tests.support.files import dump
 
 MIB = 1024 * 1024

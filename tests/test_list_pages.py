@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from agent_memory.transports.rest.app import create_app
+from agent_memory.http.rest import create_app
 from tests.support.mcp_session import run
 from tests.support.rest_client import Client
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import search as query
+from agent_memory import query
 from agent_memory.service import core as service
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store

@@ -12,7 +12,7 @@ import logging
 
 import pytest
 
-from agent_memory import search as query
+from agent_memory import query
 from agent_memory.contract.errors import StorageFault
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import faults, open_store

@@ -11,7 +11,7 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from agent_memory.contract import wire
-from agent_memory.transports.mcp import server as mcp_server
+from agent_memory.mcp import server as mcp_server
 from tests.support.files import dump
 from tests.support.mcp_session import run
 

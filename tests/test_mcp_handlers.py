@@ -3,9 +3,9 @@ entry calls the service method of its name (no dispatch by string)."""
 
 from __future__ import annotations
 
-from agent_memory.transports.mcp import catalog as mcp_catalog
-from agent_memory.transports.mcp import server as mcp_server
-from agent_memory.transports.mcp.tools import TOOLS
+from agent_memory.mcp import catalog as mcp_catalog
+from agent_memory.mcp import server as mcp_server
+from agent_memory.mcp.tools import TOOLS
 
 RESOURCE_URIS = (
     "memory://recent",

@@ -15,9 +15,9 @@ from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp.types import PromptReference, ResourceTemplateReference
 
 from agent_memory.contract.vocabulary import ARGUMENTS, MEMORY_TYPES
-from agent_memory.transports.mcp import catalog as mcp_catalog
-from agent_memory.transports.mcp import server as mcp_server
-from agent_memory.transports.mcp.tools import TOOLS
+from agent_memory.mcp import catalog as mcp_catalog
+from agent_memory.mcp import server as mcp_server
+from agent_memory.mcp.tools import TOOLS
 from tests.support.files import dump
 from tests.support.mcp_surface import CALLS, HINTS, undeclared
 

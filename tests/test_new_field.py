@@ -34,8 +34,8 @@ MOOD = fields.Field(
 fields.FIELDS = (*fields.FIELDS, MOOD)
 
 from agent_memory import storage
-from agent_memory.transports.rest import openapi
-from agent_memory.transports.mcp.tools import TOOLS
+from agent_memory.http import openapi
+from agent_memory.mcp.tools import TOOLS
 from agent_memory.transfer.portable import jsonl_reader
 from agent_memory.service.core import MemoryService
 

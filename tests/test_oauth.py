@@ -13,11 +13,11 @@ import anyio
 import pytest
 import requests
 
+from agent_memory.http import mcp as mcp_http
 from agent_memory.service.core import MemoryService
 from agent_memory.service.oauth import OAuth, Request
 from agent_memory.service.tokens import DAY_SECS, Tokens
 from agent_memory.storage import open_store
-from agent_memory.transports.mcp import http as mcp_http
 from tests.support.clock import Clock
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.oauth import (

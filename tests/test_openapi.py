@@ -12,16 +12,16 @@ from pathlib import Path
 from openapi_spec_validator import validate
 
 from agent_memory.contract.vocabulary import REST_ARGUMENTS
-from agent_memory.transports.mcp.tools import TOOLS
-from agent_memory.transports.rest import openapi
-from agent_memory.transports.rest.app import create_app
+from agent_memory.http import openapi
+from agent_memory.http.rest import create_app
+from agent_memory.mcp.tools import TOOLS
 from tests.support.rest_daemon import RestDaemon
 
 SCHEMATHESIS_EXAMPLES = 30
 
 
 def document() -> dict:
-    """The document as the daemon serves it (built in code: agent_memory.transports.rest.openapi)."""
+    """The document as the daemon serves it (built in code: agent_memory.http.openapi)."""
     return json.loads(openapi.text())
 
 

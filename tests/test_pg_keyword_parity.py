@@ -17,9 +17,9 @@ import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory import search as query
+from agent_memory import query
 from agent_memory.contract.models import Filters
-from agent_memory.search import bm25
+from agent_memory.query import bm25
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import document, keyword, tsquery

@@ -1,4 +1,4 @@
-"""A question's common words left out on PostgreSQL, as on SQLite (agent_memory.search.bm25).
+"""A question's common words left out on PostgreSQL, as on SQLite (agent_memory.query.bm25).
 
 A query searched as words ranks the rows holding every word first, then the rows holding one
 of its informative words; the PostgreSQL store scores each with its whole score (the OR of
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory import search as query
+from agent_memory import query
 from agent_memory.contract.models import Embedding, Filters, Pin
-from agent_memory.search import bm25
+from agent_memory.query import bm25
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword

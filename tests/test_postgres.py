@@ -24,8 +24,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 from psycopg import sql
 
-from agent_memory import search as query
-from agent_memory import storage
+from agent_memory import query, storage
 from agent_memory.contract.errors import (
     DatabaseMissing,
     DatabaseOpenError,
@@ -390,7 +389,7 @@ def test_without_the_extra_a_url_is_one_clear_line(monkeypatch):
 
 def test_a_sqlite_server_never_imports_the_driver(tmp_path):
     code = (
-        "import sys; from agent_memory import storage; from agent_memory.transports.cli import main;"
+        "import sys; from agent_memory import storage; from agent_memory.cli import main;"
         f" storage.open_store({str(tmp_path / 'm.db')!r}).close();"
         " print('psycopg' in sys.modules)"
     )

@@ -1,4 +1,4 @@
-"""agent_memory.search against SQLite's FTS5 itself: the same queries refused, the same tree
+"""agent_memory.query against SQLite's FTS5 itself: the same queries refused, the same tree
 (a rendered MATCH string finds the same rows with the same bm25), the same lexemes."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import sqlean
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agent_memory import search as query
-from agent_memory.search import And, Near, Not, Or, Phrase, QuerySyntaxError, Term
+from agent_memory import query
+from agent_memory.query import And, Near, Not, Or, Phrase, QuerySyntaxError, Term
 from bench import corpus  # the bench's seeded developer memories
 
 SETTINGS = settings(

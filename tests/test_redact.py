@@ -15,14 +15,14 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
+from agent_memory.cli.main import cli
+from agent_memory.mcp import server as mcp_server
 from agent_memory.service.core import MemoryService
 from agent_memory.service.redact import RULES, redact
 from agent_memory.service.tokens import Tokens
 from agent_memory.storage import open_store
 from agent_memory.transfer import gsd, jsonl
 from agent_memory.transfer.portable import jsonl_reader
-from agent_memory.transports.cli.main import cli
-from agent_memory.transports.mcp import server as mcp_server
 from tests.support.redaction_set import ADVERSARIAL
 
 _RNG = random.Random(18)

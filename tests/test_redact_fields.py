@@ -10,12 +10,12 @@ import pytest
 from click.testing import CliRunner
 from mcp import Client
 
+from agent_memory.cli.main import cli
+from agent_memory.http.rest import create_app
+from agent_memory.mcp import server as mcp_server
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transfer import jsonl
-from agent_memory.transports.cli.main import cli
-from agent_memory.transports.mcp import server as mcp_server
-from agent_memory.transports.rest.app import create_app
 
 GITHUB = "ghp_" + "k3Jx9QmZ2vT8wLp4Rn6Yb1Hc7Fd5Gs0AeUoI"
 REMOTE = f"https://x-access-token:{GITHUB}@github.com/acme/app.git"

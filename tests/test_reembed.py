@@ -28,7 +28,7 @@ def pinned(db_path, ollama):
 
 
 def reembed(db_path, url, *args, model="mxbai-embed-large"):
-    from agent_memory.transports.cli.main import cli
+    from agent_memory.cli.main import cli
 
     return CliRunner().invoke(
         cli, ["--db", str(db_path), "--ollama-url", url, "--embed-model", model, "reembed", *args]
@@ -133,7 +133,7 @@ def test_reembed_without_ollama_is_one_line_and_changes_nothing(pinned, ollama, 
 
 
 def test_reembed_with_embedding_off_is_one_line(pinned, ollama):
-    from agent_memory.transports.cli.main import cli
+    from agent_memory.cli.main import cli
 
     result = CliRunner().invoke(cli, ["--db", str(pinned), "--embedder", "none", "reembed"])
     assert result.exit_code == 1

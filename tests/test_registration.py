@@ -7,7 +7,7 @@ import sys
 
 from agent_memory import embedders
 from agent_memory.embedders import base
-from agent_memory.transfer import sources
+from agent_memory.transfer import importers as sources
 
 EMBEDDER = """
 from agent_memory.embedders.base import Embedder, Provider

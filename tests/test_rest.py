@@ -15,11 +15,11 @@ import waitress
 from agent_memory import __version__
 from agent_memory.contract import identity
 from agent_memory.embedders.ollama import Ollama
+from agent_memory.http import rest
+from agent_memory.http.rest import create_app
 from agent_memory.storage import database_key
 from agent_memory.storage.sqlite import rows as sqlite_rows
 from agent_memory.storage.sqlite.database import head_revision
-from agent_memory.transports.rest import app as rest
-from agent_memory.transports.rest.app import create_app
 from tests.support.fake_ollama import FakeOllama
 from tests.support.files import dump
 from tests.support.rest_client import BASE, Client

@@ -20,10 +20,10 @@ from http.client import HTTPConnection
 import pytest
 import requests
 
+from agent_memory.http import rest
+from agent_memory.http import server as daemon
+from agent_memory.http.rest import create_app
 from agent_memory.service.validate import DEFAULT_MAX_CONTENT_BYTES
-from agent_memory.transports.rest import app as rest
-from agent_memory.transports.rest import daemon
-from agent_memory.transports.rest.app import create_app
 from tests.support.rest_daemon import RestDaemon
 from tests.support.terminal import am
 

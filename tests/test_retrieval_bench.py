@@ -14,8 +14,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from agent_memory import ranking
 from agent_memory.contract.models import Noise
-from agent_memory.search import ranking
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench import retrieval

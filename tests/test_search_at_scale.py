@@ -20,10 +20,10 @@ import re
 
 import pytest
 
-from agent_memory import search as query
+from agent_memory import query, ranking
 from agent_memory.contract.models import Filters
 from agent_memory.contract.vocabulary import PINNED_TYPES
-from agent_memory.search import bm25, ranking
+from agent_memory.query import bm25
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import keyword
 from tests.support.files import reading

@@ -9,10 +9,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from agent_memory.cli.main import cli
 from agent_memory.contract.errors import InvalidArgument, UnknownField
 from agent_memory.contract.models import Budget, json_chars
-from agent_memory.transports.cli.main import cli
-from agent_memory.transports.rest.app import create_app
+from agent_memory.http.rest import create_app
 from tests.support.files import dump
 from tests.support.mcp_session import run
 from tests.support.rest_client import Client

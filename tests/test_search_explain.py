@@ -8,9 +8,9 @@ import re
 
 from click.testing import CliRunner
 
+from agent_memory.cli import display
+from agent_memory.cli.main import cli
 from agent_memory.service.core import MemoryService
-from agent_memory.transports.cli import display
-from agent_memory.transports.cli.main import cli
 from tests.support.clock import START
 
 # keyword #1 bm25 1.9e-06 + decay 1.00 = 1.00

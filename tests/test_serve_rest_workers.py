@@ -21,10 +21,10 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from agent_memory.http import signin
 from agent_memory.service.core import MemoryService
 from agent_memory.service.tokens import Tokens
 from agent_memory.storage import open_store
-from agent_memory.transports.rest import signin
 from tests.support.mcp_frames import INITIALIZE
 from tests.support.oauth import mcp_answers, register, tokens_for
 from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon

@@ -10,7 +10,7 @@ import tomllib
 from pathlib import Path
 
 from agent_memory import DISTRIBUTION, __version__
-from agent_memory.transports.mcp import server as mcp_server
+from agent_memory.mcp import server as mcp_server
 
 ROOT = Path(__file__).resolve().parent.parent
 NAME = "io.github.UnityInFlow/agent-memory"
@@ -45,6 +45,4 @@ def test_the_package_runs_under_its_own_name():
     """Registry clients start a PyPI package as `uvx typed-agent-memory==X serve`: uvx runs
     the executable named like the package, so the wheel has one besides agent-memory."""
     scripts = load("pyproject.toml")["project"]["scripts"]
-    assert (
-        scripts[DISTRIBUTION] == scripts["agent-memory"] == "agent_memory.transports.cli.main:main"
-    )
+    assert scripts[DISTRIBUTION] == scripts["agent-memory"] == "agent_memory.cli.main:main"

@@ -11,8 +11,8 @@ import click
 import pytest
 
 from agent_memory import settings as table
+from agent_memory.cli.main import cli
 from agent_memory.settings import GLOBAL, SETTINGS, Settings
-from agent_memory.transports.cli.main import cli
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -12,8 +12,8 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from agent_memory.embedders.local import MODEL_NAME, Local, LocalModel
-from agent_memory.service import similar
 from agent_memory.service.core import MemoryService
+from agent_memory.service.hygiene import similar
 from agent_memory.storage import open_store
 from tests.support import near_duplicate_set as labelled
 from tests.support.local_model import needs_model

@@ -1,4 +1,4 @@
-"""The keyword signal's candidate bound (storage/near.py): every stored memory at least as
+"""The keyword signal's candidate bound (storage/hygiene/near.py): every stored memory at least as
 long as the new one that reaches the threshold is read, and every one holding a rare word
 of it, whatever the lengths; checked against brute force, and on both engines with words
 made common by filler memories."""
@@ -10,10 +10,11 @@ import random
 
 import pytest
 
-from agent_memory.service import similar
 from agent_memory.service.core import MemoryService
-from agent_memory.storage import near, open_store
-from agent_memory.storage.near import NearWords, need, plan
+from agent_memory.service.hygiene import similar
+from agent_memory.storage import open_store
+from agent_memory.storage.hygiene import near
+from agent_memory.storage.hygiene.near import NearWords, need, plan
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

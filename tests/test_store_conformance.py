@@ -11,8 +11,8 @@ import shutil
 
 import pytest
 
+from agent_memory import ranking
 from agent_memory.contract.models import Filters
-from agent_memory.search import ranking
 from agent_memory.storage import open_reader, open_store
 from tests.support.stores import OTHER, PIN, T0, ids, new, record, search, vector
 from tests.support.vector_index import load_vector_index

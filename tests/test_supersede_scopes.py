@@ -9,10 +9,11 @@ from __future__ import annotations
 import pytest
 import sqlean
 
+from agent_memory.cli import brief
 from agent_memory.service.core import MemoryService
-from agent_memory.storage import history, open_reader, open_store
+from agent_memory.storage import open_reader, open_store
 from agent_memory.storage.common import SCOPE_SUPERSEDED_SQL
-from agent_memory.transports.cli import brief
+from agent_memory.storage.hygiene import history
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

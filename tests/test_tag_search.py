@@ -13,12 +13,12 @@ import pytest
 import sqlean
 from click.testing import CliRunner
 
+from agent_memory.cli.main import cli
 from agent_memory.contract.models import Embedding, Filters, Pin
-from agent_memory.search import bm25
+from agent_memory.query import bm25
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
-from agent_memory.transports.cli.main import cli
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 

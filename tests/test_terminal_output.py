@@ -9,8 +9,8 @@ import re
 
 import pytest
 
+from agent_memory.cli import display
 from agent_memory.contract.vocabulary import count
-from agent_memory.transports.cli import display
 from tests.support.terminal import am
 
 # What a terminal acts on: C0 but tab and newline (newline ends our own lines), DEL, C1,

@@ -11,13 +11,13 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from agent_memory.cli.main import cli
 from agent_memory.contract.errors import InvalidArgument, InvalidType, UnknownField
 from agent_memory.embedders.local import Local
-from agent_memory.service import similar, tidy
+from agent_memory.http.rest import create_app
 from agent_memory.service.core import MemoryService
+from agent_memory.service.hygiene import similar, tidy
 from agent_memory.storage import open_store
-from agent_memory.transports.cli.main import cli
-from agent_memory.transports.rest.app import create_app
 from tests.support.clock import Clock
 from tests.support.local_model import needs_model
 from tests.support.rest_client import Client

@@ -19,10 +19,10 @@ import pytest
 import requests
 from click.testing import CliRunner
 
+from agent_memory.cli import ui
+from agent_memory.cli.main import cli
 from agent_memory.storage import database_key, open_store
 from agent_memory.storage.sqlite.database import read_meta
-from agent_memory.transports.cli import ui
-from agent_memory.transports.cli.main import cli
 from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon
 from tests.support.spawned import executable, server_env
 

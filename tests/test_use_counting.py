@@ -13,7 +13,7 @@ from mcp import Client
 
 from agent_memory.contract.errors import UnknownField
 from agent_memory.contract.vocabulary import ARGUMENTS
-from agent_memory.transports.mcp import server as mcp_server
+from agent_memory.mcp import server as mcp_server
 from tests.support.files import dump
 from tests.support.rest_client import sender
 

@@ -8,8 +8,8 @@ from importlib import resources
 
 import pytest
 
-from agent_memory.transports.rest import web
-from agent_memory.transports.rest.app import create_app
+from agent_memory.http import web
+from agent_memory.http.rest import create_app
 from tests.support.rest_client import BASE
 
 SCRIPTS = [name for name in web.ASSETS if name.endswith(".js")]
@@ -25,7 +25,7 @@ def get(client, path, **headers):
 
 
 def source(name: str) -> str:
-    return resources.files("agent_memory.transports.rest.web").joinpath(name).read_text("utf-8")
+    return resources.files("agent_memory.http.web").joinpath(name).read_text("utf-8")
 
 
 class Markup(HTMLParser):
@@ -73,10 +73,7 @@ def test_the_page_is_served_at_the_root_with_its_policy(client):
 def test_assets_are_served_with_their_type_and_revalidated(client, name, content_type):
     response = get(client, f"/assets/{name}")
     assert (response.status_code, response.content_type) == (200, content_type)
-    assert (
-        response.data
-        == resources.files("agent_memory.transports.rest.web").joinpath(name).read_bytes()
-    )
+    assert response.data == resources.files("agent_memory.http.web").joinpath(name).read_bytes()
     assert response.headers["Cache-Control"] == "no-cache"
     again = get(client, f"/assets/{name}", **{"If-None-Match": response.headers["ETag"]})
     assert (again.status_code, again.data) == (304, b"")

@@ -13,7 +13,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 import sqlean
 
-from agent_memory.transports.cli import display
+from agent_memory.cli import display
 from tests.support.rest_daemon import RestDaemon
 
 WAIT_MS = 10_000  # for the page to show what the API already answered (a slow CI machine)

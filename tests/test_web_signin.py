@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import pytest
 
-from agent_memory.daemon import Gate
+from agent_memory.http import signin
+from agent_memory.http.daemon import Gate
+from agent_memory.http.rest import create_app
 from agent_memory.service import access
 from agent_memory.service.sessions import SEEN_EVERY_SECS
 from agent_memory.service.tokens import FULL, Grant, Tokens
-from agent_memory.transports.rest import signin
-from agent_memory.transports.rest.app import create_app
 from tests.support.rest_client import BASE
 
 PAGE = {signin.CSRF_HEADER: "1"}  # what the page sends on every write

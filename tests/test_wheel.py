@@ -10,8 +10,8 @@ import zipfile
 from pathlib import Path
 
 from agent_memory import DISTRIBUTION, __version__
+from agent_memory.http import web
 from agent_memory.storage.sqlite import database as db
-from agent_memory.transports.rest import web
 from tests.support.spawned import server_env
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,10 +39,8 @@ def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):
     revisions = {p.name for p in (ROOT / "migrations" / "versions").glob("*.py")}
     assert revisions and {f"agent_memory/migrations/versions/{r}" for r in revisions} <= set(names)
     assert "agent_memory/alembic.ini" in names
-    assert "agent_memory/transports/rest/openapi.py" in names
-    assert {f"agent_memory/transports/rest/web/{name}" for name in web.ASSETS} <= set(
-        names
-    )  # the page
+    assert "agent_memory/http/openapi.py" in names
+    assert {f"agent_memory/http/web/{name}" for name in web.ASSETS} <= set(names)  # the page
 
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)

@@ -1,4 +1,4 @@
-"""The worker supervisor (agent_memory.workers) on its own, with real forked processes: a
+"""The worker supervisor (agent_memory.http.workers) on its own, with real forked processes: a
 worker that fails before it serves stops the daemon (exit status 1) instead of being started
 again and again; the address is bound once, with the same refusal as one process."""
 
@@ -10,7 +10,7 @@ import socket
 
 import pytest
 
-from agent_memory import workers
+from agent_memory.http import workers
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def test_a_worker_failing_before_it_serves_stops_the_daemon(own_signals, caplog)
         return 3  # never ready: a start-up failure
 
     supervisor = workers.Supervisor(2, fails)
-    with caplog.at_level(logging.ERROR, logger="agent_memory.workers"):
+    with caplog.at_level(logging.ERROR, logger="agent_memory.http.workers"):
         assert supervisor.run() == 1
     assert not supervisor.workers
     assert "exited with status 3 before it served: stopping the daemon" in caplog.text

@@ -161,7 +161,7 @@ def test_the_command_line_shows_and_filters_by_writer(tmp_path):
 
 
 def test_the_rest_api_answers_and_filters_the_writers(service):
-    from agent_memory.transports.rest.app import create_app
+    from agent_memory.http.rest import create_app
 
     with acting_as("alice"):
         hers = service.store({"content": "ferry timetable by alice", "type": "TODO"})["id"]

@@ -293,7 +293,7 @@ INPUT: dict[str, Schema] = {
     "forget": _input("forget", {"id": ID}, ("id",)),
     "history": _input("history", {"id": ID}, ("id",)),
 }
-# A store's near-duplicate hints (service/similar.py), present only when a memory is near.
+# A store's near-duplicate hints (service/hygiene/similar.py), present only when a memory is near.
 SIMILAR: Schema = {
     "similar": {
         "type": "array",

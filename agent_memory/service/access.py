@@ -8,18 +8,17 @@ with no rule is refused to every token but a full one (read-write, bound to no s
 operation of the service is so closed to the others until its rule says otherwise: adding
 one is one line of :data:`RULES`.
 
-A rule says who may call the operation (every token, read-write tokens, full tokens only, or
-no token: the terminal's own), and how a scope-bound token's call is checked; without that,
-a scope-bound token is refused. A scope-bound token acts only on memories of its scope: a
-memory of another scope is answered exactly as a memory that does not exist, whichever
-argument names it (an id, a link's end, ``supersedes``), so it learns nothing of what it may
-not read, its id included. A search or list is given the token's scope as its filter (asking
-for another is refused), so only its scope's supersessions count there (service/supersede.py);
-``scope`` in an update may name only its own (``null`` would make a memory global); a
-memory's relations to other scopes are left out, in ``get`` and in ``expand_links``, and so
-are the ids in ``superseded_by``; ``history`` leaves out the versions a memory had in another
-scope; the counts are the scope's own. A read-only token changes nothing, uses included: its
-searches record none.
+A rule says who may call the operation (every token, read-write tokens, full tokens only, or no
+token: the terminal's own), and how a scope-bound token's call is checked; without that, a
+scope-bound token is refused. A scope-bound token acts only on memories of its scope: a memory of
+another scope is answered exactly as a memory that does not exist, whichever argument names it (an
+id, a link's end, ``supersedes``), so it learns nothing of what it may not read, its id included. A
+search or list is given the token's scope as its filter (asking for another is refused), so only its
+scope's supersessions count there (service/hygiene/supersede.py); ``scope`` in an update may name
+only its own (``null`` would make a memory global); a memory's relations to other scopes are left
+out, in ``get`` and in ``expand_links``, and so are the ids in ``superseded_by``; ``history`` leaves
+out the versions a memory had in another scope; the counts are the scope's own. A read-only token
+changes nothing, uses included: its searches record none.
 """
 
 from __future__ import annotations

@@ -33,20 +33,8 @@ from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import ARGUMENTS, DEFAULT_SEARCH_LIMIT, MAX_LIMIT
 from agent_memory.embedders.base import Embedder
-from agent_memory.search import read as read_query
-from agent_memory.service import (
-    actor,
-    duplicates,
-    history,
-    pages,
-    redact,
-    similar,
-    status,
-    supersede,
-    tidy,
-    uses,
-    validate,
-)
+from agent_memory.query import read as read_query
+from agent_memory.service import actor, pages, redact, status, uses, validate
 from agent_memory.service.embedding_jobs import (
     BACKFILL_BATCH_ROWS,
     REEMBED_BATCH_ROWS,
@@ -54,6 +42,7 @@ from agent_memory.service.embedding_jobs import (
     Progress,
     no_progress,
 )
+from agent_memory.service.hygiene import duplicates, history, similar, supersede, tidy
 from agent_memory.service.redact import MEMORY_FIELDS, import_step, redact_fields
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.transfer import gsd, jsonl, portable
@@ -363,7 +352,7 @@ class MemoryService:
         return validate.label(args, argument.name)
 
     def history(self, args: Any) -> dict[str, Any]:
-        """memory_history: a memory's versions, oldest first (service/history.py)."""
+        """memory_history: a memory's versions, oldest first (service/hygiene/history.py)."""
         memory_id = validate.memory_id(self._arguments("history", args))
         with self.storage("history"):
             return history.versions(self.db, memory_id)
@@ -405,14 +394,14 @@ class MemoryService:
         return {**echo, "unlinked": False, "reason": "not_found"}
 
     def tidy(self, args: Any = None) -> dict[str, Any]:
-        """``agent-memory tidy``'s report (service/tidy.py); writes nothing."""
+        """``agent-memory tidy``'s report (service/hygiene/tidy.py); writes nothing."""
         return tidy.report(self, self._arguments("tidy", args, tidy.ARGUMENTS))
 
     def tidy_merge(
         self, clusters: list[dict[str, Any]], scope: str | None = None
     ) -> list[dict[str, Any]]:
         """Merge the clusters of a tidy report of ``scope`` (None: of all), one transaction
-        each (service/tidy.py)."""
+        each (service/hygiene/tidy.py)."""
         return tidy.merge(self, clusters, scope)
 
     def health(self, challenge: str | None = None, address: str = "") -> dict[str, Any]:

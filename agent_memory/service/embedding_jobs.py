@@ -17,7 +17,7 @@ from agent_memory import DISTRIBUTION
 from agent_memory.contract.errors import EmbedderUnavailable, EmbeddingOff, PinMismatch
 from agent_memory.contract.models import Pin
 from agent_memory.embedders.base import READY, UNREACHABLE, Embedder
-from agent_memory.search.ranking import SEARCH_MODE_HYBRID, SEARCH_MODE_KEYWORD
+from agent_memory.ranking import SEARCH_MODE_HYBRID, SEARCH_MODE_KEYWORD
 from agent_memory.service.context import Context
 
 log = logging.getLogger(__name__)

@@ -25,9 +25,10 @@ import json
 import logging
 import secrets
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agent_memory.contract.errors import InvalidArgument
+from agent_memory.service.context import Context
 from agent_memory.service.tokens import (
     DAY_SECS,
     LAST_USED_EVERY_SECS,
@@ -39,9 +40,6 @@ from agent_memory.service.tokens import (
 )
 from agent_memory.storage.oauth import REPLACED
 
-if TYPE_CHECKING:
-    from agent_memory.service.core import MemoryService
-
 log = logging.getLogger(__name__)
 
 ACCESS_PREFIX = "amoa_"
@@ -49,7 +47,7 @@ REFRESH_PREFIX = "amor_"
 SECRET_BYTES = 32
 # A secret as written: SECRET_BYTES in URL-safe base64, unpadded. Redaction knows an access
 # or refresh token by its prefix and this length, and an approval code by its alphabet and
-# groups (service/redact_rules.py).
+# groups (service/redact/rules.py).
 SECRET_CHARS = -(-SECRET_BYTES * 4 // 3)
 # A person has this long to sign in and consent once a client asked.
 SIGN_IN_SECS = 10 * 60
@@ -161,7 +159,7 @@ def _held(row: dict[str, Any]) -> Held:
 class OAuth:
     """Clients, sign-ins, codes and grants of ``service``'s database, on its clock."""
 
-    def __init__(self, service: MemoryService) -> None:
+    def __init__(self, service: Context) -> None:
         self._service = service
         self._db = service.db
         self._tokens = Tokens(service)

@@ -25,7 +25,7 @@ NAME_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
 NAME = re.compile(NAME_PATTERN)
 SECRET_BYTES = 32
 # The secret as a token writes it: SECRET_BYTES in URL-safe base64, unpadded. Redaction
-# knows a token by this shape (service/redact_rules.py).
+# knows a token by this shape (service/redact/rules.py).
 SECRET_CHARS = -(-SECRET_BYTES * 4 // 3)
 MAX_EXPIRES_DAYS = 3650
 DAY_SECS = 86_400

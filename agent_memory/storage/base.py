@@ -20,8 +20,8 @@ from agent_memory.contract.models import OLLAMA, Embedding, Filters, Noise, Pin,
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 
 if TYPE_CHECKING:
-    from agent_memory.search import ParsedQuery
-    from agent_memory.storage.near import NearWords
+    from agent_memory.query import ParsedQuery
+    from agent_memory.storage.hygiene.near import NearWords
 
 # A memory as every read answers it, in this order (rows become dicts by these names), and
 # as an export writes it (the JSONL format's fields, in their order): the fields table's.

@@ -18,20 +18,22 @@ from typing import Any, ClassVar
 import sqlalchemy
 from sqlalchemy import text
 
+from agent_memory import ranking
 from agent_memory.contract.fields import LOCAL
 from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
-from agent_memory.search import ParsedQuery, ranking
-from agent_memory.search import read as read_query
-from agent_memory.storage import duplicates, history, near, oauth
-from agent_memory.storage import superseded as superseded_rows
+from agent_memory.query import ParsedQuery
+from agent_memory.query import read as read_query
+from agent_memory.storage import oauth
 from agent_memory.storage.base import MissingMemory, NewMemory
 from agent_memory.storage.faults import guarded
-from agent_memory.storage.history import HistoryRows
+from agent_memory.storage.hygiene import duplicates, history, near
+from agent_memory.storage.hygiene import superseded as superseded_rows
+from agent_memory.storage.hygiene.history import HistoryRows
+from agent_memory.storage.hygiene.tidy import TidyRows
 from agent_memory.storage.neighbours import neighbour_edges
 from agent_memory.storage.sessions import SessionRows
 from agent_memory.storage.sweep import SweepRows
-from agent_memory.storage.tidy import TidyRows
 from agent_memory.storage.tokens import TokenRows
 
 _DELETE = text("DELETE FROM memories WHERE id = :memory_id")

@@ -2,7 +2,7 @@
 
 A memory's keyword columns (doc_len, terms, tf) are FTS5's lexemes of its content, and
 FTS5's index now reads each run of Chinese, Japanese, Korean, Thai, ... characters as its
-bigrams (agent_memory/search/bigrams.py). The rows holding such text are tokenized again
+bigrams (agent_memory/query/bigrams.py). The rows holding such text are tokenized again
 here, a batch per statement; the keyword totals log (migrations/postgres/0007) takes in
 their changed counts through its update trigger, as for any rewrite of content. Every other
 row is left as it is: its lexemes are the same.
@@ -13,7 +13,7 @@ Revises: 0008
 
 from alembic import op
 
-from agent_memory.search import unsegmented
+from agent_memory.query import unsegmented
 from agent_memory.storage.postgres.keyword import document
 
 revision = "0009"

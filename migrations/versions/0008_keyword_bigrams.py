@@ -5,7 +5,7 @@ Revises: 0007
 Create Date: 2026-12-05
 
 unicode61 made a Chinese or Japanese sentence one token, so a word inside it could not be
-found (agent_memory/search/bigrams.py). The index now reads the view ``memories_fts_source``:
+found (agent_memory/query/bigrams.py). The index now reads the view ``memories_fts_source``:
 a memory's ``keyword_text`` (its content with each run of those scripts written out as
 bigrams, query.indexed_text) where it has one, else its content. Rows holding such text get
 theirs here; every other row keeps NULL and is indexed exactly as before. FTS5 keeps its
@@ -19,7 +19,7 @@ keyword_text of the old content, so that the index never keeps the old meaning.
 
 from alembic import op
 
-from agent_memory.search import indexed_text
+from agent_memory.query import indexed_text
 
 revision = "0008"
 down_revision = "0007"

@@ -23,7 +23,7 @@ does for content.
 
 from alembic import op
 
-from agent_memory.search import indexed_text, unsegmented
+from agent_memory.query import indexed_text, unsegmented
 
 revision = "0009"
 down_revision = "0008"

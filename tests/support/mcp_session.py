@@ -7,7 +7,7 @@ import anyio
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from agent_memory.transports.mcp import server as mcp_server
+from agent_memory.mcp import server as mcp_server
 
 
 def run(service, *calls):

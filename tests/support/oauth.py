@@ -29,7 +29,7 @@ from mcp.shared.auth import (
     OAuthToken,
 )
 
-from agent_memory.transports.mcp.oauth_pages import CONSENT_PATH
+from agent_memory.http.oauth.pages import CONSENT_PATH
 from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon
 from tests.support.team import ACCEPT, bearer
 

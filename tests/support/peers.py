@@ -8,9 +8,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
+from agent_memory.cli.main import cli
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-from agent_memory.transports.cli.main import cli
 
 PEERS = Path(__file__).parent.parent / "fixtures" / "peers"
 # source -> (path, {phrase: (type, tags that must be there)}, links as (phrase, kind, phrase))

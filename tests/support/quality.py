@@ -30,7 +30,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from agent_memory.search import ranking
+from agent_memory import ranking
 from agent_memory.service.core import MemoryService
 from tests.support.semantic_set import Memory, Query
 

@@ -1,10 +1,10 @@
 """Texts that make a careless pattern rescan the rest of the text from every start
 (quadratic time), for the test that redaction stays correct on them; the rules in
-service/redact_rules.py are written so that their time stays linear in the text."""
+service/redact/rules.py are written so that their time stays linear in the text."""
 
 from __future__ import annotations
 
-# Each unit, repeated: one or more per rule of agent_memory/service/redact.py, including its literal
+# Each unit, repeated: one or more per rule of agent_memory/service/redact/__init__.py, including its literal
 # start.
 ADVERSARIAL = [
     "sk-",

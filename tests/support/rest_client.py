@@ -6,7 +6,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from agent_memory.transports.rest.app import create_app
+from agent_memory.http.rest import create_app
 
 # The daemon's default address, as a client of the real daemon would send it.
 BASE = "http://127.0.0.1:7437"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from click.testing import CliRunner, Result
 
-from agent_memory.transports.cli.main import cli
+from agent_memory.cli.main import cli
 
 
 def am(db_path, *args: str, input: str | bytes | None = None) -> Result:

@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from agent_memory import search as query
-from agent_memory.search import Near, Node, Phrase
+from agent_memory import query
+from agent_memory.query import Near, Node, Phrase
 from agent_memory.storage.postgres import tsquery
 from agent_memory.storage.postgres.totals import LEXEME_ROWS, TOTALS
 

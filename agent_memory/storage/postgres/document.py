@@ -3,7 +3,7 @@
 Why lexemes come from Python and not from a text search configuration: bm25 counts tokens,
 and PostgreSQL's parser does not split text where unicode61 does (``1e10``, ``v1.2``, paths,
 hex ids), its snowball porter is not FTS5's porter, and unaccent is not remove_diacritics 2.
-``document`` stores FTS5's own lexemes (agent_memory.search.lexeme): a tsvector for matching
+``document`` stores FTS5's own lexemes (agent_memory.query.lexeme): a tsvector for matching
 (GIN) and phrase positions (FTS5's token positions + 1, the first token at weight A for
 ``^``), a jsonb map of each lexeme's count (a word's frequency in one lookup), and FTS5's
 token count as the row's length.
@@ -36,8 +36,8 @@ import json
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from agent_memory import search as query
-from agent_memory.search import bm25
+from agent_memory import query
+from agent_memory.query import bm25
 from agent_memory.storage.postgres import tsquery
 
 # PostgreSQL's tsvector limits (tsvector.h): largest position, positions kept per lexeme,

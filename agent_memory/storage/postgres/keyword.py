@@ -26,9 +26,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agent_memory import search as query
+from agent_memory import query, ranking
 from agent_memory.contract.vocabulary import PINNED_TYPES
-from agent_memory.search import And, Near, Node, Not, Or, Phrase, Term, bm25, ranking
+from agent_memory.query import And, Near, Node, Not, Or, Phrase, Term, bm25
 from agent_memory.storage.postgres import tsquery
 from agent_memory.storage.postgres.counts import COUNTS_BY_INDEX_MAX as COUNTS_BY_INDEX_MAX
 from agent_memory.storage.postgres.counts import Sql as _Sql

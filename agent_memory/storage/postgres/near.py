@@ -1,4 +1,4 @@
-"""The keyword signal's candidates for a near-duplicate hint, on PostgreSQL (storage/near.py
+"""The keyword signal's candidates for a near-duplicate hint, on PostgreSQL (storage/hygiene/near.py
 plans which rows): the GIN index of ``terms``, no ranking. Each word's rows come from
 lexeme_rows and the totals log (exact statistics, read, never written here)."""
 
@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import sqlalchemy
 
-from agent_memory.search import Term, lexeme, unsegmented, word_leaf
-from agent_memory.storage.near import NEAR_MAX_ROWS, NearPlan
+from agent_memory.query import Term, lexeme, unsegmented, word_leaf
+from agent_memory.storage.hygiene.near import NEAR_MAX_ROWS, NearPlan
 from agent_memory.storage.postgres import tsquery
 from agent_memory.storage.postgres.totals import LEXEME_ROWS
 from agent_memory.storage.postgres.tsquery import MAX_LEXEME_BYTES, tsquery_lexeme

@@ -15,10 +15,11 @@ from typing import Any
 
 import sqlalchemy
 
+from agent_memory import ranking
 from agent_memory.contract.models import Pin, content_hash
-from agent_memory.search import ranking
-from agent_memory.storage import duplicates, history, rows_common
+from agent_memory.storage import rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
+from agent_memory.storage.hygiene import duplicates, history
 from agent_memory.storage.postgres import keyword, rows, vectors
 
 _LOCK = "LOCK TABLE memories IN SHARE ROW EXCLUSIVE MODE"

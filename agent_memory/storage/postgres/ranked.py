@@ -1,4 +1,4 @@
-"""PostgreSQL's keyword ranking as the store runs it: the query tree (agent_memory.search)
+"""PostgreSQL's keyword ranking as the store runs it: the query tree (agent_memory.query)
 scored by FTS5's bm25 in SQL (the SQL: keyword.py), and a query of several words searched
 as on SQLite (the rows holding every word first). Inside the caller's read snapshot.
 
@@ -13,7 +13,7 @@ from typing import Any
 import sqlalchemy
 
 from agent_memory.contract.models import Filters, KeywordScale
-from agent_memory.search import Node, Or, ParsedQuery, any_word, bm25
+from agent_memory.query import Node, Or, ParsedQuery, any_word, bm25
 from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword
 

@@ -8,7 +8,7 @@ in short batches that skip rows another transaction holds (``FOR UPDATE SKIP LOC
 read is one REPEATABLE READ, READ ONLY transaction: a multi-statement read sees one snapshot.
 
 Keyword search is FTS5's bm25 computed in SQL (:mod:`.keyword`), over the query tree
-agent_memory.search makes of the text, so the same corpus ranks the same way on both
+agent_memory.query makes of the text, so the same corpus ranks the same way on both
 backends; vectors live in pgvector (:mod:`.vectors`). Whatever the engine raises leaves as
 StorageFault (its text as the detail, for the log), a read past its deadline as
 SearchTimedOut.
@@ -28,6 +28,7 @@ import psycopg
 import sqlalchemy
 from sqlalchemy import Connection, text
 
+from agent_memory import ranking
 from agent_memory.contract.errors import SearchTimedOut
 from agent_memory.contract.models import (
     Embedding,
@@ -35,12 +36,12 @@ from agent_memory.contract.models import (
     content_hash,
 )
 from agent_memory.contract.vocabulary import count
-from agent_memory.search import ParsedQuery, ranking
+from agent_memory.query import ParsedQuery
 from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.common import CommonStore, Leg, Legs
-from agent_memory.storage.near import NearPlan
+from agent_memory.storage.hygiene.near import NearPlan
 from agent_memory.storage.postgres import checks, keyword, portable, rows, vectors
 from agent_memory.storage.postgres import near as near_rows
 from agent_memory.storage.postgres import ranked as ranked_search

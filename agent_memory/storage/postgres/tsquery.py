@@ -1,7 +1,7 @@
 """Rendering a query tree as a PostgreSQL tsquery, bound as one parameter.
 
 Why not ``websearch_to_tsquery`` or ``to_tsquery`` on the raw text: the first loses prefixes
-and parentheses, the second raises on raw input. The tree (agent_memory.search) is FTS5's
+and parentheses, the second raises on raw input. The tree (agent_memory.query) is FTS5's
 reading of the text, so both backends match the same rows.
 
 Why one tsquery text and not one ``%s::tsquery`` per term joined by SQL operators: a query
@@ -12,7 +12,7 @@ The text is data for tsquery's own parser: each lexeme is quoted and escaped, ne
 
 from __future__ import annotations
 
-from agent_memory.search import COLUMNS, And, Near, Node, Not, Phrase, Term, lexeme
+from agent_memory.query import COLUMNS, And, Near, Node, Not, Phrase, Term, lexeme
 
 # The weights a memory's tsvector gives its tokens (storage/postgres/keyword.py): a column's
 # first token (what ``^`` asks) and its other tokens, for each of FTS5's columns.

@@ -29,8 +29,8 @@ from typing import Any
 
 import sqlalchemy
 
+from agent_memory import ranking
 from agent_memory.contract.models import Embedding, Filters, Pin
-from agent_memory.search import ranking
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
 from agent_memory.storage.postgres.rows import filters_sql
 

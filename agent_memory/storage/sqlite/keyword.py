@@ -13,7 +13,7 @@ apply, each of them exact unless said otherwise:
    index alone, then blends decay into those only. Decay lies in (0, MAX_DECAY], so a row
    past the candidates scores at most the last candidate's -bm25 + MAX_DECAY: when the
    page's last score beats that, the page is the full query's.
-2. Pruning (planned by agent_memory.search.bm25, as on PostgreSQL): past PRUNE_MIN_ROWS,
+2. Pruning (planned by agent_memory.query.bm25, as on PostgreSQL): past PRUNE_MIN_ROWS,
    the informative words alone are scored when they decide the page: the other words'
    bm25 share is added back to the best rows (term_scores, FTS5's own arithmetic) and the
    page is taken only when no row past it could catch up (see _decided).
@@ -32,8 +32,8 @@ import sqlalchemy
 import sqlean
 
 from agent_memory.contract.models import Filters, KeywordScale
-from agent_memory.search import ParsedQuery, any_word, bm25, read, to_fts5, unsegmented, word_leaf
-from agent_memory.search.ranking import MAX_DECAY
+from agent_memory.query import ParsedQuery, any_word, bm25, read, to_fts5, unsegmented, word_leaf
+from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import keyword_sql, rows
 from agent_memory.storage.sqlite.keyword_sql import CANDIDATES, SCORE, WORST
 

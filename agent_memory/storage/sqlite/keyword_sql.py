@@ -17,8 +17,8 @@ import sqlalchemy
 from sqlalchemy import bindparam, func, literal_column, select
 from sqlalchemy.dialects import sqlite
 
-from agent_memory.search import bm25
-from agent_memory.search.ranking import MAX_DECAY
+from agent_memory.query import bm25
+from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY, FilterKey

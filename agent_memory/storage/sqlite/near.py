@@ -1,4 +1,5 @@
-"""The keyword signal's candidates for a near-duplicate hint, on SQLite (storage/near.py plans
+"""The keyword signal's candidates for a near-duplicate hint, on SQLite (storage/hygiene/near.py
+plans
 which rows): FTS5's word lists, no bm25, read on the driver's connection (SQLAlchemy's
 result rows cost more than the statements here). Nothing here reads or fills the word counts the
 keyword search caches for its pruning (keyword.KeywordIndex): a count made at store time
@@ -11,7 +12,7 @@ from collections.abc import Sequence
 
 import sqlalchemy
 
-from agent_memory.storage.near import NEAR_MAX_ROWS, NEAR_RARE_ROWS, NearPlan
+from agent_memory.storage.hygiene.near import NEAR_MAX_ROWS, NEAR_RARE_ROWS, NearPlan
 from agent_memory.storage.sqlite.keyword import any_of, driver
 
 # A common word's rows are counted among the newest this many ids only: enough to order the

@@ -13,11 +13,13 @@ from typing import Any
 import sqlalchemy
 from sqlalchemy import func, select
 
+from agent_memory import ranking
 from agent_memory.contract import fields
 from agent_memory.contract.models import Pin, content_hash
-from agent_memory.search import indexed_tags, indexed_text, ranking, tag_text
-from agent_memory.storage import duplicates, history, rows_common
+from agent_memory.query import indexed_tags, indexed_text, tag_text
+from agent_memory.storage import rows_common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
+from agent_memory.storage.hygiene import duplicates, history
 from agent_memory.storage.sqlite import vectors
 from agent_memory.storage.sqlite.schema import memories, memory_links
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import sqlean
 
+from agent_memory import ranking
 from agent_memory.contract.errors import DatabaseBusy, DatabaseOpenError, SchemaTooNew, StorageFault
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
-from agent_memory.search import ranking
 from agent_memory.storage.base import MEMORY_COLUMNS, READ
 from agent_memory.storage.neighbours import NEIGHBOURS, neighbour_edges
 from agent_memory.storage.sqlite import database

@@ -14,9 +14,9 @@ from typing import Any
 import sqlalchemy
 from sqlalchemy import bindparam, func, literal_column, or_, select
 
+from agent_memory import ranking
 from agent_memory.contract.models import Filters
 from agent_memory.contract.vocabulary import PINNED_TYPES
-from agent_memory.search import ranking
 from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.sqlite.schema import memories
 

@@ -30,9 +30,10 @@ from sqlalchemy import (
     update,
 )
 
+from agent_memory import ranking
 from agent_memory.contract.models import Embedding, Filters, content_hash
 from agent_memory.contract.vocabulary import SQLITE_INT_MAX
-from agent_memory.search import ParsedQuery, indexed_tags, indexed_text, ranking, tag_text
+from agent_memory.query import ParsedQuery, indexed_tags, indexed_text, tag_text
 from agent_memory.storage import faults, neighbours, rows_common
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.common import (
@@ -42,7 +43,7 @@ from agent_memory.storage.common import (
     Leg,
     Legs,
 )
-from agent_memory.storage.near import NearPlan
+from agent_memory.storage.hygiene.near import NearPlan
 from agent_memory.storage.sqlite import near as near_rows
 from agent_memory.storage.sqlite import portable, rows, vectors
 from agent_memory.storage.sqlite.connections import Connections

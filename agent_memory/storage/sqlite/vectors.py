@@ -39,7 +39,7 @@ from sqlalchemy import (
 )
 
 from agent_memory.contract.models import Embedding, Filters, Pin
-from agent_memory.search.ranking import SAMPLE_RUN, sample_starts
+from agent_memory.ranking import SAMPLE_RUN, sample_starts
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.schema import memories, meta

@@ -1,0 +1,1 @@
+"""What hygiene (service.hygiene) reads and writes, the same on every engine, in plain SQL."""
