@@ -2,7 +2,7 @@
 
 The MCP tools' schemas and the OpenAPI document (agent_memory.contract.schemas), the arguments of
 memory_store and memory_update (vocabulary.ARGUMENTS), the columns every read selects and
-an export writes (storage.base), the rows both engines insert (storage.rows_common), the
+an export writes (storage.base), the rows both engines insert (storage.common), the
 JSONL record and its reader's checks (jsonl) all read this table. A new field is a row
 here, plus the migration that adds its column.
 

@@ -407,3 +407,115 @@ OUTPUT: dict[str, Schema] = {
         "deleted",
     ),
 }
+
+
+# The report of `agent-memory tidy` (service/hygiene/tidy.py), as GET /api/tidy answers it.
+_TIDY_INT = {"type": "integer"}
+_TIDY_IDS = {"type": "array", "items": _TIDY_INT}
+_TIDY_TYPE = {"type": "string", "enum": list(MEMORY_TYPES)}
+_TIDY_MEMBER = {
+    "id": _TIDY_INT,
+    "type": _TIDY_TYPE,
+    "created_at": _TIDY_INT,
+    "tags": {"type": "array", "items": {"type": "string"}},
+    "snippet": {"type": "string"},
+    "revision": {
+        "type": "string",
+        "description": "The memory as the report saw it, hashed: a merge skips the cluster "
+        "when it changed since.",
+    },
+}
+_TIDY_MERGED = {
+    **_TIDY_MEMBER,
+    "similarity": {"type": "number", "description": "To the kept memory."},
+    "missing_words": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "Its informative words that the kept memory lacks (at most 20).",
+    },
+}
+_TIDY_CLUSTER = obj(
+    {
+        "keep": obj(_TIDY_MEMBER, *_TIDY_MEMBER),
+        "keep_reason": {
+            "type": ["string", "null"],
+            "enum": ["holds_the_rest", "named", None],
+            "description": "Why that member is kept: it holds every informative word of the "
+            "others, or `keep` named it. Null: no member holds the rest, `keep` is only the "
+            "nearest to it, and a merge leaves the cluster alone unless `keep` names one.",
+        },
+        "merge": {
+            "type": "array",
+            "minItems": 1,
+            "items": obj(_TIDY_MERGED, *_TIDY_MERGED),
+            "description": "The memories the kept one would supersede, the most similar first.",
+        },
+        "tags": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "The kept memory's tags after a merge: its own, then the others'.",
+        },
+    },
+    "keep",
+    "keep_reason",
+    "merge",
+    "tags",
+)
+_TIDY_SUPERSEDED = obj(
+    {
+        "id": _TIDY_INT,
+        "type": _TIDY_TYPE,
+        "snippet": {"type": "string"},
+        "superseded_by": _TIDY_IDS,
+        "current_replacements": {
+            **_TIDY_IDS,
+            "description": "The current memories at the ends of its chains of replacements.",
+        },
+        "related": {
+            "type": "array",
+            "items": obj({"id": _TIDY_INT, "kind": {"type": "string"}}, "id", "kind"),
+            "description": "Current memories still related to it (relates_to, caused_by).",
+        },
+        "problems": {
+            "type": "array",
+            "items": {"type": "string", "enum": ["no_current_replacement", "still_related"]},
+        },
+    },
+    *("id", "type", "snippet", "superseded_by", "current_replacements", "related", "problems"),
+)
+_TIDY_UNUSED = obj(
+    {
+        "id": _TIDY_INT,
+        "type": _TIDY_TYPE,
+        "scope": {"type": ["string", "null"]},
+        "last_accessed": _TIDY_INT,
+        "access_count": _TIDY_INT,
+        "snippet": {"type": "string"},
+    },
+    *("id", "type", "scope", "last_accessed", "access_count", "snippet"),
+)
+TIDY: Schema = obj(
+    {
+        "scope": {"type": ["string", "null"]},
+        "signal": {
+            "type": "string",
+            "enum": ["cosine", "keyword"],
+            "description": "How near-duplicates were found: the model's cosine of the stored "
+            "vectors, or keyword overlap.",
+        },
+        "threshold": {"type": "number"},
+        "signal_note": {"type": "string", "description": "Why keyword overlap, when it is."},
+        "memories": {**_TIDY_INT, "description": "The current memories compared."},
+        "not_compared": {**_TIDY_INT, "description": "Memories without a vector (cosine only)."},
+        "clusters": {"type": "array", "items": _TIDY_CLUSTER},
+        "superseded": {"type": "array", "items": _TIDY_SUPERSEDED},
+        "unused_days": _TIDY_INT,
+        "unused": obj(
+            {"count": _TIDY_INT, "memories": {"type": "array", "items": _TIDY_UNUSED}},
+            "count",
+            "memories",
+        ),
+    },
+    *("scope", "signal", "threshold", "memories", "not_compared", "clusters", "superseded"),
+    *("unused_days", "unused"),
+)

@@ -14,10 +14,10 @@ from typing import Any
 
 from agent_memory import __version__
 from agent_memory.contract import fields, schemas
+from agent_memory.contract.schemas import TIDY
 from agent_memory.contract.vocabulary import REST_ARGUMENTS
 from agent_memory.http import signin
 from agent_memory.http.openapi_paths import paths
-from agent_memory.http.openapi_tidy import TIDY
 from agent_memory.settings import OPTIONS
 
 Schema = dict[str, Any]

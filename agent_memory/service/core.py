@@ -42,7 +42,7 @@ from agent_memory.service.embedding_jobs import (
     Progress,
     no_progress,
 )
-from agent_memory.service.hygiene import duplicates, history, similar, supersede, tidy
+from agent_memory.service.hygiene import history, similar, supersede, tidy
 from agent_memory.service.redact import MEMORY_FIELDS, import_step, redact_fields
 from agent_memory.storage.base import NewMemory, Store
 from agent_memory.transfer import gsd, jsonl, portable
@@ -177,7 +177,7 @@ class MemoryService:
         hints = similar.find(self.db, fields["content"], fields["scope"], embedding, now)
         with self.storage("store"), supersede.refused(older):
             memory_id, duplicate = self.db.insert_unique(memory, embedding)
-        return similar.stored(duplicates.stored(memory_id, duplicate, redacted), hints)
+        return similar.stored(memory_id, duplicate, redacted, hints)
 
     def search(
         self, args: Any, *, record_use: bool = True, fields: tuple[str, ...] | None = None

@@ -38,7 +38,7 @@ from agent_memory.service.tokens import (
     Unauthorized,
     key,
 )
-from agent_memory.storage.oauth import REPLACED
+from agent_memory.storage.base import REPLACED
 
 log = logging.getLogger(__name__)
 

@@ -34,6 +34,8 @@ PIN_KEYS = ("embedding_model", "embedding_dim", "embedding_prefixes")
 PROVIDER_KEY = "embedding_provider"
 # The meta row holding the database's random id (contract.identity), made with the schema.
 IDENTITY_KEY = "database_id"
+# The key an OAuth grant is found by when a refresh token it replaced is presented again.
+REPLACED = "replaced_refresh_key"
 
 # How open_store treats the location (see there): create a database when there is none,
 # open an existing one only, or open an existing one to read (read-only if need be).

@@ -19,6 +19,7 @@ import sqlalchemy
 from sqlalchemy import text
 
 from agent_memory import ranking
+from agent_memory.contract import fields
 from agent_memory.contract.fields import LOCAL
 from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
@@ -35,6 +36,29 @@ from agent_memory.storage.neighbours import neighbour_edges
 from agent_memory.storage.sessions import SessionRows
 from agent_memory.storage.sweep import SweepRows
 from agent_memory.storage.tokens import TokenRows
+
+
+def inserted(memory: NewMemory) -> dict[str, Any]:
+    """The field columns of the row a store adds, in the table's order; a field the
+    write does not give takes its initial value."""
+    given = {
+        "type": memory.memory_type,
+        "content": memory.content,
+        "tags": list(memory.tags),
+        "source": memory.source,
+        "scope": memory.scope,
+        "expires_at": memory.expires_at,
+        "created_by": memory.actor,
+        "updated_by": memory.actor,
+    }
+    return fields.new_row(given, memory.now)
+
+
+def imported(record: dict[str, Any], now: int) -> dict[str, Any]:
+    """The field columns of the row an import adds for an export record (its ``imported``
+    fields; the others as a new row's)."""
+    return fields.new_row(record, now, imported=True)
+
 
 _DELETE = text("DELETE FROM memories WHERE id = :memory_id")
 _UNLINK = text("DELETE FROM memory_links WHERE from_id = :a AND to_id = :b AND kind = :kind")

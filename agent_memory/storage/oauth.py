@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy
 from sqlalchemy import text
 
-from agent_memory.storage.base import Pause
+from agent_memory.storage.base import REPLACED, Pause
 from agent_memory.storage.faults import guarded
 
 CODE_COLUMNS = ("stage", "client_id", "request", "token_name", "token_digest", "expires_at")
@@ -31,7 +31,6 @@ GRANT_COLUMNS = (
 # The columns a grant is found by: each holds the SHA-256 of a secret (or the grant's id).
 GRANT_KEYS = ("id", "access_key", "refresh_key", "code_key")
 # What else finds a grant: the SHA-256 of a refresh token it replaced.
-REPLACED = "replaced_refresh_key"
 # The stages that wait for a person (sign-in, consent): those the cap on rows in flight trims.
 WAITING = ("sign_in", "consent")
 

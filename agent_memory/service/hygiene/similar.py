@@ -187,9 +187,18 @@ def find(
     return {"similar": hints, "similar_by": signal} if hints else {}
 
 
-def stored(answer: dict[str, Any], hints: dict[str, Any]) -> dict[str, Any]:
-    """memory_store's answer with the hints, unless the memory it names is one of them (an
-    exact duplicate that collapsed onto it)."""
+def stored(
+    memory_id: int, duplicate: bool, redacted: list[str], hints: dict[str, Any]
+) -> dict[str, Any]:
+    """memory_store's answer: ``{"id": N}``; ``duplicate_of`` (the same id, named again so
+    that an agent sees nothing new was made) when the content was already stored (decisions,
+    "Content"); the kinds of secret ``redacted`` when any was; and the hints, unless the
+    memory it names is one of them (an exact duplicate that collapsed onto it)."""
+    answer: dict[str, Any] = {"id": memory_id}
+    if duplicate:
+        answer["duplicate_of"] = memory_id
+    if redacted:
+        answer["redacted"] = redacted
     if not hints:
         return answer
     similar = [h for h in hints["similar"] if h["id"] != answer["id"]]

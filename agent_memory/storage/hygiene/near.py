@@ -1,7 +1,6 @@
 """Which stored memories the keyword signal of a near-duplicate hint reads
-(service/hygiene/similar.py),
-planned alike for every engine: no ranking, only the rows that can share enough of
-the new memory's informative lexemes, found from the index's word lists.
+(service/hygiene/similar.py), planned alike for every engine: no ranking, only the rows that
+can share enough of the new memory's informative lexemes, found from the index's word lists.
 
 A stored memory S is a near duplicate of the new one N when S and N share at least
 ``need(min(|N|, |S|))`` lexemes (the threshold is relative to the shorter one). Two ways in:

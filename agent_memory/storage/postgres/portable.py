@@ -17,7 +17,7 @@ import sqlalchemy
 
 from agent_memory import ranking
 from agent_memory.contract.models import Pin, content_hash
-from agent_memory.storage import rows_common
+from agent_memory.storage import common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.hygiene import duplicates, history
 from agent_memory.storage.postgres import keyword, rows, vectors
@@ -87,7 +87,7 @@ def import_memories(
             values.append(
                 (
                     memory_id,
-                    *rows.field_values(rows_common.imported(record, now)),
+                    *rows.field_values(common.imported(record, now)),
                     ranking.base_weight(record["type"]),
                     0,
                     content_hash(record["content"]),

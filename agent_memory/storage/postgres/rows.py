@@ -71,7 +71,7 @@ LINK = (
 
 
 def field_values(values: dict[str, Any]) -> tuple[Any, ...]:
-    """A new row's field columns (rows_common's, in their order) as the driver takes them:
+    """A new row's field columns (storage.common's, in their order) as the driver takes them:
     tags as a JSON text."""
     encoded = {**values, "tags": json.dumps(list(values["tags"]), ensure_ascii=False)}
     return tuple(encoded.values())

@@ -37,7 +37,7 @@ from agent_memory.contract.models import (
 )
 from agent_memory.contract.vocabulary import count
 from agent_memory.query import ParsedQuery
-from agent_memory.storage import faults, neighbours, rows_common
+from agent_memory.storage import common, faults, neighbours
 from agent_memory.storage.base import Finding, NewMemory, Pause
 from agent_memory.storage.checks import vector_findings
 from agent_memory.storage.common import CommonStore, Leg, Legs
@@ -155,7 +155,7 @@ class PostgresStore(CommonStore):
     def _insert_row(self, conn: Connection, memory: NewMemory, embedded: bool) -> int:
         found = keyword.document(memory.content, memory.tags)
         row = (
-            *rows.field_values(rows_common.inserted(memory)),
+            *rows.field_values(common.inserted(memory)),
             ranking.base_weight(memory.memory_type),
             int(embedded),
             content_hash(memory.content),

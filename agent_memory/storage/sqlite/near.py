@@ -1,9 +1,8 @@
-"""The keyword signal's candidates for a near-duplicate hint, on SQLite (storage/hygiene/near.py
-plans
-which rows): FTS5's word lists, no bm25, read on the driver's connection (SQLAlchemy's
-result rows cost more than the statements here). Nothing here reads or fills the word counts the
-keyword search caches for its pruning (keyword.KeywordIndex): a count made at store time
-would be reused by later searches."""
+"""The keyword signal's candidates for a near-duplicate hint, on SQLite
+(storage/hygiene/near.py plans which rows): FTS5's word lists, no bm25, read on the driver's
+connection (SQLAlchemy's result rows cost more than the statements here). Nothing here reads
+or fills the word counts the keyword search caches for its pruning (keyword.KeywordIndex): a
+count made at store time would be reused by later searches."""
 
 from __future__ import annotations
 

@@ -17,7 +17,7 @@ from agent_memory import ranking
 from agent_memory.contract import fields
 from agent_memory.contract.models import Pin, content_hash
 from agent_memory.query import indexed_tags, indexed_text, tag_text
-from agent_memory.storage import rows_common
+from agent_memory.storage import common
 from agent_memory.storage.base import EXPORT_MEMORY_COLUMNS
 from agent_memory.storage.hygiene import duplicates, history
 from agent_memory.storage.sqlite import vectors
@@ -158,7 +158,7 @@ def import_memories(
 
 
 def _import_row(record: dict[str, Any], hashed: int, now: int) -> tuple[Any, ...]:
-    row = rows_common.imported(record, now)
+    row = common.imported(record, now)
     row["tags"] = tag_text(record["tags"])
     return (
         *row.values(),

@@ -34,7 +34,7 @@ from agent_memory import ranking
 from agent_memory.contract.models import Embedding, Filters, content_hash
 from agent_memory.contract.vocabulary import SQLITE_INT_MAX
 from agent_memory.query import ParsedQuery, indexed_tags, indexed_text, tag_text
-from agent_memory.storage import faults, neighbours, rows_common
+from agent_memory.storage import common, faults, neighbours
 from agent_memory.storage.base import Finding, NewMemory
 from agent_memory.storage.common import (
     ALL_SUPERSEDED_SQL,
@@ -183,7 +183,7 @@ class SqliteStore(CommonStore):
 
     def _insert_row(self, conn: Connection, memory: NewMemory, embedded: bool) -> int:
         row = {
-            **rows_common.inserted(memory),
+            **common.inserted(memory),
             "tags": tag_text(memory.tags),
             "base_weight": ranking.base_weight(memory.memory_type),
             "content_hash": content_hash(memory.content),
