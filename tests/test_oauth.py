@@ -46,6 +46,8 @@ pytest_plugins = ["tests.support.pg_fixtures"]
 def team(location):
     tokens = make_tokens(location)
     with RestDaemon(location) as daemon:
+        # the first sweep has run: it would delete a code a test made expired on purpose
+        daemon.read_stderr_until("sweep: ")
         daemon.drain_stderr()
         yield daemon, tokens
 
