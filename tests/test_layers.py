@@ -241,3 +241,23 @@ def test_a_search_is_one_read_snapshot_and_the_bump(service, clock, monkeypatch)
         event.remove(Engine, "begin", on_begin)
     assert len(found) == 3
     assert begun == ["read", "write"]
+
+
+def test_the_design_map_names_every_top_level_part_and_only_those():
+    """docs/design.md's map of the package is the package: each folder and top-level module
+    of agent_memory/ has its line, and each line names one that exists."""
+    design = (PACKAGE.parent / "docs" / "design.md").read_text()
+    block = design.split("```\n", 2)[1]
+    named = {line.split()[0].rstrip("/") for line in block.splitlines() if line[:1].isalpha()}
+    parts = {p.name for p in PACKAGE.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    parts |= {p.name for p in PACKAGE.glob("*.py") if not p.name.startswith("__")}
+    assert named == parts
+
+
+def test_the_design_map_lists_the_layers_in_their_order():
+    """The map reads top to bottom as the layers go, highest first."""
+    design = (PACKAGE.parent / "docs" / "design.md").read_text()
+    block = design.split("```\n", 2)[1]
+    order = [line.split()[0].rstrip("/") for line in block.splitlines() if line[:1].isalpha()]
+    levels = [level(home(f"agent_memory.{name.removesuffix('.py')}")) for name in order]
+    assert levels == sorted(levels, reverse=True)
