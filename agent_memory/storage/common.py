@@ -8,7 +8,6 @@ that SQLite and PostgreSQL read alike.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -19,10 +18,11 @@ import sqlalchemy
 from sqlalchemy import text
 
 from agent_memory.contract.fields import LOCAL
-from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
+from agent_memory.contract.models import Embedding, Filters, Noise, Pin, SearchPage, WordCounts
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 from agent_memory.search import ParsedQuery, ranking
 from agent_memory.search import read as read_query
+from agent_memory.search.relevance import Words
 from agent_memory.storage import duplicates, history, near
 from agent_memory.storage import superseded as superseded_rows
 from agent_memory.storage.base import MissingMemory, NewMemory
@@ -80,8 +80,9 @@ _SUPERSEDED = text(f"{_SUPERSEDED_SQL} AND to_id IN :ids ORDER BY to_id, from_id
 )
 
 Ranked = list[tuple[int, float]]
-# A hybrid search's two legs, (id, score) best first, and the keyword leg's scale.
-Legs = tuple[Ranked, Ranked, KeywordScale | None]
+# A hybrid search's two legs, (id, score) best first: the keyword leg's -bm25, the vector
+# leg's cosine similarity.
+Legs = tuple[Ranked, Ranked]
 
 
 @dataclass(frozen=True)
@@ -107,7 +108,8 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
     - ``ENGINE_ERRORS``: what its driver raises (leaves as StorageFault);
     - its SQL: ``_insert_row``, ``_update_row``, ``_delete_expired``, ``_decay_window``,
       ``NEIGHBOURS_SQL`` (neighbours.NEIGHBOURS in its dialect) with ``_ids``;
-    - its rankings: ``_legs`` (hybrid search), ``_keyword_page`` and ``_rows``;
+    - its rankings: ``_legs`` (hybrid search), ``_keyword_page``, ``_word_counts`` and
+      ``_rows``;
     - the sweep's batch sizes and what follows a batch, an expiry or a refresh.
     """
 
@@ -266,9 +268,18 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
             keep = superseded == superseded_rows.KEEP
             by = {} if keep else self._superseded(conn, filters.scope)
             asked = superseded_rows.room(limit, by, superseded)
-            found = self._search(conn, query, embedding, now, asked, filters, floor, unrelated)
-        rows = superseded_rows.current(found.results, by, limit, superseded)
-        return dataclasses.replace(found, results=list(rows))
+            parsed = read_query(query)
+            ranked, mode, other = self._ranked(
+                conn, parsed, embedding, now, asked, filters, unrelated
+            )
+            hidden = by if superseded == superseded_rows.HIDE else ()
+            page = ranking.end(ranked, limit, floor, hidden)
+            results = page.results
+            if ranked.hybrid and results:  # the candidates are partial rows: now the page whole
+                found = self._rows(conn, [row["id"] for row in results], now, filters)
+                results = [found[row["id"]] for row in results]
+        rows = superseded_rows.current(results, by, limit, superseded)
+        return SearchPage(mode, list(rows), other, page.why, page.explain)
 
     def _superseded(
         self, conn: sqlalchemy.Connection, scope: str | None = None
@@ -284,46 +295,38 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
             out.setdefault(int(old), []).append(int(new))
         return out
 
-    def _search(
+    def _ranked(
         self,
         conn: sqlalchemy.Connection,
-        query: str | ParsedQuery,
+        parsed: ParsedQuery,
         embedding: Embedding | None,
         now: int,
         limit: int,
         filters: Filters,
-        floor: bool | None,
         unrelated: Noise | None,
-    ) -> SearchPage:
-        parsed = read_query(query)
+    ) -> tuple[ranking.Ranked, str, Pin | None]:
+        """Every candidate, scored and best first (ranking.fuse or keyword_ranking), the
+        search mode, and the stored pin when the query's embedding did not fit it."""
         stored = None if embedding is None else self.VECTORS.stored_pin(conn)
         if embedding is not None and stored == embedding.pin:
             leg = Leg(ranking.leg_size(limit), filters, now)
-            keyword, nearest, scale = self._legs(conn, parsed, embedding, leg)
+            keyword, nearest = self._legs(conn, parsed, embedding, leg)
             ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
-            fused = ranking.fuse(
-                keyword,
-                nearest,
-                Noise.of(self.VECTORS.noise(conn, embedding)),
-                self._decays(conn, ids, now, filters),
-                limit,
-                floor,
-                scale,
-                unrelated,
-            )
-            results = fused.results
-            if results and "content" not in results[0]:  # ids and decays: now the page whole
-                found = self._rows(conn, [row["id"] for row in results], now, filters)
-                results = [found[row["id"]] for row in results]
-            mode = ranking.SEARCH_MODE_HYBRID
-            return SearchPage(mode, results, None, fused.why, fused.explain)
+            rows = self._candidates(conn, ids, now, filters)
+            words = self._words(conn, parsed, now) if rows else None
+            fused = ranking.fuse(keyword, nearest, rows, words, unrelated)
+            return fused, ranking.SEARCH_MODE_HYBRID, None
         # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
-        page = ranking.keyword_page(
-            self._keyword_page(conn, parsed, now, limit, filters),
-            parsed.words if parsed.several_words else None,
-        )
-        mode = ranking.SEARCH_MODE_KEYWORD
-        return SearchPage(mode, page.results, stored, page.why, page.explain)
+        scored = self._keyword_page(conn, parsed, now, limit, filters)
+        words = self._words(conn, parsed, now) if scored else None
+        return ranking.keyword_ranking(scored, words), ranking.SEARCH_MODE_KEYWORD, stored
+
+    def _words(self, conn: sqlalchemy.Connection, parsed: ParsedQuery, now: int) -> Words | None:
+        """A plain query's words as the relevance weighs them; None for FTS5 syntax."""
+        if not parsed.as_words:
+            return None
+        counts = self._word_counts(conn, parsed, now)
+        return Words.of(parsed.words, counts.rows, counts.hits, counts.average_length)
 
     @guarded
     def similar_candidates(
@@ -397,18 +400,22 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
         """The keyword mode's page: (memory, decay - bm25) best first, decay as of ``now``."""
         raise NotImplementedError
 
+    def _word_counts(self, conn: sqlalchemy.Connection, query: ParsedQuery, now: int) -> WordCounts:
+        """The rows and tokens indexed, and how many rows hold each of the query's words."""
+        raise NotImplementedError
+
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
     ) -> dict[int, dict[str, Any]]:
         """The memories among ``ids`` that pass the filters, decay_score as of ``now``."""
         raise NotImplementedError
 
-    def _decays(
+    def _candidates(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
     ) -> dict[int, dict[str, Any]]:
-        """What the fusion reads of a hybrid search's candidates: {id: {"id", "decay_score"}}
-        of those among ``ids`` that pass the filters (the page's rows are read whole after).
-        An engine that can read less than the whole rows says so here."""
+        """What the fusion reads of a hybrid search's candidates: {id: {"id", "decay_score",
+        "content", "tags"}} of those among ``ids`` that pass the filters (the page's rows
+        are read whole after). An engine that can read less than the whole rows says so."""
         return self._rows(conn, ids, now, filters)
 
     @guarded

@@ -27,6 +27,12 @@ class Memory:
 class Query:
     query: str
     target: str  # a Memory.key
+    also: tuple[str, ...] = ()  # other memories that answer it as well
+
+    @property
+    def answers(self) -> tuple[str, ...]:
+        """Every memory that answers the question, the target first."""
+        return (self.target, *self.also)
 
 
 TARGETS: tuple[Memory, ...] = (

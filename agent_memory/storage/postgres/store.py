@@ -32,6 +32,7 @@ from agent_memory.contract.errors import SearchTimedOut
 from agent_memory.contract.models import (
     Embedding,
     Filters,
+    WordCounts,
     content_hash,
 )
 from agent_memory.contract.vocabulary import count
@@ -233,9 +234,10 @@ class PostgresStore(CommonStore):
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = vectors.nearest(conn, embedding, leg.limit, leg.filters)
-        ranked = ranked_search.scored(conn, query, leg.limit, leg.filters)
-        scale = ranked_search.scale(conn, query) if ranked else None
-        return ranked, nearest, scale
+        return ranked_search.scored(conn, query, leg.limit, leg.filters), nearest
+
+    def _word_counts(self, conn: Connection, query: ParsedQuery, now: int) -> WordCounts:
+        return ranked_search.counts(conn, query)
 
     def _nearest(
         self, conn: Connection, embedding: Embedding, limit: int, filters: Filters

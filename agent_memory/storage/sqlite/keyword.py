@@ -31,7 +31,7 @@ from typing import Any
 import sqlalchemy
 import sqlean
 
-from agent_memory.contract.models import Filters, KeywordScale
+from agent_memory.contract.models import Filters, WordCounts
 from agent_memory.search import ParsedQuery, any_word, bm25, read, to_fts5, unsegmented, word_leaf
 from agent_memory.search.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import keyword_sql, rows
@@ -247,17 +247,18 @@ class KeywordIndex:
         now: int,
         limit: int,
         filters: Filters,
-    ) -> tuple[list[tuple[int, float]], KeywordScale | None]:
+    ) -> list[tuple[int, float]]:
         """The keyword leg of a hybrid search: (id, -bm25) best first, filters applied before
-        the cut; and, for a query searched as several words, its scale (bm25.scale; else
-        None)."""
+        the cut."""
         run = Run(conn, now=now, filters=filters, page=False)
-        parsed = read(query)
-        found = self._match(run, parsed, limit, now)
-        if not found or not parsed.several_words:
-            return found, None
-        total, hits = self.word_rows(conn, parsed.words, now, parsed, run.averages()[0])
-        return found, bm25.scale(parsed.words, total, hits)
+        return self._match(run, read(query), limit, now)
+
+    def counts(self, conn: sqlalchemy.Connection, parsed: ParsedQuery, now: int) -> WordCounts:
+        """What the index says about the query's words (the relevance of a plain query):
+        the rows and tokens indexed, and how many rows hold each word (cached)."""
+        indexed, *tokens = averages(conn)
+        _, hits = self.word_rows(conn, parsed.words, now, parsed, indexed)
+        return WordCounts(indexed, sum(tokens), hits)
 
     def _match(self, run: Run, parsed: ParsedQuery, limit: int, now: int) -> list[Any]:
         """FTS5 syntax as FTS5 reads it, else the query's words; nothing when no row can

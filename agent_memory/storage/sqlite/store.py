@@ -30,7 +30,7 @@ from sqlalchemy import (
     update,
 )
 
-from agent_memory.contract.models import Embedding, Filters, content_hash
+from agent_memory.contract.models import Embedding, Filters, WordCounts, content_hash
 from agent_memory.contract.vocabulary import SQLITE_INT_MAX
 from agent_memory.search import ParsedQuery, indexed_tags, indexed_text, ranking, tag_text
 from agent_memory.storage import faults, neighbours, rows_common
@@ -243,10 +243,11 @@ class SqliteStore(CommonStore):
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = self._vector_leg(conn, embedding, leg.limit, leg.filters)
-        keyword, scale = self._keyword.leg(
-            conn, query, now=leg.now, limit=leg.limit, filters=leg.filters
-        )
-        return keyword, nearest, scale
+        keyword = self._keyword.leg(conn, query, now=leg.now, limit=leg.limit, filters=leg.filters)
+        return keyword, nearest
+
+    def _word_counts(self, conn: Connection, query: ParsedQuery, now: int) -> WordCounts:
+        return self._keyword.counts(conn, query, now)
 
     def _near_counts(self, conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
         return near_rows.counts(conn, words)
@@ -296,17 +297,20 @@ class SqliteStore(CommonStore):
         found = conn.execute(rows.rows_statement(rows.filter_key(filters)), params).all()
         return {row.id: rows.with_decay(row) for row in found}
 
-    def _decays(
+    def _candidates(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
     ) -> dict[int, dict[str, Any]]:
-        """Ids and decays only: a hybrid search's legs bring up to 2 x MAX_LEG candidates,
-        and reading each whole row (its content, its tags parsed) for a page of ten cost
-        more than the fusion (docs/performance.md, section 33)."""
+        """Ids, decays, content and tags only: a hybrid search's legs bring up to
+        2 x MAX_LEG candidates, and reading each whole row for a page of ten cost more than
+        the fusion (docs/performance.md, section 33)."""
         if not ids:
             return {}
         params = {**rows.filter_params(filters), "ids": json.dumps(ids), "now": now}
-        found = conn.execute(rows.decays_statement(rows.filter_key(filters)), params)
-        return {i: {"id": i, "decay_score": decay} for i, decay in found}
+        found = conn.execute(rows.candidates_statement(rows.filter_key(filters)), params)
+        return {
+            i: {"id": i, "decay_score": decay, "content": content, "tags": json.loads(tags)}
+            for i, decay, content, tags in found
+        }
 
     @_guarded
     def memories(

@@ -1,0 +1,149 @@
+"""How relevant a memory is to a query on each leg of a search, on scales that mean the same
+for every query, store and model (ranking.py fuses them and ends the page on them).
+
+Keyword: the share of the query's information a memory holds. Each word of a plain query
+carries ``information(rows, hits)``, bm25's IDF without its floor: rare words much, a word
+held by every memory little but never nothing, so that in a store of two memories a word
+both hold still matches. A memory scores bm25 with these weights (FTS5's k1, b, average
+length and tag weight) plus, for each pair of words typed next to each other that it holds
+next to each other in the same order, the information of the pair's rarer word (a phrase is
+at least as rare as its rarest word); divided by the sum of the words' information (what a
+memory of average length holding each word once scores), and held to 1. A memory holding
+only a question's small words, or one word of many, gets a small share; one holding the
+words the way they were typed, the most.
+
+The memory's text is read here, in Python, as FTS5's tokenizer reads it (search.lexemes):
+both engines get the same shares from the same text.
+
+Meaning: how many standard deviations a memory's similarity stands above the query's
+similarity to texts about nothing a memory store holds (embedders/calibration.py), which
+puts every model's cosine on one scale.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from agent_memory.contract.models import Noise
+from agent_memory.search.bigrams import indexed_tags, indexed_text
+from agent_memory.search.bm25 import BM25_B, BM25_K1, TAG_WEIGHT
+from agent_memory.search.lexemes import lexeme, tag_text, tokens
+
+Phrase = tuple[str, ...]
+
+
+def information(rows: int, hits: int) -> float:
+    """What a word held by ``hits`` of ``rows`` memories tells: ln(1 + (N - n + 0.5) /
+    (n + 0.5)), above 0 however common the word (FTS5's IDF floors at 1e-6 instead)."""
+    hits = min(max(hits, 0), rows)
+    return math.log(1.0 + (rows - hits + 0.5) / (hits + 0.5))
+
+
+def phrase(word: str) -> Phrase:
+    """A query word as the index holds it: its tokens' lexemes, in order (a word of a
+    script written without spaces is its bigrams)."""
+    return tuple(lexeme(token) for token in tokens(indexed_text(word) or word))
+
+
+def lexemes(content: str, tags: Sequence[str]) -> tuple[list[str], list[str]]:
+    """A memory's content and tags as the keyword index reads them: lexemes, in order."""
+    found = tokens(indexed_text(content) or content)
+    tagged = tokens(indexed_tags(tags) or tag_text(tags))
+    return [lexeme(t) for t in found], [lexeme(t) for t in tagged]
+
+
+def _count(seq: list[str], wanted: Phrase) -> int:
+    """How often ``wanted`` occurs in ``seq``."""
+    if len(wanted) == 1:
+        return seq.count(wanted[0])
+    first, size = wanted[0], len(wanted)
+    return sum(
+        1 for i, item in enumerate(seq) if item == first and tuple(seq[i : i + size]) == wanted
+    )
+
+
+@dataclass(frozen=True)
+class Match:
+    """What a memory holds of a query: its share of the query's information (0 to 1), the
+    words it holds and the pairs it holds as they were typed (explain)."""
+
+    share: float
+    words: tuple[str, ...]
+    together: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Words:
+    """A plain query's words as the keyword relevance weighs them: each distinct word (as
+    typed) with its lexemes and its information, the pairs typed next to each other, and
+    the index's average memory length (bm25's avgdl)."""
+
+    typed: tuple[str, ...]
+    phrases: tuple[Phrase, ...]
+    weights: tuple[float, ...]
+    pairs: tuple[tuple[int, int], ...]
+    average_length: float
+
+    @classmethod
+    def of(
+        cls, words: Sequence[str], rows: int, hits: Mapping[str, int], average_length: float
+    ) -> Words | None:
+        """The words of a plain query over an index of ``rows`` memories, ``hits[word]`` of
+        them holding each word; None when no word has a lexeme or the index is empty."""
+        index: dict[Phrase, int] = {}
+        typed, phrases, weights, order = [], [], [], []
+        for word in words:
+            lexed = phrase(word)
+            if not lexed or not all(lexed):
+                order.append(None)
+                continue
+            if lexed not in index:
+                index[lexed] = len(phrases)
+                typed.append(word)
+                phrases.append(lexed)
+                weights.append(information(rows, hits.get(word, 0)))
+            order.append(index[lexed])
+        if not phrases or rows <= 0:
+            return None
+        pairs = dict.fromkeys(
+            (a, b)
+            for a, b in itertools.pairwise(order)
+            if a is not None and b is not None and a != b
+        )
+        return cls(tuple(typed), tuple(phrases), tuple(weights), tuple(pairs), average_length)
+
+    @property
+    def total(self) -> float:
+        """The information of the whole query: what a memory holding each word once, of
+        average length, scores."""
+        return math.fsum(self.weights)
+
+    def match(self, content: str, tags: Sequence[str]) -> Match:
+        """What a memory of ``content`` and ``tags`` holds of these words."""
+        text, tagged = lexemes(content, tags)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * (len(text) + len(tagged)) / self.average_length)
+        score = 0.0
+        held = []
+        for i, (wanted, weight) in enumerate(zip(self.phrases, self.weights, strict=True)):
+            tf = _count(text, wanted) + TAG_WEIGHT * _count(tagged, wanted)
+            if tf:
+                held.append(i)
+                score += weight * (tf * (BM25_K1 + 1)) / (tf + norm)
+        together = []
+        for a, b in self.pairs:
+            if a in held and b in held:
+                joined = self.phrases[a] + self.phrases[b]
+                if _count(text, joined) or _count(tagged, joined):
+                    together.append(f"{self.typed[a]} {self.typed[b]}")
+                    score += max(self.weights[a], self.weights[b])
+        share = min(score / self.total, 1.0) if self.total > 0 else 0.0
+        return Match(share, tuple(self.typed[i] for i in held), tuple(together))
+
+
+def sigmas(similarity: float, noise: Noise) -> float:
+    """How many standard deviations ``similarity`` stands above ``noise``'s mean (0 when the
+    noise has no spread)."""
+    return (similarity - noise.mean) / noise.std if noise.std > 0 else 0.0
