@@ -82,13 +82,16 @@ class SearchPage:
     """What a store's search found: "hybrid" when the vector ranking took part, else
     "keyword"; ``other_pin`` is the stored pin when the query's embedding did not fit it
     (the search then ran by keyword). ``why`` tells, by id, how each result scored, and
-    ``explain`` how the page was made and where it ended (ranking.Fused)."""
+    ``explain`` how the page was made and where it ended (ranking.Fused); ``words``, a
+    plain query's words as the relevance weighs them (search.relevance.Words), for a caller
+    that finds more memories by their words."""
 
     mode: str
     results: list[dict[str, Any]]
     other_pin: Pin | None = None
     why: dict[int, dict[str, Any]] = field(default_factory=dict)
     explain: dict[str, Any] = field(default_factory=dict)
+    words: Any = None
 
 
 @dataclass(frozen=True)

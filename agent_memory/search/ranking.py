@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from agent_memory.contract.models import Noise
@@ -106,7 +106,8 @@ class Candidate:
 
     row: dict[str, Any]
     keyword: tuple[int, float] | None = None  # (rank, -bm25)
-    vector: tuple[int, float] | None = None  # (rank, cosine similarity)
+    vector: tuple[int | None, float] | None = None  # (rank, cosine similarity); rank None:
+    # the vector leg did not bring it, its similarity was read for the fusion
     match: Match | None = None
     sigmas: float | None = None
     keyword_relevance: float = 0.0
@@ -132,7 +133,7 @@ class Ranked:
     floor: float | None = None
     words: dict[str, Any] | None = None
     score: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
+    weighed: Words | None = None
 
 
 @dataclass(frozen=True)
@@ -152,6 +153,7 @@ def fuse(
     words: Words | None = None,
     unrelated: Noise | None = None,
     fusion: str | None = None,
+    similar: Mapping[int, float] | None = None,
 ) -> Ranked:
     """Every candidate of a hybrid search, scored and best first (``end`` cuts the page).
 
@@ -160,7 +162,8 @@ def fuse(
     query and their ``content`` and ``tags`` (an id missing from it drops out of both legs);
     ``words``: a plain query's words (else its keyword share is its bm25 against the leg's
     best); ``unrelated``: the query's similarity to unrelated text (without it, to the
-    vector leg's own candidates).
+    vector leg's own candidates); ``similar``: the similarity of keyword candidates the
+    vector leg did not bring (so that every candidate is weighed on both legs).
     """
     name = FUSION if fusion is None else fusion
     found: dict[int, Candidate] = {}
@@ -169,11 +172,15 @@ def fuse(
     for rank, (memory_id, score) in enumerate((p for p in nearest if p[0] in rows), start=1):
         candidate = found.setdefault(memory_id, Candidate(rows[memory_id]))
         candidate.vector = (rank, score)
+    for memory_id, similarity in (similar or {}).items():
+        if memory_id in found and found[memory_id].vector is None:
+            found[memory_id].vector = (None, similarity)
     candidates = list(found.values())
     if name == MODEL_ONLY:  # measurement: what the model alone ranks, nothing cut
-        candidates = [c for c in candidates if c.vector is not None]
+        candidates = [c for c in candidates if c.vector is not None and c.vector[0] is not None]
         for c in candidates:
             c.keyword = None
+        words = None
     _keyword_shares(candidates, words)
     noise, floor = _noise(candidates, unrelated)
     for c in candidates:
@@ -187,9 +194,9 @@ def fuse(
         c.keyword_relevance = trust * share / best if best > 0 else 0.0
         c.fused = FUSIONS[name](c)
         c.score = c.fused * c.row["decay_score"]
-    ranked = Ranked(_ordered(candidates), name, True, trust, noise, floor, _words(words))
-    ranked.score = "fused × decay"
-    return ranked
+    return Ranked(
+        _ordered(candidates), name, True, trust, noise, floor, _words(words), "fused × decay", words
+    )
 
 
 def keyword_ranking(
@@ -210,9 +217,10 @@ def keyword_ranking(
         c.fused = c.keyword[1] + together
         c.score = c.row["decay_score"] + c.fused
         c.keyword_relevance = c.match.share if c.match is not None else 0.0
-    ranked = Ranked(_ordered(candidates), "keyword", False, words=_words(words))
-    ranked.score = "decay + bm25" + (" + words typed together" if words and words.pairs else "")
-    return ranked
+    score = "decay + bm25" + (" + words typed together" if words and words.pairs else "")
+    return Ranked(
+        _ordered(candidates), "keyword", False, words=_words(words), score=score, weighed=words
+    )
 
 
 def end(ranked: Ranked, limit: int, cut: bool | None = None, hidden: Iterable[int] = ()) -> Fused:
@@ -273,7 +281,7 @@ def _noise(candidates: Sequence[Candidate], unrelated: Noise | None) -> tuple[No
     mean (their best then counts, whatever the model)."""
     if unrelated is not None and unrelated.std > 0:
         return unrelated, FLOOR_SIGMAS
-    found = [c.vector[1] for c in candidates if c.vector is not None]
+    found = [c.vector[1] for c in candidates if c.vector is not None and c.vector[0] is not None]
     if not found:
         return None, 0.0
     spread = statistics.pstdev(found) if len(found) > 1 else 0.0
@@ -299,11 +307,14 @@ def _ordered(candidates: list[Candidate]) -> list[Candidate]:
 
 
 def _words(words: Words | None) -> dict[str, Any] | None:
+    """A plain query's words for explain: each one's rows and information, the pairs typed
+    together (None for FTS5 syntax, searched as written)."""
     if words is None:
         return None
     return {
         "used": list(words.typed),
-        "information": [round(w, 3) for w in words.weights],
+        "rows": dict(zip(words.typed, words.hits, strict=True)),
+        "information": dict(zip(words.typed, words.weights, strict=True)),
         "together": [f"{words.typed[a]} {words.typed[b]}" for a, b in words.pairs],
     }
 
@@ -319,7 +330,7 @@ def _calibrated(c: Candidate) -> float:
 
 def _rrf(c: Candidate) -> float:
     """Reciprocal rank fusion: the sum over the legs of 1 / (RRF_K + rank), ranks from 1."""
-    ranks = [leg[0] for leg in (c.keyword, c.vector) if leg is not None]
+    ranks = [leg[0] for leg in (c.keyword, c.vector) if leg is not None and leg[0] is not None]
     return math.fsum(1.0 / (RRF_K + rank) for rank in ranks)
 
 
@@ -393,11 +404,14 @@ def _why(c: Candidate, ranked: Ranked, rule: _Rule | None) -> dict[str, Any]:
         vector = {"rank": c.vector[0], "similarity": c.vector[1], "share": c.meaning}
         if c.sigmas is not None:
             vector["sigmas"] = c.sigmas
-    why: dict[str, Any] = {"keyword": keyword, "vector": vector}
-    if ranked.hybrid:
-        why["fused"] = c.fused
-    why.update(decay=c.row["decay_score"], score=c.score, reason=_reason(c, ranked, rule))
-    return why
+    return {
+        "keyword": keyword,
+        "vector": vector,
+        "fused": c.fused,
+        "decay": c.row["decay_score"],
+        "score": c.score,
+        "reason": _reason(c, ranked, rule),
+    }
 
 
 def _reason(c: Candidate, ranked: Ranked, rule: _Rule | None) -> str:

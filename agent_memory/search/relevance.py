@@ -78,12 +78,13 @@ class Match:
 @dataclass(frozen=True)
 class Words:
     """A plain query's words as the keyword relevance weighs them: each distinct word (as
-    typed) with its lexemes and its information, the pairs typed next to each other, and
-    the index's average memory length (bm25's avgdl)."""
+    typed) with its lexemes, its information and the memories holding it, the pairs typed
+    next to each other, and the index's average memory length (bm25's avgdl)."""
 
     typed: tuple[str, ...]
     phrases: tuple[Phrase, ...]
     weights: tuple[float, ...]
+    hits: tuple[int, ...]
     pairs: tuple[tuple[int, int], ...]
     average_length: float
 
@@ -94,7 +95,7 @@ class Words:
         """The words of a plain query over an index of ``rows`` memories, ``hits[word]`` of
         them holding each word; None when no word has a lexeme or the index is empty."""
         index: dict[Phrase, int] = {}
-        typed, phrases, weights, order = [], [], [], []
+        typed, phrases, weights, held, order = [], [], [], [], []
         for word in words:
             lexed = phrase(word)
             if not lexed or not all(lexed):
@@ -105,6 +106,7 @@ class Words:
                 typed.append(word)
                 phrases.append(lexed)
                 weights.append(information(rows, hits.get(word, 0)))
+                held.append(hits.get(word, 0))
             order.append(index[lexed])
         if not phrases or rows <= 0:
             return None
@@ -113,7 +115,9 @@ class Words:
             for a, b in itertools.pairwise(order)
             if a is not None and b is not None and a != b
         )
-        return cls(tuple(typed), tuple(phrases), tuple(weights), tuple(pairs), average_length)
+        return cls(
+            tuple(typed), tuple(phrases), tuple(weights), tuple(held), tuple(pairs), average_length
+        )
 
     @property
     def total(self) -> float:

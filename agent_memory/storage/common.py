@@ -279,7 +279,7 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
                 found = self._rows(conn, [row["id"] for row in results], now, filters)
                 results = [found[row["id"]] for row in results]
         rows = superseded_rows.current(results, by, limit, superseded)
-        return SearchPage(mode, list(rows), other, page.why, page.explain)
+        return SearchPage(mode, list(rows), other, page.why, page.explain, ranked.weighed)
 
     def _superseded(
         self, conn: sqlalchemy.Connection, scope: str | None = None
@@ -314,7 +314,10 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
             ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
             rows = self._candidates(conn, ids, now, filters)
             words = self._words(conn, parsed, now) if rows else None
-            fused = ranking.fuse(keyword, nearest, rows, words, unrelated)
+            near = {i for i, _ in nearest}
+            missing = [i for i, _ in keyword if i in rows and i not in near]
+            similar = self.VECTORS.similarities(conn, embedding, missing)
+            fused = ranking.fuse(keyword, nearest, rows, words, unrelated, similar=similar)
             return fused, ranking.SEARCH_MODE_HYBRID, None
         # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
         scored = self._keyword_page(conn, parsed, now, limit, filters)

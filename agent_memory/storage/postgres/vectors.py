@@ -175,6 +175,23 @@ def nearest(
     return _similarities(conn.exec_driver_sql(statement, (q, *params, limit)))
 
 
+_SIMILARITIES = (
+    "SELECT memory_id, embedding <=> %s::vector FROM memory_vectors WHERE memory_id = ANY(%s)"
+)
+
+
+def similarities(
+    conn: sqlalchemy.Connection, embedding: Embedding, ids: list[int]
+) -> dict[int, float]:
+    """The cosine similarity to ``embedding`` of each of ``ids`` that has a vector (in a
+    store pinned to its model): what the fusion reads of a candidate the vector leg did not
+    bring."""
+    if not ids:
+        return {}
+    found = conn.exec_driver_sql(_SIMILARITIES, (literal(embedding.vector), ids))
+    return dict(_similarities(found))
+
+
 def _similarities(found: Any) -> list[tuple[int, float]]:
     # A zero vector has no cosine (pgvector: NaN): it is nobody's neighbour.
     return [

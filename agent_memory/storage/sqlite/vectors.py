@@ -182,6 +182,24 @@ def ranking(
     return [(memory_id, 1.0 - distance) for memory_id, distance in found if distance is not None]
 
 
+_SIMILARITIES = (
+    "SELECT memory_id, vec_distance_cosine(vector, ?) FROM memory_vector_floats"
+    " WHERE memory_id IN (SELECT value FROM json_each(?))"
+)
+
+
+def similarities(
+    conn: sqlalchemy.Connection, embedding: Embedding, ids: list[int]
+) -> dict[int, float]:
+    """The cosine similarity to ``embedding`` of each of ``ids`` that has a vector (in a
+    store pinned to its model): what the fusion reads of a candidate the vector leg did not
+    bring."""
+    if not ids:
+        return {}
+    found = conn.exec_driver_sql(_SIMILARITIES, (embedding.vector, json.dumps(ids)))
+    return {memory_id: 1.0 - d for memory_id, d in found if d is not None}
+
+
 def passing_ids(conn: sqlalchemy.Connection, filters: Filters) -> str:
     """The ids of the memories that pass ``filters`` in this snapshot, comma-separated (one
     string: a quarter of the time of reading them as rows; docs/performance.md, section
