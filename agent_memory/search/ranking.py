@@ -42,11 +42,13 @@ LEG_FACTOR = 4
 MAX_LEG = 800
 # The fusion (FUSIONS below). FUSION names the one searches use; a bench sets the constant
 # to measure another (bench/fusion_serve.py): "rrf", the contract's reciprocal rank fusion
-# (1 / (RRF_K + rank), summed over the legs; the page ends as the default's does), and
-# "model", the vector leg alone by cosine, with no cut.
+# (1 / (RRF_K + rank), summed over the legs; the page ends as the default's does); for
+# measurement, "model", the vector leg alone by cosine, with no cut, and "meaning", the
+# vector leg alone as the default weighs it, the page ending as the default's does.
 FUSION = "calibrated"
 RRF = "rrf"
 MODEL_ONLY = "model"
+MEANING_ONLY = "meaning"
 RRF_K = 60
 # The keyword leg's weight in a hybrid page grows from nothing, when the best keyword match
 # holds KEYWORD_TRUST_FROM of the question's information, to all of it at KEYWORD_TRUST_FULL:
@@ -176,7 +178,7 @@ def fuse(
         if memory_id in found and found[memory_id].vector is None:
             found[memory_id].vector = (None, similarity)
     candidates = list(found.values())
-    if name == MODEL_ONLY:  # measurement: what the model alone ranks, nothing cut
+    if name in (MODEL_ONLY, MEANING_ONLY):  # measurement: the vector leg alone
         candidates = [c for c in candidates if c.vector is not None and c.vector[0] is not None]
         for c in candidates:
             c.keyword = None
@@ -344,6 +346,7 @@ FUSIONS: dict[str, Callable[[Candidate], float]] = {
     FUSION: _calibrated,
     RRF: _rrf,
     MODEL_ONLY: _model,
+    MEANING_ONLY: _calibrated,
 }
 
 
