@@ -80,15 +80,13 @@ _SUPERSEDED = text(f"{_SUPERSEDED_SQL} AND to_id IN :ids ORDER BY to_id, from_id
 )
 
 Ranked = list[tuple[int, float]]
-# A hybrid search's two legs, (id, score) best first: the keyword leg's -bm25, the vector
-# leg's cosine similarity.
-Legs = tuple[Ranked, Ranked]
+Legs = tuple[Ranked, Ranked]  # (id, -bm25) and (id, cosine similarity), best first
 
 
 @dataclass(frozen=True)
 class Leg:
-    """What each leg of a hybrid search is asked for: its length, its filters (applied
-    before the cut), and the time decay is computed at."""
+    """What a search, or each leg of a hybrid one, is asked for: its length, its filters
+    (applied before the cut), and the time decay is computed at."""
 
     limit: int
     filters: Filters
@@ -267,11 +265,8 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
         with self._read(deadline) as conn:
             keep = superseded == superseded_rows.KEEP
             by = {} if keep else self._superseded(conn, filters.scope)
-            asked = superseded_rows.room(limit, by, superseded)
-            parsed = read_query(query)
-            ranked, mode, other = self._ranked(
-                conn, parsed, embedding, now, asked, filters, unrelated
-            )
+            asked = Leg(superseded_rows.room(limit, by, superseded), filters, now)
+            ranked, mode, other = self._ranked(conn, read_query(query), embedding, asked, unrelated)
             hidden = by if superseded == superseded_rows.HIDE else ()
             page = ranking.end(ranked, limit, floor, hidden)
             results = page.results
@@ -296,31 +291,27 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
         return out
 
     def _ranked(
-        self,
-        conn: sqlalchemy.Connection,
-        parsed: ParsedQuery,
-        embedding: Embedding | None,
-        now: int,
-        limit: int,
-        filters: Filters,
-        unrelated: Noise | None,
-    ) -> tuple[ranking.Ranked, str, Pin | None]:
-        """Every candidate, scored and best first (ranking.fuse or keyword_ranking), the
-        search mode, and the stored pin when the query's embedding did not fit it."""
+        self, conn: sqlalchemy.Connection, parsed: ParsedQuery, embedding: Embedding | None,
+        asked: Leg, unrelated: Noise | None,
+    ) -> tuple[ranking.Ranked, str, Pin | None]:  # fmt: skip
+        """Every candidate of ``asked.limit`` results, scored and best first (ranking.fuse or
+        keyword_ranking), the search mode, and the stored pin when the query's embedding did
+        not fit it."""
         stored = None if embedding is None else self.VECTORS.stored_pin(conn)
+        now, filters = asked.now, asked.filters
         if embedding is not None and stored == embedding.pin:
-            leg = Leg(ranking.leg_size(limit), filters, now)
+            leg = Leg(ranking.leg_size(asked.limit), filters, now)
             keyword, nearest = self._legs(conn, parsed, embedding, leg)
             ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
             rows = self._candidates(conn, ids, now, filters)
             words = self._words(conn, parsed, now) if rows else None
-            near = {i for i, _ in nearest}
+            near = dict(nearest)
             missing = [i for i, _ in keyword if i in rows and i not in near]
             similar = self.VECTORS.similarities(conn, embedding, missing)
             fused = ranking.fuse(keyword, nearest, rows, words, unrelated, similar=similar)
             return fused, ranking.SEARCH_MODE_HYBRID, None
         # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
-        scored = self._keyword_page(conn, parsed, now, limit, filters)
+        scored = self._keyword_page(conn, parsed, now, asked.limit, filters)
         words = self._words(conn, parsed, now) if scored else None
         return ranking.keyword_ranking(scored, words), ranking.SEARCH_MODE_KEYWORD, stored
 
@@ -416,9 +407,8 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
     def _candidates(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
     ) -> dict[int, dict[str, Any]]:
-        """What the fusion reads of a hybrid search's candidates: {id: {"id", "decay_score",
-        "content", "tags"}} of those among ``ids`` that pass the filters (the page's rows
-        are read whole after). An engine that can read less than the whole rows says so."""
+        """What the fusion reads of a hybrid search's candidates that pass the filters: {id:
+        {"id", "decay_score", "content", "tags"}} (the page's rows are read whole after)."""
         return self._rows(conn, ids, now, filters)
 
     @guarded
