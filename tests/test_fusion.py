@@ -22,7 +22,7 @@ def words_of(query: str, texts: dict[int, str]) -> Words:
     typed = query.split()
     held = {i: lexemes.tokens(t.lower()) for i, t in texts.items()}
     counted = {i: [lexemes.lexeme(w) for w in toks] for i, toks in held.items()}
-    hits = {w: sum(all(p in c for p in phrase(w)) for c in counted.values()) for w in typed}
+    hits = {w: sum(all(p in c for p, _ in phrase(w)) for c in counted.values()) for w in typed}
     length = sum(map(len, counted.values())) / len(counted)
     found = Words.of(typed, len(texts), hits, length)
     assert found is not None

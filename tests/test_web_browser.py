@@ -297,9 +297,7 @@ def test_why_these_results_explains_each_keyword_result(page, daemon):
     assert page.tab.evaluate(f"() => {WHY_SHOWN}") == []
 
 
-def test_why_these_results_on_a_hybrid_search_says_where_the_page_ended(
-    chromium, tmp_path, ollama
-):
+def test_why_these_results_on_a_hybrid_search_says_where_the_page_ended(chromium, tmp_path, ollama):
     """A daemon of its own whose embedder is the fake Ollama: each result's why says what it
     holds and why it is in, and the status line the fusion and where the page ended."""
     env = {"HOME": str(tmp_path), "AGENT_MEMORY_OLLAMA_URL": ollama.url}

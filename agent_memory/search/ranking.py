@@ -206,8 +206,9 @@ def keyword_ranking(
 ) -> Ranked:
     """A keyword page's candidates, (memory, decay - bm25) best first, each with its keyword
     share; ``words``: the query's words when it is plain language (else FTS5 syntax: each
-    match's share is its bm25 against the best). Words held as they were typed add their
-    rarer word's information to the score (decay + bm25 + together)."""
+    match's share is its bm25 against the best, the order the engine's). The memories holding
+    every word stay first; among them and among the others, words held as they were typed
+    add their rarer word's information to the score (decay + bm25 + together)."""
     candidates = []
     for rank, (memory, score) in enumerate(scored, start=1):
         c = Candidate(memory, keyword=(rank, score - memory["decay_score"]))
@@ -215,14 +216,16 @@ def keyword_ranking(
     _keyword_shares(candidates, words)
     for c in candidates:
         assert c.keyword is not None
-        together = _together_bonus(c, words)
-        c.fused = c.keyword[1] + together
+        c.fused = c.keyword[1] + _together_bonus(c, words)
         c.score = c.row["decay_score"] + c.fused
         c.keyword_relevance = c.match.share if c.match is not None else 0.0
+    if words is not None:
+        every = len(words.typed)
+        candidates.sort(
+            key=lambda c: (c.match is None or len(c.match.words) < every, -c.score, c.id)
+        )
     score = "decay + bm25" + (" + words typed together" if words and words.pairs else "")
-    return Ranked(
-        _ordered(candidates), "keyword", False, words=_words(words), score=score, weighed=words
-    )
+    return Ranked(candidates, "keyword", False, words=_words(words), score=score, weighed=words)
 
 
 def end(ranked: Ranked, limit: int, cut: bool | None = None, hidden: Iterable[int] = ()) -> Fused:

@@ -31,8 +31,11 @@ from agent_memory.contract.models import Noise
 from agent_memory.search.bigrams import indexed_tags, indexed_text
 from agent_memory.search.bm25 import BM25_B, BM25_K1, TAG_WEIGHT
 from agent_memory.search.lexemes import lexeme, tag_text, tokens
+from agent_memory.search.parsed import word_leaf
 
-Phrase = tuple[str, ...]
+# A word as the index holds it: its terms' lexemes, each with whether it is a prefix (the
+# last character of a run of a script written without spaces, search.bigrams).
+Phrase = tuple[tuple[str, bool], ...]
 
 
 def information(rows: int, hits: int) -> float:
@@ -43,9 +46,12 @@ def information(rows: int, hits: int) -> float:
 
 
 def phrase(word: str) -> Phrase:
-    """A query word as the index holds it: its tokens' lexemes, in order (a word of a
-    script written without spaces is its bigrams)."""
-    return tuple(lexeme(token) for token in tokens(indexed_text(word) or word))
+    """A query word as the engines search it (search.parsed.word_leaf): its terms' lexemes,
+    in order, a word of a script written without spaces as its bigrams."""
+    leaf = word_leaf(word)
+    if not leaf.phrases:
+        return ()
+    return tuple((lexeme(term.token), term.prefix) for term in leaf.phrases[0].terms)
 
 
 def lexemes(content: str, tags: Sequence[str]) -> tuple[list[str], list[str]]:
@@ -57,11 +63,14 @@ def lexemes(content: str, tags: Sequence[str]) -> tuple[list[str], list[str]]:
 
 def _count(seq: list[str], wanted: Phrase) -> int:
     """How often ``wanted`` occurs in ``seq``."""
-    if len(wanted) == 1:
-        return seq.count(wanted[0])
-    first, size = wanted[0], len(wanted)
+    if len(wanted) == 1 and not wanted[0][1]:
+        return seq.count(wanted[0][0])
     return sum(
-        1 for i, item in enumerate(seq) if item == first and tuple(seq[i : i + size]) == wanted
+        all(
+            seq[i + k].startswith(term) if prefix else seq[i + k] == term
+            for k, (term, prefix) in enumerate(wanted)
+        )
+        for i in range(len(seq) - len(wanted) + 1)
     )
 
 
@@ -98,7 +107,7 @@ class Words:
         typed, phrases, weights, held, order = [], [], [], [], []
         for word in words:
             lexed = phrase(word)
-            if not lexed or not all(lexed):
+            if not lexed or not all(term for term, _ in lexed):
                 order.append(None)
                 continue
             if lexed not in index:
