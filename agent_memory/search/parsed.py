@@ -2,8 +2,8 @@
 
 ``read`` lexes the text once (query.lexer) and from that one list takes the cost bounds
 (query.cost), whether it is plain language, its tree (query.parser) or, when FTS5 would refuse
-it, its plain-language retry. Both engines' keyword legs, bm25's scale and the explanation of a
-hybrid page take the ``ParsedQuery`` it gives; none reads the text again.
+it, its plain-language retry. Both engines' keyword legs, the relevance of its words and the
+explanation of a page take the ``ParsedQuery`` it gives; none reads the text again.
 
 A query is searched as words (decisions.md, "Plain-language keyword queries") when it is plain
 language of two words or more, or when FTS5 would refuse it (the retry): the rows holding

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from agent_memory.contract.models import Noise
@@ -481,9 +481,3 @@ def _cut_explained(
     more = f", then the limit of {limit}" if kept > shown else ""
     out["reason"] = f"{kept} of {candidates} candidates kept: {kept_by}{more}"
     return out
-
-
-def without(ranked: Ranked, ids: Iterable[int]) -> Ranked:
-    """``ranked`` without the candidates ``ids``."""
-    gone = set(ids)
-    return replace(ranked, candidates=[c for c in ranked.candidates if c.id not in gone])
