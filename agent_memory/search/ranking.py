@@ -189,10 +189,9 @@ def fuse(
         if c.vector is not None and noise is not None:
             c.sigmas = sigmas(c.vector[1], noise)
             c.meaning = max(c.sigmas - floor, 0.0) / SIGMAS_PER_SHARE
-    trust = _trust(candidates)
+    trust, best = _trust(candidates), _best_share(candidates)
     for c in candidates:
         share = c.match.share if c.match is not None else 0.0
-        best = _best_share(candidates)
         c.keyword_relevance = trust * share / best if best > 0 else 0.0
         c.fused = FUSIONS[name](c)
         c.score = c.fused * c.row["decay_score"]

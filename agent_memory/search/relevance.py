@@ -22,13 +22,14 @@ puts every model's cosine on one scale.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from agent_memory.contract.models import Noise
-from agent_memory.search.bigrams import indexed_tags, indexed_text
+from agent_memory.search.bigrams import indexed_text
 from agent_memory.search.bm25 import BM25_B, BM25_K1, TAG_WEIGHT
 from agent_memory.search.lexemes import lexeme, tag_text, tokens
 from agent_memory.search.parsed import word_leaf
@@ -36,6 +37,9 @@ from agent_memory.search.parsed import word_leaf
 # A word as the index holds it: its terms' lexemes, each with whether it is a prefix (the
 # last character of a run of a script written without spaces, search.bigrams).
 Phrase = tuple[tuple[str, bool], ...]
+# Texts read into lexemes are kept, this many, when at most TEXT_CACHE_CHARS long.
+TEXT_CACHE_ENTRIES = 8_192
+TEXT_CACHE_CHARS = 4_096
 
 
 def information(rows: int, hits: int) -> float:
@@ -54,24 +58,50 @@ def phrase(word: str) -> Phrase:
     return tuple((lexeme(term.token), term.prefix) for term in leaf.phrases[0].terms)
 
 
-def lexemes(content: str, tags: Sequence[str]) -> tuple[list[str], list[str]]:
-    """A memory's content and tags as the keyword index reads them: lexemes, in order."""
-    found = tokens(indexed_text(content) or content)
-    tagged = tokens(indexed_tags(tags) or tag_text(tags))
-    return [lexeme(t) for t in found], [lexeme(t) for t in tagged]
+class Text:
+    """A text as the keyword index reads it: its lexemes, in order."""
+
+    __slots__ = ("seq",)
+
+    def __init__(self, seq: list[str]) -> None:
+        self.seq = seq
+
+    def count(self, wanted: Phrase) -> int:
+        """How often ``wanted`` occurs (list searches, not a loop over every lexeme)."""
+        seq = self.seq
+        first, prefix = wanted[0]
+        if len(wanted) == 1 and not prefix:
+            return seq.count(first)
+        found, size = 0, len(seq)
+        for i in self._starts(first, prefix):
+            found += all(
+                i + k < size and (seq[i + k].startswith(term) if open_ else seq[i + k] == term)
+                for k, (term, open_) in enumerate(wanted[1:], start=1)
+            )
+        return found
+
+    def _starts(self, first: str, prefix: bool) -> list[int]:
+        seq = self.seq
+        if prefix:
+            return [i for i, item in enumerate(seq) if item.startswith(first)]
+        out, at = [], -1
+        while True:
+            try:
+                at = seq.index(first, at + 1)
+            except ValueError:
+                return out
+            out.append(at)
 
 
-def _count(seq: list[str], wanted: Phrase) -> int:
-    """How often ``wanted`` occurs in ``seq``."""
-    if len(wanted) == 1 and not wanted[0][1]:
-        return seq.count(wanted[0][0])
-    return sum(
-        all(
-            seq[i + k].startswith(term) if prefix else seq[i + k] == term
-            for k, (term, prefix) in enumerate(wanted)
-        )
-        for i in range(len(seq) - len(wanted) + 1)
-    )
+@functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
+def _read(text: str) -> Text:
+    return Text([lexeme(t) for t in tokens(indexed_text(text) or text)])
+
+
+def read_text(text: str) -> Text:
+    """``text`` as the keyword index reads it (cached for texts of up to TEXT_CACHE_CHARS:
+    the same memories come back search after search)."""
+    return _read(text) if len(text) <= TEXT_CACHE_CHARS else _read.__wrapped__(text)
 
 
 @dataclass(frozen=True)
@@ -128,7 +158,7 @@ class Words:
             tuple(typed), tuple(phrases), tuple(weights), tuple(held), tuple(pairs), average_length
         )
 
-    @property
+    @functools.cached_property
     def total(self) -> float:
         """The information of the whole query: what a memory holding each word once, of
         average length, scores."""
@@ -136,24 +166,33 @@ class Words:
 
     def match(self, content: str, tags: Sequence[str]) -> Match:
         """What a memory of ``content`` and ``tags`` holds of these words."""
-        text, tagged = lexemes(content, tags)
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * (len(text) + len(tagged)) / self.average_length)
+        text = read_text(content)
+        tagged = read_text(tag_text(tags)) if tags else None
+        length = len(text.seq) + (len(tagged.seq) if tagged is not None else 0)
+        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / self.average_length)
         score = 0.0
-        held = []
-        for i, (wanted, weight) in enumerate(zip(self.phrases, self.weights, strict=True)):
-            tf = _count(text, wanted) + TAG_WEIGHT * _count(tagged, wanted)
+        held: dict[int, None] = {}
+        for i, wanted in enumerate(self.phrases):
+            tf = text.count(wanted)
+            if tagged is not None:
+                tf += TAG_WEIGHT * tagged.count(wanted)
             if tf:
-                held.append(i)
-                score += weight * (tf * (BM25_K1 + 1)) / (tf + norm)
+                held[i] = None
+                score += self.weights[i] * (tf * (BM25_K1 + 1)) / (tf + norm)
+        if not held:
+            return _NOTHING
         together = []
         for a, b in self.pairs:
             if a in held and b in held:
                 joined = self.phrases[a] + self.phrases[b]
-                if _count(text, joined) or _count(tagged, joined):
+                if text.count(joined) or (tagged is not None and tagged.count(joined)):
                     together.append(f"{self.typed[a]} {self.typed[b]}")
                     score += max(self.weights[a], self.weights[b])
         share = min(score / self.total, 1.0) if self.total > 0 else 0.0
         return Match(share, tuple(self.typed[i] for i in held), tuple(together))
+
+
+_NOTHING = Match(0.0, (), ())
 
 
 def sigmas(similarity: float, noise: Noise) -> float:
