@@ -98,5 +98,5 @@ def test_a_page_is_the_same_on_both_engines(stores, question, scope, hybrid):
     assert sqlite.results, "a page to compare"
     if scope is None:  # (filtered by a scope, only what that scope's memories supersede)
         assert not {2, 5, 9} & {m["id"] for m in sqlite.results}
-    same(sqlite.why, postgres.why)
+    same(dict(sqlite.why), dict(postgres.why))
     same(sqlite.explain, postgres.explain)

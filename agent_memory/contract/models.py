@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import math
 import struct
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -89,7 +90,7 @@ class SearchPage:
     mode: str
     results: list[dict[str, Any]]
     other_pin: Pin | None = None
-    why: dict[int, dict[str, Any]] = field(default_factory=dict)
+    why: Mapping[int, dict[str, Any]] = field(default_factory=dict)
     explain: dict[str, Any] = field(default_factory=dict)
     words: Any = None
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -140,11 +140,11 @@ class Ranked:
 
 @dataclass(frozen=True)
 class Fused:
-    """A page, with why each memory is on it (``why``, by id) and how the page was made and
-    ended (``explain``)."""
+    """A page, with why each memory is on it (``why``, by id, each made when first read)
+    and how the page was made and ended (``explain``)."""
 
     results: list[dict[str, Any]]
-    why: dict[int, dict[str, Any]]
+    why: Mapping[int, dict[str, Any]]
     explain: dict[str, Any]
 
 
@@ -237,7 +237,7 @@ def end(ranked: Ranked, limit: int, cut: bool | None = None, hidden: Iterable[in
     rule = _Rule(ranked, shown) if cut and ranked.fusion != MODEL_ONLY else None
     kept = [c for c in shown if rule is None or rule.keeps(c)]
     page = kept[:limit]
-    why = {c.id: _why(c, ranked, rule) for c in page}
+    why = _Whys(page, ranked, rule)
     explain: dict[str, Any] = {"score": ranked.score, "words": ranked.words}
     if ranked.hybrid:
         explain.update(
@@ -391,6 +391,27 @@ class _Rule:
 
     def keeps(self, c: Candidate) -> bool:
         return c.fused > 0 and (self.by_keyword(c) or self.by_meaning(c))
+
+
+class _Whys(Mapping[int, dict[str, Any]]):
+    """Why each memory of a page is on it, by id, each made when first asked for: a search
+    without explain reads none."""
+
+    def __init__(self, page: Sequence[Candidate], ranked: Ranked, rule: _Rule | None) -> None:
+        self._page = {c.id: c for c in page}
+        self._ranked, self._rule = ranked, rule
+        self._made: dict[int, dict[str, Any]] = {}
+
+    def __getitem__(self, memory_id: int) -> dict[str, Any]:
+        if memory_id not in self._made:
+            self._made[memory_id] = _why(self._page[memory_id], self._ranked, self._rule)
+        return self._made[memory_id]
+
+    def __iter__(self) -> Iterator[int]:
+        return iter(self._page)
+
+    def __len__(self) -> int:
+        return len(self._page)
 
 
 def _why(c: Candidate, ranked: Ranked, rule: _Rule | None) -> dict[str, Any]:

@@ -49,6 +49,7 @@ def information(rows: int, hits: int) -> float:
     return math.log(1.0 + (rows - hits + 0.5) / (hits + 0.5))
 
 
+@functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
 def phrase(word: str) -> Phrase:
     """A query word as the engines search it (search.parsed.word_leaf): its terms' lexemes,
     in order, a word of a script written without spaces as its bigrams."""
@@ -96,6 +97,11 @@ class Text:
 @functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
 def _read(text: str) -> Text:
     return Text([lexeme(t) for t in tokens(indexed_text(text) or text)])
+
+
+@functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
+def _tag_text(tags: tuple[str, ...]) -> str:
+    return tag_text(tags)
 
 
 def read_text(text: str) -> Text:
@@ -159,6 +165,10 @@ class Words:
         )
 
     @functools.cached_property
+    def _singles(self) -> tuple[str | None, ...]:
+        return tuple(p[0][0] if len(p) == 1 and not p[0][1] else None for p in self.phrases)
+
+    @functools.cached_property
     def total(self) -> float:
         """The information of the whole query: what a memory holding each word once, of
         average length, scores."""
@@ -167,15 +177,21 @@ class Words:
     def match(self, content: str, tags: Sequence[str]) -> Match:
         """What a memory of ``content`` and ``tags`` holds of these words."""
         text = read_text(content)
-        tagged = read_text(tag_text(tags)) if tags else None
+        tagged = read_text(_tag_text(tuple(tags))) if tags else None
         length = len(text.seq) + (len(tagged.seq) if tagged is not None else 0)
         norm = BM25_K1 * (1 - BM25_B + BM25_B * length / self.average_length)
         score = 0.0
         held: dict[int, None] = {}
         for i, wanted in enumerate(self.phrases):
-            tf = text.count(wanted)
-            if tagged is not None:
-                tf += TAG_WEIGHT * tagged.count(wanted)
+            single = self._singles[i]  # most words are one lexeme: a list count
+            if single is not None:
+                tf = text.seq.count(single)
+                if tagged is not None:
+                    tf += TAG_WEIGHT * tagged.seq.count(single)
+            else:
+                tf = text.count(wanted)
+                if tagged is not None:
+                    tf += TAG_WEIGHT * tagged.count(wanted)
             if tf:
                 held[i] = None
                 score += self.weights[i] * (tf * (BM25_K1 + 1)) / (tf + norm)

@@ -80,7 +80,8 @@ _SUPERSEDED = text(f"{_SUPERSEDED_SQL} AND to_id IN :ids ORDER BY to_id, from_id
 )
 
 Ranked = list[tuple[int, float]]
-Legs = tuple[Ranked, Ranked]  # (id, -bm25) and (id, cosine similarity), best first
+# (id, -bm25) and (id, cosine similarity), best first; what the index says of the words
+Legs = tuple[Ranked, Ranked, WordCounts | None]
 
 
 @dataclass(frozen=True)
@@ -106,8 +107,8 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
     - ``ENGINE_ERRORS``: what its driver raises (leaves as StorageFault);
     - its SQL: ``_insert_row``, ``_update_row``, ``_delete_expired``, ``_decay_window``,
       ``NEIGHBOURS_SQL`` (neighbours.NEIGHBOURS in its dialect) with ``_ids``;
-    - its rankings: ``_legs`` (hybrid search), ``_keyword_page``, ``_word_counts`` and
-      ``_rows``;
+    - its rankings: ``_legs`` (hybrid search) and ``_keyword_page``, each with what the
+      index says of a plain query's words, and ``_rows``;
     - the sweep's batch sizes and what follows a batch, an expiry or a refresh.
     """
 
@@ -301,26 +302,19 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
         now, filters = asked.now, asked.filters
         if embedding is not None and stored == embedding.pin:
             leg = Leg(ranking.leg_size(asked.limit), filters, now)
-            keyword, nearest = self._legs(conn, parsed, embedding, leg)
+            keyword, nearest, counts = self._legs(conn, parsed, embedding, leg)
             ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
             rows = self._candidates(conn, ids, now, filters)
-            words = self._words(conn, parsed, now) if rows else None
+            words = _words(parsed, counts)
             near = dict(nearest)
             missing = [i for i, _ in keyword if i in rows and i not in near]
             similar = self.VECTORS.similarities(conn, embedding, missing)
             fused = ranking.fuse(keyword, nearest, rows, words, unrelated, similar=similar)
             return fused, ranking.SEARCH_MODE_HYBRID, None
         # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
-        scored = self._keyword_page(conn, parsed, now, asked.limit, filters)
-        words = self._words(conn, parsed, now) if scored else None
+        scored, counts = self._keyword_page(conn, parsed, now, asked.limit, filters)
+        words = _words(parsed, counts)
         return ranking.keyword_ranking(scored, words), ranking.SEARCH_MODE_KEYWORD, stored
-
-    def _words(self, conn: sqlalchemy.Connection, parsed: ParsedQuery, now: int) -> Words | None:
-        """A plain query's words as the relevance weighs them; None for FTS5 syntax."""
-        if not parsed.as_words:
-            return None
-        counts = self._word_counts(conn, parsed, now)
-        return Words.of(parsed.words, counts.rows, counts.hits, counts.average_length)
 
     @guarded
     def similar_candidates(
@@ -390,12 +384,9 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
         now: int,
         limit: int,
         filters: Filters,
-    ) -> list[tuple[dict[str, Any], float]]:
-        """The keyword mode's page: (memory, decay - bm25) best first, decay as of ``now``."""
-        raise NotImplementedError
-
-    def _word_counts(self, conn: sqlalchemy.Connection, query: ParsedQuery, now: int) -> WordCounts:
-        """The rows and tokens indexed, and how many rows hold each of the query's words."""
+    ) -> tuple[list[tuple[dict[str, Any], float]], WordCounts | None]:
+        """The keyword mode's page: (memory, decay - bm25) best first, decay as of ``now``;
+        and, for a plain query with a match, what the index says of its words."""
         raise NotImplementedError
 
     def _rows(
@@ -498,3 +489,10 @@ class CommonStore(TokenRows, SessionRows, SweepRows, HistoryRows, TidyRows):
     def pending_count(self) -> int:
         with self._read() as conn:
             return int(conn.execute(text(_PENDING_COUNT)).scalar_one())
+
+
+def _words(parsed: ParsedQuery, counts: WordCounts | None) -> Words | None:
+    """A plain query's words as the relevance weighs them; None for FTS5 syntax."""
+    if counts is None or not parsed.as_words:
+        return None
+    return Words.of(parsed.words, counts.rows, counts.hits, counts.average_length)

@@ -22,9 +22,11 @@ Ranked = tuple[int, float, dict[str, Any] | None]
 _MEMORY = ", ".join(f"m.{column}" for column in MEMORY_COLUMNS)
 
 
-def counts(conn: sqlalchemy.Connection, parsed: ParsedQuery) -> WordCounts:
+def counts(conn: sqlalchemy.Connection, parsed: ParsedQuery) -> WordCounts | None:
     """What the index says about a plain query's words (search.relevance): the rows and
-    tokens indexed, and how many rows hold each word."""
+    tokens indexed, and how many rows hold each word; None for FTS5 syntax."""
+    if not parsed.as_words:
+        return None
     statement, params = keyword.word_rows_sql(parsed.leaves, tokens=True)
     total, held, tokens = conn.exec_driver_sql(statement, tuple(params)).one()
     return WordCounts(int(total), int(tokens), dict(zip(parsed.words, map(int, held), strict=True)))

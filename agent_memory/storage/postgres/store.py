@@ -234,10 +234,8 @@ class PostgresStore(CommonStore):
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = vectors.nearest(conn, embedding, leg.limit, leg.filters)
-        return ranked_search.scored(conn, query, leg.limit, leg.filters), nearest
-
-    def _word_counts(self, conn: Connection, query: ParsedQuery, now: int) -> WordCounts:
-        return ranked_search.counts(conn, query)
+        scored = ranked_search.scored(conn, query, leg.limit, leg.filters)
+        return scored, nearest, ranked_search.counts(conn, query)
 
     def _nearest(
         self, conn: Connection, embedding: Embedding, limit: int, filters: Filters
@@ -254,8 +252,9 @@ class PostgresStore(CommonStore):
 
     def _keyword_page(
         self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
-    ) -> list[tuple[dict[str, Any], float]]:
-        return ranked_search.page(conn, query, limit, filters, now)
+    ) -> tuple[list[tuple[dict[str, Any], float]], WordCounts | None]:
+        found = ranked_search.page(conn, query, limit, filters, now)
+        return found, ranked_search.counts(conn, query) if found else None
 
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters

@@ -233,11 +233,13 @@ class KeywordIndex:
         now: int,
         limit: int,
         filters: Filters,
-    ) -> list[tuple[dict[str, Any], float]]:
+    ) -> tuple[list[tuple[dict[str, Any], float]], WordCounts | None]:
         """The keyword mode's page: (memory, decay - bm25) best first, decay_score as of
-        ``now``."""
+        ``now``; and, for a plain query with a match, what the index says of its words."""
         run = Run(conn, now=now, filters=filters, page=True)
-        return self._match(run, read(query), limit, now)
+        parsed = read(query)
+        found = self._match(run, parsed, limit, now)
+        return found, self._counts(run, parsed, now) if found else None
 
     def leg(
         self,
@@ -247,17 +249,20 @@ class KeywordIndex:
         now: int,
         limit: int,
         filters: Filters,
-    ) -> list[tuple[int, float]]:
+    ) -> tuple[list[tuple[int, float]], WordCounts | None]:
         """The keyword leg of a hybrid search: (id, -bm25) best first, filters applied before
-        the cut."""
+        the cut; and, for a plain query, what the index says of its words."""
         run = Run(conn, now=now, filters=filters, page=False)
-        return self._match(run, read(query), limit, now)
+        parsed = read(query)
+        return self._match(run, parsed, limit, now), self._counts(run, parsed, now)
 
-    def counts(self, conn: sqlalchemy.Connection, parsed: ParsedQuery, now: int) -> WordCounts:
-        """What the index says about the query's words (the relevance of a plain query):
-        the rows and tokens indexed, and how many rows hold each word (cached)."""
-        indexed, *tokens = averages(conn)
-        _, hits = self.word_rows(conn, parsed.words, now, parsed, indexed)
+    def _counts(self, run: Run, parsed: ParsedQuery, now: int) -> WordCounts | None:
+        """What the index says about a plain query's words (search.relevance): the rows and
+        tokens indexed (read once per search), how many rows hold each word (cached)."""
+        if not parsed.as_words:
+            return None
+        indexed, *tokens = run.averages()
+        _, hits = self.word_rows(run.conn, parsed.words, now, parsed, indexed)
         return WordCounts(indexed, sum(tokens), hits)
 
     def _match(self, run: Run, parsed: ParsedQuery, limit: int, now: int) -> list[Any]:

@@ -243,11 +243,10 @@ class SqliteStore(CommonStore):
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = self._vector_leg(conn, embedding, leg.limit, leg.filters)
-        keyword = self._keyword.leg(conn, query, now=leg.now, limit=leg.limit, filters=leg.filters)
-        return keyword, nearest
-
-    def _word_counts(self, conn: Connection, query: ParsedQuery, now: int) -> WordCounts:
-        return self._keyword.counts(conn, query, now)
+        keyword, counts = self._keyword.leg(
+            conn, query, now=leg.now, limit=leg.limit, filters=leg.filters
+        )
+        return keyword, nearest, counts
 
     def _near_counts(self, conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
         return near_rows.counts(conn, words)
@@ -259,7 +258,7 @@ class SqliteStore(CommonStore):
 
     def _keyword_page(
         self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
-    ) -> list[tuple[dict[str, Any], float]]:
+    ) -> tuple[list[tuple[dict[str, Any], float]], WordCounts | None]:
         return self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
 
     def _nearest(
