@@ -296,7 +296,7 @@ def _together_bonus(c: Candidate, words: Words | None) -> float:
     """What the words a memory holds as they were typed add to its keyword score."""
     if words is None or c.match is None or not c.match.together:
         return 0.0
-    weight = dict(zip(words.typed, words.weights, strict=True))
+    weight = words.weight_of
     pairs = (pair.split(" ") for pair in c.match.together)
     return math.fsum(max(weight[a], weight[b]) for a, b in pairs)
 

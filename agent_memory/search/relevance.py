@@ -60,17 +60,20 @@ def phrase(word: str) -> Phrase:
 
 
 class Text:
-    """A text as the keyword index reads it: its lexemes, in order."""
+    """A text as the keyword index reads it: its lexemes, in order, and the set of them."""
 
-    __slots__ = ("seq",)
+    __slots__ = ("seq", "vocabulary")
 
     def __init__(self, seq: list[str]) -> None:
         self.seq = seq
+        self.vocabulary = frozenset(seq)
 
     def count(self, wanted: Phrase) -> int:
         """How often ``wanted`` occurs (list searches, not a loop over every lexeme)."""
         seq = self.seq
         first, prefix = wanted[0]
+        if not prefix and first not in self.vocabulary:
+            return 0
         if len(wanted) == 1 and not prefix:
             return seq.count(first)
         found, size = 0, len(seq)
@@ -169,6 +172,11 @@ class Words:
         return tuple(p[0][0] if len(p) == 1 and not p[0][1] else None for p in self.phrases)
 
     @functools.cached_property
+    def weight_of(self) -> dict[str, float]:
+        """Each word's information, by the word as typed."""
+        return dict(zip(self.typed, self.weights, strict=True))
+
+    @functools.cached_property
     def total(self) -> float:
         """The information of the whole query: what a memory holding each word once, of
         average length, scores."""
@@ -177,21 +185,19 @@ class Words:
     def match(self, content: str, tags: Sequence[str]) -> Match:
         """What a memory of ``content`` and ``tags`` holds of these words."""
         text = read_text(content)
-        tagged = read_text(_tag_text(tuple(tags))) if tags else None
-        length = len(text.seq) + (len(tagged.seq) if tagged is not None else 0)
-        norm = BM25_K1 * (1 - BM25_B + BM25_B * length / self.average_length)
+        tagged = read_text(_tag_text(tuple(tags))) if tags else _EMPTY
+        norm = BM25_K1 * (
+            1 - BM25_B + BM25_B * (len(text.seq) + len(tagged.seq)) / self.average_length
+        )
         score = 0.0
         held: dict[int, None] = {}
-        for i, wanted in enumerate(self.phrases):
-            single = self._singles[i]  # most words are one lexeme: a list count
-            if single is not None:
-                tf = text.seq.count(single)
-                if tagged is not None:
+        for i, (wanted, single) in enumerate(zip(self.phrases, self._singles, strict=True)):
+            if single is not None:  # most words are one lexeme: a set, then a list count
+                tf = text.seq.count(single) if single in text.vocabulary else 0
+                if single in tagged.vocabulary:
                     tf += TAG_WEIGHT * tagged.seq.count(single)
             else:
-                tf = text.count(wanted)
-                if tagged is not None:
-                    tf += TAG_WEIGHT * tagged.count(wanted)
+                tf = text.count(wanted) + TAG_WEIGHT * tagged.count(wanted)
             if tf:
                 held[i] = None
                 score += self.weights[i] * (tf * (BM25_K1 + 1)) / (tf + norm)
@@ -201,7 +207,7 @@ class Words:
         for a, b in self.pairs:
             if a in held and b in held:
                 joined = self.phrases[a] + self.phrases[b]
-                if text.count(joined) or (tagged is not None and tagged.count(joined)):
+                if text.count(joined) or tagged.count(joined):
                     together.append(f"{self.typed[a]} {self.typed[b]}")
                     score += max(self.weights[a], self.weights[b])
         share = min(score / self.total, 1.0) if self.total > 0 else 0.0
@@ -209,6 +215,7 @@ class Words:
 
 
 _NOTHING = Match(0.0, (), ())
+_EMPTY = Text([])
 
 
 def sigmas(similarity: float, noise: Noise) -> float:
