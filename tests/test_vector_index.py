@@ -355,19 +355,6 @@ def test_at_least_reads_and_returns_only_the_memories_that_similar(db_path, smal
         store.close()
 
 
-def test_the_id_range_of_the_noise_sample_scans_no_vectors(hybrid):
-    """min() and max() in one SELECT scan every row of the vector table (and its blob);
-    as two scalar subqueries each is read off the end of the primary key."""
-    from agent_memory.storage.sqlite import vectors
-
-    hybrid.store({"content": "a memory with a vector", "type": "TODO"})
-    with hybrid.db.database.engine.connect() as conn:
-        plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {vectors._ID_RANGE}").all()
-        assert conn.exec_driver_sql(vectors._ID_RANGE).one() == (1, 1)
-    details = [row[-1] for row in plan]
-    assert not [d for d in details if d.startswith("SCAN memory_vector_floats")], details
-
-
 @pytest.mark.parametrize("loaded", [True, False], ids=["index", "sql-leg"])
 def test_memories_of_other_scopes_do_not_crowd_out_a_global_near_duplicate(db_path, small, loaded):
     """Without a scope the nearest are taken over every scope, the global ones kept after:

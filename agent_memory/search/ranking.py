@@ -362,8 +362,12 @@ class _Rule:
         self.hybrid = ranked.hybrid
         self.trust = ranked.trust if ranked.hybrid else 1.0
         self.best_share = _best_share(shown)
-        self.least_share = None
-        if self.trust > 0 and self.best_share > 0:
+        self.least_share: float | None = None
+        # FTS5 syntax means exactly what it says: every match of it stays.
+        self.syntax = ranked.weighed is None and any(c.keyword for c in shown)
+        if self.syntax:
+            self.least_share = 0.0
+        elif self.trust > 0 and self.best_share > 0:
             self.least_share = KEEP_KEYWORD * self.best_share
             if not self.hybrid:
                 self.least_share = max(self.least_share, KEYWORD_LEAST)
@@ -482,7 +486,9 @@ def _cut_explained(
         best_sigmas=rule.best_sigmas,
     )
     bars = []
-    if rule.least_share is not None:
+    if rule.syntax:
+        bars.append("every match of the FTS5 query")
+    elif rule.least_share is not None:
         bars.append(f"a keyword share of at least {_percent(rule.least_share)}")
     elif rule.best_share > 0:
         bars.append(
