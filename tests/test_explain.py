@@ -51,7 +51,7 @@ def test_a_keyword_answer_explains_bm25_and_decay(service):
     assert explain["score"] == "decay + bm25 + words typed together"
     assert explain["words"]["used"] == ["sqlite", "vec"]  # searched as plain words
     assert explain["words"]["rows"] == {"sqlite": 1, "vec": 1}
-    assert explain["cut"]["reason"] == "1 of 1 candidates kept: a keyword share of at least 50%"
+    assert explain["cut"]["reason"] == "1 of 1 candidates kept: a keyword share of at least 30%"
 
 
 def test_a_keyword_answer_names_the_words_a_question_was_searched_as(service):

@@ -69,9 +69,10 @@ SIGMAS_PER_SHARE = 6.0
 KEEP_KEYWORD = 0.5
 KEEP_MEANING_LOW = 0.3
 KEEP_MEANING_HIGH = 0.6
-# A keyword page (no model) keeps only memories holding at least KEYWORD_LEAST of the
-# question's information, as well as KEEP_KEYWORD of its best match's share.
+# A keyword page (no model to judge the weaker matches) keeps the memories holding at least
+# KEYWORD_LEAST of the question's information and KEEP_KEYWORD_ALONE of its best match's.
 KEYWORD_LEAST = 0.2
+KEEP_KEYWORD_ALONE = 0.3
 CUT = True
 SEARCH_MODE_KEYWORD = "keyword"
 SEARCH_MODE_HYBRID = "hybrid"
@@ -367,12 +368,10 @@ class _Rule:
         self.syntax = ranked.weighed is None and any(c.keyword for c in shown)
         if self.syntax:
             self.least_share = 0.0
-        elif self.trust > 0 and self.best_share > 0:
+        elif self.hybrid and self.trust > 0 and self.best_share > 0:
             self.least_share = KEEP_KEYWORD * self.best_share
-            if not self.hybrid:
-                self.least_share = max(self.least_share, KEYWORD_LEAST)
-                if self.best_share < KEYWORD_LEAST:
-                    self.least_share = None
+        elif not self.hybrid and self.best_share >= KEYWORD_LEAST:
+            self.least_share = max(KEEP_KEYWORD_ALONE * self.best_share, KEYWORD_LEAST)
         self.floor = ranked.floor
         margins = [c.sigmas - ranked.floor for c in shown if c.sigmas is not None]
         best = max(margins, default=0.0)
