@@ -102,7 +102,7 @@ def leg_size(limit: int) -> int:
     return min(LEG_FACTOR * limit, MAX_LEG)
 
 
-@dataclass
+@dataclass(slots=True)
 class Candidate:
     """One memory a search found, and how: each leg's rank and raw score (None: that leg did
     not find it), what it holds of the query's words, its sigmas above unrelated text, and
