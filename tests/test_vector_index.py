@@ -42,7 +42,7 @@ def fill(store, matrix: np.ndarray) -> list[int]:
 
 
 def nearest(store, query: np.ndarray, limit: int = 10, filters: Filters | None = None) -> list[int]:
-    """The vector leg's page (no keyword hit, no relevance floor)."""
+    """The vector leg's page (no keyword hit, nothing cut)."""
     page = store.search(
         "", embedding(query), now=T0, limit=limit, filters=filters or Filters(), floor=False
     )
