@@ -118,8 +118,8 @@ class Embedder(ABC):
 
     def unrelated(self, embedding: Embedding) -> Noise | None:
         """The query's cosine similarity to texts it is not about (calibration.UNRELATED,
-        embedded once): the scale of the model's similarity in a hybrid search. None if they cannot be
-        embedded with the query's model."""
+        embedded once): the scale of the model's similarity in a hybrid search. None if they
+        cannot be embedded with the query's model."""
         passages = self._unrelated
         if passages is None or passages[0].pin != embedding.pin:
             try:  # not through _embed: a failure here leaves searching by meaning on
