@@ -61,9 +61,7 @@ TOOLS = [
         "otherwise by keyword (search_mode keyword). Both are weighted by recency decay. "
         "Plain questions work (punctuation is fine) and so does FTS5 syntax "
         '(sqlite AND vec, "exact phrase", vec*). Returns {search_mode, results}; each '
-        "result carries a freshly computed decay_score. The page ends where relevance drops: "
-        "limit is the most it returns, often fewer, and a question nothing answers gets "
-        "nothing. Returned memories count as used.",
+        "result carries a freshly computed decay_score. Returned memories count as used.",
         # Reads only; the recency bump of what it returns is bookkeeping, not a change.
         read_only=True,
     ),
