@@ -74,6 +74,8 @@ KEEP_MEANING_HIGH = 0.6
 # KEYWORD_LEAST of the question's information and KEEP_KEYWORD_ALONE of its best match's.
 KEYWORD_LEAST = 0.2
 KEEP_KEYWORD_ALONE = 0.3
+# Whether pages end where relevance drops (a bench turns it off to see what the end costs;
+# Store.search's ``floor=False`` does for one search).
 CUT = True
 SEARCH_MODE_KEYWORD = "keyword"
 SEARCH_MODE_HYBRID = "hybrid"
