@@ -49,7 +49,7 @@ class Precomputed(Ollama):
     def __init__(self, real: Ollama, vectors: dict) -> None:
         super().__init__(real.url, real.model)
         self._precomputed = vectors
-        self._unrelated = real._unrelated  # the relevance floor's texts, embedded beforehand
+        self._unrelated = real._unrelated  # the unrelated texts, embedded beforehand
 
     def embed_query(self, text: str):
         return self._precomputed[text]

@@ -3,7 +3,7 @@
     .venv/bin/python -m bench.bench_rest [--size 10000] [--json out.json]
 
 Starts `agent-memory serve-rest` on a free loopback port with a fresh database, and the
-floor (bench/rest_floor.py: Flask under waitress answering the same routes with nothing), and
+floor (bench/floors.py: Flask under waitress answering the same routes with nothing), and
 runs the same requests against both. Each client is its own process with one keep-alive
 connection (the standard library's http.client: `requests` spends about twice its CPU per
 request, which on a small machine is taken from the server); the clients do not share a GIL
@@ -58,7 +58,7 @@ def agent_memory(db: Path) -> list[str]:
 
 
 def floor() -> list[str]:
-    return module_cmd("rest_floor", "0")
+    return module_cmd("floors", "rest", "0")
 
 
 def client(url: str, kind: str, items: list) -> tuple[list[float], float]:

@@ -2,7 +2,7 @@
 
     .venv/bin/python -m bench.cold_start [--runs 12] [--size 1000]
 
-The floor (bench/floor_server.py) and ``agent-memory serve`` (keyword mode, on a file of
+The floor (bench/floors.py) and ``agent-memory serve`` (keyword mode, on a file of
 ``--size`` memories at the current schema, loaded as bench/run.py loads it) are started
 alternately (A B, B A, ...) through the official MCP client, as bench/run.py measures them,
 so that a loaded machine slows both alike. Prints the medians, the fastest runs and the

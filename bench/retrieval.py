@@ -1,7 +1,7 @@
 """Retrieval on held-out data: how often search finds the turns that answer a question.
 
     .venv/bin/python -m bench.retrieval --data /work/data/locomo10.json [--every N]
-        [--conversations K] [--modes keyword,model,hybrid,rrf,linear,dbsf] [--limit 10]
+        [--conversations K] [--modes keyword,model,hybrid,rrf] [--limit 10]
         [--via mcp|service] [--cache DIR]
 
 The data is LoCoMo (github.com/snap-research/locomo, data/locomo10.json): 10 long
@@ -11,8 +11,8 @@ memory ("SPEAKER: text", type PATTERN, its dialogue id as ``source``, one scope 
 conversation), through MemoryService on SQLite, at one fixed clock. Each question of
 categories 1-4 (5, adversarial, has no answer in the conversation) is asked within its
 conversation's scope for 10 results (--limit) and scored: recall@k, the share of its evidence
-turns in the first k; hit@k, whether any is; MRR. The mean page size shows what the relevance
-floor cut (at --limit 50, an agent's usual page, too).
+turns in the first k; hit@k, whether any is; MRR. The mean page size shows where pages ended
+(at --limit 50, an agent's usual page, too).
 
 ``--via mcp`` (the default) asks through the MCP tools, as an agent does: for each mode it
 spawns the real ``agent-memory serve`` (stdio) on a copy of the built database and calls
@@ -23,13 +23,14 @@ a year ahead: every decay stays 1 (as in process), and what a search returns mov
 served, so it stays clean.
 ``--via service`` asks MemoryService in this process (record_use=False, decay 1), faster.
 
-Modes: ``keyword`` (serve --embedder none), ``model`` (the local model alone:
-AGENT_MEMORY_FUSION=model, the measurement setting: ranked by cosine, no floor), ``hybrid``
-(the default: convex score fusion and the relevance floor), each other fusion by its name:
-``rrf``, ``linear``, ``dbsf`` (AGENT_MEMORY_FUSION, the floor on), and in process only
-``no-floor`` (ranking.FLOOR = False). The databases are built once per data file,
-conversation count and embedder, and kept under --cache (embedding ~5,900 turns takes a few
-minutes on 2 cores).
+Modes: ``keyword`` (serve --embedder none), ``model`` (the local model alone: the
+measurement fusion ``ranking.MODEL_ONLY``, ranked by cosine, nothing cut), ``hybrid`` (the
+default: calibrated legs, and the page ends where relevance drops), each other fusion by its
+name (``rrf``; the page ends as the default's), and in process only ``no-cut`` (the default
+with ranking.CUT = False). A fusion is chosen by setting ``ranking.FUSION``: in process for
+the duration of a mode, over MCP in the spawned server (bench/fusion_serve.py). The databases
+are built once per data file, conversation count and embedder, and kept under --cache
+(embedding ~5,900 turns takes a few minutes on 2 cores).
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ from agent_memory.storage import open_store
 from bench._common import pct
 from tests.support.quality import fusion_of, fusion_set
 
+REPO = Path(__file__).resolve().parent.parent  # where ``python -m bench.fusion_serve`` runs
 DEFAULT_DATA = Path("/work/data/locomo10.json")
 DEFAULT_CACHE = Path("/work/data/retrieval-cache")
 SOURCE = "https://github.com/snap-research/locomo (data/locomo10.json)"
@@ -64,13 +66,13 @@ CUTOFFS = (5, 10)
 TYPE = "PATTERN"
 ADVERSARIAL = 5
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
-NO_FLOOR = "no-floor"  # ranking.FLOOR, a module constant: in process only
+NO_CUT = "no-cut"  # ranking.CUT, a module constant: in process only
 # "model" is ranking.MODEL_ONLY; after "hybrid", every other fusion by its name ("rrf", ...).
 MODES = (
     "keyword",
     ranking.MODEL_ONLY,
     "hybrid",
-    NO_FLOOR,
+    NO_CUT,
     *(f for f in ranking.FUSIONS if f not in (ranking.FUSION, ranking.MODEL_ONLY)),
 )
 VIAS = ("mcp", "service")
@@ -227,15 +229,15 @@ def scored(
 
 
 def run_mode(mode: str, svc: MemoryService, questions: list[Question]) -> Result:
-    """One mode in process (after one unmeasured warm-up search), the module setting or
-    environment variable it needs set only meanwhile."""
+    """One mode in process (after one unmeasured warm-up search), the module setting it
+    needs set only meanwhile."""
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}")
     embedder = "none" if svc.embedder is None else svc.embedder.describe()
     pages, times = [], []
     with fusion_set(fusion_of(mode)):
-        if mode == NO_FLOOR:
-            ranking.FLOOR = False
+        if mode == NO_CUT:
+            ranking.CUT = False
         try:
             search_service(svc, questions[0])
             for q in questions:
@@ -244,7 +246,7 @@ def run_mode(mode: str, svc: MemoryService, questions: list[Question]) -> Result
                 times.append(time.perf_counter() - start)
                 pages.append([r["source"] for r in results])
         finally:
-            ranking.FLOOR = True
+            ranking.CUT = True
     return scored(mode, questions, pages, times, embedder)
 
 
@@ -252,6 +254,14 @@ def executable() -> str:
     """The agent-memory console script next to this interpreter (this venv's)."""
     found = Path(sys.executable).with_name("agent-memory")
     return str(found) if found.exists() else shutil.which("agent-memory") or "agent-memory"
+
+
+def server_command(fusion: str | None, args: list[str]) -> tuple[str, list[str]]:
+    """(command, arguments) that run ``agent-memory ARGS`` with ``fusion`` (None: the
+    default, the console script itself): bench/fusion_serve.py sets it in the server."""
+    if fusion is None:
+        return executable(), args
+    return sys.executable, ["-m", "bench.fusion_serve", fusion, *args]
 
 
 def working_copy(cached_db: Path, directory: Path) -> Path:
@@ -276,27 +286,22 @@ def run_mcp(
     env: dict[str, str] | None = None,
 ) -> Result:
     """One mode through the MCP tools: ``agent-memory serve`` spawned on a working copy of
-    ``db`` (``--embedder none`` for keyword, else ``embedder``), one unmeasured warm-up
-    search, then every question's ``memory_search`` timed at the client."""
+    ``db`` (``--embedder none`` for keyword, else ``embedder``; a fusion other than the
+    default through bench/fusion_serve.py), one unmeasured warm-up search, then every
+    question's ``memory_search`` timed at the client."""
     import anyio
     from mcp import Client, StdioServerParameters
     from mcp.client.stdio import stdio_client
 
-    if mode not in MODES or mode == NO_FLOOR:
+    if mode not in MODES or mode == NO_CUT:
         raise ValueError(f"mode {mode!r} cannot be asked over MCP")
     server_env = dict(os.environ if env is None else env)
-    server_env.pop(ranking.FUSION_ENV, None)
-    fusion = fusion_of(mode)
-    if fusion is not None:
-        server_env[ranking.FUSION_ENV] = fusion
     chosen = "none" if mode == "keyword" else embedder
     with tempfile.TemporaryDirectory(prefix="retrieval-") as tmp:
         copy = working_copy(db, Path(tmp))
-        params = StdioServerParameters(
-            command=executable(),
-            args=["--db", str(copy), "--embedder", chosen, "--log-level", "info", "serve"],
-            env=server_env,
-        )
+        args = ["--db", str(copy), "--embedder", chosen, "--log-level", "info", "serve"]
+        command, argv = server_command(fusion_of(mode), args)
+        params = StdioServerParameters(command=command, args=argv, env=server_env, cwd=REPO)
         log_path = Path(tmp) / "serve.log"
         pages: list[list[str]] = []
         times: list[float] = []
@@ -415,7 +420,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--via", choices=VIAS, default="mcp", help="MCP tools or in process")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE, help="built databases")
     args = parser.parse_args(argv)
-    allowed = [m for m in MODES if args.via == "service" or m != NO_FLOOR]
+    allowed = [m for m in MODES if args.via == "service" or m != NO_CUT]
     if not args.data.is_file():
         print(
             f"no LoCoMo file at {args.data}: get data/locomo10.json from {SOURCE} "
@@ -440,7 +445,7 @@ def main(argv: list[str] | None = None) -> int:
         f" conversations={len(conversations)} turns={turns} every={args.every}"
         f" questions={len(questions)} (categories 1-4; {dropped} without a held evidence turn"
         f" dropped) limit={LIMIT} modes={','.join(modes)} via={args.via} store=sqlite"
-        f" fusion default={ranking.FUSION} floor default={ranking.FLOOR}",
+        f" fusion default={ranking.FUSION} cut default={ranking.CUT}",
         flush=True,
     )
     results = []

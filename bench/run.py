@@ -8,7 +8,7 @@
 Every figure comes from one run on one machine, each server driven by the official MCP
 client over stdio, one call at a time:
 
-- floor: a do-nothing server on the same MCP SDK (bench/floor_server.py): the price of
+- floor: a do-nothing server on the same MCP SDK (bench/floors.py): the price of
   Python and the protocol before any work;
 - agent-memory: ``agent-memory serve`` (keyword mode: no Ollama; hybrid mode against the
   test suite's fake Ollama, a real HTTP server on 127.0.0.1, at --hybrid-sizes);

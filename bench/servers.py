@@ -52,7 +52,7 @@ class Floor(System):
     name = "floor"
 
     def params(self) -> StdioServerParameters:
-        command, *args = module_cmd("floor_server", "bench-floor")
+        command, *args = module_cmd("floors", "mcp", "bench-floor")
         return StdioServerParameters(command=command, args=args, cwd=str(ROOT))
 
     def store(self, memory: dict, i: int) -> tuple[str, dict]:

@@ -87,11 +87,11 @@ def hybrid(db_path: Path, clock: Clock, ollama: FakeOllama):
 
 
 @pytest.fixture
-def no_floor(monkeypatch):
-    """Hybrid pages without the relevance floor: for tests of what the legs find."""
+def no_cut(monkeypatch):
+    """Pages that do not end where relevance drops: for tests of what the legs find."""
     from agent_memory import ranking
 
-    monkeypatch.setattr(ranking, "FLOOR", False)
+    monkeypatch.setattr(ranking, "CUT", False)
 
 
 @pytest.fixture

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 import anyio
+import pytest
 from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -84,8 +85,10 @@ def test_rest_and_mcp_share_vectors(db_path, ollama):
             "PATCH", f"/api/memories/{stored.json()['id']}", json={"content": "x"}
         )
         assert patched.json()["embedding_status"] == 1
-        answer = daemon.request("POST", "/api/search", json={"query": "?!"}).json()
+        # the new content's vector is the one searched by meaning
+        answer = daemon.request("POST", "/api/search", json={"query": "x", "explain": True}).json()
         assert answer["search_mode"] == "hybrid" and len(answer["results"]) == 1
+        assert answer["results"][0]["why"]["vector"]["similarity"] == pytest.approx(1.0)
         assert daemon.stop() == 0
 
 

@@ -1,5 +1,7 @@
 """Plain-language keyword search (decisions.md, "Plain-language keyword queries") on the
-everyday set, in keyword mode (no embedder), on both engines alike."""
+everyday set, in keyword mode (no embedder), on both engines alike. A page ends where the
+keyword share drops (ranking.end): a question whose only word in the store is a small part
+of it ("which python version is required": "python" alone) gets nothing."""
 
 from __future__ import annotations
 
@@ -12,10 +14,11 @@ pytest_plugins = ["tests.support.pg_fixtures"]
 
 T0 = 1_767_225_600
 LIMIT = 10
-# Measured on both engines: 35 of 36 targets first, all 36 in the top 3
-# (FTS5's implicit AND before: 13 first, 13 in the top 10, 23 questions answered with nothing).
-TOP1_FLOOR = 34
-TOP3_FLOOR = 36
+# Measured on both engines: 33 of 36 targets first, 35 in the top 3 (the page of the 36th ends
+# before it; before pages ended, 35 and 36; FTS5's implicit AND: 13 first, 13 in the top 10,
+# 23 questions answered with nothing).
+TOP1_FLOOR = 33
+TOP3_FLOOR = 35
 
 
 def stored(store, tagged: bool = False) -> dict[int, str]:
@@ -54,16 +57,18 @@ def test_every_everyday_question_finds_its_target(store, capsys):
             f"\neveryday set: top1 {top1}, top3 {top3}, top10 {len(found) - len(missed)}"
             f" of {len(found)}; missed {missed}"
         )
-    assert None not in found
     assert top1 >= TOP1_FLOOR
     assert top3 >= TOP3_FLOOR
 
 
 def test_with_tags_every_question_finds_its_target_first(store):
     """Tags searched, a tag hit weighing bm25.TAG_WEIGHT (docs/search.md): every target
-    first (35 without tags; at a weight of 2, "database choice" puts the memory tagged
-    "database" that does not answer it first)."""
-    assert ranks(store, tagged=True) == [1] * len(QUERIES)
+    found is first (at a weight of 2, "database choice" puts the memory tagged "database"
+    that does not answer it first). "what does 429 mean" ends before its target: no memory
+    holds "what", "does" or "mean", so "429" is a fifth of the question."""
+    found = dict(zip((q.query for q in QUERIES), ranks(store, tagged=True), strict=True))
+    assert found.pop("what does 429 mean") is None
+    assert set(found.values()) == {1}
 
 
 def test_each_tag_alone_finds_a_memory_holding_it_first(store):
@@ -82,9 +87,7 @@ def test_a_question_missing_one_word_still_finds_its_memory(store):
 def test_memories_holding_every_word_rank_first(store):
     keys = stored(store)
     # "worker" is in two memories; only one also holds "queue": it comes first.
-    found = [keys[i] for i in search(store, "queue worker")]
-    assert found[0] == "queue"
-    assert "memory-leak" in found  # holds "worker" only: after it
+    assert [keys[i] for i in search(store, "queue worker")] == ["queue", "memory-leak"]
 
 
 def test_common_words_bring_nothing_in(store):

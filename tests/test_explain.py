@@ -17,21 +17,24 @@ def test_without_explain_the_answer_is_unchanged(hybrid):
     assert all("why" not in r for r in answer["results"])
 
 
-def test_a_hybrid_answer_explains_each_leg_and_the_floor(hybrid):
+def test_a_hybrid_answer_explains_each_leg_and_where_the_page_ended(hybrid):
     ids = fill(hybrid)
     answer = hybrid.search({"query": "PostgreSQL", "explain": True})  # both legs find it
     first = answer["results"][0]
     assert first["id"] == ids["datastore"]
     why = first["why"]
     assert why["keyword"]["rank"] == 1 and why["keyword"]["bm25"] > 0
-    assert why["vector"]["rank"] == 1 and why["vector"]["share"] == 1.0
+    assert why["keyword"]["words"] == ["PostgreSQL"] and why["keyword"]["share"] > 0.5
+    assert why["vector"]["rank"] == 1 and why["vector"]["share"] > 0
     assert why["vector"]["sigmas"] > 2  # stands clearly above the unrelated texts
     assert why["score"] == pytest.approx(why["fused"] * why["decay"])
+    assert why["reason"].startswith("holds ") and "σ above unrelated text" in why["reason"]
     explain = answer["explain"]
-    assert explain["fusion"] == "convex"
-    assert explain["unrelated"]["std"] > 0 and explain["noise"]["mean"] < 1
-    assert explain["below_floor"] >= 1  # the four memories on other topics
-    assert len(answer["results"]) + explain["below_floor"] == 5
+    assert explain["fusion"] == "calibrated" and explain["keyword_trust"] == 1.0
+    assert explain["unrelated"]["std"] > 0
+    cut = explain["cut"]
+    assert cut["candidates"] == 5 and cut["returned"] == len(answer["results"]) == 1
+    assert cut["reason"].startswith("1 of 5 candidates kept: a keyword share of at least")
 
 
 def test_a_keyword_answer_explains_bm25_and_decay(service):
@@ -40,11 +43,15 @@ def test_a_keyword_answer_explains_bm25_and_decay(service):
     why = answer["results"][0]["why"]
     assert answer["results"][0]["id"] == memory_id
     assert why["vector"] is None and why["keyword"]["rank"] == 1
-    assert why["score"] == pytest.approx(why["decay"] + why["keyword"]["bm25"])
-    assert answer["explain"] == {
-        "score": "decay + bm25",
-        "words": {"rows": None, "used": ["sqlite", "vec"]},  # searched as plain words
-    }
+    # "sqlite" and "vec" are held as they were typed: a phrase's worth on top of bm25
+    assert why["keyword"]["together"] == ["sqlite vec"]
+    assert why["fused"] > why["keyword"]["bm25"]
+    assert why["score"] == pytest.approx(why["decay"] + why["fused"])
+    explain = answer["explain"]
+    assert explain["score"] == "decay + bm25 + words typed together"
+    assert explain["words"]["used"] == ["sqlite", "vec"]  # searched as plain words
+    assert explain["words"]["rows"] == {"sqlite": 1, "vec": 1}
+    assert explain["cut"]["reason"] == "1 of 1 candidates kept: a keyword share of at least 30%"
 
 
 def test_a_keyword_answer_names_the_words_a_question_was_searched_as(service):
@@ -65,7 +72,7 @@ def test_mcp_search_takes_explain_and_its_output_schema_holds(hybrid):
     (found,) = run(hybrid, ("memory_search", {"query": PARAPHRASE, "explain": True}))
     assert not found.is_error
     assert "why" in found.structured_content["results"][0]
-    assert found.structured_content["explain"]["fusion"] == "convex"
+    assert found.structured_content["explain"]["fusion"] == "calibrated"
 
 
 def test_rest_search_takes_explain(hybrid):
@@ -75,12 +82,15 @@ def test_rest_search_takes_explain(hybrid):
     assert status == 200 and "why" in answer["results"][0] and "explain" in answer
 
 
-def test_explain_names_the_words_the_keyword_leg_used(hybrid):
+def test_explain_names_the_words_and_what_each_tells(hybrid):
     fill(hybrid)
-    for i in range(12):  # "note" in most memories: not informative
+    for i in range(12):  # "note" in most memories: it tells little
         hybrid.store({"content": f"note {i} on the rollout", "type": "TODO"})
-    explain = hybrid.search({"query": "PostgreSQL note", "explain": True})["explain"]
-    assert explain["words"] == {"rows": {"PostgreSQL": 1, "note": 12}, "used": ["PostgreSQL"]}
+    words = hybrid.search({"query": "PostgreSQL note", "explain": True})["explain"]["words"]
+    assert words["used"] == ["PostgreSQL", "note"]
+    assert words["rows"] == {"PostgreSQL": 1, "note": 12}
+    assert words["information"]["PostgreSQL"] > 4 * words["information"]["note"] > 0
+    assert words["together"] == ["PostgreSQL note"]
 
 
 def test_an_unknown_field_next_to_explain_is_refused(service):

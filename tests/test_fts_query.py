@@ -45,7 +45,8 @@ def ids(answer):
         ("cafe", {6}),  # diacritics removed
     ],
 )
-def test_queries_in_both_syntaxes(service, corpus, query, expected):
+def test_queries_in_both_syntaxes(service, corpus, query, expected, no_cut):
+    # what each query matches (the page's end, tested apart, would keep fewer)
     answer = service.search({"query": query})
     assert answer["search_mode"] == "keyword"
     assert set(ids(answer)) == expected
@@ -58,7 +59,8 @@ def test_wordless_or_operator_only_queries_never_fail(service, corpus, query):
     assert ids(answer) == [] or query in ("OR", "NOT")
 
 
-def test_a_very_long_question_is_answered(service):
+def test_a_very_long_question_is_answered(service, no_cut):
+    # (its one word in the store is a sliver of its information: the page would end before)
     service.store({"content": "needle in the haystack", "type": "TODO"})
     words = " ".join(f"word{i}" for i in range(5000))
     answer = service.search({"query": f"{words} needle?"})

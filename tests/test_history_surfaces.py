@@ -62,7 +62,7 @@ def test_cli_history_and_as_of(service, clock, db_path):
     assert refused.exit_code != 0 and "as_of" in refused.output
 
 
-def test_a_hybrid_search_as_of_leaves_out_what_was_stored_later(hybrid, clock, no_floor):
+def test_a_hybrid_search_as_of_leaves_out_what_was_stored_later(hybrid, clock, no_cut):
     first = hybrid.store(OLD)["id"]
     clock.advance(100)
     later = hybrid.store({**OLD, "content": "Timeouts for the API are ninety seconds now."})["id"]

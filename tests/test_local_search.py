@@ -77,52 +77,20 @@ def test_hybrid_search_keeps_paraphrases_in_the_page(semantic):
         assert answer["search_mode"] == "hybrid"
         ranks.append(rank(answer, ids[q.target]))
     print(f"hybrid ranks: {sorted(ranks)}")
-    # The fusion keeps what the model finds: as good as the model alone (17 and 26 measured,
-    # docs/search.md), where the contract's RRF put 2 in the top 3 and 12 in the top 10.
+    # The fusion keeps what the model finds (tests/test_search_quality.py compares it with
+    # each leg), where the contract's RRF put 2 in the top 3 and 12 in the top 10.
     assert sum(r <= 3 for r in ranks) >= TOP3_FLOOR
     assert sum(r <= 10 for r in ranks) >= TOP10_FLOOR
 
 
-def leg_ranks(svc, ids, queries, leg: str) -> list[int]:
-    """Each query's target's rank in one leg alone, as the store ranks it: "keyword" (no
-    embedding) or "model" (a wordless query, no floor)."""
-    ranks = []
-    for q in queries:
-        if leg == "keyword":
-            page = svc.db.search(q.query, None, now=svc.now(), limit=10, filters=Filters())
-        else:
-            embedding = svc.embedder.embed_query(q.query)
-            page = svc.db.search(
-                "", embedding, now=svc.now(), limit=10, filters=Filters(), floor=False
-            )
-        ranks.append(rank({"results": page.results}, ids[q.target]))
-    return ranks
-
-
 @needs_model
-@pytest.mark.parametrize("queries", [PARAPHRASES, EXACT], ids=["paraphrases", "exact-terms"])
-def test_hybrid_is_at_least_as_good_as_the_better_leg_alone(semantic, queries):
-    svc, ids = semantic
-    hybrid = [
-        rank(svc.search({"query": q.query, "limit": 10}, record_use=False), ids[q.target])
-        for q in queries
-    ]
-    legs = {leg: leg_ranks(svc, ids, queries, leg) for leg in ("keyword", "model")}
-    print(f"hybrid {sorted(hybrid)}; " + "; ".join(f"{k} {sorted(v)}" for k, v in legs.items()))
-    for top in (3, 10):
-        best = max(sum(r <= top for r in ranks) for ranks in legs.values())
-        assert sum(r <= top for r in hybrid) >= best, f"top {top}"
-
-
-@needs_model
-def test_the_floor_answers_an_off_topic_question_with_little_or_nothing(semantic):
+def test_an_off_topic_question_gets_little_or_nothing(semantic):
     svc, _ = semantic
-    sizes = [
-        len(svc.search({"query": q, "limit": 10}, record_use=False)["results"]) for q in OFF_TOPIC
-    ]
+    sizes = [len(svc.search({"query": q}, record_use=False)["results"]) for q in OFF_TOPIC]
     print(f"off-topic page sizes: {sizes}")
-    # measured: [1, 1, 4, 1, 1, 10, 1, 3, 1, 8]
-    assert statistics.median(sizes) <= 2 and sum(size <= 3 for size in sizes) >= 6
+    # measured: [0, 0, 4, 0, 0, 5, 1, 0, 0, 3] (before pages ended where relevance drops,
+    # at limit 10: [1, 1, 4, 1, 1, 10, 1, 3, 1, 8])
+    assert statistics.median(sizes) == 0 and sum(sizes) <= 15
 
 
 @needs_model

@@ -20,6 +20,9 @@ pytest_plugins = ["tests.support.pg_fixtures"]
 VOCABULARY = [f"term{i}" for i in range(400)]
 MEMORIES = 60
 
+# The shortcuts must give the engine's full page: the page's end is tested apart.
+pytestmark = pytest.mark.usefixtures("no_cut")
+
 
 def fill(service: MemoryService) -> None:
     """Memories of a few vocabulary words each, the first holding every word of ALL_OF."""

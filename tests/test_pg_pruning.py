@@ -18,7 +18,7 @@ from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword
 from tests.support.clock import Clock
-from tests.support.scale_corpus import DAY, fill, ids, the_in_443_of_1000
+from tests.support.scale_corpus import DAY, fill, ids, keyword_page, the_in_443_of_1000
 
 pytest_plugins = ["tests.support.pg_fixtures"]
 
@@ -45,6 +45,10 @@ def scored(monkeypatch) -> list[str | None]:
 
     monkeypatch.setattr(keyword, "keyword_ranking_sql", spy)
     return seen
+
+
+# The shortcuts must give the engine's full page: the page's end is tested apart.
+pytestmark = pytest.mark.usefixtures("no_cut")
 
 
 def _words(node) -> list[str]:
@@ -89,11 +93,9 @@ def test_common_words_are_left_out_and_the_page_is_the_full_querys(
     clock.advance(DAY)
     expected = full_page(pg_service, question, clock.now, limit)
     scored.clear()
-    found = pg_service.search({"query": question, "limit": limit}, record_use=False)
-    assert ids(found["results"]) == expected
+    assert keyword_page(pg_service, question, limit) == expected
     assert scored[-1] is not None and "the" not in scored[-1].split()  # "the" left out
-    sqlite = service.search({"query": question, "limit": limit}, record_use=False)
-    assert ids(sqlite["results"]) == expected
+    assert keyword_page(service, question, limit) == expected
 
 
 def test_a_row_the_left_out_words_lift_past_the_page_is_not_missed(pg_service, clock, scored):

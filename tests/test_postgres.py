@@ -420,7 +420,8 @@ def test_engine_errors_reach_the_log_not_the_client(pg_url, pg, caplog):
 def test_a_keyword_page_reads_its_memories_with_the_ranking(pg_url):
     """Each statement is a round trip to the server: the snapshot starts with its deadline in
     one (BEGIN on the driver's connection), and the page's memories come with the ranking,
-    so SQLAlchemy sends two statements, not five."""
+    so SQLAlchemy sends three statements, not six: the
+    third counts the words' rows for their weight in the page's end (ranking.relevance)."""
     import sqlalchemy
     from sqlalchemy import event
 
@@ -443,7 +444,7 @@ def test_a_keyword_page_reads_its_memories_with_the_ranking(pg_url):
             event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", record)
         assert [m["content"] for m in found.results] == ["kafka retry", "kafka cache cache"]
         assert all(m["decay_score"] > 0 for m in found.results)
-        assert len(sent) == 2 and sent[0] == "SET LOCAL enable_seqscan = off"
+        assert len(sent) == 3 and sent[0] == "SET LOCAL enable_seqscan = off"
     finally:
         store.close()
 

@@ -1,8 +1,8 @@
 """bench/retrieval.py reads a LoCoMo-shaped file and scores keyword pages right: recall@k is
 the share of a question's evidence turns in the first k, hit@k whether any is there. Through
 the MCP tools too: the real ``serve`` spawned on a copy of the database (keyword, and with the
-fake Ollama hybrid and model-only). The measurement setting AGENT_MEMORY_FUSION=model ranks by
-cosine alone, with no floor, in process and over MCP."""
+fake Ollama hybrid and model-only). The measurement fusion ``model`` ranks by cosine alone,
+with nothing cut, over MCP through the bench's launcher (bench/fusion_serve.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from agent_memory import ranking
-from agent_memory.contract.models import Noise
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from bench import retrieval
@@ -178,24 +177,6 @@ def test_no_floor_is_in_process_only(data):
         retrieval.run_mcp("no-floor", data, [])
 
 
-def test_the_model_setting_ranks_by_cosine_alone_with_no_floor(monkeypatch):
-    # 2: the keyword leg's best; 3: keyword only; 4: far below the unrelated texts.
-    keyword, nearest = [(2, 10.0), (3, 8.0)], [(1, 0.80), (2, 0.79), (4, 0.10)]
-    rows = {i: {"id": i, "decay_score": 1.0} for i in (1, 2, 3, 4)}
-    unrelated = Noise(0.70, 0.02, 12)
-
-    def fused() -> ranking.Fused:
-        return ranking.fuse(keyword, nearest, Noise(0.5, 0.05, 64), rows, 10, None, None, unrelated)
-
-    assert [m["id"] for m in fused().results] == [2, 1, 3]  # the default: 4 cut
-    monkeypatch.setenv(ranking.FUSION_ENV, ranking.MODEL_ONLY)
-    model = fused()
-    assert [m["id"] for m in model.results] == [1, 2, 4]
-    assert [model.why[i]["fused"] for i in (1, 2, 4)] == [0.80, 0.79, 0.10]
-    assert model.explain["fusion"] == "model"
-    assert model.explain["below_floor"] == 0
-
-
 def test_over_mcp_the_model_setting_ranks_by_cosine_alone(db_path, ollama):
     svc = MemoryService(open_store(db_path), embedder=embedder_for(ollama.url))
     for content in (
@@ -206,22 +187,28 @@ def test_over_mcp_the_model_setting_ranks_by_cosine_alone(db_path, ollama):
     ):
         svc.store({"content": content, "type": "DECISION"})
     svc.close()
-    params = StdioServerParameters(
-        command=executable(),
-        args=["--db", str(db_path), "--embedder", "ollama", "serve"],
-        env=server_env(AGENT_MEMORY_OLLAMA_URL=ollama.url, AGENT_MEMORY_FUSION="model"),
+    # The product reads no setting for its fusion: the bench's launcher sets it in the
+    # spawned server (an environment variable of the old name changes nothing).
+    command, args = retrieval.server_command(
+        ranking.MODEL_ONLY, ["--db", str(db_path), "--embedder", "ollama", "serve"]
+    )
+    env = server_env(AGENT_MEMORY_OLLAMA_URL=ollama.url, AGENT_MEMORY_FUSION="rrf")
+    params = StdioServerParameters(command=command, args=args, env=env, cwd=retrieval.REPO)
+    plain = StdioServerParameters(
+        command=executable(), args=args[args.index("--db") :], env=env, cwd=retrieval.REPO
     )
 
-    async def main():
-        async with Client(stdio_client(params)) as client:
+    async def main(server):
+        async with Client(stdio_client(server)) as client:
             args = {"query": "which database did we pick", "explain": True, "limit": 10}
             return (await client.call_tool("memory_search", args)).structured_content
 
-    found = anyio.run(main)
+    assert anyio.run(main, plain)["explain"]["fusion"] == ranking.FUSION
+    found = anyio.run(main, params)
     assert found["search_mode"] == "hybrid"
     assert found["explain"]["fusion"] == "model"
     whys = [r["why"] for r in found["results"]]
-    assert len(whys) == 4  # no floor: every memory with a vector
+    assert len(whys) == 4  # nothing cut: every memory with a vector
     assert all(why["keyword"] is None for why in whys)
     similarities = [why["vector"]["similarity"] for why in whys]
     assert similarities == sorted(similarities, reverse=True)

@@ -27,10 +27,13 @@ from agent_memory.query import bm25
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import keyword
 from tests.support.files import reading
-from tests.support.scale_corpus import DAY, WORDS, fill, ids, the_in_443_of_1000
+from tests.support.scale_corpus import DAY, WORDS, fill, ids, keyword_page, the_in_443_of_1000
 
 # FTS5's bm25 as the store asks it: a hit in the tags column weighs bm25.TAG_WEIGHT.
 BM25 = f"bm25(memories_fts, 1.0, {bm25.TAG_WEIGHT!r})"
+
+# The shortcuts must give the engine's full page: the page's end is tested apart.
+pytestmark = pytest.mark.usefixtures("no_cut")
 
 
 def words_of(text: str) -> list[str]:
@@ -106,9 +109,10 @@ def test_blended_candidates_give_the_full_querys_page(
     clock.advance(DAY)
     if query == "retry schema":  # plain words: searched as words
         expected = words_reference(raw, query, clock.now, limit)
+        assert keyword_page(service, query, limit) == expected
     else:
         expected = reference(raw, query, clock.now, limit)
-    assert ids(service.search({"query": query, "limit": limit})["results"]) == expected
+        assert ids(service.search({"query": query, "limit": limit})["results"]) == expected
 
 
 def test_filtered_searches_take_the_full_query(service, clock, raw, small_candidates):
@@ -147,7 +151,7 @@ def test_common_words_are_left_out_when_the_rest_decide(
     fill(service, clock, 300)
     clock.advance(DAY)
     expected = words_reference(raw, question, clock.now, limit)
-    assert ids(service.search({"query": question, "limit": limit})["results"]) == expected
+    assert keyword_page(service, question, limit) == expected
     # The informative words alone (not "the", in every row) decided the page.
     kept = informative(raw, words_of(question))
     assert "the" not in kept and pruning[-1] == or_of(kept)
@@ -195,7 +199,7 @@ def test_few_rows_score_every_word_in_one_query(service, clock, raw, monkeypatch
     fill(service, clock, 50)
     question = "the sqlite cache zebra?"  # no row holds every word
     expected = words_reference(raw, question, clock.now, 10)
-    assert ids(service.search({"query": question, "limit": 10})["results"]) == expected
+    assert keyword_page(service, question, 10) == expected
     kept = informative(raw, words_of(question))
     assert "the" not in kept
     # Below PRUNE_MIN_ROWS: the OR of every word, over the rows of the informative ones.

@@ -198,7 +198,10 @@ def test_keyword_search_takes_fts5_syntax_and_falls_back_to_words(store):
     b = store.insert(new("postgres stores rows"), None)
     assert set(ids(search(store, "stor*").results)) == {a, b}
     assert ids(search(store, "sqlite NOT postgres").results) == [a]
-    assert set(ids(search(store, "what does sqlite-vec store?").results)) == {a, b}
+    # searched as words; "store" is in both memories, so the one holding only it is far
+    # below the page's best and the page ends before it
+    assert ids(search(store, "what does sqlite-vec store?").results) == [a]
+    assert set(ids(search(store, "what does sqlite-vec store?", floor=False).results)) == {a, b}
     assert search(store, "?!").results == []
 
 
@@ -215,12 +218,13 @@ def test_hybrid_fuses_both_legs(store):
     c = store.insert(new("gamma", "TODO"), vector(0, 0, 1))
     page = search(store, "beta", vector(1, 0, 0), limit=3)
     assert page.mode == ranking.SEARCH_MODE_HYBRID
-    # beta: both legs; alpha: the model's best; gamma, unrelated to the query, is below the
-    # relevance floor (ranking.fuse) and comes back only without it.
+    # beta: both legs; alpha: the model's best; gamma, unrelated to the query, is past the
+    # page's end (ranking.end) and comes back only without it.
     assert ids(page.results) == [b, a]
     assert page.why[b]["keyword"]["rank"] == 1 and page.why[b]["vector"]["rank"] == 2
-    assert page.why[a]["keyword"] is None and page.why[a]["vector"]["share"] == 1.0
-    assert page.explain["below_floor"] == 1
+    assert page.why[a]["keyword"] is None and page.why[a]["vector"]["rank"] == 1
+    assert page.why[a]["vector"]["share"] > page.why[b]["vector"]["share"] > 0
+    assert (page.explain["cut"]["candidates"], page.explain["cut"]["kept"]) == (3, 2)
     assert ids(search(store, "beta", vector(1, 0, 0), limit=3, floor=False).results) == [b, a, c]
     todo = search(store, "beta", vector(1, 0, 0), limit=3, memory_type="TODO", floor=False)
     assert ids(todo.results) == [a, c]

@@ -42,7 +42,7 @@ def fill(store, matrix: np.ndarray) -> list[int]:
 
 
 def nearest(store, query: np.ndarray, limit: int = 10, filters: Filters | None = None) -> list[int]:
-    """The vector leg's page (no keyword hit, no relevance floor)."""
+    """The vector leg's page (no keyword hit, nothing cut)."""
     page = store.search(
         "", embedding(query), now=T0, limit=limit, filters=filters or Filters(), floor=False
     )
@@ -353,19 +353,6 @@ def test_at_least_reads_and_returns_only_the_memories_that_similar(db_path, smal
     finally:
         event.remove(store.database.engine, "before_cursor_execute", on_execute)
         store.close()
-
-
-def test_the_id_range_of_the_noise_sample_scans_no_vectors(hybrid):
-    """min() and max() in one SELECT scan every row of the vector table (and its blob);
-    as two scalar subqueries each is read off the end of the primary key."""
-    from agent_memory.storage.sqlite import vectors
-
-    hybrid.store({"content": "a memory with a vector", "type": "TODO"})
-    with hybrid.db.database.engine.connect() as conn:
-        plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {vectors._ID_RANGE}").all()
-        assert conn.exec_driver_sql(vectors._ID_RANGE).one() == (1, 1)
-    details = [row[-1] for row in plan]
-    assert not [d for d in details if d.startswith("SCAN memory_vector_floats")], details
 
 
 @pytest.mark.parametrize("loaded", [True, False], ids=["index", "sql-leg"])

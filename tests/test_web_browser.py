@@ -285,8 +285,10 @@ def test_why_these_results_explains_each_keyword_result(page, daemon):
     page.tab.wait_for_selector("#results .why:not([hidden])")
     expected = [f"why: {display.why(r['why'])}" for r in answer["results"]]
     assert page.tab.evaluate(f"() => {WHY_SHOWN}") == expected
-    assert expected[0].startswith("why: keyword #1 bm25 ")
-    assert page.text("#list-status") == "2 best first · score = decay + bm25"
+    assert expected[0].startswith("why: holds ")
+    assert page.text("#list-status") == (
+        f"2 best first · score = decay + bm25 · {answer['explain']['cut']['reason']}"
+    )
 
     with page.tab.expect_response(lambda r: r.url.endswith("/api/search")) as sent:
         page.tab.get_by_label("Why these results?").uncheck()
@@ -295,11 +297,9 @@ def test_why_these_results_explains_each_keyword_result(page, daemon):
     assert page.tab.evaluate(f"() => {WHY_SHOWN}") == []
 
 
-def test_why_these_results_on_a_hybrid_search_says_what_fell_below_the_floor(
-    chromium, tmp_path, ollama
-):
-    """A daemon of its own whose embedder is the fake Ollama: each result's why names both
-    legs, and the status line the fusion, the floor and how many candidates it cut."""
+def test_why_these_results_on_a_hybrid_search_says_where_the_page_ended(chromium, tmp_path, ollama):
+    """A daemon of its own whose embedder is the fake Ollama: each result's why says what it
+    holds and why it is in, and the status line the fusion and where the page ended."""
     env = {"HOME": str(tmp_path), "AGENT_MEMORY_OLLAMA_URL": ollama.url}
     with RestDaemon(tmp_path / "memory.db", env=env) as daemon:
         daemon.drain_stderr()
@@ -321,14 +321,14 @@ def test_why_these_results_on_a_hybrid_search_says_what_fell_below_the_floor(
             page.expect_shown([r["id"] for r in answer["results"]])
             expected = [f"why: {display.why(r['why'])}" for r in answer["results"]]
             assert page.tab.evaluate(f"() => {WHY_SHOWN}") == expected
-            assert " · meaning #1 sim " in expected[0] and "σ) · fused " in expected[0]
-            below = answer["explain"]["below_floor"]
-            assert below > 0  # the unrelated memories
+            assert "σ above unrelated text; in because" in expected[0]
+            cut = answer["explain"]["cut"]
+            assert cut["kept"] < cut["candidates"]  # the unrelated memories
             status = page.text("#list-status")
             assert status == (
                 f"{len(expected)} best first · {display.explanation(answer['explain'])}"
             )
-            assert status.endswith(f"· {below} below the floor")
+            assert status.endswith(cut["reason"])
             assert page.problems == []
         finally:
             context.close()

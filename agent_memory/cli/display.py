@@ -146,46 +146,16 @@ def _score(value: float) -> str:
 
 
 def why(reason: dict[str, Any]) -> str:
-    """Why a search returned a memory (a result's ``why``), on one line: each leg's rank and
-    score, then how the score was made. The web page says it in the same words (app.js)."""
-    keyword, vector = reason["keyword"], reason["vector"]
-    if "fused" not in reason:  # keyword mode: decay + bm25
-        bm25 = f"keyword #{keyword['rank']} bm25 {_score(keyword['bm25'])}"
-        return f"{bm25} + decay {reason['decay']:.2f} = {_score(reason['score'])}"
-    parts = []
-    if keyword is None:
-        parts.append("no keyword match")
-    else:
-        bm25 = f"bm25 {_score(keyword['bm25'])} (share {keyword['share']:.2f})"
-        parts.append(f"keyword #{keyword['rank']} {bm25}")
-    if vector is None:
-        parts.append("not near in meaning")
-    else:
-        sigmas = (
-            f"{vector['sigmas']:.1f}σ" if "sigmas" in vector else f"share {vector['share']:.2f}"
-        )
-        parts.append(f"meaning #{vector['rank']} sim {vector['similarity']:.3f} ({sigmas})")
-    made = f"fused {_score(reason['fused'])} × decay {reason['decay']:.2f}"
-    parts.append(f"{made} = {_score(reason['score'])}")
-    return " · ".join(parts)
+    """Why a search returned a memory (a result's ``why``), on one line: in words, then the
+    score. The web page says it in the same words (app.js)."""
+    return f"{reason['reason']} · score {_score(reason['score'])}"
 
 
 def explanation(explain: dict[str, Any]) -> str:
-    """How a search made its page (the answer's ``explain``), on one line: the fusion, the
-    relevance floor and how many candidates fell below it."""
-    if "fusion" not in explain:  # keyword mode
-        words = explain.get("words")
-        shown = "" if not words else f" · words {', '.join(map(printable, words['used']))}"
-        return f"score = {explain['score']}{shown}"
-    floor = explain["floor"]
-    bars = []
-    if floor["keyword"] is not None:
-        bars.append(f"bm25 ≥ {_score(floor['keyword'])}")
-    if floor["similarity"] is not None:
-        bars.append(f"sim ≥ {floor['similarity']:.3f}")
-    kept = " or ".join(bars) if bars else "none"
-    below = explain["below_floor"]
-    return f"{explain['fusion']} fusion · floor {kept} · {below} below the floor"
+    """How a search made its page and where it ended (the answer's ``explain``), on one
+    line."""
+    made = f"{explain['fusion']} fusion" if "fusion" in explain else f"score = {explain['score']}"
+    return f"{made} · {explain['cut']['reason']}"
 
 
 def record(memory: dict[str, Any], now: int) -> Iterator[str]:

@@ -13,7 +13,7 @@ import hashlib
 import json
 import math
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -84,13 +84,16 @@ class SearchPage:
     """What a store's search found: "hybrid" when the vector ranking took part, else
     "keyword"; ``other_pin`` is the stored pin when the query's embedding did not fit it
     (the search then ran by keyword). ``why`` tells, by id, how each result scored, and
-    ``explain`` how the page was made (ranking.Fused)."""
+    ``explain`` how the page was made and where it ended (ranking.Fused); ``words``, a
+    plain query's words as the relevance weighs them (ranking.relevance.Words), for a caller
+    that finds more memories by their words."""
 
     mode: str
     results: list[dict[str, Any]]
     other_pin: Pin | None = None
-    why: dict[int, dict[str, Any]] = field(default_factory=dict)
+    why: Mapping[int, dict[str, Any]] = field(default_factory=dict)
     explain: dict[str, Any] = field(default_factory=dict)
+    words: Any = None
 
 
 @dataclass
@@ -123,7 +126,7 @@ def json_chars(value: Any) -> int:
 @dataclass(frozen=True)
 class Noise:
     """How similar the model finds a query to texts it is not about: the mean and spread
-    of the query's cosine similarity to a sample (ranking.fuse)."""
+    of the query's cosine similarity to them (embedders/calibration.py, ranking.fuse)."""
 
     mean: float
     std: float
@@ -139,14 +142,18 @@ class Noise:
 
 
 @dataclass(frozen=True)
-class KeywordScale:
-    """What a hybrid search's keyword leg is weighed against (query.bm25.scale): ``ideal``,
-    the -bm25 of a row holding each of the query's words once; ``rows``, how many memories
-    hold each word; ``used``, the words a row must hold to be matched (the informative ones)."""
+class WordCounts:
+    """What the keyword index says about a plain query's words (ranking.relevance.Words):
+    ``rows``, the memories indexed; ``tokens``, their tokens in all (bm25's average length is
+    tokens / rows); ``hits``, how many memories hold each word."""
 
-    ideal: float
-    rows: dict[str, int]
-    used: tuple[str, ...]
+    rows: int
+    tokens: int
+    hits: dict[str, int]
+
+    @property
+    def average_length(self) -> float:
+        return self.tokens / self.rows if self.rows else 0.0
 
 
 def normalised(content: str) -> str:

@@ -70,12 +70,13 @@ EDGE_PROPERTIES = {
 }
 _EXPLAIN = {
     "type": "boolean",
-    "description": "Say why each result ranks where it does: each result gets why: {keyword: "
-    "{rank, bm25, share}, vector: {rank, similarity, share, sigmas}, fused, decay, score} "
-    "(a leg that did not find it is null), and the answer gets explain: the fusion, what "
-    "the model's similarity to unrelated memories looks like for this query (noise), the "
-    "relevance floor and how many candidates fell below it, and the words a plain-language "
-    "query was searched as (words.used). Default false.",
+    "description": "Say why each result is on the page: each result gets why: {keyword: "
+    "{rank, bm25, share, words, together}, vector: {rank, similarity, share, sigmas}, fused, "
+    "decay, score, reason} (share: the part of the question's information the memory holds; "
+    "sigmas: how far the model puts it above unrelated text; a leg that did not find it is "
+    "null; reason: the same in a sentence), and the answer gets explain: the fusion, the "
+    "words and what each tells, how far the keyword leg was trusted, and cut: where the page "
+    "ended and why. Default false.",
 }
 
 
@@ -172,15 +173,27 @@ FULL_MEMORY = obj(
     "related",
 )
 _NUMBER = {"type": "number"}
+_NULLABLE_NUMBER = {"type": ["number", "null"]}
 WHY = obj(
     {
         "keyword": nullable(
-            obj({"rank": {"type": "integer"}, "bm25": _NUMBER, "share": _NUMBER}, "rank", "bm25")
+            obj(
+                {
+                    "rank": {"type": ["integer", "null"]},
+                    "bm25": _NULLABLE_NUMBER,
+                    "share": _NUMBER,
+                    "words": _STRINGS,
+                    "together": _STRINGS,
+                },
+                "rank",
+                "bm25",
+                "share",
+            )
         ),
         "vector": nullable(
             obj(
                 {
-                    "rank": {"type": "integer"},
+                    "rank": {"type": ["integer", "null"]},
                     "similarity": _NUMBER,
                     "share": _NUMBER,
                     "sigmas": _NUMBER,
@@ -193,6 +206,7 @@ WHY = obj(
         "fused": _NUMBER,
         "decay": _NUMBER,
         "score": _NUMBER,
+        "reason": {"type": "string"},
     },
     "keyword",
     "vector",

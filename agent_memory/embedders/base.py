@@ -122,14 +122,14 @@ class Embedder(ABC):
 
     def unrelated(self, embedding: Embedding) -> Noise | None:
         """The query's cosine similarity to texts it is not about (calibration.UNRELATED,
-        embedded once): the relevance floor of a hybrid search. None if they cannot be
-        embedded with the query's model."""
+        embedded once): the scale of the model's similarity in a hybrid search. None if they
+        cannot be embedded with the query's model."""
         passages = self._unrelated
         if passages is None or passages[0].pin != embedding.pin:
             try:  # not through _embed: a failure here leaves searching by meaning on
                 passages = self._vectors(list(UNRELATED), query=False)
             except EmbedFailed as exc:
-                log.warning("no relevance floor by meaning for now: %s", exc)
+                log.warning("no unrelated texts to measure meaning against for now: %s", exc)
                 return None
             if not passages or passages[0].pin != embedding.pin:
                 return None

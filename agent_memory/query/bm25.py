@@ -21,7 +21,6 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from agent_memory.contract.models import KeywordScale
 from agent_memory.query.bigrams import unsegmented
 
 # FTS5's bm25 parameters (fts5_aux.c, fixed in SQLite): term-frequency saturation, length
@@ -82,20 +81,6 @@ def rarest(kept: Sequence[str], hits: Mapping[str, int], budget: float) -> list[
     return chosen if len(chosen) < len(ordered) else None
 
 
-def scale(words: Sequence[str], total: int, hits: Mapping[str, int]) -> KeywordScale:
-    """The keyword leg's scale in a hybrid search (ranking.fuse): the -bm25 of a row of
-    average length holding each of the words once. A row holding only the query's common
-    words scores a small share of it; so does one holding a few of its words when the rest
-    (that no memory holds) carried the question."""
-    distinct = dict.fromkeys(words)
-    chosen = informative(words, total, hits, never_empty=False)
-    return KeywordScale(
-        math.fsum(idf(total, hits[w]) for w in distinct),
-        {w: hits[w] for w in distinct},
-        tuple(w for w in distinct if w in chosen),
-    )
-
-
 def informative(
     words: Sequence[str], total: int, hits: Mapping[str, int], never_empty: bool = True
 ) -> set[str]:
@@ -105,7 +90,9 @@ def informative(
 
     Without ``never_empty`` (the keyword leg of a hybrid search, where the model answers
     what no word finds), only the IDF rule: on a store of a few memories a word such as
-    "the" in one of them would otherwise outrank, in the fusion, what the model found.
+    "the" in one of them would otherwise bring in every memory. The fusion reads every
+    candidate's words itself (ranking.relevance), so a memory the model found holding only
+    common words still gets their share.
     """
     if not never_empty:
         return {word for word in words if idf(total, hits[word]) > PRUNE_MAX_IDF}

@@ -2,8 +2,8 @@
 
 ``read`` lexes the text once (query.lexer) and from that one list takes the cost bounds
 (query.cost), whether it is plain language, its tree (query.parser) or, when FTS5 would refuse
-it, its plain-language retry. Both engines' keyword legs, bm25's scale and the explanation of a
-hybrid page take the ``ParsedQuery`` it gives; none reads the text again.
+it, its plain-language retry. Both engines' keyword legs, the relevance of its words and the
+explanation of a page take the ``ParsedQuery`` it gives; none reads the text again.
 
 A query is searched as words (decisions.md, "Plain-language keyword queries") when it is plain
 language of two words or more, or when FTS5 would refuse it (the retry): the rows holding
@@ -38,7 +38,8 @@ class ParsedQuery:
     ``words``: the text's words, the retry's; ``by_words``: the query is searched as words
     (then ``tree`` is the OR of ``leaves``, one per word, made when first asked for).
     ``syntax``: FTS5's reading of the text when it is searched as FTS5 syntax;
-    ``syntax_error``: why FTS5 refuses the text; ``special``: an FTS5 special query.
+    ``syntax_error``: why FTS5 refuses the text; ``special``: an FTS5 special query;
+    ``plain``: plain language (barewords only).
     """
 
     text: str
@@ -47,6 +48,7 @@ class ParsedQuery:
     syntax: Node | None = None
     syntax_error: QuerySyntaxError | None = None
     special: bool = False
+    plain: bool = False
 
     @property
     def matches_nothing(self) -> bool:
@@ -55,9 +57,15 @@ class ParsedQuery:
 
     @property
     def several_words(self) -> bool:
-        """Searched as two or more distinct words: the rows holding all of them go first,
-        and bm25's scale (query.bm25.scale) weighs the keyword leg of a hybrid search."""
+        """Searched as two or more distinct words: the rows holding all of them go first."""
         return self.by_words and len(set(self.words)) >= 2
+
+    @property
+    def as_words(self) -> bool:
+        """Whether a memory's relevance is what it holds of the query's words
+        (ranking.relevance): a query searched as words, or one plain word; FTS5 syntax
+        means exactly what it says, and its matches are weighed by bm25 alone."""
+        return bool(self.words) and (self.by_words or self.plain)
 
     @functools.cached_property
     def _leaf_of(self) -> dict[str, Near]:
@@ -99,12 +107,13 @@ def read(text: str | ParsedQuery, *, bounded: bool = False) -> ParsedQuery:
     if is_special(text):
         return ParsedQuery(text, words, False, special=True)
     error = None
-    if not (_plain(text, lexed) and len(set(words)) >= 2):
+    plain = _plain(text, lexed)
+    if not (plain and len(set(words)) >= 2):
         try:
-            return ParsedQuery(text, words, False, rewrite(parse_lexed(text, lexed)))
+            return ParsedQuery(text, words, False, rewrite(parse_lexed(text, lexed)), plain=plain)
         except QuerySyntaxError as exc:
             error = exc
-    return ParsedQuery(text, words, True, syntax_error=error)
+    return ParsedQuery(text, words, True, syntax_error=error, plain=plain)
 
 
 def _plain(text: str, lexed: Lexed) -> bool:

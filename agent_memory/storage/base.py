@@ -243,17 +243,17 @@ class Store(Protocol):
         as the service read it (query.read), or its text, read here.
 
         Keyword mode (no embedding, no vector stored yet, or vectors of another pin, that
-        pin given back as ``other_pin``):
-        ``decay - bm25`` descending, ties by id, filters before the cut; the query as FTS5
+        pin given back as ``other_pin``): ``decay - bm25`` (words typed together counting
+        as a phrase) descending, ties by id, filters before the cut; the query as FTS5
         syntax, else its words OR-ed. Hybrid: ranking.fuse of the keyword leg (bm25, filters
         before its cut) and the vector leg (cosine, filters before its cut), each of
-        ranking.leg_size(limit), with the query's similarity to a sample of the stored
-        vectors (models.Noise); ``floor``: only what passes the relevance floor, which
-        ``unrelated`` (the query's similarity to unrelated texts) sets for the model.
-        ``deadline`` is a time.monotonic() value. ``superseded``: what becomes of the
-        memories another supersedes (storage.superseded: keep, hide, mark), read in the
-        same snapshot; with ``filters.scope``, only what a memory of that scope supersedes
-        counts."""
+        ranking.leg_size(limit), every candidate weighed on both legs, the model's
+        similarity against ``unrelated`` (the query's similarity to unrelated texts).
+        ``floor``: whether the page ends where relevance drops (ranking.end; CUT when None),
+        the superseded memories left out first. ``deadline`` is a time.monotonic() value.
+        ``superseded``: what becomes of the memories another supersedes
+        (storage.superseded: keep, hide, mark), read in the same snapshot; with
+        ``filters.scope``, only what a memory of that scope supersedes counts."""
 
     def similar_candidates(
         self,

@@ -8,7 +8,6 @@ that SQLite and PostgreSQL read alike.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -21,10 +20,11 @@ from sqlalchemy import text
 from agent_memory import ranking
 from agent_memory.contract import fields
 from agent_memory.contract.fields import LOCAL
-from agent_memory.contract.models import Embedding, Filters, KeywordScale, Noise, Pin, SearchPage
+from agent_memory.contract.models import Embedding, Filters, Noise, Pin, SearchPage, WordCounts
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 from agent_memory.query import ParsedQuery
 from agent_memory.query import read as read_query
+from agent_memory.ranking.relevance import Words
 from agent_memory.storage import oauth
 from agent_memory.storage.base import MissingMemory, NewMemory
 from agent_memory.storage.faults import guarded
@@ -106,14 +106,14 @@ _SUPERSEDED = text(f"{_SUPERSEDED_SQL} AND to_id IN :ids ORDER BY to_id, from_id
 )
 
 Ranked = list[tuple[int, float]]
-# A hybrid search's two legs, (id, score) best first, and the keyword leg's scale.
-Legs = tuple[Ranked, Ranked, KeywordScale | None]
+# (id, -bm25) and (id, cosine similarity), best first; what the index says of the words
+Legs = tuple[Ranked, Ranked, WordCounts | None]
 
 
 @dataclass(frozen=True)
 class Leg:
-    """What each leg of a hybrid search is asked for: its length, its filters (applied
-    before the cut), and the time decay is computed at."""
+    """What a search, or each leg of a hybrid one, is asked for: its length, its filters
+    (applied before the cut), and the time decay is computed at."""
 
     limit: int
     filters: Filters
@@ -133,7 +133,8 @@ class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRow
     - ``ENGINE_ERRORS``: what its driver raises (leaves as StorageFault);
     - its SQL: ``_insert_row``, ``_update_row``, ``_delete_expired``, ``_decay_window``,
       ``NEIGHBOURS_SQL`` (neighbours.NEIGHBOURS in its dialect) with ``_ids``;
-    - its rankings: ``_legs`` (hybrid search), ``_keyword_page`` and ``_rows``;
+    - its rankings: ``_legs`` (hybrid search) and ``_keyword_page``, each with what the
+      index says of a plain query's words, and ``_rows``;
     - the sweep's batch sizes and what follows a batch, an expiry or a refresh.
     """
 
@@ -291,10 +292,16 @@ class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRow
         with self._read(deadline) as conn:
             keep = superseded == superseded_rows.KEEP
             by = {} if keep else self._superseded(conn, filters.scope)
-            asked = superseded_rows.room(limit, by, superseded)
-            found = self._search(conn, query, embedding, now, asked, filters, floor, unrelated)
-        rows = superseded_rows.current(found.results, by, limit, superseded)
-        return dataclasses.replace(found, results=list(rows))
+            asked = Leg(superseded_rows.room(limit, by, superseded), filters, now)
+            ranked, mode, other = self._ranked(conn, read_query(query), embedding, asked, unrelated)
+            hidden = by if superseded == superseded_rows.HIDE else ()
+            page = ranking.end(ranked, limit, floor, hidden)
+            results = page.results
+            if ranked.hybrid and results:  # the candidates are partial rows: now the page whole
+                found = self._rows(conn, [row["id"] for row in results], now, filters)
+                results = [found[row["id"]] for row in results]
+        rows = superseded_rows.current(results, by, limit, superseded)
+        return SearchPage(mode, list(rows), other, page.why, page.explain, ranked.weighed)
 
     def _superseded(
         self, conn: sqlalchemy.Connection, scope: str | None = None
@@ -310,46 +317,30 @@ class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRow
             out.setdefault(int(old), []).append(int(new))
         return out
 
-    def _search(
-        self,
-        conn: sqlalchemy.Connection,
-        query: str | ParsedQuery,
-        embedding: Embedding | None,
-        now: int,
-        limit: int,
-        filters: Filters,
-        floor: bool | None,
-        unrelated: Noise | None,
-    ) -> SearchPage:
-        parsed = read_query(query)
+    def _ranked(
+        self, conn: sqlalchemy.Connection, parsed: ParsedQuery, embedding: Embedding | None,
+        asked: Leg, unrelated: Noise | None,
+    ) -> tuple[ranking.Ranked, str, Pin | None]:  # fmt: skip
+        """Every candidate of ``asked.limit`` results, scored and best first (ranking.fuse or
+        keyword_ranking), the search mode, and the stored pin when the query's embedding did
+        not fit it."""
         stored = None if embedding is None else self.VECTORS.stored_pin(conn)
+        now, filters = asked.now, asked.filters
         if embedding is not None and stored == embedding.pin:
-            leg = Leg(ranking.leg_size(limit), filters, now)
-            keyword, nearest, scale = self._legs(conn, parsed, embedding, leg)
+            leg = Leg(ranking.leg_size(asked.limit), filters, now)
+            keyword, nearest, counts = self._legs(conn, parsed, embedding, leg)
             ids = [*dict.fromkeys(i for i, _ in [*keyword, *nearest])]
-            fused = ranking.fuse(
-                keyword,
-                nearest,
-                Noise.of(self.VECTORS.noise(conn, embedding)),
-                self._decays(conn, ids, now, filters),
-                limit,
-                floor,
-                scale,
-                unrelated,
-            )
-            results = fused.results
-            if results and "content" not in results[0]:  # ids and decays: now the page whole
-                found = self._rows(conn, [row["id"] for row in results], now, filters)
-                results = [found[row["id"]] for row in results]
-            mode = ranking.SEARCH_MODE_HYBRID
-            return SearchPage(mode, results, None, fused.why, fused.explain)
+            rows = self._candidates(conn, ids, now, filters)
+            words = _words(parsed, counts)
+            near = dict(nearest)
+            missing = [i for i, _ in keyword if i in rows and i not in near]
+            similar = self.VECTORS.similarities(conn, embedding, missing)
+            fused = ranking.fuse(keyword, nearest, rows, words, unrelated, similar=similar)
+            return fused, ranking.SEARCH_MODE_HYBRID, None
         # Keyword mode: no embedding, no vector yet, or another model's (``stored``).
-        page = ranking.keyword_page(
-            self._keyword_page(conn, parsed, now, limit, filters),
-            parsed.words if parsed.several_words else None,
-        )
-        mode = ranking.SEARCH_MODE_KEYWORD
-        return SearchPage(mode, page.results, stored, page.why, page.explain)
+        scored, counts = self._keyword_page(conn, parsed, now, asked.limit, filters)
+        words = _words(parsed, counts)
+        return ranking.keyword_ranking(scored, words), ranking.SEARCH_MODE_KEYWORD, stored
 
     @guarded
     def similar_candidates(
@@ -419,8 +410,9 @@ class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRow
         now: int,
         limit: int,
         filters: Filters,
-    ) -> list[tuple[dict[str, Any], float]]:
-        """The keyword mode's page: (memory, decay - bm25) best first, decay as of ``now``."""
+    ) -> tuple[list[tuple[dict[str, Any], float]], WordCounts | None]:
+        """The keyword mode's page: (memory, decay - bm25) best first, decay as of ``now``;
+        and, for a plain query with a match, what the index says of its words."""
         raise NotImplementedError
 
     def _rows(
@@ -429,12 +421,11 @@ class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRow
         """The memories among ``ids`` that pass the filters, decay_score as of ``now``."""
         raise NotImplementedError
 
-    def _decays(
+    def _candidates(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
     ) -> dict[int, dict[str, Any]]:
-        """What the fusion reads of a hybrid search's candidates: {id: {"id", "decay_score"}}
-        of those among ``ids`` that pass the filters (the page's rows are read whole after).
-        An engine that can read less than the whole rows says so here."""
+        """What the fusion reads of a hybrid search's candidates that pass the filters: {id:
+        {"id", "decay_score", "content", "tags"}} (the page's rows are read whole after)."""
         return self._rows(conn, ids, now, filters)
 
     @guarded
@@ -524,3 +515,10 @@ class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRow
     def pending_count(self) -> int:
         with self._read() as conn:
             return int(conn.execute(text(_PENDING_COUNT)).scalar_one())
+
+
+def _words(parsed: ParsedQuery, counts: WordCounts | None) -> Words | None:
+    """A plain query's words as the relevance weighs them; None for FTS5 syntax."""
+    if counts is None or not parsed.as_words:
+        return None
+    return Words.of(parsed.words, counts.rows, counts.hits, counts.average_length)

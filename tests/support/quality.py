@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import os
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -164,20 +163,18 @@ def stored(svc: MemoryService, qset: QualitySet) -> dict[str, int]:
 
 @contextlib.contextmanager
 def fusion_set(name: str | None) -> Iterator[None]:
-    """AGENT_MEMORY_FUSION set to ``name`` (unset for None) meanwhile, in this process."""
-    before = os.environ.pop(ranking.FUSION_ENV, None)
-    if name is not None:
-        os.environ[ranking.FUSION_ENV] = name
+    """ranking.FUSION set to ``name`` (the default for None) meanwhile, in this process: the
+    product reads no setting for it (over MCP, bench/fusion_serve.py sets it in the server)."""
+    before = ranking.FUSION
+    ranking.FUSION = before if name is None else name
     try:
         yield
     finally:
-        os.environ.pop(ranking.FUSION_ENV, None)
-        if before is not None:
-            os.environ[ranking.FUSION_ENV] = before
+        ranking.FUSION = before
 
 
 def fusion_of(mode: str) -> str | None:
-    """The AGENT_MEMORY_FUSION a mode sets (None: the default)."""
+    """The fusion a mode sets (None: the default)."""
     return mode if mode in ranking.FUSIONS and mode != ranking.FUSION else None
 
 

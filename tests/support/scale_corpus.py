@@ -24,6 +24,18 @@ def fill(
         clock.advance(rng.randint(0, 5 * DAY))
 
 
+def keyword_page(service, question: str, limit: int) -> list[int]:
+    """The keyword engine's page of ``question`` (the store's own ``_keyword_page``, as of
+    the service's clock): what the shortcuts must make equal to the full query's. A search
+    then puts words typed together first and ends the page where relevance drops."""
+    from agent_memory.contract.models import Filters
+    from agent_memory.query import read
+
+    with service.db._read() as conn:
+        rows, _ = service.db._keyword_page(conn, read(question), service.now(), limit, Filters())
+    return [memory["id"] for memory, _ in rows]
+
+
 def ids(found: list[dict]) -> list[int]:
     return [memory["id"] for memory in found]
 

@@ -124,30 +124,12 @@ function score(value) {
 }
 
 function whyLine(why) {
-  const { keyword, vector } = why;
-  const made = `decay ${why.decay.toFixed(2)} = ${score(why.score)}`;
-  if (why.fused === undefined) return `keyword #${keyword.rank} bm25 ${score(keyword.bm25)} + ${made}`;
-  const parts = [
-    keyword === null ? "no keyword match"
-      : `keyword #${keyword.rank} bm25 ${score(keyword.bm25)} (share ${keyword.share.toFixed(2)})`,
-  ];
-  if (vector === null) parts.push("not near in meaning");
-  else {
-    const sigmas = vector.sigmas === undefined
-      ? `share ${vector.share.toFixed(2)}` : `${vector.sigmas.toFixed(1)}σ`;
-    parts.push(`meaning #${vector.rank} sim ${vector.similarity.toFixed(3)} (${sigmas})`);
-  }
-  parts.push(`fused ${score(why.fused)} × ${made}`);
-  return parts.join(" · ");
+  return `${why.reason} · score ${score(why.score)}`;
 }
 
 function explanation(explain) {
-  if (explain.fusion === undefined) return `score = ${explain.score}`;
-  const bars = [];
-  if (explain.floor.keyword !== null) bars.push(`bm25 ≥ ${score(explain.floor.keyword)}`);
-  if (explain.floor.similarity !== null) bars.push(`sim ≥ ${explain.floor.similarity.toFixed(3)}`);
-  const floor = bars.length ? bars.join(" or ") : "none";
-  return `${explain.fusion} fusion · floor ${floor} · ${explain.below_floor} below the floor`;
+  const made = explain.fusion === undefined ? `score = ${explain.score}` : `${explain.fusion} fusion`;
+  return `${made} · ${explain.cut.reason}`;
 }
 
 // -- the list ---------------------------------------------------------------------------

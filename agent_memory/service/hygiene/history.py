@@ -27,6 +27,7 @@ from agent_memory.contract.errors import InvalidArgument, InvalidType
 from agent_memory.contract.models import Filters, SearchPage
 from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import MAX_LIMIT, SQLITE_INT_MAX
+from agent_memory.ranking.relevance import Words
 from agent_memory.service import validate
 from agent_memory.storage.base import AsOf, Store
 from agent_memory.storage.hygiene import superseded as superseded_rows
@@ -167,15 +168,33 @@ def searched(
         rows += _said(store, at, [m["id"] for m in view.changed if _says(m, words)], filters)
         rows = _superseded(rows, view.superseded, superseded)
         if len(rows) >= limit or len(page.results) < asked or asked >= limit + AS_OF_ROOM:
-            why = {r["id"]: page.why.get(r["id"]) or _by_words(r) for r in rows[:limit]}
+            why = {r["id"]: page.why.get(r["id"]) or _by_words(r, page.words) for r in rows[:limit]}
             return dataclasses.replace(page, results=rows[:limit], why=why)
         asked = min(limit + AS_OF_ROOM, asked * ROOM_GROWTH)
 
 
-def _by_words(memory: Mapping[str, Any]) -> dict[str, Any]:
-    """Why a memory found by its words then is there: neither leg ranked it."""
+def _by_words(memory: Mapping[str, Any], words: Words | None) -> dict[str, Any]:
+    """Why a memory found by its words then is there: neither leg ranked it (its text has
+    changed since), so its keyword share is read from its text then (every word of the
+    query is in it: a whole share when the query is FTS5 syntax)."""
     decay = memory["decay_score"]
-    return {"keyword": None, "vector": None, "decay": decay, "score": 0.0}
+    match = None if words is None else words.match(memory["content"], memory["tags"])
+    share = 1.0 if match is None else match.share
+    keyword = {
+        "rank": None,
+        "bm25": None,
+        "share": share,
+        "words": [] if match is None else list(match.words),
+        "together": [] if match is None else list(match.together),
+    }
+    reason = f"holds the query's words in its text as it stood then ({round(100 * share)}%)"
+    return {
+        "keyword": keyword,
+        "vector": None,
+        "decay": decay,
+        "score": share * decay,
+        "reason": reason,
+    }
 
 
 def _said(store: Store, at: int, ids: list[int], filters: Filters) -> list[dict[str, Any]]:

@@ -106,9 +106,10 @@ def phrase_rows(phrases: Sequence[tuple[Phrase, frozenset[str] | None]], out: Sq
     out.add(") s")
 
 
-def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
+def word_rows_sql(leaves: Sequence[Node], tokens: bool = False) -> tuple[str, list[Any]]:
     """(SQL, parameters) giving one row: bm25's N, and an array of how many rows match each
-    of ``leaves`` (the retry's words: a leaf of one phrase, or of none, which matches none)."""
+    of ``leaves`` (the retry's words: a leaf of one phrase, or of none, which matches none);
+    with ``tokens``, then the tokens of every row (bm25's average length times N)."""
     phrases = [
         leaf.phrases[0]
         if isinstance(leaf, Near) and len(leaf.phrases) == 1 and tsquery.storable(leaf.phrases[0])
@@ -123,5 +124,7 @@ def word_rows_sql(leaves: Sequence[Node]) -> tuple[str, list[Any]]:
     sql = Sql().add("WITH hits AS (")
     phrase_rows([(phrase, None) for phrase in counted], sql)
     sql.add(f") SELECT (SELECT n FROM {TOTALS} totals), ARRAY(SELECT coalesce(hits.h[u.k], 0)")
-    sql.add(" FROM unnest(%s::int[]) WITH ORDINALITY u(k, i) ORDER BY u.i) FROM hits", [positions])
+    sql.add(" FROM unnest(%s::int[]) WITH ORDINALITY u(k, i) ORDER BY u.i)", [positions])
+    sql.add(f", (SELECT tokens FROM {TOTALS} totals)" if tokens else "")
+    sql.add(" FROM hits")
     return sql.text(), sql.params

@@ -12,7 +12,7 @@ from typing import Any
 
 import sqlalchemy
 
-from agent_memory.contract.models import Filters, KeywordScale
+from agent_memory.contract.models import Filters, WordCounts
 from agent_memory.query import Node, Or, ParsedQuery, any_word, bm25
 from agent_memory.storage.base import MEMORY_COLUMNS
 from agent_memory.storage.postgres import keyword
@@ -22,13 +22,14 @@ Ranked = tuple[int, float, dict[str, Any] | None]
 _MEMORY = ", ".join(f"m.{column}" for column in MEMORY_COLUMNS)
 
 
-def scale(conn: sqlalchemy.Connection, parsed: ParsedQuery) -> KeywordScale | None:
-    """bm25.scale of a query searched as several words, else None."""
-    if not parsed.several_words:
+def counts(conn: sqlalchemy.Connection, parsed: ParsedQuery) -> WordCounts | None:
+    """What the index says about a plain query's words (ranking.relevance): the rows and
+    tokens indexed, and how many rows hold each word; None for FTS5 syntax."""
+    if not parsed.as_words:
         return None
-    statement, params = keyword.word_rows_sql(parsed.leaves)
-    total, counts = conn.exec_driver_sql(statement, tuple(params)).one()
-    return bm25.scale(parsed.words, total, dict(zip(parsed.words, counts, strict=True)))
+    statement, params = keyword.word_rows_sql(parsed.leaves, tokens=True)
+    total, held, tokens = conn.exec_driver_sql(statement, tuple(params)).one()
+    return WordCounts(int(total), int(tokens), dict(zip(parsed.words, map(int, held), strict=True)))
 
 
 def scored(

@@ -33,6 +33,7 @@ from agent_memory.contract.errors import SearchTimedOut
 from agent_memory.contract.models import (
     Embedding,
     Filters,
+    WordCounts,
     content_hash,
 )
 from agent_memory.contract.vocabulary import count
@@ -234,9 +235,8 @@ class PostgresStore(CommonStore):
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = vectors.nearest(conn, embedding, leg.limit, leg.filters)
-        ranked = ranked_search.scored(conn, query, leg.limit, leg.filters)
-        scale = ranked_search.scale(conn, query) if ranked else None
-        return ranked, nearest, scale
+        scored = ranked_search.scored(conn, query, leg.limit, leg.filters)
+        return scored, nearest, ranked_search.counts(conn, query)
 
     def _nearest(
         self, conn: Connection, embedding: Embedding, limit: int, filters: Filters
@@ -253,8 +253,9 @@ class PostgresStore(CommonStore):
 
     def _keyword_page(
         self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
-    ) -> list[tuple[dict[str, Any], float]]:
-        return ranked_search.page(conn, query, limit, filters, now)
+    ) -> tuple[list[tuple[dict[str, Any], float]], WordCounts | None]:
+        found = ranked_search.page(conn, query, limit, filters, now)
+        return found, ranked_search.counts(conn, query) if found else None
 
     def _rows(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters

@@ -29,7 +29,6 @@ from typing import Any
 
 import sqlalchemy
 
-from agent_memory import ranking
 from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
 from agent_memory.storage.postgres.rows import filters_sql
@@ -176,6 +175,23 @@ def nearest(
     return _similarities(conn.exec_driver_sql(statement, (q, *params, limit)))
 
 
+_SIMILARITIES = (
+    "SELECT memory_id, embedding <=> %s::vector FROM memory_vectors WHERE memory_id = ANY(%s)"
+)
+
+
+def similarities(
+    conn: sqlalchemy.Connection, embedding: Embedding, ids: list[int]
+) -> dict[int, float]:
+    """The cosine similarity to ``embedding`` of each of ``ids`` that has a vector (in a
+    store pinned to its model): what the fusion reads of a candidate the vector leg did not
+    bring."""
+    if not ids:
+        return {}
+    found = conn.exec_driver_sql(_SIMILARITIES, (literal(embedding.vector), ids))
+    return dict(_similarities(found))
+
+
 def _similarities(found: Any) -> list[tuple[int, float]]:
     # A zero vector has no cosine (pgvector: NaN): it is nobody's neighbour.
     return [
@@ -183,29 +199,6 @@ def _similarities(found: Any) -> list[tuple[int, float]]:
         for memory_id, distance in found
         if not math.isnan(float(distance))
     ]
-
-
-def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
-    """The query's cosine similarity to a sample of the stored vectors (models.Noise)."""
-    low, high = conn.exec_driver_sql(_ID_RANGE).one()
-    if low is None:
-        return []
-    starts = ranking.sample_starts(low, high)
-    found = conn.exec_driver_sql(_SAMPLE, {"q": literal(embedding.vector), "starts": starts})
-    return [1.0 - float(d) for (d,) in found if d is not None and not math.isnan(float(d))]
-
-
-_ID_RANGE = "SELECT min(memory_id), max(memory_id) FROM memory_vectors"
-# ranking.SAMPLE_RUN vectors from each start id on, each row once.
-_SAMPLE = f"""
-SELECT v.embedding <=> %(q)s::vector FROM (
-    SELECT DISTINCT sampled.memory_id FROM unnest(%(starts)s::bigint[]) AS s(start)
-    CROSS JOIN LATERAL (
-        SELECT memory_id FROM memory_vectors WHERE memory_id >= s.start
-        ORDER BY memory_id LIMIT {ranking.SAMPLE_RUN}
-    ) AS sampled
-) AS ids JOIN memory_vectors AS v USING (memory_id)
-"""
 
 
 def _exact_bound(conn: sqlalchemy.Connection, limit: int) -> int:

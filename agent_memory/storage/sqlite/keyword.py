@@ -31,7 +31,7 @@ from typing import Any
 import sqlalchemy
 import sqlean
 
-from agent_memory.contract.models import Filters, KeywordScale
+from agent_memory.contract.models import Filters, WordCounts
 from agent_memory.query import ParsedQuery, any_word, bm25, read, to_fts5, unsegmented, word_leaf
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import keyword_sql, rows
@@ -233,11 +233,13 @@ class KeywordIndex:
         now: int,
         limit: int,
         filters: Filters,
-    ) -> list[tuple[dict[str, Any], float]]:
+    ) -> tuple[list[tuple[dict[str, Any], float]], WordCounts | None]:
         """The keyword mode's page: (memory, decay - bm25) best first, decay_score as of
-        ``now``."""
+        ``now``; and, for a plain query with a match, what the index says of its words."""
         run = Run(conn, now=now, filters=filters, page=True)
-        return self._match(run, read(query), limit, now)
+        parsed = read(query)
+        found = self._match(run, parsed, limit, now)
+        return found, self._counts(run, parsed, now) if found else None
 
     def leg(
         self,
@@ -247,17 +249,21 @@ class KeywordIndex:
         now: int,
         limit: int,
         filters: Filters,
-    ) -> tuple[list[tuple[int, float]], KeywordScale | None]:
+    ) -> tuple[list[tuple[int, float]], WordCounts | None]:
         """The keyword leg of a hybrid search: (id, -bm25) best first, filters applied before
-        the cut; and, for a query searched as several words, its scale (bm25.scale; else
-        None)."""
+        the cut; and, for a plain query, what the index says of its words."""
         run = Run(conn, now=now, filters=filters, page=False)
         parsed = read(query)
-        found = self._match(run, parsed, limit, now)
-        if not found or not parsed.several_words:
-            return found, None
-        total, hits = self.word_rows(conn, parsed.words, now, parsed, run.averages()[0])
-        return found, bm25.scale(parsed.words, total, hits)
+        return self._match(run, parsed, limit, now), self._counts(run, parsed, now)
+
+    def _counts(self, run: Run, parsed: ParsedQuery, now: int) -> WordCounts | None:
+        """What the index says about a plain query's words (ranking.relevance): the rows and
+        tokens indexed (read once per search), how many rows hold each word (cached)."""
+        if not parsed.as_words:
+            return None
+        indexed, *tokens = run.averages()
+        _, hits = self.word_rows(run.conn, parsed.words, now, parsed, indexed)
+        return WordCounts(indexed, sum(tokens), hits)
 
     def _match(self, run: Run, parsed: ParsedQuery, limit: int, now: int) -> list[Any]:
         """FTS5 syntax as FTS5 reads it, else the query's words; nothing when no row can

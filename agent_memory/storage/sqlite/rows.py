@@ -115,13 +115,13 @@ def list_statement(key: FilterKey, limited: bool, after: bool = False) -> sqlalc
 
 
 @functools.cache
-def decays_statement(key: FilterKey) -> sqlalchemy.Select[Any]:
-    """(id, decay as of :now) of the ids of the JSON array :ids that pass the filters (a JSON
-    array: an expanding IN of hundreds of ids costs more to compile than to run)."""
+def candidates_statement(key: FilterKey) -> sqlalchemy.Select[Any]:
+    """(id, decay as of :now, content, tags) of the ids of the JSON array :ids that pass the
+    filters (a JSON array: an expanding IN of hundreds of ids costs more to compile than to
+    run)."""
     listed = func.json_each(bindparam("ids")).table_valued("value")
-    return select(memories.c.id, decay_sql()).where(
-        memories.c.id.in_(select(listed.c.value)), *filter_clauses(key)
-    )
+    columns = (memories.c.id, decay_sql(), memories.c.content, memories.c.tags)
+    return select(*columns).where(memories.c.id.in_(select(listed.c.value)), *filter_clauses(key))
 
 
 @functools.cache

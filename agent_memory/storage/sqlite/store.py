@@ -31,7 +31,7 @@ from sqlalchemy import (
 )
 
 from agent_memory import ranking
-from agent_memory.contract.models import Embedding, Filters, content_hash
+from agent_memory.contract.models import Embedding, Filters, WordCounts, content_hash
 from agent_memory.contract.vocabulary import SQLITE_INT_MAX
 from agent_memory.query import ParsedQuery, indexed_tags, indexed_text, tag_text
 from agent_memory.storage import common, faults, neighbours
@@ -244,10 +244,10 @@ class SqliteStore(CommonStore):
 
     def _legs(self, conn: Connection, query: ParsedQuery, embedding: Embedding, leg: Leg) -> Legs:
         nearest = self._vector_leg(conn, embedding, leg.limit, leg.filters)
-        keyword, scale = self._keyword.leg(
+        keyword, counts = self._keyword.leg(
             conn, query, now=leg.now, limit=leg.limit, filters=leg.filters
         )
-        return keyword, nearest, scale
+        return keyword, nearest, counts
 
     def _near_counts(self, conn: sqlalchemy.Connection, words: Sequence[str]) -> list[int]:
         return near_rows.counts(conn, words)
@@ -259,7 +259,7 @@ class SqliteStore(CommonStore):
 
     def _keyword_page(
         self, conn: Connection, query: ParsedQuery, now: int, limit: int, filters: Filters
-    ) -> list[tuple[dict[str, Any], float]]:
+    ) -> tuple[list[tuple[dict[str, Any], float]], WordCounts | None]:
         return self._keyword.page(conn, query, now=now, limit=limit, filters=filters)
 
     def _nearest(
@@ -297,17 +297,20 @@ class SqliteStore(CommonStore):
         found = conn.execute(rows.rows_statement(rows.filter_key(filters)), params).all()
         return {row.id: rows.with_decay(row) for row in found}
 
-    def _decays(
+    def _candidates(
         self, conn: sqlalchemy.Connection, ids: list[int], now: int, filters: Filters
     ) -> dict[int, dict[str, Any]]:
-        """Ids and decays only: a hybrid search's legs bring up to 2 x MAX_LEG candidates,
-        and reading each whole row (its content, its tags parsed) for a page of ten would
-        cost more than the fusion."""
+        """Ids, decays, content and tags only: a hybrid search's legs bring up to
+        2 x MAX_LEG candidates, and reading each whole row for a page of ten would cost more
+        than the fusion."""
         if not ids:
             return {}
         params = {**rows.filter_params(filters), "ids": json.dumps(ids), "now": now}
-        found = conn.execute(rows.decays_statement(rows.filter_key(filters)), params)
-        return {i: {"id": i, "decay_score": decay} for i, decay in found}
+        found = conn.execute(rows.candidates_statement(rows.filter_key(filters)), params)
+        return {
+            i: {"id": i, "decay_score": decay, "content": content, "tags": json.loads(tags)}
+            for i, decay, content, tags in found
+        }
 
     @_guarded
     def memories(

@@ -39,7 +39,6 @@ from sqlalchemy import (
 )
 
 from agent_memory.contract.models import Embedding, Filters, Pin
-from agent_memory.ranking import SAMPLE_RUN, sample_starts
 from agent_memory.storage.base import PIN_KEYS, PROVIDER_KEY, pin_of
 from agent_memory.storage.sqlite import rows
 from agent_memory.storage.sqlite.schema import memories, meta
@@ -185,34 +184,22 @@ def ranking(
     return [(memory_id, 1.0 - distance) for memory_id, distance in found if distance is not None]
 
 
-def noise(conn: sqlalchemy.Connection, embedding: Embedding) -> list[float]:
-    """The query's cosine similarity to a sample of the stored vectors (models.Noise)."""
-    low, high = conn.exec_driver_sql(_ID_RANGE).one()
-    if low is None:
-        return []
-    starts = sample_starts(low, high)
-    found = conn.exec_driver_sql(_sample(len(starts)), (embedding.vector, *starts)).all()
-    return [1.0 - distance for (distance,) in found if distance is not None]
-
-
-# Two scalar subqueries: SQLite reads a lone min() or max() off the end of the primary key,
-# but both in one SELECT scan every row (and its vector blob), and it runs once per hybrid
-# search.
-_ID_RANGE = (
-    "SELECT (SELECT min(memory_id) FROM memory_vector_floats),"
-    " (SELECT max(memory_id) FROM memory_vector_floats)"
+_SIMILARITIES = (
+    "SELECT memory_id, vec_distance_cosine(vector, ?) FROM memory_vector_floats"
+    " WHERE memory_id IN (SELECT value FROM json_each(?))"
 )
 
 
-@functools.cache
-def _sample(runs: int) -> str:
-    """SAMPLE_RUN vectors from each of ``runs`` start ids on (a union: no row twice)."""
-    run = (
-        "SELECT * FROM (SELECT memory_id, vector FROM memory_vector_floats"
-        f" WHERE memory_id >= ? ORDER BY memory_id LIMIT {SAMPLE_RUN})"
-    )
-    union = " UNION ".join([run] * runs)
-    return f"SELECT vec_distance_cosine(vector, ?1) FROM ({union})"
+def similarities(
+    conn: sqlalchemy.Connection, embedding: Embedding, ids: list[int]
+) -> dict[int, float]:
+    """The cosine similarity to ``embedding`` of each of ``ids`` that has a vector (in a
+    store pinned to its model): what the fusion reads of a candidate the vector leg did not
+    bring."""
+    if not ids:
+        return {}
+    found = conn.exec_driver_sql(_SIMILARITIES, (embedding.vector, json.dumps(ids)))
+    return {memory_id: 1.0 - d for memory_id, d in found if d is not None}
 
 
 def passing_ids(conn: sqlalchemy.Connection, filters: Filters) -> str:
