@@ -56,11 +56,13 @@ TOOLS = [
     _tool(
         "memory_search",
         "Search memories",
-        "Search memories, best first. When a local Ollama embeds, by meaning and keywords "
-        "together (search_mode hybrid: paraphrases and exact terms both surface); "
-        "otherwise by keyword (search_mode keyword). Both are weighted by recency decay. "
-        "Plain questions work (punctuation is fine) and so does FTS5 syntax "
-        '(sqlite AND vec, "exact phrase", vec*). Returns {search_mode, results}; each '
+        "Search memories, best first. With an embedder (the local model or Ollama), by "
+        "meaning and keywords together (search_mode hybrid: paraphrases and exact terms both "
+        "surface); otherwise by keyword (search_mode keyword). Both are weighted by recency "
+        "decay. The page ends where relevance drops, so it holds what answers the question "
+        "(limit is the most it returns, not a number to fill; an off-topic question gets "
+        "little or nothing). Plain questions work (punctuation is fine) and so does FTS5 "
+        'syntax (sqlite AND vec, "exact phrase", vec*). Returns {search_mode, results}; each '
         "result carries a freshly computed decay_score. Returned memories count as used. "
         "max_chars bounds what the results cost you: the best that fit whole, and more: how "
         "many others answered.",

@@ -203,19 +203,13 @@ class MemoryService:
         now = self.now()
         deadline = time.monotonic() + SEARCH_BUDGET_SECS
         with self.storage("search"):
+            options = {"now": now, "limit": limit, "filters": filters, "deadline": deadline}
+            options.update(unrelated=unrelated, superseded=how)
             try:
-                page = history.searched(
-                    self.db,
-                    at,
-                    parsed,
-                    embedding,
-                    now=now,
-                    limit=limit,
-                    filters=filters,
-                    deadline=deadline,
-                    unrelated=unrelated,
-                    superseded=how,
-                )
+                if at is None:  # the store as it is: its own search, nothing in between
+                    page = self.db.search(parsed, embedding, **options)
+                else:
+                    page = history.searched(self.db, at, parsed, embedding, **options)
             except SearchTimedOut:
                 shown = validate.shown(query[:80] + ("..." if len(query) > 80 else ""))
                 raise InvalidArgument(

@@ -141,7 +141,7 @@ def _superseded(rows: list[dict[str, Any]], by: Mapping[int, list[int]], how: st
 
 def searched(
     store: Store,
-    at: int | None,
+    at: int,
     query: Any,
     embedding: Any,
     *,
@@ -150,13 +150,9 @@ def searched(
     superseded: str,
     **options: Any,
 ) -> SearchPage:
-    """Store.search, or, with ``at``, the search as of then (see the module doc): the
-    ranking is asked for FIRST_ROOM more results, then for ROOM_GROWTH times as many while
-    too few of those stood then, up to AS_OF_ROOM more."""
-    if at is None:
-        return store.search(
-            query, embedding, limit=limit, filters=filters, superseded=superseded, **options
-        )
+    """The search as the store stood at ``at`` (see the module doc): the ranking is asked for
+    FIRST_ROOM more results, then for ROOM_GROWTH times as many while too few of those stood
+    then, up to AS_OF_ROOM more. A search of the store as it is now never comes here."""
     stored = dataclasses.replace(filters, created_until=at)  # before the ranking's cut
     options.update(now=at, filters=stored, superseded=superseded_rows.KEEP)
     words = _words(query.text if hasattr(query, "text") else str(query)) - _OPERATORS
