@@ -22,12 +22,12 @@ from agent_memory.storage import open_store
 from agent_memory.storage.sqlite.database import head_revision
 from agent_memory.transfer import jsonl
 from tests.support.files import check_consistent, dump
+from tests.support.paths import FIXTURES
 from tests.support.spawned import executable, run_agent_memory, server_env
 
 ROUNDS = 8
 STORES_PER_ROUND = 150
 DEADLINE_SECS = 60
-FIXTURES = Path(__file__).parent / "fixtures"
 
 
 def rpc(id_: int | None, method: str, params: dict | None = None) -> str:

@@ -1,9 +1,9 @@
 """End to end: the real daemon once tokens exist, on SQLite and on PostgreSQL. REST, the page
 and MCP (both eras, the SDK's client) take ``Authorization: Bearer``; a missing, wrong,
 expired or revoked token is 401 with WWW-Authenticate on every surface (on /mcp it names the
-OAuth resource metadata too: tests/test_oauth.py), a read-only token writing is 403 (an
+OAuth resource metadata too: tests/e2e/test_oauth.py), a read-only token writing is 403 (an
 ``isError`` result over MCP) and changes nothing; a scope-bound token sees its scope only
-(tests/test_http_scopes.py has every read path); a revoked token stops at its next request."""
+(tests/e2e/test_http_scopes.py has every read path); a revoked token stops at its next request."""
 
 from __future__ import annotations
 

@@ -7,9 +7,10 @@ import re
 import subprocess
 from pathlib import Path
 
+from tests.support.paths import ROOT
 from tests.support.spawned import executable, server_env
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+README = ROOT / "README.md"
 
 
 def shell_block(section: str) -> str:

@@ -7,14 +7,12 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from pathlib import Path
 
 from agent_memory import DISTRIBUTION, __version__
 from agent_memory.storage.sqlite import database as db
 from agent_memory.transports.rest import web
+from tests.support.paths import ROOT
 from tests.support.spawned import server_env
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 def test_wheel_installs_and_migrates_outside_the_source_tree(tmp_path):

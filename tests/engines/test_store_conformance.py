@@ -231,7 +231,7 @@ def vector_leg(request, store, store_engine, monkeypatch):
     """How the vector leg runs. SQLite: "index", this process's index, loaded before the
     search; "scan", the SQL leg. PostgreSQL: "index", the query of the HNSW index's
     iterative scan (on so few rows the planner may sort them exactly:
-    tests/test_postgres.py makes it walk the graph); "scan", the exact distance of every
+    tests/engines/test_postgres.py makes it walk the graph); "scan", the exact distance of every
     passing memory."""
     from agent_memory.storage.postgres import vectors as pg_vectors
     from agent_memory.storage.sqlite import vector_index

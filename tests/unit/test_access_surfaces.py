@@ -10,7 +10,6 @@ import contextlib
 import inspect
 import re
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,8 +23,8 @@ from agent_memory.transports.mcp import catalog, server
 from agent_memory.transports.mcp.tools import TOOLS
 from agent_memory.transports.rest import app as rest_app
 from agent_memory.transports.rest.web import ASSETS
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 WEB = ROOT / "agent_memory" / "transports" / "rest" / "web"
 DOCS = ROOT / "docs" / "http.md"
 BASE = "http://127.0.0.1:7437"

@@ -11,22 +11,28 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 BENCH = sorted(p for p in (ROOT / "bench").glob("*.py") if p.name != "__init__.py")
 SCRIPTS = sorted(p for p in (ROOT / "scripts").glob("*.py") if p.name != "__init__.py")
 SUPPORT = sorted((ROOT / "tests" / "support").glob("*.py"))
 SHARED = {"pct", "timed", "recall_at", "clip"}  # bench/_common.py's, written once
 
 
-def imported(path: Path) -> set[str]:
-    """The top-level names of the modules ``path`` imports, anywhere in it."""
+def modules(path: Path) -> set[str]:
+    """The full names of the modules ``path`` imports, anywhere in it."""
     names = set()
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            names |= {alias.name.split(".")[0] for alias in node.names}
+            names |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.add(node.module.split(".")[0])
+            names.add(node.module)
     return names
+
+
+def a_test_module(name: str) -> bool:
+    """A test file or a conftest, at the top or in a tier folder (tests.unit.test_x)."""
+    return any(part == "conftest" or part.startswith("test_") for part in name.split("."))
 
 
 @pytest.mark.parametrize("path", [*BENCH, *SCRIPTS], ids=lambda p: f"{p.parent.name}.{p.stem}")
@@ -36,14 +42,14 @@ def test_a_script_imports_as_a_module_of_its_package(path):
 
 def test_no_file_patches_sys_path():
     needle = "sys.path." + "insert"  # spelt apart, or this file would hold it
-    files = [*BENCH, *SCRIPTS, *SUPPORT, *(ROOT / "tests").glob("*.py")]
+    files = [*BENCH, *SCRIPTS, *SUPPORT, *(ROOT / "tests").rglob("*.py")]
     patched = [p.name for p in files if needle in p.read_text(encoding="utf-8")]
     assert patched == [], patched
 
 
 def test_the_shared_test_helpers_import_no_bench_and_no_test_module():
     for path in SUPPORT:
-        bad = {n for n in imported(path) if n in ("bench", "conftest") or n.startswith("test_")}
+        bad = {n for n in modules(path) if n.split(".")[0] == "bench" or a_test_module(n)}
         assert not bad, (path.name, bad)
 
 
@@ -58,6 +64,6 @@ def test_the_bench_helpers_are_defined_once():
 
 def test_a_test_file_takes_shared_helpers_from_tests_support_only():
     # conftest holds fixtures, which pytest hands out by name; helpers live in tests/support.
-    for path in sorted((ROOT / "tests").glob("test_*.py")):
-        bad = {n for n in imported(path) if n == "conftest" or n.startswith("test_")}
+    for path in sorted((ROOT / "tests").rglob("test_*.py")):
+        bad = {n for n in modules(path) if a_test_module(n)}
         assert not bad, (path.name, bad)

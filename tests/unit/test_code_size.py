@@ -7,7 +7,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 PACKAGE = ROOT / "agent_memory"
 # Where the function limit holds beside the package.
 TOOLS = (ROOT / "bench", ROOT / "scripts")

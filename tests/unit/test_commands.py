@@ -15,6 +15,7 @@ from agent_memory.storage.sqlite import database
 from agent_memory.transports.mcp import server as mcp_server
 from tests.support.clock import START
 from tests.support.files import dump, file_hashes
+from tests.support.paths import FIXTURES
 from tests.support.terminal import am
 
 NOW = START + 86_400  # the commands run a day after the memories were stored
@@ -495,10 +496,9 @@ def test_a_database_this_process_cannot_write_is_read_read_only(seeded, service,
 
 def test_read_only_refuses_a_schema_that_needs_an_upgrade(tmp_path, monkeypatch):
     import shutil
-    from pathlib import Path
 
     db_path = tmp_path / "memory.db"
-    shutil.copyfile(Path(__file__).parent / "fixtures" / "memory-0004.db", db_path)
+    shutil.copyfile(FIXTURES / "memory-0004.db", db_path)
     monkeypatch.setattr(database, "writable", lambda path: False)
     result = am(db_path, "list")
     assert result.exit_code == 1

@@ -10,7 +10,8 @@ import re
 import tokenize
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 CHECKED = (ROOT / "agent_memory", ROOT / "migrations", ROOT / "tests" / "support")
 CITATION = re.compile(
     r"\bsections?\s+\d|§|\bissues?\s+\d|\d[\d,.]*\s*(?:ms|milliseconds?)\b", re.IGNORECASE

@@ -7,7 +7,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 LINK = re.compile(r"\]\(([^()\s]+?\.md)?(?:#([^()\s]+))?\)")
 HEADING = re.compile(r"^#{1,6}\s+(.*?)\s*#*\s*$")

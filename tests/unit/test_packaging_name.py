@@ -7,8 +7,8 @@ import tomllib
 from pathlib import Path
 
 from agent_memory import DISTRIBUTION
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 OLD_NAME = "agent-memory-mcp"
 # Everything a user reads or runs: the package (every message), its metadata, the docs.
 SEARCHED = ["README.md", "server.json", "pyproject.toml", "docs", "integrations", "agent_memory"]

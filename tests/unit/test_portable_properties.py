@@ -17,7 +17,7 @@ from agent_memory.storage import open_store
 from agent_memory.transfer.portable import jsonl_reader
 from tests.support.clock import Clock
 
-# Any text a store keeps: no lone surrogate, no NUL (both refused, tests/test_nul.py).
+# Any text a store keeps: no lone surrogate, no NUL (both refused, tests/engines/test_nul.py).
 TEXT = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=40
 )

@@ -13,10 +13,11 @@ import sys
 import tempfile
 from pathlib import Path
 
+from tests.support.paths import ROOT
 from tests.support.postgres_server import PG_BIN, RUN_AS, _reachable
 from tests.support.spawned import server_env
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "postgresql.md"
+DOC = ROOT / "docs" / "postgresql.md"
 # What the route for root names, replaced by this test's own directory and the suite's
 # server user (so the test leaves no user and no directory of its own behind).
 ROOT_DIRECTORY = "/var/lib/agent-memory-pg"

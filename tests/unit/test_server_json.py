@@ -7,12 +7,11 @@ from __future__ import annotations
 import json
 import re
 import tomllib
-from pathlib import Path
 
 from agent_memory import DISTRIBUTION, __version__
 from agent_memory.transports.mcp import server as mcp_server
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 NAME = "io.github.UnityInFlow/agent-memory"
 SCHEMA = "https://static.modelcontextprotocol.io/schemas/2025-12-11/server.schema.json"
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from pathlib import Path
 
 import click
 import pytest
@@ -13,8 +12,9 @@ import pytest
 from agent_memory import settings as table
 from agent_memory.settings import GLOBAL, SETTINGS, Settings
 from agent_memory.transports.cli.main import cli
+from tests.support.paths import ROOT
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = ROOT / "README.md"
 
 
 def click_options(command: str | None) -> dict[str, click.Option]:

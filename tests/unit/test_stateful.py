@@ -26,7 +26,7 @@ from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
 from tests.support.clock import Clock
 
-# Any text a store keeps: no lone surrogate, no NUL (both refused, tests/test_nul.py).
+# Any text a store keeps: no lone surrogate, no NUL (both refused, tests/engines/test_nul.py).
 TEXT = st.text(
     st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30
 )
@@ -39,7 +39,7 @@ TAGS = st.lists(TEXT, max_size=3)
 
 
 def too_expensive(query: str) -> bool:
-    """A query past the cost bounds (tests/test_fts_query.py), which a search refuses."""
+    """A query past the cost bounds (tests/unit/test_fts_query.py), which a search refuses."""
     try:
         read_query(query, bounded=True)
     except InvalidArgument:
