@@ -1,6 +1,6 @@
 """The PostgreSQL backend as an operator meets it: opening (modes, a newer schema, several
 servers migrating at once, upgrades from old revisions), storage errors kept generic, the
-keyword totals and their log, the vector leg and the sweep.
+keyword totals and their log, the vector leg and the sweep, an unreachable server.
 
 The Store contract itself is tests/engines/test_store_conformance.py, run on both engines."""
 
@@ -18,6 +18,7 @@ from agent_memory import search as query
 from agent_memory import storage
 from agent_memory.contract.errors import (
     DatabaseMissing,
+    DatabaseOpenError,
     SchemaTooNew,
     SearchTimedOut,
     StorageFault,
@@ -524,3 +525,11 @@ def test_a_whole_decay_refresh_vacuums_the_rows_it_rewrote(pg_url, pg, monkeypat
         assert pg.execute(vacuums).fetchone()[0] == before + (0 if stopped else 1)
     finally:
         store.close()
+
+
+def test_an_unreachable_server_is_one_line_without_the_password(tmp_path):
+    url = f"postgresql://amy:s3cret@/nothing?host={tmp_path}&connect_timeout=2"
+    with pytest.raises(DatabaseOpenError) as caught:
+        open_store(url)
+    assert "s3cret" not in str(caught.value) and "\n" not in str(caught.value)
+    assert str(caught.value).startswith(f"cannot open database {urls.redacted(url)}: ")

@@ -23,8 +23,11 @@ from agent_memory.transports.cli.main import cli
 from agent_memory.transports.mcp import server as mcp_server
 from tests.support.files import dump
 from tests.support.fuzz import FIELDS, VALUES, arguments
+from tests.support.tiers import examples
 
-SETTINGS = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+SETTINGS = settings(
+    max_examples=examples(150), deadline=None, suppress_health_check=list(HealthCheck)
+)
 
 
 CALLS = st.sampled_from(sorted(FIELDS)).flatmap(
@@ -67,7 +70,7 @@ LINES = st.lists(
 
 
 @given(lines=LINES)
-@settings(max_examples=200, deadline=None, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(200), deadline=None, suppress_health_check=list(HealthCheck))
 def test_the_jsonl_reader_refuses_garbage_with_a_line_number(tmp_path_factory, lines):
     path = tmp_path_factory.mktemp("fuzz") / "in.jsonl"
     path.write_text("\n".join(lines), encoding="utf-8")

@@ -12,6 +12,7 @@ the recency bump.
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -98,8 +99,14 @@ def _run_on_import(body: list[ast.stmt]) -> list[ast.AST]:
     return out
 
 
-def layers() -> dict[str, set[str]]:
-    return {module_name(p): imports_of(p) for p in sorted(PACKAGE.rglob("*.py"))}
+def layers() -> dict[str, frozenset[str]]:
+    """Each module's imports: a copy of one reading of the package, which a test may change."""
+    return dict(_read_layers())
+
+
+@functools.cache
+def _read_layers() -> dict[str, frozenset[str]]:
+    return {module_name(p): frozenset(imports_of(p)) for p in sorted(PACKAGE.rglob("*.py"))}
 
 
 def under(name: str, *packages: str) -> bool:

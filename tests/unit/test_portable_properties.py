@@ -16,6 +16,7 @@ from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.transfer.portable import jsonl_reader
 from tests.support.clock import Clock
+from tests.support.tiers import examples
 
 # Any text a store keeps: no lone surrogate, no NUL (both refused, tests/engines/test_nul.py).
 TEXT = st.text(
@@ -37,7 +38,9 @@ CORPUS = st.tuples(
         st.tuples(st.integers(0, 11), st.integers(0, 11), st.sampled_from(LINK_KINDS)), max_size=10
     ),
 )
-SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(
+    max_examples=examples(25), deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 def export_lines(svc) -> list[str]:
@@ -118,6 +121,8 @@ def test_a_corrupted_file_is_refused_and_nothing_is_written(corpus, corruption, 
                     return  # optional: leaving it out is allowed
                 if name == "change_source":
                     return
+                if name == "exported_versions":
+                    return  # a version 1 header has none: read as 0, as this corpus holds
                 del record[name]
             lines[index] = json.dumps(record) + "\n"
         path = directory / "broken.jsonl"

@@ -1,6 +1,5 @@
 """The PostgreSQL backend's URLs without a server: what is a URL, and what is shown and
-logged of one (never its password), an unreachable server and the missing extra in one
-line."""
+logged of one (never its password), and the missing extra in one line."""
 
 from __future__ import annotations
 
@@ -12,7 +11,6 @@ from agent_memory import storage
 from agent_memory.contract.errors import (
     DatabaseOpenError,
 )
-from agent_memory.storage import open_store
 from agent_memory.storage.engines import engine_for
 from agent_memory.storage.postgres import url as urls
 
@@ -37,14 +35,6 @@ def test_a_url_is_shown_without_its_password(url, shown):
 def test_only_postgresql_urls_are_urls():
     assert engine_for("postgresql://x/y").name == engine_for("postgres://x/y").name == "postgresql"
     assert engine_for("memory.db").name == engine_for(None).name == "sqlite"
-
-
-def test_an_unreachable_server_is_one_line_without_the_password(tmp_path):
-    url = f"postgresql://amy:s3cret@/nothing?host={tmp_path}&connect_timeout=2"
-    with pytest.raises(DatabaseOpenError) as caught:
-        open_store(url)
-    assert "s3cret" not in str(caught.value) and "\n" not in str(caught.value)
-    assert str(caught.value).startswith(f"cannot open database {urls.redacted(url)}: ")
 
 
 def test_without_the_extra_a_url_is_one_clear_line(monkeypatch):

@@ -11,9 +11,13 @@ from hypothesis import strategies as st
 from agent_memory import search as query
 from agent_memory.search import And, Near, Not, Or, Phrase, QuerySyntaxError, Term
 from bench import corpus  # the bench's seeded developer memories
+from tests.support.tiers import examples
 
 SETTINGS = settings(
-    max_examples=600, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck)
+    max_examples=examples(600),
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=list(HealthCheck),
 )
 DOCS = [
     "hello world a b c",

@@ -25,6 +25,7 @@ from agent_memory.service.core import MemoryService
 from agent_memory.service.lifecycle import sweep
 from agent_memory.storage import open_store
 from tests.support.clock import Clock
+from tests.support.tiers import examples
 
 # Any text a store keeps: no lone surrogate, no NUL (both refused, tests/engines/test_nul.py).
 TEXT = st.text(
@@ -210,7 +211,7 @@ class MemoryMachine(RuleBasedStateMachine):
 
 
 MemoryMachine.TestCase.settings = settings(
-    max_examples=30,
+    max_examples=examples(30),
     stateful_step_count=30,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow],
