@@ -1,7 +1,8 @@
-"""The test tiers keep their promises: every test file lives in a tier folder, and the fast
-tier (tests/unit) runs in this process with no PostgreSQL. Its conftest makes a test that
-starts a process or connects to PostgreSQL fail; this file checks that it does, and that no
-unit test file even imports what spawns or what serves PostgreSQL."""
+"""The test tiers keep their promises: every test file lives in a tier folder, and the
+in-process tiers (tests/unit, the fast one, and tests/slow) run in this process with no
+PostgreSQL. Their conftests make a test that starts a process or connects to PostgreSQL fail;
+this file checks that they do, and that no file of theirs even imports what spawns or what
+serves PostgreSQL."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from tests.support.paths import ROOT
 from tests.support.tiers import TIERS
 
 TESTS = ROOT / "tests"
-# Modules a unit test file may not import: they start processes, drive a browser or speak
+# Modules an in-process test file may not import: they start processes, drive a browser or speak
 # to PostgreSQL.
 FORBIDDEN_MODULES = {
     "subprocess",
@@ -80,10 +81,11 @@ def test_only_the_fast_tier_alone_samples_the_properties(monkeypatch):
     assert tiers.examples(25) == tiers.FAST_MIN_EXAMPLES
 
 
-def test_no_unit_test_file_imports_what_spawns_or_serves_postgresql():
+@pytest.mark.parametrize("tier", ["unit", "slow"])
+def test_no_in_process_test_file_imports_what_spawns_or_serves_postgresql(tier):
     found = {}
-    for path in sorted((TESTS / "unit").glob("*.py")):
-        if path.name in ("conftest.py", "test_tiers.py"):  # they import them to refuse them
+    for path in sorted((TESTS / tier).glob("*.py")):
+        if path.name == "test_tiers.py":  # it imports them to refuse them
             continue
         modules, names = imports(path)
         bad = (modules & FORBIDDEN_MODULES) | (names & FORBIDDEN_NAMES)
