@@ -92,6 +92,16 @@ def service(fresh_db: Path, clock: Clock):
 
 
 @pytest.fixture
+def new_service(db_path: Path, clock: Clock):
+    """The service on a database the store itself creates at ``db_path``: for the tests about
+    creating, migrating or identifying a database, which a copy of the template would not
+    put to the test."""
+    svc = MemoryService(open_store(db_path), clock=clock)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
 def ollama():
     with FakeOllama() as fake:
         yield fake

@@ -100,34 +100,34 @@ def test_a_list_goes_on_after_a_point(store, filters, before, expected):
     assert ids(store.memories(filters, 1, before)) == expected[:1]
 
 
-def test_a_database_is_known_by_the_id_it_holds(store):
+def test_a_database_is_known_by_the_id_it_holds(new_store):
     """Its identity key is read from the database (storage.database_key, without an engine,
     as ui reads it) and is not the same for two databases."""
     from agent_memory.storage import database_key
 
-    assert len(store.identity_key) == 32
-    assert database_key(store.location) == store.identity_key
-    other = open_store(store.location)  # another process opening the same database
+    assert len(new_store.identity_key) == 32
+    assert database_key(new_store.location) == new_store.identity_key
+    other = open_store(new_store.location)  # another process opening the same database
     try:
-        assert other.identity_key == store.identity_key
+        assert other.identity_key == new_store.identity_key
     finally:
         other.close()
 
 
-def test_every_path_to_a_file_has_its_identity_and_a_copy_its_own(store, tmp_path, monkeypatch):
+def test_every_path_to_a_file_has_its_identity_and_a_copy_its_own(new_store, tmp_path, monkeypatch):
     from agent_memory.storage import database_key
 
-    if store.location.startswith("postgresql"):
+    if new_store.location.startswith("postgresql"):
         pytest.skip("a SQLite file's paths; PostgreSQL's services are in test_postgres")
     (tmp_path / "link.db").symlink_to(tmp_path / "memory.db")
     monkeypatch.chdir(tmp_path)
-    assert store.identity_key == database_key(tmp_path / "link.db") == database_key("memory.db")
+    assert new_store.identity_key == database_key(tmp_path / "link.db") == database_key("memory.db")
     assert database_key(tmp_path / "other.db") is None  # no database there yet
     open_store(tmp_path / "other.db").close()
-    assert database_key(tmp_path / "other.db") not in (None, store.identity_key)
-    store.close()  # checkpointed: the file alone is the whole database
+    assert database_key(tmp_path / "other.db") not in (None, new_store.identity_key)
+    new_store.close()  # checkpointed: the file alone is the whole database
     shutil.copyfile(tmp_path / "memory.db", tmp_path / "copy.db")
-    assert database_key(tmp_path / "copy.db") not in (None, store.identity_key)
+    assert database_key(tmp_path / "copy.db") not in (None, new_store.identity_key)
 
 
 def test_update_changes_what_it_is_given_and_counts_as_a_use(store):

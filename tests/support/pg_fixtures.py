@@ -147,6 +147,18 @@ def store(fresh_location: str):
 
 
 @pytest.fixture
+def new_store(location: str):
+    """A store the engine itself creates at ``location``: for the tests about creating,
+    migrating or identifying a database, which a copy of the template would not put to the
+    test."""
+    from agent_memory.storage import open_store
+
+    opened = open_store(location)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
 def svc(fresh_location: str, clock):
     """The service on ``location``, on the test's clock (tests/conftest.py), no embedder."""
     from agent_memory.service.core import MemoryService

@@ -700,17 +700,17 @@ def test_health_reports_the_embedder(db_path, service, models, status):
     }
 
 
-def test_health_proves_which_database_it_serves_without_telling_its_id(db_path, service):
+def test_health_proves_which_database_it_serves_without_telling_its_id(db_path, new_service):
     """The answer to a challenge is the HMAC only a reader of the database can make, for
     the address the daemon is bound to; the id itself is in no answer."""
-    client = Client(create_app(service, host="localhost", port=8123, bound_ip="127.0.0.1"))
+    client = Client(create_app(new_service, host="localhost", port=8123, bound_ip="127.0.0.1"))
     challenge = identity.challenge()
     code, body = client("GET", f"/health?challenge={challenge}", base_url="http://localhost:8123")
     key = database_key(db_path)
     assert code == 200
     assert body["database_proof"] == identity.proof(key, challenge, "127.0.0.1:8123")
     assert body["database_proof"] != identity.proof(key, challenge, "127.0.0.1:8124")
-    stored = service.db.database.stored_id
+    stored = new_service.db.database.stored_id
     assert re.fullmatch("[0-9a-f]{32}", stored)
     assert stored not in json.dumps(body) and key.hex() not in json.dumps(body)
     without = client("GET", "/health", base_url="http://localhost:8123")[1]
