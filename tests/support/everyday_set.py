@@ -5,7 +5,7 @@ lacks ("which port is busy"), and an OR of every word lets "how", "we" and "the"
 distractors. Each question below shares at least
 one informative word (after stemming) with its target and lacks at least one of its other
 words there, as real questions do; a few are the short keyword queries the memory_protocol
-prompt recommends ("token expiry"). tests/test_everyday_set.py asks them in keyword mode.
+prompt recommends ("token expiry"). tests/engines/test_everyday_set.py asks them in keyword mode.
 """
 
 from __future__ import annotations

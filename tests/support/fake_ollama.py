@@ -29,6 +29,10 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from agent_memory.embedders.ollama import Ollama
 
+# How often the server's loop looks for a request to stop: what stopping it waits at most
+# (the standard library's half a second, paid by every test that uses the fake).
+STOP_POLL_SECS = 0.01
+
 DIMENSION = 768
 
 SYNONYMS = [
@@ -133,7 +137,8 @@ class FakeOllama:
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        serve = functools.partial(self.server.serve_forever, poll_interval=STOP_POLL_SECS)
+        self._thread = threading.Thread(target=serve, daemon=True)
 
     def embed_requests(self) -> int:
         return sum(1 for path, _ in self.requests if path == "/api/embed")

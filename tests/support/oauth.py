@@ -12,6 +12,7 @@ import queue
 import re
 import secrets
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -30,6 +31,8 @@ from mcp.shared.auth import (
 )
 
 from agent_memory.http.oauth.pages import CONSENT_PATH
+from agent_memory.service.core import MemoryService
+from agent_memory.storage import open_store
 from tests.support.rest_daemon import START_TIMEOUT_SECS, RestDaemon
 from tests.support.team import ACCEPT, bearer
 
@@ -256,3 +259,13 @@ class Callback:
     def __exit__(self, *exc: object) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+
+def with_service(location: str, work, clock=time.time):
+    """``work(service)`` on a service of its own at ``location``, closed after it: to look at
+    what a daemon wrote without keeping the database open."""
+    service = MemoryService(open_store(location), clock=clock)
+    try:
+        return work(service)
+    finally:
+        service.close()

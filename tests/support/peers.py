@@ -107,3 +107,7 @@ def check_round_trip(db, source: str) -> None:
     again = run(db, source, path)  # re-run: nothing doubles
     assert again.stdout.startswith(f"imported: 0, skipped duplicates: {len(phrases)}")
     assert len(svc.list({"limit": 200, "include_superseded": True})) == len(phrases)
+
+
+# What an import says of the notes it passed over.
+NOT_REGULAR = "skipped notes that are not regular files (a FIFO, a socket, a device)"

@@ -18,6 +18,7 @@ import os
 import secrets
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
@@ -123,8 +124,33 @@ def location(request: pytest.FixtureRequest, tmp_path) -> str:
 
 
 @pytest.fixture
-def store(location: str):
+def fresh_location(request: pytest.FixtureRequest, location: str) -> str:
+    """``location`` holding a new, empty database: on SQLite a copy of the session's template
+    (tests/support/template.py), on PostgreSQL the test's own database as it is."""
+    from agent_memory.storage.engines import engine_for
+    from tests.support.template import fresh_copy
+
+    if engine_for(location).name != "sqlite":
+        return location
+
+    return str(fresh_copy(request.getfixturevalue("sqlite_template"), Path(location)))
+
+
+@pytest.fixture
+def store(fresh_location: str):
     """A store opened on ``location``, closed after the test."""
+    from agent_memory.storage import open_store
+
+    opened = open_store(fresh_location)
+    yield opened
+    opened.close()
+
+
+@pytest.fixture
+def new_store(location: str):
+    """A store the engine itself creates at ``location``: for the tests about creating,
+    migrating or identifying a database, which a copy of the template would not put to the
+    test."""
     from agent_memory.storage import open_store
 
     opened = open_store(location)
@@ -133,11 +159,11 @@ def store(location: str):
 
 
 @pytest.fixture
-def svc(location: str, clock):
+def svc(fresh_location: str, clock):
     """The service on ``location``, on the test's clock (tests/conftest.py), no embedder."""
     from agent_memory.service.core import MemoryService
     from agent_memory.storage import open_store
 
-    service = MemoryService(open_store(location), clock=clock)
+    service = MemoryService(open_store(fresh_location), clock=clock)
     yield service
     service.close()

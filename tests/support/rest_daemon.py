@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import signal
+import socket
 import subprocess
 import threading
 from pathlib import Path
@@ -13,6 +14,9 @@ import requests
 from tests.support.spawned import executable, server_env
 
 START_TIMEOUT_SECS = 60
+# A test's waits on the daemon's answers are bounded by this: an answer it owes comes long
+# before it.
+CLIENT_TIMEOUT_SECS = 10
 
 
 class RestDaemon:
@@ -106,3 +110,10 @@ class RestDaemon:
     def __exit__(self, *exc) -> None:
         if self.proc.poll() is None:
             self.stop()
+
+
+def free_port() -> int:
+    """A loopback port that was free a moment ago: for a daemon to be told to listen on."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]

@@ -2,7 +2,7 @@
 
 Why: keyword search (FTS5, porter stemming) cannot find a memory asked about in other words;
 that is what the vector leg is for. Each paraphrase below shares no word with its target
-memory once both are stemmed and case-folded (tests/test_semantic_set.py proves it with FTS5
+memory once both are stemmed and case-folded (tests/slow/test_semantic_set.py proves it with FTS5
 itself), so a hit can only come from meaning. Distractors sit on nearby topics and often do
 share words with the questions, as real neighbours would. A few exact-term queries name a rare
 identifier that only one memory holds: there keyword search must win, and the fused ranking

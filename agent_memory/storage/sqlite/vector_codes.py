@@ -56,7 +56,7 @@ SPARE_MIN = 1_024
 # cosine of 0.94 and more on the local model differs from the new memory in few sign bits,
 # so the sign plane alone ranks it among the first few thousand on an index past
 # NEAR_STAGE1_MIN_ROWS, and the whole code among the first hundreds. These keep the hints an
-# exhaustive exact scan gives (tests/test_vector_index.py holds it on small data).
+# exhaustive exact scan gives (tests/unit/test_vector_index.py holds it on small data).
 NEAR_STAGE1_MIN_ROWS = 20_000
 NEAR_STAGE1_KEEP = 4_000
 NEAR_SCORE_KEEP = 800
