@@ -85,9 +85,11 @@ def _run_daemon(
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, signal.default_int_handler)
     sys.setswitchinterval(SWITCH_INTERVAL_SECS)
-    announce(host, server.effective_port, loopback, tokens)
     try:
+        announce(host, server.effective_port, loopback, tokens)
         server.run()  # returns after KeyboardInterrupt, once workers are done
+    except KeyboardInterrupt:
+        pass  # told to stop as it said it was ready: no request is in flight yet
     finally:
         sweeper.stop()
 
