@@ -34,6 +34,7 @@ import numpy as np
 
 from agent_memory import ranking
 from agent_memory.contract.models import Embedding, Filters, Pin
+from agent_memory.query import read as read_query
 from agent_memory.storage import open_store
 from agent_memory.storage.sqlite import vectors
 from bench._common import recall_at
@@ -258,7 +259,7 @@ def wordless(store, queries: np.ndarray, filters: Filters) -> float:
     for q in queries:
         embedding = Embedding(PIN, q.astype("<f4").tobytes())
         started = time.perf_counter()
-        store.search("", embedding, now=T0, limit=LIMIT, filters=filters)
+        store.search(read_query(""), embedding, now=T0, limit=LIMIT, filters=filters)
         ms.append((time.perf_counter() - started) * 1e3)
     return statistics.median(ms)
 

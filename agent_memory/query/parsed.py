@@ -94,12 +94,10 @@ class ParsedQuery:
         return every_word(self.leaves)
 
 
-def read(text: str | ParsedQuery, *, bounded: bool = False) -> ParsedQuery:
-    """The query ``text`` as a search reads it (a query already read is itself);
+def read(text: str, *, bounded: bool = False) -> ParsedQuery:
+    """The query ``text`` as a search reads it, once (the store takes what this returns);
     ``bounded``: refuse (InvalidArgument) a query past the cost bounds (query.cost), before
     it is parsed."""
-    if isinstance(text, ParsedQuery):
-        return text
     lexed = lex(text, cost.MAX_QUERY_WORDS if bounded else None)
     if bounded:
         cost.check(lexed)

@@ -228,7 +228,7 @@ class Store(Protocol):
 
     def search(
         self,
-        query: str | ParsedQuery,
+        query: ParsedQuery,
         embedding: Embedding | None,
         *,
         now: int,
@@ -240,7 +240,7 @@ class Store(Protocol):
         superseded: str = "keep",
     ) -> SearchPage:
         """One page of results, read in one snapshot, decay_score as of ``now``; ``query``
-        as the service read it (query.read), or its text, read here.
+        as the service read it (query.read), once.
 
         Keyword mode (no embedding, no vector stored yet, or vectors of another pin, that
         pin given back as ``other_pin``): ``decay - bm25`` (words typed together counting

@@ -23,7 +23,6 @@ from agent_memory.contract.fields import LOCAL
 from agent_memory.contract.models import Embedding, Filters, Noise, Pin, SearchPage, WordCounts
 from agent_memory.contract.vocabulary import MAX_EXPANDED_LINKS
 from agent_memory.query import ParsedQuery
-from agent_memory.query import read as read_query
 from agent_memory.ranking.relevance import Words
 from agent_memory.storage import oauth
 from agent_memory.storage.base import MissingMemory, NewMemory
@@ -278,7 +277,7 @@ class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRow
     @guarded
     def search(
         self,
-        query: str | ParsedQuery,
+        query: ParsedQuery,
         embedding: Embedding | None,
         *,
         now: int,
@@ -293,7 +292,7 @@ class CommonStore(TokenRows, SessionRows, oauth.OAuthRows, SweepRows, HistoryRow
             keep = superseded == superseded_rows.KEEP
             by = {} if keep else self._superseded(conn, filters.scope)
             asked = Leg(superseded_rows.room(limit, by, superseded), filters, now)
-            ranked, mode, other = self._ranked(conn, read_query(query), embedding, asked, unrelated)
+            ranked, mode, other = self._ranked(conn, query, embedding, asked, unrelated)
             hidden = by if superseded == superseded_rows.HIDE else ()
             page = ranking.end(ranked, limit, floor, hidden)
             results = page.results

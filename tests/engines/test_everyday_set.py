@@ -6,6 +6,7 @@ of it ("which python version is required": "python" alone) gets nothing."""
 from __future__ import annotations
 
 from agent_memory.contract.models import Filters
+from agent_memory.query import read as read_query
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
 from tests.support.everyday_set import MEMORIES, QUERIES, TAGS
@@ -33,7 +34,7 @@ def stored(store, tagged: bool = False) -> dict[int, str]:
 
 
 def search(store, text: str, limit: int = LIMIT, **filters) -> list[int]:
-    page = store.search(text, None, now=T0, limit=limit, filters=Filters(**filters))
+    page = store.search(read_query(text), None, now=T0, limit=limit, filters=Filters(**filters))
     assert page.mode == "keyword"
     return [m["id"] for m in page.results]
 

@@ -14,6 +14,7 @@ import random
 import pytest
 
 from agent_memory.contract.models import Embedding, Filters, Noise
+from agent_memory.query import read as read_query
 from agent_memory.storage import open_store
 from tests.support.stores import DIMENSION, PIN, T0, new
 
@@ -82,7 +83,7 @@ def test_a_page_is_the_same_on_both_engines(stores, question, scope, hybrid):
     query, unrelated = toy(rng), Noise(0.0, 0.3, 12)
     pages = [
         store.search(
-            question,
+            read_query(question),
             query if hybrid else None,
             now=T0 + 1_000,
             limit=10,

@@ -14,6 +14,7 @@ import pytest
 from agent_memory import query
 from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.query import bm25
+from agent_memory.query import read as read_query
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import keyword
@@ -161,7 +162,12 @@ def test_the_hybrid_keyword_leg_leaves_common_words_out_too(pg_service, clock, s
     pg_service.db.repin(toy.pin)  # a database pinned to the query's model searches hybrid
 
     found = pg_service.db.search(
-        "what is the sqlite cache?", toy, now=clock.now, limit=10, filters=Filters(), floor=False
+        read_query("what is the sqlite cache?"),
+        toy,
+        now=clock.now,
+        limit=10,
+        filters=Filters(),
+        floor=False,
     )
     assert found.mode == "hybrid" and len(found.results) == 10
     assert scored[-1] is not None and "the" not in scored[-1].split()
@@ -185,5 +191,5 @@ def test_the_hybrid_leg_takes_only_words_of_weight_on_a_tiny_store(
     assert ids(svc.search({"query": question}, record_use=False)["results"]) == [login]
     toy = Embedding.of(Pin("toy", 4, "none", "ollama"), [1.0, 0.0, 0.0, 0.0])
     svc.db.repin(toy.pin)
-    found = svc.db.search(question, toy, now=clock.now, limit=10, filters=Filters())
+    found = svc.db.search(read_query(question), toy, now=clock.now, limit=10, filters=Filters())
     assert found.mode == "hybrid" and ids(found.results) == []

@@ -23,6 +23,7 @@ from agent_memory.contract.errors import (
     StorageFault,
 )
 from agent_memory.contract.models import Embedding, Filters, Pin
+from agent_memory.query import read as read_query
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import EXISTING, READ, open_store
 from agent_memory.storage.base import NewMemory
@@ -131,7 +132,7 @@ def test_a_database_of_revision_0006_upgrades_and_counts_its_words(pg_url, pg):
             ("retri", 2),
         ]
         assert pg.execute(LEXEMES_AGREE).fetchone() == (True,)
-        found = store.search("kafka", None, now=T0, limit=5, filters=Filters())
+        found = store.search(read_query("kafka"), None, now=T0, limit=5, filters=Filters())
         assert [m["content"] for m in found.results] == ["kafka retry", "kafka cache cache"]
     finally:
         store.close()
@@ -166,9 +167,9 @@ def test_a_database_of_revision_0008_upgrades_and_finds_cjk_words(pg_url, pg):
             ("数据库", "我们选择了数据库"),
             ("선택", "데이터베이스를 선택했습니다"),
         ]:
-            found = store.search(word, None, now=T0, limit=5, filters=Filters())
+            found = store.search(read_query(word), None, now=T0, limit=5, filters=Filters())
             assert [m["content"] for m in found.results] == [expected]
-        found = store.search("kafka", None, now=T0, limit=5, filters=Filters())
+        found = store.search(read_query("kafka"), None, now=T0, limit=5, filters=Filters())
         assert [m["content"] for m in found.results] == ["kafka retry"]
         assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
         assert pg.execute(LEXEMES_AGREE).fetchone() == (True,)
@@ -204,7 +205,7 @@ def test_a_database_of_revision_0009_upgrades_and_finds_tags(pg_url, pg):
     try:
         assert store.schema_version == head_revision() >= 10
         for word, expected in [("database", 1), ("tags:billing", 1), ("存储", 3), ("Fridays", 2)]:
-            found = store.search(word, None, now=T0, limit=5, filters=Filters())
+            found = store.search(read_query(word), None, now=T0, limit=5, filters=Filters())
             assert [m["id"] for m in found.results] == [expected], word
         assert pg.execute(TOTALS_AGREE).fetchone() == (True,)
         assert pg.execute(LEXEMES_AGREE).fetchone() == (True,)
@@ -294,7 +295,12 @@ def test_a_keyword_page_reads_its_memories_with_the_ranking(pg_url):
         try:
             deadline = time.monotonic() + 30
             found = store.search(
-                "kafka", None, now=T0 + 60, limit=5, filters=Filters(), deadline=deadline
+                read_query("kafka"),
+                None,
+                now=T0 + 60,
+                limit=5,
+                filters=Filters(),
+                deadline=deadline,
             )
         finally:
             event.remove(sqlalchemy.engine.Engine, "before_cursor_execute", record)
@@ -312,14 +318,16 @@ def test_a_search_past_its_deadline_is_stopped_by_the_server(pg_url, monkeypatch
     try:
         store.insert(new("slow words"), None)
         with pytest.raises(SearchTimedOut):
-            store.search("slow", None, now=T0, limit=5, filters=Filters(), deadline=0.0)
+            store.search(read_query("slow"), None, now=T0, limit=5, filters=Filters(), deadline=0.0)
         slow = "SELECT 1 AS id, 1.0 AS score FROM pg_sleep(30)"
         monkeypatch.setattr(  # a ranking that would take 30 s: statement_timeout stops it
             keyword, "keyword_ranking_sql", lambda *a, **k: (slow, [])
         )
         began = time.monotonic()
         with pytest.raises(SearchTimedOut):
-            store.search("slow", None, now=T0, limit=5, filters=Filters(), deadline=began + 0.2)
+            store.search(
+                read_query("slow"), None, now=T0, limit=5, filters=Filters(), deadline=began + 0.2
+            )
         assert time.monotonic() - began < 10
         store.ping()  # the pooled connection is usable again
     finally:
@@ -462,14 +470,18 @@ def test_a_filtered_vector_leg_walks_the_hnsw_graph_past_the_memories_it_rejects
             ]
         )
         pg.execute("ANALYZE")  # the planner then takes the index for a filter half the rows pass
-        exact = store.search("", query, now=T0, limit=5, filters=wanted, floor=False).results
+        exact = store.search(
+            read_query(""), query, now=T0, limit=5, filters=wanted, floor=False
+        ).results
         monkeypatch.setattr(vectors, "EXACT_MIN_ROWS", 0)
         monkeypatch.setattr(vectors, "ITERATIVE_COST", 0)
         if plan == "iterative":
             monkeypatch.setattr(vectors, "_EXACT_PASSING", None)  # it must not be needed
         else:
             monkeypatch.setattr(vectors, "ITERATIVE_MAX_TUPLES", 50)
-        found = store.search("", query, now=T0, limit=5, filters=wanted, floor=False).results
+        found = store.search(
+            read_query(""), query, now=T0, limit=5, filters=wanted, floor=False
+        ).results
         assert [m["content"] for m in found] == [m["content"] for m in exact]
         assert len(found) == 5 and all(m["scope"] == "wanted" for m in found)
     finally:

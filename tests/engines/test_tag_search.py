@@ -9,6 +9,7 @@ import pytest
 
 from agent_memory.contract.models import Embedding, Filters, Pin
 from agent_memory.query import bm25
+from agent_memory.query import read as read_query
 from agent_memory.storage import open_store
 from tests.support.tags import T0, found, new
 
@@ -94,8 +95,10 @@ def test_both_engines_rank_tags_alike(tmp_path, pg_url, text, matches):
             assert sqlite.insert(new(content, tags), None) == postgres.insert(
                 new(content, tags), None
             )
-        expected = sqlite.search(text, None, now=T0, limit=10, filters=Filters()).results
-        got = postgres.search(text, None, now=T0, limit=10, filters=Filters()).results
+        expected = sqlite.search(
+            read_query(text), None, now=T0, limit=10, filters=Filters()
+        ).results
+        got = postgres.search(read_query(text), None, now=T0, limit=10, filters=Filters()).results
         assert [m["id"] for m in got] == [m["id"] for m in expected]
         assert len(expected) == matches
     finally:

@@ -10,6 +10,7 @@ import pytest
 
 from agent_memory.contract.models import Filters
 from agent_memory.embedders.local import Local, LocalModel
+from agent_memory.query import read as read_query
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from tests.support.fake_ollama import embedder_for
@@ -59,7 +60,9 @@ def test_paraphrases_are_found_by_meaning(semantic):
     ranks = []
     for q in PARAPHRASES:
         embedding = svc.embedder.embed_query(q.query)
-        page = svc.db.search("", embedding, now=svc.now(), limit=10, filters=Filters(), floor=False)
+        page = svc.db.search(
+            read_query(""), embedding, now=svc.now(), limit=10, filters=Filters(), floor=False
+        )
         assert page.mode == "hybrid"
         ranks.append(rank({"results": page.results}, ids[q.target]))
     print(f"vector leg ranks: {sorted(ranks)}")

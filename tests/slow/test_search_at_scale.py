@@ -24,6 +24,7 @@ from agent_memory import query, ranking
 from agent_memory.contract.models import Filters
 from agent_memory.contract.vocabulary import PINNED_TYPES
 from agent_memory.query import bm25
+from agent_memory.query import read as read_query
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import keyword
 from tests.support.files import reading
@@ -425,7 +426,7 @@ def test_the_hybrid_keyword_leg_is_restricted_too(service, clock, scored, db_pat
     with reading(db_path) as conn:
         index = keyword.KeywordIndex()
         found, _ = index.leg(
-            conn, "the zebra sqlite cache?", now=clock.now, limit=3, filters=Filters()
+            conn, read_query("the zebra sqlite cache?"), now=clock.now, limit=3, filters=Filters()
         )
     assert sorted(i for i, _ in found) == sorted(made)
     assert scored[-1] == ('"zebra" OR "sqlite" OR "cache"', '"zebra"')

@@ -4,6 +4,7 @@ rows to insert, toy vectors, and a search with the service's defaults."""
 from __future__ import annotations
 
 from agent_memory.contract.models import Embedding, Filters, Pin
+from agent_memory.query import read as read_query
 from agent_memory.storage.base import NewMemory
 
 T0 = 1_767_225_600
@@ -43,7 +44,9 @@ def search(
     floor=None,
     **f,
 ):
-    return store.search(query, embedding, now=now, limit=limit, filters=Filters(**f), floor=floor)
+    return store.search(
+        read_query(query), embedding, now=now, limit=limit, filters=Filters(**f), floor=floor
+    )
 
 
 def record(content: str, memory_type: str = "TODO", **fields) -> dict:

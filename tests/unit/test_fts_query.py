@@ -151,4 +151,3 @@ def test_the_parsed_query_says_how_it_is_searched():
     assert plain.every_word() == read_query('"port" "busy" "port"').tree
     retry = read_query("busy?")
     assert retry.by_words and not retry.several_words and retry.syntax_error is not None
-    assert read_query(retry) is retry

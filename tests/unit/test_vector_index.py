@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from agent_memory.contract.models import Embedding, Filters, Pin
+from agent_memory.query import read as read_query
 from agent_memory.storage import open_store
 from agent_memory.storage.base import NewMemory
 from agent_memory.storage.sqlite import vector_codes, vector_index, vectors
@@ -44,7 +45,12 @@ def fill(store, matrix: np.ndarray) -> list[int]:
 def nearest(store, query: np.ndarray, limit: int = 10, filters: Filters | None = None) -> list[int]:
     """The vector leg's page (no keyword hit, nothing cut)."""
     page = store.search(
-        "", embedding(query), now=T0, limit=limit, filters=filters or Filters(), floor=False
+        read_query(""),
+        embedding(query),
+        now=T0,
+        limit=limit,
+        filters=filters or Filters(),
+        floor=False,
     )
     return [m["id"] for m in page.results]
 

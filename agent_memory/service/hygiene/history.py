@@ -27,6 +27,7 @@ from agent_memory.contract.errors import InvalidArgument, InvalidType
 from agent_memory.contract.models import Filters, SearchPage
 from agent_memory.contract.models import related as _related
 from agent_memory.contract.vocabulary import MAX_LIMIT, SQLITE_INT_MAX
+from agent_memory.query import ParsedQuery
 from agent_memory.ranking.relevance import Words
 from agent_memory.service import validate
 from agent_memory.storage.base import AsOf, Store
@@ -142,7 +143,7 @@ def _superseded(rows: list[dict[str, Any]], by: Mapping[int, list[int]], how: st
 def searched(
     store: Store,
     at: int,
-    query: Any,
+    query: ParsedQuery,
     embedding: Any,
     *,
     limit: int,
@@ -155,7 +156,7 @@ def searched(
     then, up to AS_OF_ROOM more. A search of the store as it is now never comes here."""
     stored = dataclasses.replace(filters, created_until=at)  # before the ranking's cut
     options.update(now=at, filters=stored, superseded=superseded_rows.KEEP)
-    words = _words(query.text if hasattr(query, "text") else str(query)) - _OPERATORS
+    words = _words(query.text) - _OPERATORS
     asked = limit + FIRST_ROOM
     while True:
         page = store.search(query, embedding, limit=asked, **options)

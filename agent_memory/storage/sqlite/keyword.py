@@ -32,7 +32,7 @@ import sqlalchemy
 import sqlean
 
 from agent_memory.contract.models import Filters, WordCounts
-from agent_memory.query import ParsedQuery, any_word, bm25, read, to_fts5, unsegmented, word_leaf
+from agent_memory.query import ParsedQuery, any_word, bm25, to_fts5, unsegmented, word_leaf
 from agent_memory.ranking import MAX_DECAY
 from agent_memory.storage.sqlite import keyword_sql, rows
 from agent_memory.storage.sqlite.keyword_sql import CANDIDATES, SCORE, WORST
@@ -228,7 +228,7 @@ class KeywordIndex:
     def page(
         self,
         conn: sqlalchemy.Connection,
-        query: str | ParsedQuery,
+        query: ParsedQuery,
         *,
         now: int,
         limit: int,
@@ -237,14 +237,13 @@ class KeywordIndex:
         """The keyword mode's page: (memory, decay - bm25) best first, decay_score as of
         ``now``; and, for a plain query with a match, what the index says of its words."""
         run = Run(conn, now=now, filters=filters, page=True)
-        parsed = read(query)
-        found = self._match(run, parsed, limit, now)
-        return found, self._counts(run, parsed, now) if found else None
+        found = self._match(run, query, limit, now)
+        return found, self._counts(run, query, now) if found else None
 
     def leg(
         self,
         conn: sqlalchemy.Connection,
-        query: str | ParsedQuery,
+        query: ParsedQuery,
         *,
         now: int,
         limit: int,
@@ -253,8 +252,7 @@ class KeywordIndex:
         """The keyword leg of a hybrid search: (id, -bm25) best first, filters applied before
         the cut; and, for a plain query, what the index says of its words."""
         run = Run(conn, now=now, filters=filters, page=False)
-        parsed = read(query)
-        return self._match(run, parsed, limit, now), self._counts(run, parsed, now)
+        return self._match(run, query, limit, now), self._counts(run, query, now)
 
     def _counts(self, run: Run, parsed: ParsedQuery, now: int) -> WordCounts | None:
         """What the index says about a plain query's words (ranking.relevance): the rows and
