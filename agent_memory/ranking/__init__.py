@@ -175,7 +175,9 @@ def fuse(
     for rank, (memory_id, score) in enumerate((p for p in keyword if p[0] in rows), start=1):
         found[memory_id] = Candidate(rows[memory_id], keyword=(rank, score))
     for rank, (memory_id, score) in enumerate((p for p in nearest if p[0] in rows), start=1):
-        candidate = found.setdefault(memory_id, Candidate(rows[memory_id]))
+        candidate = found.get(memory_id)
+        if candidate is None:
+            candidate = found[memory_id] = Candidate(rows[memory_id])
         candidate.vector = (rank, score)
     for memory_id, similarity in (similar or {}).items():
         if memory_id in found and found[memory_id].vector is None:
