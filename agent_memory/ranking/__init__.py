@@ -69,6 +69,11 @@ SIGMAS_PER_SHARE = 6.0
 KEEP_KEYWORD = 0.5
 KEEP_MEANING_LOW = 0.3
 KEEP_MEANING_HIGH = 0.6
+# A page whose best match by meaning stands less than WEAK_MARGIN standard deviations above
+# the floor has no clear answer (a question about something the store does not hold looks
+# like this): the share it keeps rises towards KEEP_MEANING_HIGH as that margin shrinks, so
+# only the matches nearly as close as the best stay.
+WEAK_MARGIN = 1.5
 # A keyword page (no model to judge the weaker matches) keeps the memories holding at least
 # KEYWORD_LEAST of the question's information and KEEP_KEYWORD_ALONE of its best match's.
 KEYWORD_LEAST = 0.2
@@ -380,6 +385,8 @@ class _Rule:
         margins = [c.sigmas - ranked.floor for c in shown if c.sigmas is not None]
         best = max(margins, default=0.0)
         keep = KEEP_MEANING_LOW + (KEEP_MEANING_HIGH - KEEP_MEANING_LOW) * self.trust
+        if 0 < best < WEAK_MARGIN:
+            keep += (KEEP_MEANING_HIGH - keep) * (1 - best / WEAK_MARGIN)
         self.best_sigmas = None if not margins else best + (ranked.floor or 0.0)
         self.least_sigmas = None if best <= 0 else (ranked.floor or 0.0) + keep * best
 
