@@ -193,17 +193,16 @@ def fuse(
         for c in candidates:
             c.keyword = None
         words = None
-    _keyword_shares(candidates, words)
+    best = _keyword_shares(candidates, words)
     noise, floor = _noise(candidates, unrelated)
-    for c in candidates:
+    trust, fused = _trust(best), FUSIONS[name]
+    for c in candidates:  # one pass: a search at the default limit weighs hundreds
         if c.vector is not None and noise is not None:
             c.sigmas = sigmas(c.vector[1], noise)
             c.meaning = max(c.sigmas - floor, 0.0) / SIGMAS_PER_SHARE
-    trust, best = _trust(candidates), _best_share(candidates)
-    for c in candidates:
-        share = c.match.share if c.match is not None else 0.0
-        c.keyword_relevance = trust * share / best if best > 0 else 0.0
-        c.fused = FUSIONS[name](c)
+        if best > 0 and c.match is not None:
+            c.keyword_relevance = trust * c.match.share / best
+        c.fused = fused(c)
         c.score = c.fused * c.row["decay_score"]
     return Ranked(
         _ordered(candidates), name, True, trust, noise, floor, _words(words), "fused × decay", words
@@ -264,27 +263,30 @@ def end(ranked: Ranked, limit: int, cut: bool | None = None, hidden: Iterable[in
 # -- calibration ---------------------------------------------------------------------------
 
 
-def _keyword_shares(candidates: list[Candidate], words: Words | None) -> None:
+def _keyword_shares(candidates: list[Candidate], words: Words | None) -> float:
     """Each candidate's Match: what its text holds of ``words``; without words (FTS5
-    syntax), the keyword leg's matches by their bm25 against the best."""
+    syntax), the keyword leg's matches by their bm25 against the best. Returns the best
+    share."""
     if words is not None:
+        best, match = 0.0, words.match
         for c in candidates:
-            c.match = words.match(c.row.get("content", ""), c.row.get("tags", ()))
-        return
-    best = max((c.keyword[1] for c in candidates if c.keyword is not None), default=0.0)
+            c.match = found = match(c.row.get("content", ""), c.row.get("tags", ()))
+            best = max(best, found.share)
+        return best
+    top = max((c.keyword[1] for c in candidates if c.keyword is not None), default=0.0)
     for c in candidates:
         if c.keyword is not None:
-            share = min(c.keyword[1] / best, 1.0) if best > 0 else 1.0
+            share = min(c.keyword[1] / top, 1.0) if top > 0 else 1.0
             c.match = Match(share, (), ())
+    return _best_share(candidates)
 
 
 def _best_share(candidates: Sequence[Candidate]) -> float:
     return max((c.match.share for c in candidates if c.match is not None), default=0.0)
 
 
-def _trust(candidates: Sequence[Candidate]) -> float:
+def _trust(best: float) -> float:
     """How far the keyword leg counts (0 to 1), from its best match's share."""
-    best = _best_share(candidates)
     span = KEYWORD_TRUST_FULL - KEYWORD_TRUST_FROM
     return min(max((best - KEYWORD_TRUST_FROM) / span, 0.0), 1.0)
 

@@ -28,6 +28,7 @@ import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from agent_memory.contract.models import Noise
 from agent_memory.query.bigrams import indexed_text
@@ -125,10 +126,10 @@ def read_text(text: str) -> Text:
     return _read(text) if len(text) <= TEXT_CACHE_CHARS else _read.__wrapped__(text)
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     """What a memory holds of a query: its share of the query's information (0 to 1), the
-    words it holds and the pairs it holds as they were typed (explain)."""
+    words it holds and the pairs it holds as they were typed (explain). A tuple: one is
+    made for every candidate of every search."""
 
     share: float
     words: tuple[str, ...]
@@ -223,7 +224,7 @@ class Words:
             1 - BM25_B + BM25_B * (len(text.seq) + len(tagged.seq)) / self.average_length
         )
         score = 0.0
-        held: dict[int, None] = {}
+        held: list[int] = []
         for i, single, wanted, weight in self._terms:
             if single is not None:
                 tf = counts.get(single, 0)
@@ -232,19 +233,22 @@ class Words:
             else:
                 tf = text.count(wanted) + TAG_WEIGHT * tagged.count(wanted)
             if tf:
-                held[i] = None
+                held.append(i)
                 score += weight * (tf * (BM25_K1 + 1)) / (tf + norm)
         if not held:
             return _NOTHING
         together = []
-        for a, b in self.pairs:
-            if a in held and b in held:
-                joined = self.phrases[a] + self.phrases[b]
-                if text.holds(joined) or tagged.holds(joined):
-                    together.append(f"{self.typed[a]} {self.typed[b]}")
-                    score += max(self.weights[a], self.weights[b])
-        share = min(score / self.total, 1.0) if self.total > 0 else 0.0
-        return Match(share, tuple(self.typed[i] for i in held), tuple(together))
+        if self.pairs and len(held) > 1:
+            for a, b in self.pairs:
+                if a in held and b in held:
+                    joined = self.phrases[a] + self.phrases[b]
+                    if text.holds(joined) or tagged.holds(joined):
+                        together.append(f"{self.typed[a]} {self.typed[b]}")
+                        score += max(self.weights[a], self.weights[b])
+        total = self.total
+        share = min(score / total, 1.0) if total > 0 else 0.0
+        typed = self.typed
+        return Match(share, tuple([typed[i] for i in held]), tuple(together))
 
 
 _NOTHING = Match(0.0, (), ())
