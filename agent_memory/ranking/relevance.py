@@ -65,11 +65,12 @@ class Text:
     """A text as the keyword index reads it: its lexemes, in order, and how often each
     occurs (read once per text: the same memories come back search after search)."""
 
-    __slots__ = ("_pairs", "seq", "vocabulary")
+    __slots__ = ("_pairs", "lexemes", "seq", "vocabulary")
 
     def __init__(self, seq: list[str]) -> None:
         self.seq = seq
         self.vocabulary: dict[str, int] = collections.Counter(seq)
+        self.lexemes = frozenset(self.vocabulary)
         self._pairs: frozenset[tuple[str, str]] | None = None
 
     def holds(self, wanted: Phrase) -> bool:
@@ -210,13 +211,13 @@ class Words:
 
     def match(self, content: str, tags: Sequence[str]) -> Match:
         """What a memory of ``content`` and ``tags`` holds of these words."""
-        text = read_text(content)
+        text = _read(content) if len(content) <= TEXT_CACHE_CHARS else read_text(content)
         tagged = _read_tags(tuple(tags)) if tags else _EMPTY
         firsts = self._firsts
         if (
             firsts is not None
-            and firsts.isdisjoint(text.vocabulary)
-            and firsts.isdisjoint(tagged.vocabulary)
+            and firsts.isdisjoint(text.lexemes)
+            and firsts.isdisjoint(tagged.lexemes)
         ):
             return _NOTHING
         counts, tag_counts = text.vocabulary, tagged.vocabulary
