@@ -196,7 +196,7 @@ def fuse(
     best = _keyword_shares(candidates, words)
     noise, floor = _noise(candidates, unrelated)
     trust, fused = _trust(best), FUSIONS[name]
-    for c in candidates:  # one pass: a search at the default limit weighs hundreds
+    for c in candidates:  # one pass over every candidate of both legs
         if c.vector is not None and noise is not None:
             c.sigmas = sigmas(c.vector[1], noise)
             c.meaning = max(c.sigmas - floor, 0.0) / SIGMAS_PER_SHARE
