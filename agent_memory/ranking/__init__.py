@@ -387,7 +387,7 @@ class _Rule:
         margins = [c.sigmas - ranked.floor for c in shown if c.sigmas is not None]
         best = max(margins, default=0.0)
         keep = KEEP_MEANING_LOW + (KEEP_MEANING_HIGH - KEEP_MEANING_LOW) * self.trust
-        if 0 < best < WEAK_MARGIN:
+        if ranked.floor and 0 < best < WEAK_MARGIN:  # above unrelated text, not the candidates
             keep += (KEEP_MEANING_HIGH - keep) * (1 - best / WEAK_MARGIN)
         self.best_sigmas = None if not margins else best + (ranked.floor or 0.0)
         self.least_sigmas = None if best <= 0 else (ranked.floor or 0.0) + keep * best
