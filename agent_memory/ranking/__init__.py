@@ -69,6 +69,11 @@ SIGMAS_PER_SHARE = 6.0
 KEEP_KEYWORD = 0.5
 KEEP_MEANING_LOW = 0.3
 KEEP_MEANING_HIGH = 0.6
+# A page whose best match by meaning stands less than WEAK_MARGIN standard deviations above
+# the floor has no clear answer (a question about something the store does not hold looks
+# like this): the share it keeps rises towards KEEP_MEANING_HIGH as that margin shrinks, so
+# only the matches nearly as close as the best stay.
+WEAK_MARGIN = 1.5
 # A keyword page (no model to judge the weaker matches) keeps the memories holding at least
 # KEYWORD_LEAST of the question's information and KEEP_KEYWORD_ALONE of its best match's.
 KEYWORD_LEAST = 0.2
@@ -175,7 +180,9 @@ def fuse(
     for rank, (memory_id, score) in enumerate((p for p in keyword if p[0] in rows), start=1):
         found[memory_id] = Candidate(rows[memory_id], keyword=(rank, score))
     for rank, (memory_id, score) in enumerate((p for p in nearest if p[0] in rows), start=1):
-        candidate = found.setdefault(memory_id, Candidate(rows[memory_id]))
+        candidate = found.get(memory_id)
+        if candidate is None:
+            candidate = found[memory_id] = Candidate(rows[memory_id])
         candidate.vector = (rank, score)
     for memory_id, similarity in (similar or {}).items():
         if memory_id in found and found[memory_id].vector is None:
@@ -186,17 +193,16 @@ def fuse(
         for c in candidates:
             c.keyword = None
         words = None
-    _keyword_shares(candidates, words)
+    best = _keyword_shares(candidates, words)
     noise, floor = _noise(candidates, unrelated)
-    for c in candidates:
+    trust, fused = _trust(best), FUSIONS[name]
+    for c in candidates:  # one pass over every candidate of both legs
         if c.vector is not None and noise is not None:
             c.sigmas = sigmas(c.vector[1], noise)
             c.meaning = max(c.sigmas - floor, 0.0) / SIGMAS_PER_SHARE
-    trust, best = _trust(candidates), _best_share(candidates)
-    for c in candidates:
-        share = c.match.share if c.match is not None else 0.0
-        c.keyword_relevance = trust * share / best if best > 0 else 0.0
-        c.fused = FUSIONS[name](c)
+        if best > 0 and c.match is not None:
+            c.keyword_relevance = trust * c.match.share / best
+        c.fused = fused(c)
         c.score = c.fused * c.row["decay_score"]
     return Ranked(
         _ordered(candidates), name, True, trust, noise, floor, _words(words), "fused × decay", words
@@ -257,27 +263,30 @@ def end(ranked: Ranked, limit: int, cut: bool | None = None, hidden: Iterable[in
 # -- calibration ---------------------------------------------------------------------------
 
 
-def _keyword_shares(candidates: list[Candidate], words: Words | None) -> None:
+def _keyword_shares(candidates: list[Candidate], words: Words | None) -> float:
     """Each candidate's Match: what its text holds of ``words``; without words (FTS5
-    syntax), the keyword leg's matches by their bm25 against the best."""
+    syntax), the keyword leg's matches by their bm25 against the best. Returns the best
+    share."""
     if words is not None:
+        best, match = 0.0, words.match
         for c in candidates:
-            c.match = words.match(c.row.get("content", ""), c.row.get("tags", ()))
-        return
-    best = max((c.keyword[1] for c in candidates if c.keyword is not None), default=0.0)
+            c.match = found = match(c.row.get("content", ""), c.row.get("tags", ()))
+            best = max(best, found.share)
+        return best
+    top = max((c.keyword[1] for c in candidates if c.keyword is not None), default=0.0)
     for c in candidates:
         if c.keyword is not None:
-            share = min(c.keyword[1] / best, 1.0) if best > 0 else 1.0
+            share = min(c.keyword[1] / top, 1.0) if top > 0 else 1.0
             c.match = Match(share, (), ())
+    return _best_share(candidates)
 
 
 def _best_share(candidates: Sequence[Candidate]) -> float:
     return max((c.match.share for c in candidates if c.match is not None), default=0.0)
 
 
-def _trust(candidates: Sequence[Candidate]) -> float:
+def _trust(best: float) -> float:
     """How far the keyword leg counts (0 to 1), from its best match's share."""
-    best = _best_share(candidates)
     span = KEYWORD_TRUST_FULL - KEYWORD_TRUST_FROM
     return min(max((best - KEYWORD_TRUST_FROM) / span, 0.0), 1.0)
 
@@ -378,6 +387,8 @@ class _Rule:
         margins = [c.sigmas - ranked.floor for c in shown if c.sigmas is not None]
         best = max(margins, default=0.0)
         keep = KEEP_MEANING_LOW + (KEEP_MEANING_HIGH - KEEP_MEANING_LOW) * self.trust
+        if ranked.floor and 0 < best < WEAK_MARGIN:  # above unrelated text, not the candidates
+            keep += (KEEP_MEANING_HIGH - keep) * (1 - best / WEAK_MARGIN)
         self.best_sigmas = None if not margins else best + (ranked.floor or 0.0)
         self.least_sigmas = None if best <= 0 else (ranked.floor or 0.0) + keep * best
 

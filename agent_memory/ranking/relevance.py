@@ -22,11 +22,13 @@ puts every model's cosine on one scale.
 
 from __future__ import annotations
 
+import collections
 import functools
 import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from agent_memory.contract.models import Noise
 from agent_memory.query.bigrams import indexed_text
@@ -60,13 +62,25 @@ def phrase(word: str) -> Phrase:
 
 
 class Text:
-    """A text as the keyword index reads it: its lexemes, in order, and the set of them."""
+    """A text as the keyword index reads it: its lexemes, in order, and how often each
+    occurs (read once per text: the same memories come back search after search)."""
 
-    __slots__ = ("seq", "vocabulary")
+    __slots__ = ("_pairs", "lexemes", "seq", "vocabulary")
 
     def __init__(self, seq: list[str]) -> None:
         self.seq = seq
-        self.vocabulary = frozenset(seq)
+        self.vocabulary: dict[str, int] = collections.Counter(seq)
+        self.lexemes = frozenset(self.vocabulary)
+        self._pairs: frozenset[tuple[str, str]] | None = None
+
+    def holds(self, wanted: Phrase) -> bool:
+        """Whether ``wanted`` occurs: two whole lexemes (a pair of words typed together,
+        the usual case) are looked up among the text's pairs of neighbours."""
+        if len(wanted) == 2 and not wanted[0][1] and not wanted[1][1]:
+            if self._pairs is None:
+                self._pairs = frozenset(itertools.pairwise(self.seq))
+            return (wanted[0][0], wanted[1][0]) in self._pairs
+        return self.count(wanted) > 0
 
     def count(self, wanted: Phrase) -> int:
         """How often ``wanted`` occurs (list searches, not a loop over every lexeme)."""
@@ -75,7 +89,7 @@ class Text:
         if not prefix and first not in self.vocabulary:
             return 0
         if len(wanted) == 1 and not prefix:
-            return seq.count(first)
+            return self.vocabulary.get(first, 0)
         found, size = 0, len(seq)
         for i in self._starts(first, prefix):
             found += all(
@@ -103,8 +117,8 @@ def _read(text: str) -> Text:
 
 
 @functools.lru_cache(maxsize=TEXT_CACHE_ENTRIES)
-def _tag_text(tags: tuple[str, ...]) -> str:
-    return tag_text(tags)
+def _read_tags(tags: tuple[str, ...]) -> Text:
+    return read_text(tag_text(tags))
 
 
 def read_text(text: str) -> Text:
@@ -113,10 +127,10 @@ def read_text(text: str) -> Text:
     return _read(text) if len(text) <= TEXT_CACHE_CHARS else _read.__wrapped__(text)
 
 
-@dataclass(frozen=True)
-class Match:
+class Match(NamedTuple):
     """What a memory holds of a query: its share of the query's information (0 to 1), the
-    words it holds and the pairs it holds as they were typed (explain)."""
+    words it holds and the pairs it holds as they were typed (explain). A tuple: one is
+    made for every candidate of every search."""
 
     share: float
     words: tuple[str, ...]
@@ -168,8 +182,21 @@ class Words:
         )
 
     @functools.cached_property
-    def _singles(self) -> tuple[str | None, ...]:
-        return tuple(p[0][0] if len(p) == 1 and not p[0][1] else None for p in self.phrases)
+    def _firsts(self) -> frozenset[str] | None:
+        """The first lexeme of every word, which a text must hold to hold the word; None
+        when a word ends in a prefix (any text may hold it)."""
+        if any(prefix for p in self.phrases for _, prefix in p):
+            return None
+        return frozenset(p[0][0] for p in self.phrases)
+
+    @functools.cached_property
+    def _terms(self) -> tuple[tuple[int, str | None, Phrase, float], ...]:
+        """Each word's index, its lexeme when it is one whole lexeme (most are: looked up,
+        not searched for), its phrase and its information."""
+        return tuple(
+            (i, p[0][0] if len(p) == 1 and not p[0][1] else None, p, w)
+            for i, (p, w) in enumerate(zip(self.phrases, self.weights, strict=True))
+        )
 
     @functools.cached_property
     def weight_of(self) -> dict[str, float]:
@@ -184,34 +211,45 @@ class Words:
 
     def match(self, content: str, tags: Sequence[str]) -> Match:
         """What a memory of ``content`` and ``tags`` holds of these words."""
-        text = read_text(content)
-        tagged = read_text(_tag_text(tuple(tags))) if tags else _EMPTY
+        text = _read(content) if len(content) <= TEXT_CACHE_CHARS else read_text(content)
+        tagged = _read_tags(tuple(tags)) if tags else _EMPTY
+        firsts = self._firsts
+        if (
+            firsts is not None
+            and firsts.isdisjoint(text.lexemes)
+            and firsts.isdisjoint(tagged.lexemes)
+        ):
+            return _NOTHING
+        counts, tag_counts = text.vocabulary, tagged.vocabulary
         norm = BM25_K1 * (
             1 - BM25_B + BM25_B * (len(text.seq) + len(tagged.seq)) / self.average_length
         )
         score = 0.0
-        held: dict[int, None] = {}
-        for i, (wanted, single) in enumerate(zip(self.phrases, self._singles, strict=True)):
-            if single is not None:  # most words are one lexeme: a set, then a list count
-                tf = text.seq.count(single) if single in text.vocabulary else 0
-                if single in tagged.vocabulary:
-                    tf += TAG_WEIGHT * tagged.seq.count(single)
+        held: list[int] = []
+        for i, single, wanted, weight in self._terms:
+            if single is not None:
+                tf = counts.get(single, 0)
+                if tag_counts:
+                    tf += TAG_WEIGHT * tag_counts.get(single, 0)
             else:
                 tf = text.count(wanted) + TAG_WEIGHT * tagged.count(wanted)
             if tf:
-                held[i] = None
-                score += self.weights[i] * (tf * (BM25_K1 + 1)) / (tf + norm)
+                held.append(i)
+                score += weight * (tf * (BM25_K1 + 1)) / (tf + norm)
         if not held:
             return _NOTHING
         together = []
-        for a, b in self.pairs:
-            if a in held and b in held:
-                joined = self.phrases[a] + self.phrases[b]
-                if text.count(joined) or tagged.count(joined):
-                    together.append(f"{self.typed[a]} {self.typed[b]}")
-                    score += max(self.weights[a], self.weights[b])
-        share = min(score / self.total, 1.0) if self.total > 0 else 0.0
-        return Match(share, tuple(self.typed[i] for i in held), tuple(together))
+        if self.pairs and len(held) > 1:
+            for a, b in self.pairs:
+                if a in held and b in held:
+                    joined = self.phrases[a] + self.phrases[b]
+                    if text.holds(joined) or tagged.holds(joined):
+                        together.append(f"{self.typed[a]} {self.typed[b]}")
+                        score += max(self.weights[a], self.weights[b])
+        total = self.total
+        share = min(score / total, 1.0) if total > 0 else 0.0
+        typed = self.typed
+        return Match(share, tuple([typed[i] for i in held]), tuple(together))
 
 
 _NOTHING = Match(0.0, (), ())

@@ -95,6 +95,18 @@ def test_a_question_about_nothing_the_store_holds_gets_nothing():
     assert "under the 2.0σ floor" in page.explain["cut"]["reason"]
 
 
+def test_a_page_whose_best_barely_clears_the_floor_keeps_only_what_is_nearly_as_close():
+    # 2.5, 2.3 and 2.2 sd: nothing stands clearly above unrelated text (an off-topic
+    # question looks like this), so a match 40% of the best's margin over the floor is out.
+    texts = {1: "a", 2: "b", 3: "c"}
+    nearest = [(1, 0.750), (2, 0.746), (3, 0.744)]
+    page = fused([], nearest, texts)
+    assert ids(page) == [1, 2]
+    # The same spread far above the floor keeps all three: the best is a clear answer.
+    nearest = [(1, 0.800), (2, 0.796), (3, 0.794)]
+    assert ids(fused([], nearest, texts)) == [1, 2, 3]
+
+
 def test_no_result_has_a_fused_score_of_zero():
     texts = {1: "retry the upload", 2: "the cache", 3: "unrelated"} | FILLERS
     keyword = [(1, 3.0), (2, 0.3)]

@@ -53,6 +53,9 @@ from agent_memory.storage.sqlite.keyword import KeywordIndex, driver
 from agent_memory.storage.sqlite.rows import SELECT_MEMORY
 from agent_memory.storage.sqlite.schema import memories
 
+# A search's candidates' tags, parsed once per distinct JSON text (most memories share a
+# few sets of tags).
+TAGS_CACHE_ENTRIES = 4_096
 # The sweep rewrites decay scores and deletes expired rows in batches, one transaction
 # each, sized so that each holds the write lock for about SWEEP_HOLD_TARGET_SECS: the
 # next batch's size is scaled by how long the last one took (from SWEEP_FIRST_BATCH_ROWS,
@@ -308,7 +311,7 @@ class SqliteStore(CommonStore):
         params = {**rows.filter_params(filters), "ids": json.dumps(ids), "now": now}
         found = conn.execute(rows.candidates_statement(rows.filter_key(filters)), params)
         return {
-            i: {"id": i, "decay_score": decay, "content": content, "tags": json.loads(tags)}
+            i: {"id": i, "decay_score": decay, "content": content, "tags": _tags(tags)}
             for i, decay, content, tags in found
         }
 
@@ -450,3 +453,9 @@ class SqliteStore(CommonStore):
     @_guarded
     def repair(self) -> list[str]:
         return Doctor(self._connections, self.database.path, self.read_only).repair()
+
+
+@functools.lru_cache(maxsize=TAGS_CACHE_ENTRIES)
+def _tags(stored: str) -> tuple[str, ...]:
+    """A memory's tags as stored (a JSON array), parsed."""
+    return tuple(json.loads(stored))
