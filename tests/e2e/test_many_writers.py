@@ -9,61 +9,14 @@ no client may have seen an error, and SQLite's and FTS5's integrity checks must 
 
 from __future__ import annotations
 
-import random
-
-import anyio
 import sqlean
-from mcp import Client, StdioServerParameters
 
-from tests.support.many_writers import (
-    MCP_WORKERS,
-    OPS_PER_WORKER,
-    Ledger,
-    mcp_caller,
-    rest_caller,
-    run_worker,
-)
-from tests.support.rest_daemon import RestDaemon
-from tests.support.spawned import executable, server_env
+from tests.support.many_writers import write_at_once
 
 
 def test_six_processes_write_at_once_and_nothing_is_lost(db_path):
-    params = StdioServerParameters(
-        command=executable(),
-        args=["--db", str(db_path), "--sweep-interval", "1", "--log-level", "warning", "serve"],
-        env=server_env(),
-    )
-    daemon = RestDaemon(db_path, log_level="warning", env={"AGENT_MEMORY_SWEEP_INTERVAL": "1"})
-    ledgers = [Ledger() for _ in range(MCP_WORKERS + 1)]
-
-    async def main() -> None:
-        clients = [Client(params) for _ in range(MCP_WORKERS)]
-        for client in clients:
-            await client.__aenter__()
-        try:
-            async with anyio.create_task_group() as group:
-                for i, client in enumerate(clients):
-                    group.start_soon(
-                        run_worker, f"mcp{i}", mcp_caller(client), random.Random(i), ledgers[i]
-                    )
-                group.start_soon(
-                    run_worker, "rest", rest_caller(daemon), random.Random(99), ledgers[-1]
-                )
-        finally:
-            for client in reversed(clients):
-                await client.__aexit__(None, None, None)
-
-    try:
-        anyio.run(main)
-    finally:
-        assert daemon.stop() == 0
-
-    assert [e for ledger in ledgers for e in ledger.errors] == []
-    assert sum(ledger.ops for ledger in ledgers) == (MCP_WORKERS + 1) * OPS_PER_WORKER
-    expected = {i: c for ledger in ledgers for i, c in ledger.contents.items()}
-    forgotten = set().union(*(ledger.forgotten for ledger in ledgers))
-    links = set().union(*(ledger.links for ledger in ledgers))
-    assert len(expected) == sum(len(ledger.contents) for ledger in ledgers)  # ids never shared
+    done = write_at_once(str(db_path))
+    expected, forgotten, links = done.contents, done.forgotten, done.links
 
     conn = sqlean.connect(str(db_path))
     try:

@@ -6,30 +6,20 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import subprocess
 import sys
 from collections.abc import Iterator
 from urllib.parse import urlsplit, urlunsplit
 
-import anyio
 import psycopg
 import pytest
-from mcp import Client, StdioServerParameters
 from psycopg import sql
 
 from agent_memory.service.core import MemoryService
 from agent_memory.storage import open_store
 from agent_memory.storage.postgres import url as urls
 from tests.support.clock import Clock
-from tests.support.many_writers import (
-    MCP_WORKERS,
-    OPS_PER_WORKER,
-    Ledger,
-    mcp_caller,
-    rest_caller,
-    run_worker,
-)
+from tests.support.many_writers import write_at_once
 from tests.support.pg_checks import LEXEMES_AGREE, TEAM_A, TEAM_B, TOTALS_AGREE, service_file
 from tests.support.rest_daemon import RestDaemon
 from tests.support.spawned import executable, run_agent_memory, server_env
@@ -152,46 +142,8 @@ def test_a_team_moves_its_memories_from_sqlite_to_postgresql_and_back(tmp_path, 
 
 
 def test_six_processes_write_one_database_at_once_and_nothing_is_lost(pg_url):
-    params = StdioServerParameters(
-        command=executable(),
-        args=["--db", pg_url, "--sweep-interval", "1", "--log-level", "warning", "serve"],
-        env=server_env(),
-    )
-    daemon = RestDaemon(pg_url, log_level="warning", env={"AGENT_MEMORY_SWEEP_INTERVAL": "1"})
-    ledgers = [Ledger() for _ in range(MCP_WORKERS + 1)]
-
-    async def main() -> None:
-        clients = [Client(params) for _ in range(MCP_WORKERS)]
-        for client in clients:
-            await client.__aenter__()
-        try:
-            async with anyio.create_task_group() as group:
-                for i, client in enumerate(clients):
-                    group.start_soon(
-                        run_worker,
-                        f"mcp{i}",
-                        mcp_caller(client),
-                        random.Random(i),
-                        ledgers[i],
-                    )
-                group.start_soon(
-                    run_worker, "rest", rest_caller(daemon), random.Random(99), ledgers[-1]
-                )
-        finally:
-            for client in reversed(clients):
-                await client.__aexit__(None, None, None)
-
-    try:
-        anyio.run(main)
-    finally:
-        assert daemon.stop() == 0
-
-    assert [e for ledger in ledgers for e in ledger.errors] == []
-    assert sum(ledger.ops for ledger in ledgers) == (MCP_WORKERS + 1) * OPS_PER_WORKER
-    expected = {i: c for ledger in ledgers for i, c in ledger.contents.items()}
-    forgotten = set().union(*(ledger.forgotten for ledger in ledgers))
-    links = set().union(*(ledger.links for ledger in ledgers))
-    assert len(expected) == sum(len(ledger.contents) for ledger in ledgers)  # ids never shared
+    done = write_at_once(pg_url)
+    expected, forgotten, links = done.contents, done.forgotten, done.links
     with psycopg.connect(pg_url) as conn:
         rows = dict(conn.execute("SELECT id, content FROM memories").fetchall())
         assert rows == expected  # every acknowledged write once, with its last content

@@ -7,9 +7,10 @@ import random
 from dataclasses import dataclass, field
 
 import anyio
-from mcp import Client
+from mcp import Client, StdioServerParameters
 
 from tests.support.rest_daemon import RestDaemon
+from tests.support.spawned import executable, server_env
 
 MCP_WORKERS = 5
 OPS_PER_WORKER = 80
@@ -92,3 +93,48 @@ def rest_caller(daemon: RestDaemon):
         return True, response.json()
 
     return call
+
+
+def write_at_once(location: str) -> Ledger:
+    """MCP_WORKERS ``serve`` processes (the official MCP client) and one ``serve-rest``, all
+    sweeping every second, run their workers on ``location`` at once; every client saw no
+    error and ran every operation. What they were told succeeded, merged into one ledger."""
+    params = StdioServerParameters(
+        command=executable(),
+        args=["--db", location, "--sweep-interval", "1", "--log-level", "warning", "serve"],
+        env=server_env(),
+    )
+    daemon = RestDaemon(location, log_level="warning", env={"AGENT_MEMORY_SWEEP_INTERVAL": "1"})
+    ledgers = [Ledger() for _ in range(MCP_WORKERS + 1)]
+
+    async def main() -> None:
+        clients = [Client(params) for _ in range(MCP_WORKERS)]
+        for client in clients:
+            await client.__aenter__()
+        try:
+            async with anyio.create_task_group() as group:
+                for i, client in enumerate(clients):
+                    group.start_soon(
+                        run_worker, f"mcp{i}", mcp_caller(client), random.Random(i), ledgers[i]
+                    )
+                group.start_soon(
+                    run_worker, "rest", rest_caller(daemon), random.Random(99), ledgers[-1]
+                )
+        finally:
+            for client in reversed(clients):
+                await client.__aexit__(None, None, None)
+
+    try:
+        anyio.run(main)
+    finally:
+        assert daemon.stop() == 0
+
+    assert [e for ledger in ledgers for e in ledger.errors] == []
+    assert sum(ledger.ops for ledger in ledgers) == (MCP_WORKERS + 1) * OPS_PER_WORKER
+    merged = Ledger(
+        contents={i: c for ledger in ledgers for i, c in ledger.contents.items()},
+        forgotten=set().union(*(ledger.forgotten for ledger in ledgers)),
+        links=set().union(*(ledger.links for ledger in ledgers)),
+    )
+    assert len(merged.contents) == sum(len(ledger.contents) for ledger in ledgers)  # ids unshared
+    return merged
